@@ -1,0 +1,28 @@
+# Quickstart: `make demo` (install, ingest the sample KB, answer a sample question), then `make test`.
+VENV ?= .venv
+PY := $(VENV)/bin/python
+EXE := $(VENV)/bin/executor
+export LANGSMITH_TRACING ?= false
+
+.PHONY: setup demo test bench
+
+setup: $(VENV)/.installed
+
+$(VENV)/.installed: pyproject.toml
+	test -x $(PY) || python3 -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	# torch==2.13.0 (CPU) is pinned by the bge extra: an unpinned torch pulls a multi-GB CUDA build.
+	$(PY) -m pip install --quiet -e ".[bge,dev]"
+	touch $@
+
+demo: setup
+	$(EXE) ingest
+	$(EXE) lookup "ERR_TIMEOUT 是什么？" --session demo
+	$(EXE) lookup "数据库连接池怎么配置？" --session demo
+	$(EXE) lookup "数据库连接池怎么配置？" --session demo
+
+test: setup
+	$(PY) -m pytest
+
+bench: setup
+	$(PY) -m evals.bench_lookup

@@ -1,0 +1,159 @@
+"""One settings object for the whole application.
+
+Sources, highest first: environment variables, `config.yaml` (path in
+EXECUTOR_CONFIG, default ./config.yaml), then the defaults below. Relevance
+thresholds are per embedder because distances from different models are not
+comparable; see `Settings.thresholds`.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field, model_validator
+from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
+
+from agent.errors import ExecutorError
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+SAMPLE_KB_PATH = REPO_ROOT / "kb" / "sample"
+
+
+class Thresholds(BaseModel):
+    """How raw squared-L2 distances become similarities and levels."""
+
+    model_config = ConfigDict(populate_by_name=True, frozen=True)
+
+    max_l2_distance: float = Field(2.0, alias="max-l2-distance", gt=0)
+    highly_relevant_threshold: float = Field(0.75, alias="highly-relevant-threshold", ge=0, le=1)
+    reference_threshold: float = Field(0.5, alias="reference-threshold", ge=0, le=1)
+
+    @model_validator(mode="after")
+    def _ordered(self) -> "Thresholds":
+        if self.reference_threshold > self.highly_relevant_threshold:
+            raise ValueError("reference-threshold must not exceed highly-relevant-threshold")
+        return self
+
+
+class ThresholdOverride(BaseModel):
+    model_config = ConfigDict(populate_by_name=True)
+
+    max_l2_distance: float | None = Field(None, alias="max-l2-distance")
+    highly_relevant_threshold: float | None = Field(None, alias="highly-relevant-threshold")
+    reference_threshold: float | None = Field(None, alias="reference-threshold")
+
+    def set_values(self) -> dict[str, float]:
+        return {k: v for k, v in self.model_dump().items() if v is not None}
+
+
+# Calibrated on the bundled sample KB (README, "Thresholds"). USE multilingual v3
+# puts related zh/en pairs at cosine 0.5-0.7 and unrelated ones at 0.1-0.3,
+# so the bge-m3 numbers from the source design would grade nearly everything
+# "not found".
+EMBEDDER_THRESHOLD_DEFAULTS: dict[str, Thresholds] = {
+    "use-multilingual-v3": Thresholds(
+        max_l2_distance=2.0, highly_relevant_threshold=0.5, reference_threshold=0.28
+    ),
+    "bge-m3": Thresholds(max_l2_distance=2.0, highly_relevant_threshold=0.75, reference_threshold=0.5),
+}
+
+
+class Normalization(ThresholdOverride):
+    embedders: dict[str, ThresholdOverride] = Field(default_factory=dict)
+
+
+class Retrieval(BaseModel):
+    normalization: Normalization = Field(default_factory=Normalization)
+
+
+def config_path() -> Path:
+    import os
+
+    return Path(os.environ.get("EXECUTOR_CONFIG", "config.yaml"))
+
+
+class _YamlSource(PydanticBaseSettingsSource):
+    """Reads config.yaml; a missing file means no overrides, a broken one is an error."""
+
+    def get_field_value(self, field, field_name):  # pragma: no cover - required by the ABC
+        return None, field_name, False
+
+    def __call__(self) -> dict[str, Any]:
+        path = config_path()
+        if not path.exists():
+            return {}
+        try:
+            data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+        except yaml.YAMLError as exc:
+            raise ExecutorError(f"{path}: not valid YAML ({exc.__class__.__name__})") from exc
+        if not isinstance(data, dict):
+            raise ExecutorError(f"{path}: expected a mapping at the top level")
+        return data
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="EXECUTOR_", extra="ignore", populate_by_name=True)
+
+    home: Path = Path(".executor")
+    embedder: str = Field("use", description="use | bge-m3 | flag")
+    embedder_path: Path | None = Field(None, description="local model directory for bge-m3 / flag")
+    milvus_uri: str | None = Field(None, validation_alias=AliasChoices("MILVUS_URI", "EXECUTOR_MILVUS_URI"))
+    milvus_token: str | None = Field(None, validation_alias=AliasChoices("MILVUS_TOKEN", "EXECUTOR_MILVUS_TOKEN"))
+    milvus_timeout_s: float = 30.0
+    database_url: str | None = None
+
+    top_k: int = Field(10, ge=1, le=100, description="chunks fetched by L1")
+    max_supplement: int = Field(3, ge=0, le=20, description="documents sent after the primary one")
+    max_chars_per_doc: int = Field(1200, ge=100)
+    max_query_chars: int = Field(2000, ge=10)
+
+    retrieval: Retrieval = Field(default_factory=Retrieval)
+    # Flat env overrides beat config.yaml: EXECUTOR_HIGHLY_RELEVANT_THRESHOLD=0.6
+    max_l2_distance: float | None = None
+    highly_relevant_threshold: float | None = None
+    reference_threshold: float | None = None
+
+    @classmethod
+    def settings_customise_sources(cls, settings_cls, init_settings, env_settings, dotenv_settings, file_secret_settings):
+        return (init_settings, env_settings, _YamlSource(settings_cls))
+
+    @property
+    def milvus_target(self) -> str:
+        return self.milvus_uri or str(self.home / "milvus.db")
+
+    @property
+    def db_url(self) -> str:
+        return self.database_url or f"sqlite:///{self.home / 'executor.db'}"
+
+    def thresholds(self, embedder_name: str) -> Thresholds:
+        base = EMBEDDER_THRESHOLD_DEFAULTS.get(embedder_name, Thresholds())
+        values = base.model_dump()
+        norm = self.retrieval.normalization
+        values.update(norm.set_values())
+        if embedder_name in norm.embedders:
+            values.update(norm.embedders[embedder_name].set_values())
+        flat = {
+            "max_l2_distance": self.max_l2_distance,
+            "highly_relevant_threshold": self.highly_relevant_threshold,
+            "reference_threshold": self.reference_threshold,
+        }
+        values.update({k: v for k, v in flat.items() if v is not None})
+        try:
+            return Thresholds(**values)
+        except ValueError as exc:
+            raise ExecutorError(f"invalid relevance thresholds for {embedder_name}: {exc.errors()[0]['msg']}") from exc
+
+    def ensure_home(self) -> Path:
+        self.home.mkdir(parents=True, exist_ok=True)
+        return self.home
+
+
+@lru_cache(maxsize=1)
+def get_settings() -> Settings:
+    try:
+        return Settings()
+    except ValueError as exc:
+        raise ExecutorError(f"invalid settings: {exc}".splitlines()[0]) from exc

@@ -1,0 +1,41 @@
+"""Completeness hints: the one sentence per level that tells the LLM whether to keep looking."""
+
+from __future__ import annotations
+
+HINTS: dict[str, dict[str, str]] = {
+    "PRECISE": {
+        "zh": "知识库中不存在比上述结果更精准的文档，请直接使用，不要再检索。",
+        "en": "The knowledge base holds nothing more precise than this result: use it and do not search again.",
+    },
+    "HIGHLY_RELEVANT": {
+        "zh": "当前结果已高度相关，继续检索不太可能找到更精准的文档。",
+        "en": "These results are highly relevant; searching again is unlikely to find anything more precise.",
+    },
+    "REFERENCE": {
+        "zh": "当前结果为相关参考，如需更精准信息，请先明确缺少的具体维度，再定向补充。",
+        "en": "These results are related references; if you need more, name the specific missing dimension "
+        "and look up only that.",
+    },
+    "doc_retrieved": {
+        "zh": "找到的文档在本会话中都已返回过，请基于已有信息回答。",
+        "en": "Every document found was already returned in this session: answer from what you have.",
+    },
+    "domain_retrieved": {
+        "zh": "该领域本会话已检索过，且结果已足够相关；请基于已有信息回答。如确有缺失，请说明缺少的具体维度。",
+        "en": "This domain was already retrieved in this session with a good enough result: answer from what "
+        "you have. If something is really missing, name the missing dimension.",
+    },
+    "not_found": {
+        "zh": "知识库中没有与该问题相关的文档；不要换说法重查，请如实说明知识库没有这方面的内容。",
+        "en": "The knowledge base has nothing relevant to this; do not rephrase and retry, say so in the answer.",
+    },
+}
+
+ALREADY_RETURNED = {
+    "zh": "（本会话已返回过，内容不再重复发送）",
+    "en": "(already returned earlier in this session; content not sent again)",
+}
+
+
+def hint(key: str, lang: str) -> str:
+    return HINTS[key]["zh" if lang == "zh" else "en"]

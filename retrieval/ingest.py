@@ -1,0 +1,140 @@
+"""Ingest a folder of Markdown into a knowledge base, idempotently.
+
+Everything is parsed and embedded before anything is written; the catalog is
+committed last, in one transaction. A failure part-way leaves the catalog as
+it was, and the next ingest notices vectors that disagree with it and
+re-embeds the whole KB.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import numpy as np
+from tqdm import tqdm
+
+from agent.errors import BackendError
+from retrieval.documents import Document, load_documents
+from stores.catalog import DocumentChange
+from stores.vectors import validate_kb_name
+
+if TYPE_CHECKING:
+    from agent.runtime import Runtime
+
+SAMPLE_EXTRACT_CONFIG = {
+    "entity_types": ["Software", "Database", "Protocol", "Port", "ErrorCode", "Concept"],
+    "relation_types": ["DEPENDS_ON", "REFERENCES", "CO_OCCURS", "CONFLICTS_WITH", "DERIVED_FROM", "RELATED_TO"],
+}
+EMBED_BATCH = 64
+
+
+@dataclass
+class IngestReport:
+    kb: str
+    documents: int
+    chunks: int
+    added: int
+    changed: int
+    removed: int
+    unchanged: int
+    seconds: float
+    embedder: str
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def _embed_text(doc: Document, chunk_text: str) -> str:
+    return f"{doc.title}\n{chunk_text}"
+
+
+def ingest(
+    rt: "Runtime",
+    path: Path,
+    kb: str,
+    rebuild: bool = False,
+    progress: bool = True,
+    description: str = "",
+    extract_config: dict | None = None,
+) -> IngestReport:
+    started = time.perf_counter()
+    validate_kb_name(kb)
+    docs = load_documents(Path(path))
+    embedder = rt.embedder
+    vectors = rt.vectors
+
+    recorded = vectors.recorded_embedder(kb)
+    if recorded is not None and (recorded.get("embedder"), recorded.get("dim")) != (embedder.name, embedder.dim):
+        if not rebuild:
+            raise BackendError(
+                f"knowledge base {kb!r} was embedded with {recorded.get('embedder')} ({recorded.get('dim')}-d), "
+                f"not {embedder.name} ({embedder.dim}-d): pass --rebuild to re-embed it"
+            )
+    existing = rt.catalog.documents(kb)
+    stored_chunks = vectors.count(kb) if recorded is not None else 0
+    consistent = stored_chunks == sum(d.chunk_count for d in existing.values())
+    full = rebuild or recorded is None or not consistent
+
+    changed = [d for d in docs if full or d.doc_key not in existing or existing[d.doc_key].content_hash != d.content_hash]
+    keys = {d.doc_key for d in docs}
+    removed = [k for k in existing if k not in keys]
+
+    rows, texts = [], []
+    for doc in changed:
+        for chunk in doc.chunks():
+            rows.append(
+                {"chunk_id": chunk.chunk_id, "doc_key": doc.doc_key, "chunk_index": chunk.index,
+                 "domain": doc.domain, "title": doc.title, "keywords": doc.keywords, "text": chunk.text}
+            )
+            texts.append(_embed_text(doc, chunk.text))
+    parts = []
+    with tqdm(total=len(texts), desc=f"embedding {kb}", unit="chunk", disable=not progress, leave=False) as bar:
+        for i in range(0, len(texts), EMBED_BATCH):
+            parts.append(embedder.embed_documents(texts[i : i + EMBED_BATCH]))
+            bar.update(len(texts[i : i + EMBED_BATCH]))
+    matrix = np.concatenate(parts) if parts else np.zeros((0, embedder.dim), dtype=np.float32)
+
+    if full and recorded is not None:
+        vectors.drop(kb)
+    if not vectors.has(kb):
+        vectors.create(kb, embedder)
+    stale = [d.doc_key for d in changed if d.doc_key in existing and not full] + removed
+    if stale:
+        vectors.delete_docs(kb, stale)
+    if rows:
+        vectors.upsert(kb, rows, embedder, matrix)
+    vectors.flush_and_load(kb)
+
+    if rt.catalog.get(kb) is None:
+        config = extract_config if extract_config is not None else {}
+        rt.catalog.create(kb, description=description, extract_config=config)
+    rt.catalog.apply_ingest(
+        kb,
+        changed=[
+            DocumentChange(
+                doc_key=d.doc_key, title=d.title, domain=d.domain, keywords=d.keywords, error_codes=d.error_codes,
+                entities=d.entities, relations=d.relations, content_hash=d.content_hash,
+                chunk_count=len(d.chunks()),
+            )
+            for d in changed
+        ],
+        removed=removed,
+        embedder=embedder.name,
+        dim=embedder.dim,
+        source=str(Path(path).resolve()),
+    )
+    added = sum(1 for d in changed if d.doc_key not in existing)
+    return IngestReport(
+        kb=kb,
+        documents=len(docs),
+        chunks=vectors.count(kb),
+        added=added,
+        changed=len(changed) - added,
+        removed=len(removed),
+        unchanged=len(docs) - len(changed),
+        seconds=round(time.perf_counter() - started, 2),
+        embedder=embedder.name,
+    )

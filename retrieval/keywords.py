@@ -1,0 +1,52 @@
+"""L0: exact matches of document keywords and titles inside the query.
+
+Matching is on token boundaries: an ASCII term must match whole words
+("TLS" does not match "TLSv1"), while Chinese has no spaces, so every
+character is a boundary ("连接池" matches "数据库连接池怎么配置").
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections import defaultdict
+from collections.abc import Iterable
+
+TOKEN = re.compile(r"[a-z0-9_]+(?:[.\-][a-z0-9_]+)*|[\u3400-\u9fff\uf900-\ufaff]")
+_SPACE_NEAR_CJK = re.compile(r"\s+(?=[\u3400-\u9fff])|(?<=[\u3400-\u9fff])\s+")
+MAX_TERM_CHARS = 48
+MAX_TERM_TOKENS = 12
+
+
+def normalize(text: str) -> str:
+    text = unicodedata.normalize("NFKC", text).casefold()
+    text = _SPACE_NEAR_CJK.sub("", text)
+    return " ".join(text.split())
+
+
+class KeywordIndex:
+    def __init__(self, entries: Iterable[tuple[str, Iterable[str]]]):
+        self._terms: dict[str, set[str]] = defaultdict(set)
+        for doc_key, terms in entries:
+            for term in terms:
+                norm = normalize(str(term))
+                if len(norm) >= 2 and len(norm) <= MAX_TERM_CHARS:
+                    self._terms[norm].add(doc_key)
+
+    def __len__(self) -> int:
+        return len(self._terms)
+
+    def match(self, query: str) -> dict[str, list[str]]:
+        """doc_key -> the terms of that document found in the query."""
+        text = normalize(query)
+        spans = [(m.start(), m.end()) for m in TOKEN.finditer(text)]
+        found: dict[str, list[str]] = defaultdict(list)
+        for i, (start, _) in enumerate(spans):
+            for _, end in spans[i : i + MAX_TERM_TOKENS]:
+                if end - start > MAX_TERM_CHARS:
+                    break
+                term = text[start:end]
+                for doc_key in self._terms.get(term, ()):
+                    if term not in found[doc_key]:
+                        found[doc_key].append(term)
+        return dict(found)

@@ -1,0 +1,82 @@
+"""The knowledge-base catalog and the documents each KB holds."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from sqlalchemy import delete, select
+
+from agent.errors import InputError
+from stores.database import Database, DocumentRow, KnowledgeBase, utcnow
+from stores.vectors import validate_kb_name
+
+
+@dataclass(frozen=True)
+class DocumentChange:
+    doc_key: str
+    title: str
+    domain: str
+    keywords: list[str]
+    error_codes: list[str]
+    entities: list[dict]
+    relations: list[dict]
+    content_hash: str
+    chunk_count: int
+
+
+class Catalog:
+    def __init__(self, db: Database):
+        self.db = db
+
+    def get(self, name: str) -> KnowledgeBase | None:
+        with self.db.session() as s:
+            return s.get(KnowledgeBase, name)
+
+    def names(self) -> list[str]:
+        with self.db.session() as s:
+            return list(s.scalars(select(KnowledgeBase.name).order_by(KnowledgeBase.name)))
+
+    def list(self) -> list[KnowledgeBase]:
+        with self.db.session() as s:
+            return list(s.scalars(select(KnowledgeBase).order_by(KnowledgeBase.name)))
+
+    def require(self, name: str) -> KnowledgeBase:
+        validate_kb_name(name)
+        kb = self.get(name)
+        if kb is None:
+            known = ", ".join(self.names()) or "none yet; run `executor ingest`"
+            raise InputError(f"unknown knowledge base {name!r} (known: {known})")
+        return kb
+
+    def create(self, name: str, description: str = "", extract_config: dict | None = None) -> KnowledgeBase:
+        validate_kb_name(name)
+        with self.db.session() as s:
+            if s.get(KnowledgeBase, name) is not None:
+                raise InputError(f"knowledge base {name!r} already exists")
+            kb = KnowledgeBase(name=name, description=description, extract_config=extract_config or {})
+            s.add(kb)
+        return kb
+
+    def documents(self, kb: str) -> dict[str, DocumentRow]:
+        with self.db.session() as s:
+            rows = s.scalars(select(DocumentRow).where(DocumentRow.kb == kb)).all()
+        return {r.doc_key: r for r in rows}
+
+    def apply_ingest(
+        self, kb: str, changed: list[DocumentChange], removed: list[str], embedder: str, dim: int, source: str
+    ) -> int:
+        """Record one ingest in a single transaction; returns the new revision."""
+        with self.db.session() as s:
+            row = s.get(KnowledgeBase, kb)
+            row.embedder, row.dim, row.source_path = embedder, dim, source
+            row.revision += 1
+            if removed:
+                s.execute(delete(DocumentRow).where(DocumentRow.kb == kb, DocumentRow.doc_key.in_(removed)))
+            for c in changed:
+                s.merge(DocumentRow(kb=kb, updated_at=utcnow(), **c.__dict__))
+            return row.revision
+
+    def drop(self, name: str) -> None:
+        with self.db.session() as s:
+            s.execute(delete(DocumentRow).where(DocumentRow.kb == name))
+            s.execute(delete(KnowledgeBase).where(KnowledgeBase.name == name))

@@ -1,0 +1,154 @@
+"""The application database (SQLite file by default, any SQLAlchemy URL in production).
+
+It holds the knowledge-base catalog, the documents of each KB (the L0 keyword
+index is built from them), the per-session action memory and the
+`tool_invocation` log.
+"""
+
+from __future__ import annotations
+
+from contextlib import contextmanager
+from datetime import datetime, timezone
+from functools import lru_cache
+from pathlib import Path
+
+from sqlalchemy import JSON, Boolean, DateTime, Float, Integer, String, Text, create_engine, event
+from sqlalchemy.engine import Engine
+from sqlalchemy.exc import OperationalError, SQLAlchemyError
+from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column, sessionmaker
+
+from agent.errors import BackendError
+
+
+def utcnow() -> datetime:
+    return datetime.now(timezone.utc).replace(tzinfo=None)
+
+
+class Base(DeclarativeBase):
+    pass
+
+
+class KnowledgeBase(Base):
+    __tablename__ = "knowledge_base"
+
+    name: Mapped[str] = mapped_column(String(64), primary_key=True)
+    description: Mapped[str] = mapped_column(Text, default="")
+    # {"entity_types": [...], "relation_types": [...]}; empty lists mean "no graph"
+    extract_config: Mapped[dict] = mapped_column(JSON, default=dict)
+    embedder: Mapped[str | None] = mapped_column(String(128), nullable=True)
+    dim: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    source_path: Mapped[str | None] = mapped_column(Text, nullable=True)
+    # bumped by every ingest, so long-lived readers know to reload their caches
+    revision: Mapped[int] = mapped_column(Integer, default=0)
+    created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
+
+
+class DocumentRow(Base):
+    __tablename__ = "document"
+
+    kb: Mapped[str] = mapped_column(String(64), primary_key=True)
+    doc_key: Mapped[str] = mapped_column(String(512), primary_key=True)
+    title: Mapped[str] = mapped_column(Text)
+    domain: Mapped[str] = mapped_column(String(64), index=True)
+    keywords: Mapped[list] = mapped_column(JSON, default=list)
+    error_codes: Mapped[list] = mapped_column(JSON, default=list)
+    entities: Mapped[list] = mapped_column(JSON, default=list)
+    relations: Mapped[list] = mapped_column(JSON, default=list)
+    content_hash: Mapped[str] = mapped_column(String(64))
+    chunk_count: Mapped[int] = mapped_column(Integer)
+    updated_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
+
+
+class SessionDocument(Base):
+    """Action memory: a document already sent to the LLM in this session."""
+
+    __tablename__ = "session_document"
+
+    session_id: Mapped[str] = mapped_column(String(128), primary_key=True)
+    kb: Mapped[str] = mapped_column(String(64), primary_key=True)
+    doc_key: Mapped[str] = mapped_column(String(512), primary_key=True)
+    domain: Mapped[str] = mapped_column(String(64))
+    title: Mapped[str] = mapped_column(Text)
+    created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
+
+
+class SessionDomain(Base):
+    """Action memory: the level the last lookup landing in this domain was graded."""
+
+    __tablename__ = "session_domain"
+
+    session_id: Mapped[str] = mapped_column(String(128), primary_key=True)
+    domain: Mapped[str] = mapped_column(String(64), primary_key=True)
+    last_level: Mapped[str] = mapped_column(String(20))
+    lookups: Mapped[int] = mapped_column(Integer, default=0)
+    updated_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
+
+
+class ToolInvocation(Base):
+    __tablename__ = "tool_invocation"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    session_id: Mapped[str] = mapped_column(String(128), index=True)
+    tool_name: Mapped[str] = mapped_column(String(64), index=True)
+    kb: Mapped[str | None] = mapped_column(String(64), nullable=True)
+    query: Mapped[str] = mapped_column(Text)
+    arguments: Mapped[dict] = mapped_column(JSON, default=dict)
+    relevance_level: Mapped[str | None] = mapped_column(String(20), nullable=True)
+    dedup_reason: Mapped[str | None] = mapped_column(String(32), nullable=True)
+    blocked: Mapped[bool] = mapped_column(Boolean, default=False)
+    error: Mapped[str | None] = mapped_column(Text, nullable=True)
+    latency_ms: Mapped[float] = mapped_column(Float, default=0.0)
+    retrieval_details: Mapped[dict | None] = mapped_column(JSON, nullable=True)
+    created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow, index=True)
+
+
+class Database:
+    def __init__(self, url: str):
+        self.url = url
+        if url.startswith("sqlite:///"):
+            Path(url[len("sqlite:///"):]).parent.mkdir(parents=True, exist_ok=True)
+        self.engine = _engine(url)
+        self._sessions = sessionmaker(self.engine, expire_on_commit=False)
+        try:
+            Base.metadata.create_all(self.engine)
+        except OperationalError as exc:
+            raise BackendError(f"cannot open the database {_safe(url)}: {exc.orig}") from exc
+
+    @contextmanager
+    def session(self):
+        """A unit of work: committed whole, or rolled back whole."""
+        s: Session = self._sessions()
+        try:
+            yield s
+            s.commit()
+        except OperationalError as exc:
+            s.rollback()
+            raise BackendError(f"database {_safe(self.url)} failed: {exc.orig}") from exc
+        except SQLAlchemyError:
+            s.rollback()
+            raise
+        except BaseException:
+            s.rollback()
+            raise
+        finally:
+            s.close()
+
+
+def _safe(url: str) -> str:
+    from sqlalchemy.engine import make_url
+
+    return make_url(url).render_as_string(hide_password=True)
+
+
+@lru_cache(maxsize=8)
+def _engine(url: str) -> Engine:
+    if url.startswith("sqlite"):
+        engine = create_engine(url, connect_args={"timeout": 15})
+
+        @event.listens_for(engine, "connect")
+        def _wal(dbapi_conn, _):  # readers never block the writer of another process
+            dbapi_conn.execute("PRAGMA journal_mode=WAL")
+            dbapi_conn.execute("PRAGMA busy_timeout=15000")
+
+        return engine
+    return create_engine(url, pool_pre_ping=True)

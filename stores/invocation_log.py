@@ -1,0 +1,45 @@
+"""The `tool_invocation` log: every tool call, executed or blocked, with its raw scores."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from sqlalchemy import select
+
+from stores.database import Database, ToolInvocation
+
+
+@dataclass
+class Invocation:
+    session_id: str
+    tool_name: str
+    query: str
+    kb: str | None = None
+    arguments: dict = field(default_factory=dict)
+    relevance_level: str | None = None
+    dedup_reason: str | None = None
+    blocked: bool = False
+    error: str | None = None
+    latency_ms: float = 0.0
+    retrieval_details: dict | None = None
+
+
+class InvocationLog:
+    def __init__(self, db: Database):
+        self.db = db
+
+    def write(self, entry: Invocation) -> int:
+        with self.db.session() as s:
+            row = ToolInvocation(**entry.__dict__)
+            s.add(row)
+            s.flush()
+            return row.id
+
+    def rows(self, session_id: str | None = None, tool_name: str | None = None) -> list[ToolInvocation]:
+        stmt = select(ToolInvocation).order_by(ToolInvocation.id)
+        if session_id is not None:
+            stmt = stmt.where(ToolInvocation.session_id == session_id)
+        if tool_name is not None:
+            stmt = stmt.where(ToolInvocation.tool_name == tool_name)
+        with self.db.session() as s:
+            return list(s.scalars(stmt).all())

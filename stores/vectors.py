@@ -1,0 +1,256 @@
+"""Chunk vectors in Milvus: Milvus Lite file by default, a Milvus server by URI.
+
+Relevance is graded from the dense squared-L2 distance. Hybrid search returns
+RRF ranks instead, so the dense vectors come back with each hit and the
+distance is computed here, exactly as Milvus defines metric L2.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from agent.errors import BackendError, InputError
+from stores.embedders import Embedder
+
+# milvus-lite 2.5.1 imports pkg_resources (hence setuptools<81), which warns on every start.
+warnings.filterwarnings("ignore", message="pkg_resources is deprecated", category=UserWarning)
+
+TEXT_MAX = 16_384
+DESCRIPTION_PREFIX = "executor:"
+OUTPUT_FIELDS = ["chunk_id", "doc_key", "chunk_index", "domain", "title", "text", "dense"]
+
+
+@dataclass(frozen=True)
+class ChunkHit:
+    chunk_id: str
+    doc_key: str
+    chunk_index: int
+    domain: str
+    title: str
+    text: str
+    distance: float  # squared L2 between unit vectors, in [0, 4]
+    rank: int  # position in the (hybrid) result list, 0 = best
+
+
+def _truncate_utf8(text: str, limit: int) -> str:
+    data = text.encode("utf-8")
+    return text if len(data) <= limit else data[:limit].decode("utf-8", errors="ignore")
+
+
+def _literal(value: str) -> str:
+    # Milvus Lite 2.5 has no filter parameters; callers pass only values that
+    # passed the doc-key / domain whitelist, and json quoting keeps them literal.
+    return json.dumps(value, ensure_ascii=False)
+
+
+class MilvusVectorStore:
+    def __init__(self, uri: str, token: str | None = None, timeout_s: float = 30.0):
+        self.uri = uri
+        self.is_lite = not uri.startswith(("http://", "https://", "tcp://", "unix:"))
+        self._token = token
+        self._timeout = timeout_s
+        self._client = None
+
+    # -- connection ---------------------------------------------------------
+    @property
+    def client(self):
+        if self._client is None:
+            from pymilvus import MilvusClient
+            from pymilvus.exceptions import MilvusException
+
+            if self.is_lite:
+                Path(self.uri).parent.mkdir(parents=True, exist_ok=True)
+            root = logging.getLogger()
+            level = root.level
+            # milvus-lite logs its own copy of the lock error on the root logger; ours says what to do.
+            root.setLevel(logging.CRITICAL)
+            try:
+                self._client = MilvusClient(self.uri, token=self._token or "", timeout=self._timeout)
+            except MilvusException as exc:
+                if self.is_lite:
+                    raise BackendError(
+                        f"cannot open the Milvus Lite file {self.uri}: another process has it open "
+                        "(a Lite file allows one process at a time); stop it, or set MILVUS_URI to a Milvus server"
+                    ) from exc
+                raise BackendError(f"cannot reach Milvus at {self.uri}: {exc.message}") from exc
+            finally:
+                root.setLevel(level)
+        return self._client
+
+    def _kw(self) -> dict:
+        # pymilvus retries failed calls 75 times with back-off by default: minutes
+        # for a malformed request. Fail fast instead.
+        kw = {"retry_times": 2}
+        if not self.is_lite:
+            kw["timeout"] = self._timeout
+        return kw
+
+    def close(self) -> None:
+        if self._client is not None:
+            self._client.close()
+            self._client = None
+
+    # -- collections --------------------------------------------------------
+    @staticmethod
+    def collection_name(kb: str) -> str:
+        return f"kb_{kb}"
+
+    def has(self, kb: str) -> bool:
+        return self.client.has_collection(self.collection_name(kb))
+
+    def recorded_embedder(self, kb: str) -> dict | None:
+        if not self.has(kb):
+            return None
+        desc = self.client.describe_collection(self.collection_name(kb)).get("description", "")
+        if not desc.startswith(DESCRIPTION_PREFIX):
+            return {"embedder": "unknown", "dim": None}
+        return json.loads(desc[len(DESCRIPTION_PREFIX):])
+
+    def check_embedder(self, kb: str, embedder: Embedder) -> None:
+        meta = self.recorded_embedder(kb)
+        if meta is None:
+            raise BackendError(f"knowledge base {kb!r} has no vectors: run `executor ingest --kb {kb}`")
+        if meta.get("embedder") != embedder.name or meta.get("dim") != embedder.dim:
+            raise BackendError(
+                f"knowledge base {kb!r} was embedded with {meta.get('embedder')} ({meta.get('dim')}-d) "
+                f"but the active embedder is {embedder.name} ({embedder.dim}-d): switch EXECUTOR_EMBEDDER "
+                f"back, or re-ingest with --rebuild"
+            )
+
+    def create(self, kb: str, embedder: Embedder) -> None:
+        from pymilvus import DataType, Function, FunctionType
+
+        schema = self.client.create_schema(
+            auto_id=False,
+            description=DESCRIPTION_PREFIX + json.dumps({"embedder": embedder.name, "dim": embedder.dim}),
+        )
+        schema.add_field("chunk_id", DataType.VARCHAR, is_primary=True, max_length=1024)
+        schema.add_field("doc_key", DataType.VARCHAR, max_length=1024)
+        schema.add_field("chunk_index", DataType.INT64)
+        schema.add_field("domain", DataType.VARCHAR, max_length=128)
+        schema.add_field("title", DataType.VARCHAR, max_length=2048)
+        schema.add_field("keywords", DataType.VARCHAR, max_length=4096)
+        bm25 = not embedder.has_lexical_weights
+        text_opts = {"enable_analyzer": True, "analyzer_params": {"tokenizer": "jieba"}} if bm25 else {}
+        schema.add_field("text", DataType.VARCHAR, max_length=TEXT_MAX, **text_opts)
+        schema.add_field("dense", DataType.FLOAT_VECTOR, dim=embedder.dim)
+        schema.add_field("sparse", DataType.SPARSE_FLOAT_VECTOR)
+        if bm25:
+            schema.add_function(
+                Function(
+                    name="text_bm25",
+                    function_type=FunctionType.BM25,
+                    input_field_names=["text"],
+                    output_field_names=["sparse"],
+                )
+            )
+        index = self.client.prepare_index_params()
+        index.add_index("dense", index_type="AUTOINDEX", metric_type="L2")
+        index.add_index("sparse", index_type="SPARSE_INVERTED_INDEX", metric_type="BM25" if bm25 else "IP")
+        self.client.create_collection(self.collection_name(kb), schema=schema, index_params=index, **self._kw())
+
+    def drop(self, kb: str) -> None:
+        if self.has(kb):
+            self.client.drop_collection(self.collection_name(kb))
+
+    # -- writes -------------------------------------------------------------
+    def delete_docs(self, kb: str, doc_keys: list[str]) -> None:
+        for i in range(0, len(doc_keys), 200):
+            batch = doc_keys[i : i + 200]
+            expr = f"doc_key in [{', '.join(_literal(k) for k in batch)}]"
+            self.client.delete(self.collection_name(kb), filter=expr, **self._kw())
+
+    def upsert(self, kb: str, rows: list[dict], embedder: Embedder, vectors: np.ndarray) -> None:
+        lexical = embedder.lexical_weights([r["text"] for r in rows]) if embedder.has_lexical_weights else None
+        data = []
+        for i, row in enumerate(rows):
+            item = {
+                "chunk_id": row["chunk_id"],
+                "doc_key": row["doc_key"],
+                "chunk_index": int(row["chunk_index"]),
+                "domain": row["domain"],
+                "title": _truncate_utf8(row["title"], 2000),
+                "keywords": _truncate_utf8(json.dumps(row.get("keywords", []), ensure_ascii=False), 4000),
+                "text": _truncate_utf8(row["text"], TEXT_MAX - 16),
+                "dense": vectors[i].astype(np.float32).tolist(),
+            }
+            if lexical is not None:
+                item["sparse"] = lexical[i] or {0: 0.0}
+            data.append(item)
+        for i in range(0, len(data), 500):
+            self.client.upsert(self.collection_name(kb), data[i : i + 500], **self._kw())
+
+    def flush_and_load(self, kb: str) -> None:
+        name = self.collection_name(kb)
+        self.client.flush(name, **self._kw())
+        self.client.load_collection(name, **self._kw())
+
+    def count(self, kb: str) -> int:
+        name = self.collection_name(kb)
+        rows = self.client.query(name, filter="", output_fields=["count(*)"], **self._kw())
+        return int(rows[0]["count(*)"])
+
+    # -- reads --------------------------------------------------------------
+    def search(self, kb: str, query: str, vector: np.ndarray, embedder: Embedder, limit: int) -> list[ChunkHit]:
+        """Hybrid dense + sparse search (RRF); every hit carries its dense squared-L2 distance."""
+        from pymilvus import AnnSearchRequest, RRFRanker
+
+        name = self.collection_name(kb)
+        dense = AnnSearchRequest([vector.tolist()], "dense", {"metric_type": "L2"}, limit)
+        if embedder.has_lexical_weights:
+            sparse_query = embedder.lexical_weights([query])[0] or {0: 0.0}
+            sparse = AnnSearchRequest([sparse_query], "sparse", {"metric_type": "IP"}, limit)
+        else:
+            sparse = AnnSearchRequest([query], "sparse", {"metric_type": "BM25"}, limit)
+        result = self.client.hybrid_search(
+            name, [dense, sparse], RRFRanker(60), limit=limit, output_fields=OUTPUT_FIELDS, **self._kw()
+        )
+        return [self._hit(h["entity"], vector, rank) for rank, h in enumerate(result[0])]
+
+    def dense_search(self, kb: str, vector: np.ndarray, limit: int) -> list[ChunkHit]:
+        result = self.client.search(
+            self.collection_name(kb),
+            data=[vector.tolist()],
+            anns_field="dense",
+            limit=limit,
+            output_fields=OUTPUT_FIELDS,
+            search_params={"metric_type": "L2"},
+            **self._kw(),
+        )
+        return [self._hit(h["entity"], vector, rank) for rank, h in enumerate(result[0])]
+
+    def get_chunks(self, kb: str, chunk_ids: list[str], vector: np.ndarray) -> list[ChunkHit]:
+        if not chunk_ids:
+            return []
+        rows = self.client.get(self.collection_name(kb), ids=chunk_ids, output_fields=OUTPUT_FIELDS, **self._kw())
+        return [self._hit(r, vector, -1) for r in rows]
+
+    @staticmethod
+    def _hit(entity: dict, query: np.ndarray, rank: int) -> ChunkHit:
+        diff = np.asarray(entity["dense"], dtype=np.float32) - query
+        return ChunkHit(
+            chunk_id=entity["chunk_id"],
+            doc_key=entity["doc_key"],
+            chunk_index=int(entity["chunk_index"]),
+            domain=entity["domain"],
+            title=entity["title"],
+            text=entity["text"],
+            distance=float(diff @ diff),
+            rank=rank,
+        )
+
+
+def validate_kb_name(name: str) -> str:
+    import re
+
+    if not re.fullmatch(r"[a-z][a-z0-9_]{0,47}", name or ""):
+        raise InputError(
+            f"invalid knowledge base name {name!r}: use lowercase letters, digits and '_', starting with a letter"
+        )
+    return name

@@ -1,0 +1,130 @@
+"""lookup_knowledge against the ingested sample KB on real Milvus Lite and the real USE embedder."""
+
+import json
+import re
+import uuid
+
+import pytest
+
+from agent.errors import InputError
+from stores.database import SessionDocument
+
+
+def new_session() -> str:
+    return f"t-{uuid.uuid4().hex[:10]}"
+
+
+def test_unique_error_code_is_precise(sample_rt):
+    r = sample_rt.lookup.lookup("ERR_TIMEOUT 是什么？", new_session())
+    assert r.relevance_level == "PRECISE"
+    assert r.primary[0].doc_key == "troubleshooting/err-timeout.md"
+    assert "ERR_TIMEOUT" in r.primary[0].content
+    assert r.completeness_hint.startswith("知识库中不存在")  # hint in the query's language
+
+
+def test_pool_question_lands_in_infrastructure_and_repeat_is_deduped(sample_rt):
+    s = new_session()
+    first = sample_rt.lookup.lookup("数据库连接池怎么配置？", s)
+    assert first.relevance_level in ("HIGHLY_RELEVANT", "PRECISE")
+    assert first.primary[0].domain == "infrastructure"
+    assert first.retrieved_domains_this_session == ["infrastructure"]
+    assert first.primary[0].content
+
+    again = sample_rt.lookup.lookup("数据库连接池怎么配置？", s)
+    assert again.relevance_level == "DEDUPED"
+    assert again.dedup_reason == "doc_retrieved"
+    assert all(d.already_returned and d.content == "" for d in again.documents)
+    assert "已返回" in again.to_llm_text()
+
+    other = sample_rt.lookup.lookup("数据库连接池怎么配置？", new_session())
+    assert other.relevance_level == first.relevance_level
+    assert [d.doc_key for d in other.documents] == [d.doc_key for d in first.documents]
+    assert all(d.content for d in other.documents)
+
+
+def test_same_domain_rephrase_is_blocked_after_a_good_result(sample_rt):
+    s = new_session()
+    first = sample_rt.lookup.lookup("数据库连接池怎么配置？", s)
+    sent = {d.doc_key for d in first.documents}
+    second = sample_rt.lookup.lookup("HikariCP maxLifetime 和 keepaliveTime 参数", s)
+    if second.dedup_reason is None:  # landed elsewhere: then it must not re-send anything
+        assert not sent & {d.doc_key for d in second.documents if not d.already_returned}
+    else:
+        assert second.relevance_level == "DEDUPED"
+        assert second.dedup_reason in ("domain_retrieved", "doc_retrieved")
+        assert all(not d.content for d in second.documents)
+
+
+def test_reference_then_targeted_supplement(sample_rt):
+    """Scenario 4 of the source design: a REFERENCE result, then a lookup naming the missing dimension."""
+    targeted = "慢查询 EXPLAIN 执行计划分析"
+    s, control = new_session(), new_session()
+    for session in (s, control):
+        first = sample_rt.lookup.lookup("系统变慢了怎么办", session)
+        assert first.relevance_level == "REFERENCE"
+        assert first.primary[0].domain == "troubleshooting"
+
+    rephrased = sample_rt.lookup.lookup("系统很慢如何处理", s)
+    assert rephrased.relevance_level == "DEDUPED"
+
+    blind = sample_rt.lookup.lookup(targeted, control)  # same domain, no missing dimension named
+    assert (blind.relevance_level, blind.dedup_reason) == ("DEDUPED", "domain_retrieved")
+    assert blind.documents == []
+
+    supplement = sample_rt.lookup.lookup(targeted, s, missing_dimension="执行计划分析")
+    assert supplement.dedup_reason is None
+    new = [d for d in supplement.documents if not d.already_returned]
+    assert new and all(d.content for d in new)
+    assert first.primary[0].doc_key not in {d.doc_key for d in new}  # never re-sent
+
+
+def test_nothing_found_says_so(sample_rt):
+    r = sample_rt.lookup.lookup("how to bake sourdough bread", new_session())
+    assert r.found is False and r.relevance_level is None
+    assert r.primary == [] and "nothing relevant" in r.completeness_hint
+
+
+def test_scores_never_reach_the_llm_but_reach_the_log(sample_rt):
+    s = new_session()
+    r = sample_rt.lookup.lookup("How do I roll back a Helm release?", s)
+    text, payload = r.to_llm_text(), json.dumps(r.model_dump(mode="json"), ensure_ascii=False)
+    for leak in ("distance", "similarity", "l1_", "score"):
+        assert leak not in text and leak not in payload
+    assert not re.search(r"0\.\d{3,}", text)
+    (row,) = sample_rt.log.rows(session_id=s)
+    d = row.retrieval_details
+    assert row.tool_name == "lookup_knowledge" and row.relevance_level == r.relevance_level
+    for key in ("l0_titles", "l1_scores", "l1_top_score", "l1_top_similarity", "relevance_level",
+                "completeness_hint", "retrieved_domains"):
+        assert key in d
+    assert 0.0 <= d["l1_top_similarity"] <= 1.0 and d["l1_top_score"] == min(d["l1_scores"])
+    assert row.latency_ms > 0
+
+
+def test_every_lookup_is_logged_including_errors(sample_rt):
+    s = new_session()
+    with pytest.raises(InputError, match="unknown knowledge base 'nope'"):
+        sample_rt.lookup.lookup("anything", s, kb="nope")
+    (row,) = sample_rt.log.rows(session_id=s)
+    assert "unknown knowledge base" in row.error
+
+
+@pytest.mark.parametrize(
+    "query, message",
+    [("", "empty"), ("   \n\t ", "empty"), ("x" * 100_000, "100,000 characters"), ("ERR\x00_TIMEOUT", "control characters")],
+)
+def test_bad_queries_are_refused_and_leave_no_memory(sample_rt, query, message):
+    s = new_session()
+    with pytest.raises(InputError, match=message):
+        sample_rt.lookup.lookup(query, s)
+    with sample_rt.db.session() as db:
+        assert db.query(SessionDocument).filter_by(session_id=s).count() == 0
+
+
+def test_clearing_a_session_forgets_it(sample_rt):
+    s = new_session()
+    sample_rt.lookup.lookup("ERR_TIMEOUT", s)
+    assert sample_rt.memory.retrieved_domains(s) == ["troubleshooting"]
+    assert sample_rt.memory.clear(s) >= 1
+    assert sample_rt.memory.retrieved_domains(s) == []
+    assert sample_rt.lookup.lookup("ERR_TIMEOUT", s).relevance_level == "PRECISE"

@@ -1,0 +1,94 @@
+import numpy as np
+import pytest
+
+from agent.settings import Thresholds
+from retrieval.relevance import Level, domain_block_reason, grade, language_of, similarity
+from stores.vectors import MilvusVectorStore
+
+T = Thresholds(max_l2_distance=2.0, highly_relevant_threshold=0.75, reference_threshold=0.5)
+
+
+def test_similarity_of_milvus_squared_l2_equals_cosine_for_unit_vectors(tmp_path):
+    """Milvus returns squared L2; for unit vectors 1 - d/2 must be the cosine (clipped at 0)."""
+
+    class Fake:  # only name/dim/has_lexical_weights are read when creating the collection
+        name, dim, has_lexical_weights = "probe", 16, False
+
+    rng = np.random.default_rng(7)
+    docs = rng.normal(size=(50, 16)).astype(np.float32)
+    docs /= np.linalg.norm(docs, axis=1, keepdims=True)
+    query = rng.normal(size=16).astype(np.float32)
+    query /= np.linalg.norm(query)
+    store = MilvusVectorStore(str(tmp_path / "m.db"))
+    store.create("probe", Fake())
+    rows = [
+        {"chunk_id": f"d{i}#0", "doc_key": f"d{i}", "chunk_index": 0, "domain": "x", "title": "t", "text": f"doc {i}"}
+        for i in range(50)
+    ]
+    store.upsert("probe", rows, Fake(), docs)
+    store.flush_and_load("probe")
+    hits = store.dense_search("probe", query, limit=50)
+    raw = store.client.search("kb_probe", data=[query.tolist()], anns_field="dense", limit=50,
+                              search_params={"metric_type": "L2"})[0]
+    milvus_d = {h["id"]: h["distance"] for h in raw}
+    store.close()
+    assert len(hits) == 50
+    for h in hits:
+        i = int(h.doc_key[1:])
+        cos = float(docs[i] @ query)
+        assert h.distance == pytest.approx(milvus_d[h.chunk_id], abs=1e-4)  # our local distance is Milvus's
+        assert similarity(milvus_d[h.chunk_id], 2.0) == pytest.approx(max(cos, 0.0), abs=1e-4)
+
+
+@pytest.mark.parametrize(
+    "d, expected",
+    [(0.0, 1.0), (0.383, 0.8085), (0.5, 0.75), (1.0, 0.5), (2.0, 0.0), (3.7, 0.0), (-1e-7, 1.0)],
+)
+def test_similarity_table_of_the_source_design(d, expected):
+    assert similarity(d, 2.0) == pytest.approx(expected, abs=1e-4)
+
+
+@pytest.mark.parametrize(
+    "l0, sim, expected",
+    [
+        (1, 0.10, Level.PRECISE),  # exactly one exact match wins whatever the vectors say
+        (1, None, Level.PRECISE),
+        (2, 0.75, Level.HIGHLY_RELEVANT),  # at the threshold
+        (2, 0.7499, Level.REFERENCE),  # just below: L0 hits are still references
+        (0, 0.75, Level.HIGHLY_RELEVANT),
+        (0, 0.7499, Level.REFERENCE),
+        (0, 0.5, Level.REFERENCE),
+        (0, 0.4999, None),  # below the reference threshold: no valid result
+        (0, None, None),
+        (3, 0.0, Level.REFERENCE),
+    ],
+)
+def test_level_decision_table_at_its_boundaries(l0, sim, expected):
+    assert grade(l0, sim, T) == expected
+
+
+@pytest.mark.parametrize(
+    "last, missing, blocked",
+    [
+        (None, None, False),
+        ("PRECISE", None, True),
+        ("PRECISE", "rollback steps", True),
+        ("HIGHLY_RELEVANT", "rollback steps", True),
+        ("REFERENCE", None, True),
+        ("REFERENCE", "   ", True),
+        ("REFERENCE", "log analysis steps", False),
+    ],
+)
+def test_same_domain_rule(last, missing, blocked):
+    assert (domain_block_reason(last, missing) is not None) is blocked
+
+
+def test_thresholds_must_be_ordered():
+    with pytest.raises(ValueError):
+        Thresholds(highly_relevant_threshold=0.3, reference_threshold=0.5)
+
+
+def test_language_detection():
+    assert language_of("数据库连接池怎么配置？") == "zh"
+    assert language_of("ERR_TIMEOUT 是什么") == "zh"
+    assert language_of("How do I roll back?") == "en"
