@@ -50,8 +50,9 @@ def _literal(value: str) -> str:
 
 
 class MilvusVectorStore:
-    def __init__(self, uri: str, token: str | None = None, timeout_s: float = 30.0):
+    def __init__(self, uri: str, token: str | None = None, timeout_s: float = 30.0, dense_index: str = "AUTOINDEX"):
         self.uri = uri
+        self.dense_index = dense_index
         self.is_lite = not uri.startswith(("http://", "https://", "tcp://", "unix:"))
         self._token = token
         self._timeout = timeout_s
@@ -151,7 +152,7 @@ class MilvusVectorStore:
                 )
             )
         index = self.client.prepare_index_params()
-        index.add_index("dense", index_type="AUTOINDEX", metric_type="L2")
+        index.add_index("dense", index_type=self.dense_index, metric_type="L2")
         index.add_index("sparse", index_type="SPARSE_INVERTED_INDEX", metric_type="BM25" if bm25 else "IP")
         self.client.create_collection(self.collection_name(kb), schema=schema, index_params=index, **self._kw())
 
