@@ -8,6 +8,7 @@ comparable; see `Settings.thresholds`.
 
 from __future__ import annotations
 
+import os
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -70,8 +71,6 @@ class Retrieval(BaseModel):
 
 
 def config_path() -> Path:
-    import os
-
     return Path(os.environ.get("EXECUTOR_CONFIG", "config.yaml"))
 
 

@@ -36,10 +36,6 @@ class Catalog:
         with self.db.session() as s:
             return list(s.scalars(select(KnowledgeBase.name).order_by(KnowledgeBase.name)))
 
-    def list(self) -> list[KnowledgeBase]:
-        with self.db.session() as s:
-            return list(s.scalars(select(KnowledgeBase).order_by(KnowledgeBase.name)))
-
     def require(self, name: str) -> KnowledgeBase:
         validate_kb_name(name)
         kb = self.get(name)

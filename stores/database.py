@@ -14,7 +14,7 @@ from pathlib import Path
 
 from sqlalchemy import JSON, Boolean, DateTime, Float, Integer, String, Text, create_engine, event
 from sqlalchemy.engine import Engine
-from sqlalchemy.exc import OperationalError, SQLAlchemyError
+from sqlalchemy.exc import OperationalError
 from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column, sessionmaker
 
 from agent.errors import BackendError
@@ -124,9 +124,6 @@ class Database:
         except OperationalError as exc:
             s.rollback()
             raise BackendError(f"database {_safe(self.url)} failed: {exc.orig}") from exc
-        except SQLAlchemyError:
-            s.rollback()
-            raise
         except BaseException:
             s.rollback()
             raise
