@@ -17,6 +17,7 @@ $(VENV)/.installed: pyproject.toml
 
 demo: setup
 	$(EXE) ingest
+	$(EXE) session clear demo
 	$(EXE) lookup "ERR_TIMEOUT 是什么？" --session demo
 	$(EXE) lookup "数据库连接池怎么配置？" --session demo
 	$(EXE) lookup "数据库连接池怎么配置？" --session demo
