@@ -30,7 +30,7 @@ class Embedder(Protocol):
     def lexical_weights(self, texts: list[str]) -> list[dict[int, float]]: ...
 
 
-def _unit(vectors: np.ndarray) -> np.ndarray:
+def unit_rows(vectors: np.ndarray) -> np.ndarray:
     vectors = np.asarray(vectors, dtype=np.float32)
     norms = np.linalg.norm(vectors, axis=-1, keepdims=True)
     return vectors / np.maximum(norms, 1e-12)
@@ -51,7 +51,7 @@ class UseEmbedder:
     def embed_documents(self, texts: list[str]) -> np.ndarray:
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
-        return _unit(self._model.encode(list(texts)))
+        return unit_rows(self._model.encode(list(texts)))
 
     def embed_query(self, text: str) -> np.ndarray:
         return self.embed_documents([text])[0]
@@ -95,10 +95,10 @@ class FlagEncoderEmbedder:
     def embed_documents(self, texts: list[str]) -> np.ndarray:
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
-        return _unit(self._model.encode_corpus(list(texts), batch_size=32))
+        return unit_rows(self._model.encode_corpus(list(texts), batch_size=32))
 
     def embed_query(self, text: str) -> np.ndarray:
-        return _unit(self._model.encode_queries([text]))[0]
+        return unit_rows(self._model.encode_queries([text]))[0]
 
     def lexical_weights(self, texts: list[str]) -> list[dict[int, float]]:
         raise NotImplementedError(f"{self.name} has no lexical weights")
@@ -126,7 +126,7 @@ class BgeM3Embedder:
     def embed_documents(self, texts: list[str]) -> np.ndarray:
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
-        return _unit(self._encode(texts, sparse=False)["dense_vecs"])
+        return unit_rows(self._encode(texts, sparse=False)["dense_vecs"])
 
     def embed_query(self, text: str) -> np.ndarray:
         return self.embed_documents([text])[0]
