@@ -27,3 +27,4 @@ test: setup
 
 bench: setup
 	$(PY) -m evals.bench_lookup
+	$(PY) -m evals.bench_graph

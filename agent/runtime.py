@@ -8,6 +8,9 @@ from agent.settings import Settings, get_settings
 from stores.catalog import Catalog
 from stores.database import Database
 from stores.embedders import Embedder, make_embedder
+from stores.graph import GraphStore
+from stores.graph_drivers import FalkorDriver, Neo4jDriver
+from stores.graph_server import FalkorDBServer
 from stores.invocation_log import InvocationLog
 from stores.memory import ActionMemory
 from stores.vectors import MilvusVectorStore
@@ -44,11 +47,39 @@ class Runtime:
         return make_embedder(self.settings.embedder, self.settings.embedder_path)
 
     @cached_property
+    def graph_server(self) -> FalkorDBServer:
+        return FalkorDBServer(self.settings.graph_folder, self.settings.falkordb_bolt_port)
+
+    @cached_property
+    def graph(self) -> GraphStore:
+        """Neo4j if NEO4J_URI is set, else FalkorDB at FALKORDB_URL, else the embedded FalkorDB (started on demand)."""
+        s = self.settings
+        if s.neo4j_uri:
+            driver = Neo4jDriver(s.neo4j_uri, s.neo4j_user, s.neo4j_password, s.neo4j_database, s.graph_timeout_s)
+        elif s.falkordb_url:
+            driver = FalkorDriver(s.graph_name, url=s.falkordb_url, timeout_s=s.graph_timeout_s)
+        else:
+            socket = self.graph_server.ensure_running()
+            driver = FalkorDriver(s.graph_name, socket_path=str(socket), timeout_s=s.graph_timeout_s)
+        return GraphStore(driver)
+
+    @cached_property
+    def expander(self):
+        from retrieval.expansion import GraphExpander
+
+        return GraphExpander(self)
+
+    @cached_property
     def lookup(self):
         from retrieval.lookup import LookupService
 
         return LookupService(self)
 
-    def close(self) -> None:
+    def close(self, stop_graph_server: bool = False) -> None:
+        """Release connections; the embedded graph server keeps running for the next command unless asked."""
         if "vectors" in self.__dict__:
             self.vectors.close()
+        if "graph" in self.__dict__:
+            self.graph.close()
+        if stop_graph_server:
+            self.graph_server.stop()

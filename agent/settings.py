@@ -104,6 +104,21 @@ class Settings(BaseSettings):
     milvus_timeout_s: float = 30.0
     database_url: str | None = None
 
+    # The graph: Neo4j when NEO4J_URI is set, else a FalkorDB at FALKORDB_URL, else the embedded FalkorDB.
+    neo4j_uri: str | None = Field(None, validation_alias=AliasChoices("NEO4J_URI", "EXECUTOR_NEO4J_URI"))
+    neo4j_user: str | None = Field("neo4j", validation_alias=AliasChoices("NEO4J_USER", "NEO4J_USERNAME", "EXECUTOR_NEO4J_USER"))
+    neo4j_password: str | None = Field(None, validation_alias=AliasChoices("NEO4J_PASSWORD", "EXECUTOR_NEO4J_PASSWORD"))
+    neo4j_database: str | None = Field(None, validation_alias=AliasChoices("NEO4J_DATABASE", "EXECUTOR_NEO4J_DATABASE"))
+    falkordb_url: str | None = Field(None, validation_alias=AliasChoices("FALKORDB_URL", "EXECUTOR_FALKORDB_URL"))
+    falkordb_bolt_port: int | None = Field(None, ge=1, le=65535, description="also open FalkorDB's experimental Bolt port")
+    graph_name: str = Field("executor", pattern=r"^[A-Za-z][A-Za-z0-9_\-]{0,63}$")
+    graph_timeout_s: float = Field(10.0, gt=0)
+    graph_hops: int = Field(2, ge=1, le=4)
+    graph_max_paths: int = Field(20, ge=1, le=200)
+    graph_max_nodes_per_hop: int = Field(25, ge=1, le=500)
+    graph_hop_decay: float = Field(0.5, gt=0, le=1, description="graph relevance of a path = score x decay^(hops-1)")
+    graph_min_results: int = Field(5, ge=0, description="expand when a lookup found fewer documents than this")
+
     top_k: int = Field(10, ge=1, le=100, description="chunks fetched by L1")
     max_supplement: int = Field(3, ge=0, le=20, description="documents sent after the primary one")
     max_chars_per_doc: int = Field(1200, ge=100)
@@ -126,6 +141,10 @@ class Settings(BaseSettings):
     @property
     def db_url(self) -> str:
         return self.database_url or f"sqlite:///{self.home / 'executor.db'}"
+
+    @property
+    def graph_folder(self) -> Path:
+        return self.home / "graph"
 
     def thresholds(self, embedder_name: str) -> Thresholds:
         base = EMBEDDER_THRESHOLD_DEFAULTS.get(embedder_name, Thresholds())

@@ -9,7 +9,7 @@ re-embeds the whole KB.
 from __future__ import annotations
 
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -18,6 +18,7 @@ from tqdm import tqdm
 
 from agent.errors import BackendError
 from retrieval.documents import Document, load_documents
+from retrieval.graph_build import build_graph_data, has_graph
 from stores.catalog import DocumentChange
 from stores.vectors import validate_kb_name
 
@@ -25,7 +26,7 @@ if TYPE_CHECKING:
     from agent.runtime import Runtime
 
 SAMPLE_EXTRACT_CONFIG = {
-    "entity_types": ["Software", "Database", "Protocol", "Port", "ErrorCode", "Concept"],
+    "entity_types": ["Software", "Database", "Protocol", "Port", "ErrorCode", "Concept", "URL", "Path"],
     "relation_types": ["DEPENDS_ON", "REFERENCES", "CO_OCCURS", "CONFLICTS_WITH", "DERIVED_FROM", "RELATED_TO"],
 }
 EMBED_BATCH = 64
@@ -42,6 +43,8 @@ class IngestReport:
     unchanged: int
     seconds: float
     embedder: str
+    graph: dict | None = None  # entity/relation counts, or None when the KB has no graph config
+    warnings: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -97,6 +100,15 @@ def ingest(
             bar.update(len(texts[i : i + EMBED_BATCH]))
     matrix = np.concatenate(parts) if parts else np.zeros((0, embedder.dim), dtype=np.float32)
 
+    # The graph is rebuilt from all documents every time (cheap, and idempotent by construction).
+    # It goes before the vectors: if the graph is down, nothing has been written yet.
+    kb_row = rt.catalog.get(kb)
+    config = kb_row.extract_config if kb_row is not None else (extract_config or {})
+    graph_counts, warnings = None, []
+    if has_graph(config):
+        data, warnings = build_graph_data(docs, config)
+        graph_counts = rt.graph.replace_kb(kb, data)
+
     if full and recorded is not None:
         vectors.drop(kb)
     if not vectors.has(kb):
@@ -108,8 +120,7 @@ def ingest(
         vectors.upsert(kb, rows, embedder, matrix)
     vectors.flush_and_load(kb)
 
-    if rt.catalog.get(kb) is None:
-        config = extract_config if extract_config is not None else {}
+    if kb_row is None:
         rt.catalog.create(kb, description=description, extract_config=config)
     rt.catalog.apply_ingest(
         kb,
@@ -137,4 +148,6 @@ def ingest(
         unchanged=len(docs) - len(changed),
         seconds=round(time.perf_counter() - started, 2),
         embedder=embedder.name,
+        graph=graph_counts,
+        warnings=warnings,
     )

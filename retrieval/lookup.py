@@ -27,7 +27,7 @@ if TYPE_CHECKING:
 CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
 SESSION_ID = re.compile(r"^[\w.:\-]{1,128}$")
 L0_BONUS = 0.1  # an exact keyword hit outranks a slightly closer vector neighbour
-MAX_CHUNKS_PER_L0_DOC = 20
+MAX_CHUNKS_PER_DOC = 20  # chunks fetched for a document found by keyword or by the graph
 
 
 class DocumentOut(BaseModel):
@@ -83,6 +83,23 @@ def clean_query(query: str | None, max_chars: int) -> str:
     if CONTROL.search(query):
         raise InputError("the query contains control characters")
     return " ".join(query.split())
+
+
+def document_content(chunks, budget: int) -> str:
+    """A document's closest chunks, up to the size budget, in reading order."""
+    picked: list[ChunkHit] = []
+    used = 0
+    for c in sorted(chunks, key=lambda c: c.distance):
+        if picked and used + len(c.text) > budget:
+            continue
+        picked.append(c)
+        used += len(c.text)
+    text = "\n\n".join(c.text for c in sorted(picked, key=lambda c: c.chunk_index))
+    return text if len(text) <= budget else text[: budget - 1] + "…"
+
+
+def chunk_ids(doc_key: str, chunk_count: int) -> list[str]:
+    return [f"{doc_key}#{i}" for i in range(min(chunk_count, MAX_CHUNKS_PER_DOC))]
 
 
 def check_session_id(session_id: str) -> str:
@@ -160,12 +177,7 @@ class LookupService:
             docs.setdefault(h.doc_key, _Doc(h.doc_key, h.title, h.domain)).chunks[h.chunk_index] = h
         if l0:
             catalog_docs = rt.catalog.documents(kb)
-            wanted = [
-                f"{k}#{i}"
-                for k in l0
-                if k in catalog_docs
-                for i in range(min(catalog_docs[k].chunk_count, MAX_CHUNKS_PER_L0_DOC))
-            ]
+            wanted = [cid for k in l0 if k in catalog_docs for cid in chunk_ids(k, catalog_docs[k].chunk_count)]
             for h in rt.vectors.get_chunks(kb, wanted, vector):
                 docs.setdefault(h.doc_key, _Doc(h.doc_key, h.title, h.domain)).chunks.setdefault(h.chunk_index, h)
             for k, terms in l0.items():
@@ -192,6 +204,7 @@ class LookupService:
         sent = rt.memory.sent_documents(session_id)
         domain_levels = rt.memory.domain_levels(session_id)
 
+        details["relevant_docs"] = 0
         if level is None:
             return self._finish(
                 LookupResult(found=False, relevance_level=None, completeness_hint=hint("not_found", lang),
@@ -203,6 +216,7 @@ class LookupService:
             valid.sort(key=lambda k: (not docs[k].l0_terms, -sim[k]))
         else:
             valid.sort(key=lambda k: -(sim[k] + (L0_BONUS if docs[k].l0_terms else 0.0)))
+        details["relevant_docs"] = len(valid)
         chosen = valid[: 1 + rt.settings.max_supplement]
         landing = docs[chosen[0]].domain
         out = [self._document_out(kb, docs[k], vector, sent) for k in chosen]
@@ -257,17 +271,7 @@ class LookupService:
         )
 
     def _content(self, doc: _Doc) -> str:
-        """The document's closest chunks, up to the size budget, in reading order."""
-        budget = self.rt.settings.max_chars_per_doc
-        picked: list[ChunkHit] = []
-        used = 0
-        for c in sorted(doc.chunks.values(), key=lambda c: c.distance):
-            if picked and used + len(c.text) > budget:
-                continue
-            picked.append(c)
-            used += len(c.text)
-        text = "\n\n".join(c.text for c in sorted(picked, key=lambda c: c.chunk_index))
-        return text if len(text) <= budget else text[: budget - 1] + "…"
+        return document_content(doc.chunks.values(), self.rt.settings.max_chars_per_doc)
 
     def _log(self, session_id, kb, query, missing_dimension, started, result: LookupResult | None = None, error=None):
         entry = Invocation(

@@ -45,14 +45,18 @@ class ActionMemory:
             out.setdefault(doc.domain, []).append(doc.doc_key)
         return out
 
-    def record(self, session_id: str, domain: str, level: str, docs: list[SentDocument]) -> None:
-        """Remember one lookup: its landing domain's level and the documents it sent, atomically."""
+    def record(self, session_id: str, domain: str | None, level: str | None, docs: list[SentDocument]) -> None:
+        """Remember one lookup: its landing domain's level and the documents it sent, atomically.
+
+        Graph expansion records documents only (domain None): it does not answer a domain.
+        """
         with self.db.session() as s:
-            row = s.get(SessionDomain, (session_id, domain))
-            if row is None:
-                s.add(SessionDomain(session_id=session_id, domain=domain, last_level=level, lookups=1))
-            else:
-                row.last_level, row.lookups, row.updated_at = level, row.lookups + 1, utcnow()
+            if domain is not None:
+                row = s.get(SessionDomain, (session_id, domain))
+                if row is None:
+                    s.add(SessionDomain(session_id=session_id, domain=domain, last_level=level, lookups=1))
+                else:
+                    row.last_level, row.lookups, row.updated_at = level, row.lookups + 1, utcnow()
             for d in docs:
                 if s.get(SessionDocument, (session_id, d.kb, d.doc_key)) is None:
                     s.add(SessionDocument(session_id=session_id, kb=d.kb, doc_key=d.doc_key, domain=d.domain, title=d.title))

@@ -13,6 +13,16 @@ os.environ.setdefault("LANGSMITH_TRACING", "false")
 REPO = Path(__file__).resolve().parents[1]
 
 
+@pytest.fixture(scope="session", autouse=True)
+def stop_graph_servers(tmp_path_factory):
+    """Every embedded FalkorDB a test started (through a runtime or the CLI) is stopped at the end."""
+    yield
+    from stores.graph_server import FalkorDBServer
+
+    for pid_file in tmp_path_factory.getbasetemp().rglob("falkordb.pid"):
+        FalkorDBServer(pid_file.parent).stop()
+
+
 def make_runtime(home: Path, **overrides) -> Runtime:
     return Runtime(Settings(home=home, **overrides))
 
@@ -40,3 +50,55 @@ def write_kb(root: Path, files: dict[str, str]) -> Path:
         p.parent.mkdir(parents=True, exist_ok=True)
         p.write_text(text, encoding="utf-8")
     return root
+
+
+# -- the graph ---------------------------------------------------------------
+KNOWN_EDGES = [
+    ("ComfyUI", "DEPENDS_ON", "Docker", 0.9),
+    ("Docker", "RELATED_TO", "Kubernetes", 0.8),
+    ("Kubernetes", "REFERENCES", "Helm", 0.6),
+    ("ComfyUI", "REFERENCES", "Nginx", 0.5),
+    ("Nginx", "DEPENDS_ON", "Kubernetes", 0.5),
+    ("Redis", "CONFLICTS_WITH", "ComfyUI", 0.4),
+    ("Helm", "DERIVED_FROM", "Docker", 0.7),  # closes the cycle Docker -> Kubernetes -> Helm -> Docker
+]
+
+
+def known_graph_data():
+    """A small graph whose paths and scores are worked out by hand in test_graph_store.py."""
+    from stores.graph import GraphData
+
+    data = GraphData()
+    for name in ["ComfyUI", "Docker", "Kubernetes", "Helm", "Nginx", "Redis", "Isolated"]:
+        data.add_entity(name, "Software")
+    data.relations = [
+        {"type": t, "s": s.casefold(), "t": o.casefold(), "weight": w, "sources": ["known.md"]} for s, t, o, w in KNOWN_EDGES
+    ]
+    data.documents = [{"doc_key": "known.md", "title": "Known", "domain": "test"}]
+    data.mentions = [{"doc": "known.md", "key": "comfyui", "count": 1}]
+    return data
+
+
+@pytest.fixture(scope="session")
+def falkordb_server(tmp_path_factory):
+    from stores.graph_server import FalkorDBServer
+
+    server = FalkorDBServer(tmp_path_factory.mktemp("falkordb"))
+    server.ensure_running()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def falkor_store(falkordb_server, request):
+    """A GraphStore on a graph of its own in the shared test server."""
+    from stores.graph import GraphStore
+    from stores.graph_drivers import FalkorDriver
+
+    driver = FalkorDriver(f"t_{request.node.name[:40]}".replace("[", "_").replace("]", "_"),
+                          socket_path=str(falkordb_server.socket_path))
+    driver.delete_graph()
+    store = GraphStore(driver)
+    yield store
+    driver.delete_graph()
+    store.close()

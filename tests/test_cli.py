@@ -62,6 +62,11 @@ def test_text_output_is_what_the_llm_sees(home):
         (["lookup", "anything", "--kb", "x') or 1==1 --"], "invalid knowledge base name"),
         (["lookup", "anything", "--session", "a b"], "session id"),
         (["ingest", "/definitely/not/here"], "no such folder"),
+        (["graph", "neighbors", "ComfyUI", "--relations", "DEPENDS_ON]-() DETACH DELETE n //"], "unknown relation type"),
+        (["graph", "neighbors", "ComfyUI", "--hops", "9"], "hops must be a whole number from 1 to 4"),
+        (["graph", "neighbors", "NoSuchThing"], "no entity 'NoSuchThing'"),
+        (["graph", "path", "ComfyUI", "comfyui"], "same entity"),
+        (["graph", "neighbors", "ComfyUI", "--kb", "nope"], "unknown knowledge base 'nope'"),
     ],
 )
 def test_bad_input_is_one_line_on_stderr_with_exit_2(home, args, message):
@@ -90,3 +95,50 @@ def test_a_milvus_file_held_by_another_process_is_a_clear_error(home):
         holder.kill()
         holder.wait()
     assert lookup(home, "ERR_TIMEOUT")["relevance_level"] == "PRECISE"  # and works once it is free
+
+
+def test_graph_neighbors_and_path_as_json(home):
+    r = run_cli(home, "graph", "neighbors", "ComfyUI", "--hops", "2", "--json")
+    assert r.returncode == 0, r.stderr
+    paths = json.loads(r.stdout)["paths"]
+    first = paths[0]
+    assert [n["name"] for n in first["nodes"]] == ["ComfyUI", "Docker"] and first["score"] == pytest.approx(0.9)
+    assert [p["score"] for p in paths] == sorted((p["score"] for p in paths), reverse=True)
+
+    r = run_cli(home, "graph", "path", "ComfyUI", "Kubernetes", "--json")
+    found = json.loads(r.stdout)
+    assert found["reachable"] is True
+    assert {"nodes", "edges", "score"} <= set(found["paths"][0])
+    assert found["paths"][0]["nodes"][0]["name"] == "ComfyUI" and found["paths"][0]["nodes"][-1]["name"] == "Kubernetes"
+
+    only = ["--relations", "DEPENDS_ON,RELATED_TO"]
+    r = run_cli(home, "graph", "path", "ComfyUI", "Kubernetes", "--hops", "1", *only, "--json")
+    assert json.loads(r.stdout) == {"source": "ComfyUI", "target": "Kubernetes", "reachable": False, "paths": []}
+    r = run_cli(home, "graph", "path", "ComfyUI", "Kubernetes", "--hops", "1", *only)
+    assert "not connected within 1 hops" in r.stdout
+    r = run_cli(home, "graph", "path", "ComfyUI", "Kubernetes", "--hops", "2", *only, "--json")
+    assert [e["type"] for e in json.loads(r.stdout)["paths"][0]["edges"]] == ["DEPENDS_ON", "RELATED_TO"]
+
+
+def test_graph_show_writes_a_self_contained_page(home, tmp_path):
+    page = tmp_path / "comfy.html"
+    r = run_cli(home, "graph", "show", "ComfyUI", "--html", str(page))
+    assert r.returncode == 0, r.stderr
+    text = page.read_text(encoding="utf-8")
+    assert "<svg" in text and "ComfyUI" in text and "DEPENDS_ON" in text and "Docker" in text
+    assert "http://" not in text.replace('xmlns="http://www.w3.org/2000/svg"', "")  # nothing fetched from the network
+
+
+def test_lookup_shows_graph_expansion_after_a_reference_result(home):
+    data = lookup(home, "my service keeps restarting", "--session", "cli-expand")
+    assert data["relevance_level"] == "REFERENCE"
+    assert data["graph_expansion"]["status"] == "expanded" and data["graph_expansion"]["documents"]
+    plain = lookup(home, "my service keeps restarting", "--session", "cli-expand-2", "--no-graph")
+    assert plain["graph_expansion"] is None
+
+
+def test_graph_stop_and_start_on_demand(home):
+    r = run_cli(home, "graph", "stop")
+    assert r.returncode == 0 and "stopped" in r.stdout
+    r = run_cli(home, "graph", "neighbors", "ComfyUI", "--hops", "1", "--json")  # starts it again, data intact
+    assert r.returncode == 0 and json.loads(r.stdout)["paths"]

@@ -1,0 +1,193 @@
+"""graph_expand: widen a thin or REFERENCE-level lookup through the knowledge graph.
+
+Entities in the query and in the returned documents are traversed (2 hops by
+default); documents that mention the entities reached are scored
+
+    graph    = sum over reached entities of path score x decay^(hops-1),
+               divided by the largest such sum when that exceeds 1
+    fused    = lambda x semantic + (1 - lambda) x graph
+
+with lambda 0.8 / 0.5 / 0.3 when the lookup's top similarity is above 0.8 /
+from 0.5 to 0.8 / below 0.5: the weaker the semantic match, the more the graph
+is trusted. Documents already sent in the session are skipped. A graph that
+is down never fails the turn: the expansion says "graph unavailable".
+"""
+
+from __future__ import annotations
+
+import time
+from typing import TYPE_CHECKING, Literal
+
+from pydantic import BaseModel, Field
+
+from agent.errors import BackendError
+from retrieval.extraction import EntityExtractor
+from retrieval.graph_build import has_graph
+from retrieval.lookup import DocumentOut, LookupResult, chunk_ids, document_content
+from retrieval.relevance import Level, language_of, similarity
+from stores.graph import GraphPath, entity_key
+from stores.invocation_log import Invocation
+from stores.memory import SentDocument
+
+if TYPE_CHECKING:
+    from agent.runtime import Runtime
+
+MAX_SEEDS = 5
+MAX_SUMMARIES = 6
+Status = Literal["expanded", "nothing_new", "no_graph", "unavailable"]
+
+
+def fusion_lambda(top_semantic: float | None) -> float:
+    top = top_semantic or 0.0
+    if top > 0.8:
+        return 0.8
+    if top >= 0.5:
+        return 0.5
+    return 0.3
+
+
+def should_expand(result: LookupResult, min_results: int) -> bool:
+    """Expand after a REFERENCE result, or when fewer than `min_results` documents were relevant."""
+    if result.relevance_level in (Level.PRECISE, Level.DEDUPED):
+        return False
+    return result.relevance_level == Level.REFERENCE or result.details.get("relevant_docs", 0) < min_results
+
+
+class GraphExpansion(BaseModel):
+    status: Status
+    message: str
+    seeds: list[str] = Field(default_factory=list)
+    paths: list[str] = Field(default_factory=list)
+    documents: list[DocumentOut] = Field(default_factory=list)
+    details: dict = Field(default_factory=dict, exclude=True)
+
+    def to_llm_text(self) -> str:
+        lines = [f"graph_expansion: {self.status} — {self.message}"]
+        if self.paths:
+            lines.append("paths:")
+            lines += [f"  {p}" for p in self.paths]
+        for d in self.documents:
+            lines.append(f"\n[graph] {d.title} — {d.doc_key} (domain: {d.domain})")
+            lines.append(d.content)
+        return "\n".join(lines)
+
+
+class GraphExpander:
+    def __init__(self, runtime: "Runtime"):
+        self.rt = runtime
+
+    def expand(self, result: LookupResult, hops: int | None = None) -> GraphExpansion:
+        started = time.perf_counter()
+        hops = hops or self.rt.settings.graph_hops
+        zh = language_of(result.query) == "zh"
+        if not has_graph(self.rt.catalog.require(result.kb).extract_config):
+            expansion = GraphExpansion(
+                status="no_graph",
+                message="该知识库没有图谱配置" if zh else "this knowledge base has no graph config",
+            )
+        else:
+            try:
+                expansion = self._expand(result, hops, zh)
+            except BackendError as exc:
+                message = str(exc) if str(exc).startswith("graph unavailable") else f"graph unavailable: {exc}"
+                expansion = GraphExpansion(status="unavailable", message=message, details={"error": message})
+        self._log(result, hops, expansion, started)
+        return expansion
+
+    def _expand(self, result: LookupResult, hops: int, zh: bool) -> GraphExpansion:
+        rt, kb = self.rt, result.kb
+        graph = rt.graph
+        settings = rt.settings
+
+        in_query = EntityExtractor(graph.entity_names(kb)).extract(result.query)
+        returned = [d.doc_key for d in result.documents]
+        seeds = list(dict.fromkeys([m.name for m in in_query] + [n.name for n in graph.entities_of_documents(kb, returned)]))
+        seeds = seeds[:MAX_SEEDS]
+        if not seeds:
+            return GraphExpansion(status="nothing_new", message="查询与结果中没有可扩展的实体" if zh else "no entities to expand from")
+
+        # entity -> (contribution, best path); a node reached from several seeds keeps its best path
+        reached: dict[str, tuple[float, GraphPath]] = {}
+        for seed in seeds:
+            for path in graph.navigate(kb, seed, hops, None, settings.graph_max_paths, settings.graph_max_nodes_per_hop):
+                end = path.nodes[-1].name
+                contribution = path.score * settings.graph_hop_decay ** (path.hops - 1)
+                if end not in reached or contribution > reached[end][0]:
+                    reached[end] = (contribution, path)
+        seed_keys = {entity_key(s) for s in seeds}
+        reached = {k: v for k, v in reached.items() if entity_key(k) not in seed_keys}
+
+        sent = rt.memory.sent_documents(result.session)
+        skip = set(returned) | {doc_key for (k, doc_key) in sent if k == kb}
+        mentioning = graph.documents_mentioning(kb, list(reached)) if reached else {}
+        candidates = {k: v for k, v in mentioning.items() if k not in skip}
+        if not candidates:
+            return GraphExpansion(
+                status="nothing_new", seeds=seeds,
+                message="图谱没有找到新的文档" if zh else "the graph reaches no document not already sent",
+            )
+
+        raw = {k: sum(reached[name][0] for name in v["entities"] if name in reached) for k, v in candidates.items()}
+        scale = max(1.0, *raw.values())  # sums above 1 are scaled so the best-connected document gets 1
+        graph_score = {k: v / scale for k, v in raw.items()}
+        catalog = rt.catalog.documents(kb)
+        vector = rt.embedder.embed_query(result.query)
+        ids = [cid for k in candidates if k in catalog for cid in chunk_ids(k, catalog[k].chunk_count)]
+        chunks_by_doc: dict[str, list] = {}
+        for hit in rt.vectors.get_chunks(kb, ids, vector):
+            chunks_by_doc.setdefault(hit.doc_key, []).append(hit)
+        max_l2 = rt.settings.thresholds(rt.embedder.name).max_l2_distance
+        semantic = {
+            k: similarity(min(c.distance for c in chunks), max_l2) for k, chunks in chunks_by_doc.items()
+        }
+        lam = fusion_lambda(result.details.get("l1_top_similarity"))
+        fused = {k: lam * semantic[k] + (1 - lam) * graph_score[k] for k in semantic}
+        chosen = sorted(fused, key=lambda k: -fused[k])[: max(1, settings.max_supplement)]
+
+        documents = [
+            DocumentOut(
+                doc_key=k, title=candidates[k]["title"], domain=candidates[k]["domain"], kb=kb,
+                content=document_content(chunks_by_doc[k], settings.max_chars_per_doc),
+            )
+            for k in chosen
+        ]
+        rt.memory.record(result.session, None, None, [SentDocument(kb, d.doc_key, d.domain, d.title) for d in documents])
+
+        via = {name for k in chosen for name in candidates[k]["entities"] if name in reached}
+        best_paths = sorted((reached[name] for name in via), key=lambda cp: -cp[0])[:MAX_SUMMARIES]
+        return GraphExpansion(
+            status="expanded",
+            seeds=seeds,
+            paths=[p.summary() for _, p in best_paths],
+            documents=documents,
+            message=(f"经由 {len(via)} 个相关实体补充了 {len(documents)} 篇文档" if zh
+                     else f"{len(documents)} more documents through {len(via)} related entities"),
+            details={
+                "lambda": lam,
+                "graph_scores": {k: round(graph_score[k], 4) for k in chosen},
+                "semantic": {k: round(semantic[k], 4) for k in chosen},
+                "fused": {k: round(fused[k], 4) for k in chosen},
+                "candidates": len(candidates),
+                "reached_entities": len(reached),
+            },
+        )
+
+    def _log(self, result: LookupResult, hops: int, expansion: GraphExpansion, started: float) -> None:
+        self.rt.log.write(
+            Invocation(
+                session_id=result.session,
+                tool_name="graph_expand",
+                query=result.query,
+                kb=result.kb,
+                arguments={"hops": hops, "after_level": result.relevance_level},
+                latency_ms=round((time.perf_counter() - started) * 1000, 2),
+                error=expansion.message if expansion.status == "unavailable" else None,
+                retrieval_details={
+                    **expansion.details,
+                    "status": expansion.status,
+                    "seeds": expansion.seeds,
+                    "paths": expansion.paths,
+                    "returned_docs": [d.doc_key for d in expansion.documents],
+                },
+            )
+        )

@@ -1,0 +1,85 @@
+"""Rule-based entity extraction: a dictionary of known names plus patterns.
+
+ASCII names are matched on ASCII boundaries, not `\\b`: in "ComfyUI端口 8188"
+the Chinese character counts as a word character, so `\\b` would see no
+boundary after "ComfyUI" and miss it.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from dataclasses import dataclass
+
+from retrieval.documents import ERROR_CODE
+from stores.graph import entity_key
+
+_A = r"(?<![A-Za-z0-9_])"
+_Z = r"(?![A-Za-z0-9_])"
+URL = re.compile(r"https?://[^\s<>()\[\]\"'`，。；、）]+")
+PATH = re.compile(r"(?<![\w:/.])(?:/[A-Za-z0-9._\-]+){2,}/?")
+PORT = re.compile(r"(?:\bports?\b|端口|监听)\s*(?:号|是|为|[:：=])?\s*(\d{2,5})\b|" + _A + r"(?:localhost|127\.0\.0\.1|0\.0\.0\.0):(\d{2,5})\b", re.I)
+# CamelCase product names with an inner capital and at least one lowercase letter:
+# ComfyUI, HikariCP, PostgreSQL, FastAPI. Plain words, ACRONYMS, plurals of acronyms (URLs) and
+# exception class names are left out; the dictionary knows the rest.
+SOFTWARE = re.compile(
+    _A + r"(?=[A-Za-z0-9]*[a-z])(?![A-Za-z0-9]*(?:Exception|Error)" + _Z + r")(?![A-Z]+s" + _Z + r")[A-Z][a-z0-9]*[A-Z][A-Za-z0-9]*" + _Z
+)
+
+
+@dataclass(frozen=True)
+class Mention:
+    name: str
+    type: str | None
+    count: int
+
+
+def _is_ascii(text: str) -> bool:
+    return all(ord(c) < 128 for c in text)
+
+
+class EntityExtractor:
+    def __init__(self, dictionary: dict[str, tuple[str, str | None]], allowed_types: list[str] | None = None):
+        """`dictionary`: key (case-folded name or alias) -> (canonical name, type)."""
+        self.dictionary = dictionary
+        self.allowed = set(allowed_types) if allowed_types else None
+        terms = sorted((k for k in dictionary if k), key=len, reverse=True)
+        alternation = "|".join(
+            (_A + re.escape(t) + _Z) if _is_ascii(t) else re.escape(t) for t in terms
+        )
+        self._known = re.compile(alternation, re.I) if alternation else None
+
+    def _allowed(self, type_: str | None) -> bool:
+        return self.allowed is None or type_ is None or type_ in self.allowed
+
+    def extract(self, text: str) -> list[Mention]:
+        counts: Counter[str] = Counter()
+        found: dict[str, tuple[str, str | None]] = {}
+
+        def add(name: str, type_: str | None) -> None:
+            key = entity_key(name)
+            if key in self.dictionary:
+                name, type_ = self.dictionary[key]
+                key = entity_key(name)
+            if not key or not self._allowed(type_):
+                return
+            found.setdefault(key, (name, type_))
+            counts[key] += 1
+
+        if self._known is not None:
+            for m in self._known.finditer(text):
+                add(m.group(0), None)
+        urls = URL.findall(text)
+        for url in urls:
+            add(url.rstrip(".,;:"), "URL")
+        without_urls = URL.sub(" ", text)
+        for path in PATH.findall(without_urls):
+            add(path, "Path")
+        for m in PORT.finditer(without_urls):
+            add(m.group(1) or m.group(2), "Port")
+        for code in ERROR_CODE.findall(text):
+            add(code, "ErrorCode")
+        for m in SOFTWARE.finditer(without_urls):
+            if entity_key(m.group(0)) not in found:
+                add(m.group(0), "Software")
+        return [Mention(found[k][0], found[k][1], counts[k]) for k in found]

@@ -1,0 +1,352 @@
+"""The knowledge graph: schema, bulk load, and traversal, in Cypher shared by both drivers.
+
+Schema (every node carries its knowledge base in `kb`):
+  (:Entity {kb, key, name, type, aliases})      key = the case-folded name
+  (:Document {kb, doc_key, title, domain})-[:MENTIONS {count}]->(:Entity)
+  (:Entity)-[:DEPENDS_ON|REFERENCES|CO_OCCURS|CONFLICTS_WITH|DERIVED_FROM|RELATED_TO
+             {weight, created_at, sources}]->(:Entity)
+
+Relationship types and hop bounds cannot be Cypher parameters, so they are
+checked against `RELATION_TYPES` and integer ranges before they are written
+into a query; everything else (names, kb, limits) travels as a parameter.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import Iterable
+
+from pydantic import BaseModel
+
+from agent.errors import InputError
+from stores.graph_drivers import CypherDriver, Dialect, ensure_indexes
+
+RELATION_TYPES = ("DEPENDS_ON", "REFERENCES", "CO_OCCURS", "CONFLICTS_WITH", "DERIVED_FROM", "RELATED_TO")
+MAX_HOPS = 4
+MAX_PATHS = 200
+MAX_NODES_PER_HOP = 500
+MAX_ENTITY_CHARS = 200
+BATCH = 5000
+DEFAULT_WEIGHT = 0.5
+
+
+def entity_key(name: str) -> str:
+    return " ".join(str(name).split()).casefold()
+
+
+def check_entity_name(name: str) -> str:
+    name = " ".join(str(name or "").split())
+    if not name:
+        raise InputError("the entity name is empty")
+    if len(name) > MAX_ENTITY_CHARS:
+        raise InputError(f"the entity name is {len(name)} characters long; the limit is {MAX_ENTITY_CHARS}")
+    return name
+
+
+def relation_pattern(relation_filter: Iterable[str] | None) -> str:
+    """`A|B|C` for a relationship pattern, from the whitelist only."""
+    if relation_filter is None:
+        return "|".join(RELATION_TYPES)
+    wanted = [str(r).strip().upper() for r in relation_filter if str(r).strip()]
+    if not wanted:
+        return "|".join(RELATION_TYPES)
+    unknown = [r for r in wanted if r not in RELATION_TYPES]
+    if unknown:
+        raise InputError(f"unknown relation type {unknown[0]!r} (known: {', '.join(RELATION_TYPES)})")
+    return "|".join(dict.fromkeys(wanted))
+
+
+def _bounded(value, name: str, low: int, high: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+        raise InputError(f"{name} must be a whole number from {low} to {high}")
+    return value
+
+
+class GraphNode(BaseModel):
+    name: str
+    type: str | None = None
+
+
+class GraphEdge(BaseModel):
+    type: str
+    source: str
+    target: str
+    weight: float
+
+
+class GraphPath(BaseModel):
+    nodes: list[GraphNode]
+    edges: list[GraphEdge]
+    score: float
+
+    @property
+    def hops(self) -> int:
+        return len(self.edges)
+
+    def summary(self) -> str:
+        """'ComfyUI -DEPENDS_ON-> Docker <-RELATED_TO- Kubernetes', arrows as the edges point."""
+        parts = [self.nodes[0].name]
+        for node, edge in zip(self.nodes[1:], self.edges):
+            forward = edge.source == parts[-1]
+            parts.append(f"-{edge.type}->" if forward else f"<-{edge.type}-")
+            parts.append(node.name)
+        return " ".join(parts)
+
+
+class PathsBetween(BaseModel):
+    source: str
+    target: str
+    reachable: bool
+    paths: list[GraphPath]
+
+
+@dataclass
+class GraphData:
+    """One knowledge base's graph, ready to load."""
+
+    entities: dict[str, dict] = field(default_factory=dict)  # key -> {key, name, type, aliases}
+    documents: list[dict] = field(default_factory=list)  # {doc_key, title, domain}
+    mentions: list[dict] = field(default_factory=list)  # {doc, key, count}
+    relations: list[dict] = field(default_factory=list)  # {type, s, t, weight, sources}
+
+    def add_entity(self, name: str, type_: str | None = None, alias: str | None = None) -> str:
+        key = entity_key(name)
+        row = self.entities.setdefault(key, {"key": key, "name": " ".join(name.split()), "type": type_, "aliases": []})
+        if row["type"] is None and type_:
+            row["type"] = type_
+        if alias and alias != row["name"] and alias not in row["aliases"]:
+            row["aliases"].append(alias)
+        return key
+
+
+_PATH_PROJECTION = (
+    "[n IN {nodes} | {{name: n.name, type: n.type}}] AS nodes, "
+    "[r IN {rels} | {{type: type(r), source: startNode(r).name, target: endNode(r).name, "
+    "weight: coalesce(r.weight, {default})}}] AS edges"
+)
+
+
+def _navigate_query(dialect: Dialect, hops: int, types: str) -> str:
+    """Breadth-first, one level per stage, in one query.
+
+    Each stage expands the previous frontier, keeps the best-scoring path to
+    every new node (so paths are cycle-free and each node is reached once, at
+    its nearest hop), and keeps only the `$fan` best new nodes: the work per
+    stage is bounded by fan x degree however dense the graph is. The stage is
+    a subquery so that its grouping key is the new node alone, not the lists
+    carried alongside (grouping on those made a 3-hop call 6x slower).
+    """
+    step = (
+        f"{dialect.call('frontier, seen')}\n"
+        "  UNWIND frontier AS f\n"
+        "  WITH f, seen, f.n AS a\n"
+        f"  MATCH (a)-[r:{types}]-(m:Entity)\n"
+        "  WHERE NOT m IN seen\n"
+        f"  WITH m, collect({{n: m, ns: f.ns + [m], rs: f.rs + [r], score: f.score * coalesce(r.weight, {DEFAULT_WEIGHT})}}) AS cands\n"
+        "  WITH m, reduce(b = NULL, c IN cands | CASE WHEN b IS NULL OR c.score > b.score THEN c ELSE b END) AS best\n"
+        "  ORDER BY best.score DESC\n"
+        "  LIMIT $fan\n"
+        "  RETURN collect(best) AS reached\n"
+        "}\n"
+        "WITH seen + [x IN reached | x.n] AS seen, found + reached AS found, reached AS frontier"
+    )
+    return "\n".join(
+        [
+            "MATCH (s:Entity {kb: $kb, key: $key})",
+            "WITH [{n: s, ns: [s], rs: [], score: 1.0}] AS frontier, [s] AS seen, [] AS found",
+            *([step] * hops),
+            "UNWIND found AS p",
+            "RETURN " + _PATH_PROJECTION.format(nodes="p.ns", rels="p.rs", default=DEFAULT_WEIGHT) + ", p.score AS score",
+            "ORDER BY score DESC, size(p.rs) ASC",
+            "LIMIT $max_paths",
+        ]
+    )
+
+
+def _between_query(hops: int, types: str) -> str:
+    return "\n".join(
+        [
+            "MATCH (a:Entity {kb: $kb, key: $source}), (b:Entity {kb: $kb, key: $target})",
+            f"MATCH p = (a)-[:{types}*1..{hops}]-(b)",
+            "WHERE all(n IN nodes(p) WHERE size([m IN nodes(p) WHERE m = n]) = 1)",
+            f"WITH p, reduce(s = 1.0, r IN relationships(p) | s * coalesce(r.weight, {DEFAULT_WEIGHT})) AS score",
+            "ORDER BY score DESC, length(p) ASC",
+            "LIMIT $max_paths",
+            "RETURN " + _PATH_PROJECTION.format(nodes="nodes(p)", rels="relationships(p)", default=DEFAULT_WEIGHT)
+            + ", score",
+        ]
+    )
+
+
+def _paths(rows: list[dict]) -> list[GraphPath]:
+    return [GraphPath(nodes=r["nodes"], edges=r["edges"], score=round(float(r["score"]), 6)) for r in rows]
+
+
+class GraphStore:
+    def __init__(self, driver: CypherDriver):
+        self.driver = driver
+        self._indexed = False
+
+    @property
+    def description(self) -> str:
+        return self.driver.description
+
+    # -- reads ----------------------------------------------------------------
+    def entity(self, kb: str, name: str) -> GraphNode | None:
+        rows = self.driver.run(
+            "MATCH (e:Entity {kb: $kb, key: $key}) RETURN e.name AS name, e.type AS type",
+            {"kb": kb, "key": entity_key(check_entity_name(name))},
+        )
+        return GraphNode(**rows[0]) if rows else None
+
+    def require_entity(self, kb: str, name: str) -> GraphNode:
+        node = self.entity(kb, name)
+        if node is None:
+            raise InputError(f"no entity {check_entity_name(name)!r} in the graph of knowledge base {kb!r}")
+        return node
+
+    def navigate(
+        self,
+        kb: str,
+        entity: str,
+        max_hops: int = 2,
+        relation_filter: Iterable[str] | None = None,
+        max_paths: int = 20,
+        max_nodes_per_hop: int = 25,
+    ) -> list[GraphPath]:
+        """Paths from `entity` to the nodes around it, best score first (score = product of weights)."""
+        name = check_entity_name(entity)
+        query = _navigate_query(
+            self.driver.dialect, _bounded(max_hops, "hops", 1, MAX_HOPS), relation_pattern(relation_filter)
+        )
+        rows = self.driver.run(
+            query,
+            {
+                "kb": kb,
+                "key": entity_key(name),
+                "fan": _bounded(max_nodes_per_hop, "max_nodes_per_hop", 1, MAX_NODES_PER_HOP),
+                "max_paths": _bounded(max_paths, "max_paths", 1, MAX_PATHS),
+            },
+        )
+        if not rows:
+            self.require_entity(kb, name)
+        return _paths(rows)
+
+    def navigate_between(
+        self,
+        kb: str,
+        source: str,
+        target: str,
+        max_hops: int = 3,
+        relation_filter: Iterable[str] | None = None,
+        max_paths: int = 5,
+    ) -> PathsBetween:
+        """Up to `max_paths` cycle-free paths between two entities; `reachable: false` and no paths if none."""
+        a, b = check_entity_name(source), check_entity_name(target)
+        if entity_key(a) == entity_key(b):
+            raise InputError("source and target are the same entity")
+        query = _between_query(_bounded(max_hops, "hops", 1, MAX_HOPS), relation_pattern(relation_filter))
+        rows = self.driver.run(
+            query,
+            {"kb": kb, "source": entity_key(a), "target": entity_key(b),
+             "max_paths": _bounded(max_paths, "max_paths", 1, MAX_PATHS)},
+        )
+        if not rows:
+            self.require_entity(kb, a)
+            self.require_entity(kb, b)
+        paths = _paths(rows)
+        return PathsBetween(source=a, target=b, reachable=bool(paths), paths=paths)
+
+    def entity_names(self, kb: str) -> dict[str, tuple[str, str | None]]:
+        rows = self.driver.run(
+            "MATCH (e:Entity {kb: $kb}) RETURN e.key AS key, e.name AS name, e.type AS type, e.aliases AS aliases",
+            {"kb": kb},
+        )
+        names: dict[str, tuple[str, str | None]] = {}
+        for r in rows:
+            names[r["key"]] = (r["name"], r["type"])
+            for alias in r.get("aliases") or []:
+                names.setdefault(entity_key(alias), (r["name"], r["type"]))
+        return names
+
+    def entities_of_documents(self, kb: str, doc_keys: list[str], limit: int = 10) -> list[GraphNode]:
+        """The entities these documents mention most, most-mentioned first."""
+        rows = self.driver.run(
+            "MATCH (d:Document {kb: $kb})-[m:MENTIONS]->(e:Entity) WHERE d.doc_key IN $docs "
+            "WITH e, sum(m.count) AS mentions, count(d) AS docs "
+            "RETURN e.name AS name, e.type AS type ORDER BY docs DESC, mentions DESC, name LIMIT $limit",
+            {"kb": kb, "docs": list(doc_keys), "limit": limit},
+        )
+        return [GraphNode(**r) for r in rows]
+
+    def documents_mentioning(self, kb: str, names: list[str]) -> dict[str, dict]:
+        """doc_key -> {title, domain, entities: [names]} for documents that mention any of `names`."""
+        rows = self.driver.run(
+            "MATCH (d:Document {kb: $kb})-[:MENTIONS]->(e:Entity) WHERE e.key IN $keys "
+            "RETURN d.doc_key AS doc_key, d.title AS title, d.domain AS domain, collect(e.name) AS entities",
+            {"kb": kb, "keys": [entity_key(n) for n in names]},
+        )
+        return {r["doc_key"]: r for r in rows}
+
+    def stats(self, kb: str) -> dict[str, int]:
+        entities = self.driver.run("MATCH (e:Entity {kb: $kb}) RETURN count(e) AS n", {"kb": kb})[0]["n"]
+        documents = self.driver.run("MATCH (d:Document {kb: $kb}) RETURN count(d) AS n", {"kb": kb})[0]["n"]
+        relations = self.driver.run(
+            f"MATCH (a:Entity {{kb: $kb}})-[r:{relation_pattern(None)}]->(:Entity) RETURN count(r) AS n", {"kb": kb}
+        )[0]["n"]
+        return {"entities": entities, "documents": documents, "relations": relations}
+
+    # -- writes ---------------------------------------------------------------
+    def _ensure_indexes(self) -> None:
+        if not self._indexed:
+            ensure_indexes(self.driver)
+            self._indexed = True
+
+    def drop_kb(self, kb: str) -> None:
+        """Remove a knowledge base's nodes and edges, in batches so a large graph does not need one huge transaction."""
+        for label in ("Document", "Entity"):
+            while True:
+                rows = self.driver.run(
+                    f"MATCH (n:{label} {{kb: $kb}}) WITH n LIMIT $batch DETACH DELETE n RETURN count(*) AS n",
+                    {"kb": kb, "batch": BATCH},
+                    write=True,
+                )
+                if not rows or rows[0]["n"] == 0:
+                    break
+
+    def replace_kb(self, kb: str, data: GraphData, progress=None) -> dict[str, int]:
+        """Load `data` as the whole graph of `kb` (idempotent: the old graph of `kb` goes first)."""
+        self._ensure_indexes()
+        self.drop_kb(kb)
+        now = datetime.now(timezone.utc).isoformat(timespec="seconds")
+        run = self.driver.run
+        for rows in _batches(list(data.entities.values())):
+            run("UNWIND $rows AS r CREATE (:Entity {kb: $kb, key: r.key, name: r.name, type: r.type, aliases: r.aliases})",
+                {"kb": kb, "rows": rows}, write=True)
+        for rows in _batches(data.documents):
+            run("UNWIND $rows AS r CREATE (:Document {kb: $kb, doc_key: r.doc_key, title: r.title, domain: r.domain})",
+                {"kb": kb, "rows": rows}, write=True)
+        for rows in _batches(data.mentions):
+            run("UNWIND $rows AS r MATCH (d:Document {kb: $kb, doc_key: r.doc}) MATCH (e:Entity {kb: $kb, key: r.key}) "
+                "CREATE (d)-[:MENTIONS {count: r.count}]->(e)", {"kb": kb, "rows": rows}, write=True)
+        by_type: dict[str, list[dict]] = {}
+        for rel in data.relations:
+            by_type.setdefault(relation_pattern([rel["type"]]), []).append(rel)
+        for rel_type, rels in by_type.items():
+            for rows in _batches(rels):
+                run(f"UNWIND $rows AS r MATCH (a:Entity {{kb: $kb, key: r.s}}) MATCH (b:Entity {{kb: $kb, key: r.t}}) "
+                    f"CREATE (a)-[:{rel_type} {{weight: r.weight, sources: r.sources, created_at: $now}}]->(b)",
+                    {"kb": kb, "rows": rows, "now": now}, write=True)
+                if progress:
+                    progress(len(rows))
+        return {"entities": len(data.entities), "documents": len(data.documents),
+                "mentions": len(data.mentions), "relations": len(data.relations)}
+
+    def close(self) -> None:
+        self.driver.close()
+
+
+def _batches(rows: list[dict], size: int = BATCH):
+    for i in range(0, len(rows), size):
+        yield rows[i : i + size]

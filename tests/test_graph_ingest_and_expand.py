@@ -1,0 +1,131 @@
+"""Building the graph at ingest, rule-based extraction, and graph_expand on the real stores."""
+
+import pytest
+
+from conftest import make_runtime, write_kb
+from retrieval.expansion import fusion_lambda, should_expand
+from retrieval.extraction import EntityExtractor
+from retrieval.ingest import SAMPLE_EXTRACT_CONFIG, ingest
+from retrieval.relevance import Level
+
+
+def names(mentions):
+    return {(m.name, m.type) for m in mentions}
+
+
+def test_extraction_finds_names_inside_chinese_text():
+    x = EntityExtractor({"docker": ("Docker", "Software"), "k8s": ("Kubernetes", "Software")})
+    found = names(x.extract("ComfyUI端口 8188 被占用时，先看 docker ps；k8s 上见 https://wiki.example.com/comfy。"))
+    assert {("ComfyUI", "Software"), ("8188", "Port"), ("Docker", "Software"), ("Kubernetes", "Software"),
+            ("https://wiki.example.com/comfy", "URL")} <= found
+
+
+def test_extraction_patterns_and_what_they_leave_alone():
+    x = EntityExtractor({})
+    found = names(x.extract(
+        "Config lives in /etc/nginx/nginx.conf; the app listens on localhost:5432 and returns ERR_POOL_EXHAUSTED "
+        "from HikariCP. SQLTransientConnectionException, URLs, OK and HTTP are not products."
+    ))
+    assert {("/etc/nginx/nginx.conf", "Path"), ("5432", "Port"), ("ERR_POOL_EXHAUSTED", "ErrorCode"),
+            ("HikariCP", "Software")} == found
+
+
+def test_extraction_is_limited_to_the_kbs_entity_types():
+    x = EntityExtractor({}, allowed_types=["Software"])
+    assert names(x.extract("ComfyUI on port 8188, see /data/comfyui/models")) == {("ComfyUI", "Software")}
+
+
+def test_ingest_builds_the_sample_graph(sample_rt):
+    graph = sample_rt.graph
+    stats = graph.stats("sample")
+    assert stats["documents"] == 42 and stats["entities"] >= 40 and stats["relations"] >= 60
+    paths = {p.summary(): p.score for p in graph.navigate("sample", "ComfyUI", 1)}
+    assert paths["ComfyUI -DEPENDS_ON-> Docker"] == pytest.approx(0.9)
+    # found by pattern in Chinese text: "端口 8188"
+    assert any(s.startswith("ComfyUI") and s.endswith("8188") for s in paths)
+    docs = graph.documents_mentioning("sample", ["ComfyUI"])
+    assert "deployment/comfyui-deployment.md" in docs
+
+
+def test_graph_ingest_is_idempotent_and_follows_the_documents(tmp_path):
+    kb_dir = write_kb(tmp_path / "kb", {
+        "ops/a.md": "---\nentities: [{name: Alpha, type: Software}]\nrelations: "
+                    "[{source: Alpha, type: DEPENDS_ON, target: Beta, weight: 0.8}]\n---\n# Alpha\nAlpha needs Beta.",
+        "ops/b.md": "# Beta\nBeta runs next to Alpha on port 9000.",
+        "ops/c.md": "# Gamma\nGamma is a LoadBalancer for Beta.",
+    })
+    rt = make_runtime(tmp_path / "home")
+    try:
+        first = ingest(rt, kb_dir, "small", progress=False, extract_config=SAMPLE_EXTRACT_CONFIG)
+        again = ingest(rt, kb_dir, "small", progress=False)
+        assert first.graph == again.graph and rt.graph.stats("small") == {
+            "entities": again.graph["entities"], "documents": 3, "relations": again.graph["relations"]}
+        assert "ops/b.md" in rt.graph.documents_mentioning("small", ["Alpha"])  # dictionary match, no front matter
+        (kb_dir / "ops" / "c.md").unlink()
+        third = ingest(rt, kb_dir, "small", progress=False)
+        assert rt.graph.stats("small")["documents"] == 2 and third.graph["documents"] == 2
+        assert rt.graph.entity("small", "LoadBalancer") is None
+    finally:
+        rt.close(stop_graph_server=True)
+
+
+def test_a_kb_without_graph_config_gets_no_graph(tmp_path):
+    kb_dir = write_kb(tmp_path / "kb", {"a.md": "# A\nComfyUI text."})
+    rt = make_runtime(tmp_path / "home")
+    try:
+        report = ingest(rt, kb_dir, "plain", progress=False)
+        assert report.graph is None
+        assert "graph" not in rt.__dict__  # no server was started for it
+    finally:
+        rt.close()
+
+
+def test_fusion_lambda_follows_the_semantic_strength():
+    assert [fusion_lambda(s) for s in (0.95, 0.81, 0.8, 0.5, 0.49, None)] == [0.8, 0.8, 0.5, 0.5, 0.3, 0.3]
+
+
+def test_expansion_after_a_reference_result(sample_rt):
+    result = sample_rt.lookup.lookup("my service keeps restarting", "expand-1")
+    assert result.relevance_level == Level.REFERENCE and should_expand(result, 5)
+    expansion = sample_rt.expander.expand(result)
+    assert expansion.status == "expanded", expansion.message
+    returned = {d.doc_key for d in result.documents}
+    assert expansion.documents and not returned & {d.doc_key for d in expansion.documents}
+    assert all(d.content for d in expansion.documents)
+    assert expansion.paths and all(" -" in p or " <-" in p for p in expansion.paths)
+    text = expansion.to_llm_text()
+    assert "graph_expansion: expanded" in text and "lambda" not in text and "0." not in text.split("paths:")[0]
+
+    # the documents it sent are remembered: a second expansion does not send them again
+    sent = {d.doc_key for d in expansion.documents}
+    again = sample_rt.expander.expand(result)
+    assert not sent & {d.doc_key for d in again.documents}
+    assert sent <= {k for (_, k) in sample_rt.memory.sent_documents("expand-1")}
+    row = sample_rt.log.rows(session_id="expand-1", tool_name="graph_expand")[0]
+    assert row.retrieval_details["status"] == "expanded" and 0 < row.retrieval_details["lambda"] < 1
+    assert set(row.retrieval_details["fused"]) == sent
+
+
+def test_no_expansion_after_precise():
+    from retrieval.lookup import LookupResult
+
+    precise = LookupResult(found=True, relevance_level=Level.PRECISE, completeness_hint="", query="q",
+                           retrieved_domains_this_session=[], session="s", kb="sample",
+                           details={"relevant_docs": 1})
+    assert not should_expand(precise, 5)
+    thin = precise.model_copy(update={"relevance_level": Level.HIGHLY_RELEVANT})
+    assert should_expand(thin, 5) and not should_expand(thin.model_copy(update={"details": {"relevant_docs": 6}}), 5)
+
+
+def test_graph_down_during_a_lookup_degrades_to_lookup_results(sample_rt, tmp_path):
+    rt = make_runtime(sample_rt.settings.home, falkordb_url=f"unix://{tmp_path}/nobody-listens.sock")
+    try:
+        result = rt.lookup.lookup("my service keeps restarting", "graph-down")
+        assert result.documents  # the lookup itself is unaffected
+        expansion = rt.expander.expand(result)
+        assert expansion.status == "unavailable" and expansion.message.startswith("graph unavailable")
+        assert expansion.documents == []
+        row = rt.log.rows(session_id="graph-down", tool_name="graph_expand")[0]
+        assert row.error.startswith("graph unavailable")
+    finally:
+        rt.close()
