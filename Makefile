@@ -1,4 +1,4 @@
-# Quickstart: `make demo` (install, ingest the sample KB, answer a sample question), then `make test`.
+# Quickstart: `make demo` (install, ingest the sample KB, answer two questions in one session), then `make test`.
 VENV ?= .venv
 PY := $(VENV)/bin/python
 EXE := $(VENV)/bin/executor
@@ -18,9 +18,8 @@ $(VENV)/.installed: pyproject.toml
 demo: setup
 	$(EXE) ingest
 	$(EXE) session clear demo
-	$(EXE) lookup "ERR_TIMEOUT 是什么？" --session demo
-	$(EXE) lookup "数据库连接池怎么配置？" --session demo
-	$(EXE) lookup "数据库连接池怎么配置？" --session demo
+	$(EXE) ask "数据库连接池怎么配置，以及 ERR_TIMEOUT 是什么？" --session demo
+	$(EXE) ask "连接池参数再说一遍？" --session demo
 
 test: setup
 	$(PY) -m pytest

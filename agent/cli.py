@@ -59,9 +59,10 @@ def ingest(
     path: Annotated[Optional[Path], typer.Argument(help="folder of Markdown documents (default: the bundled sample)")] = None,
     kb: KbOpt = "sample",
     rebuild: Annotated[bool, typer.Option(help="drop and re-embed everything (e.g. after changing embedder)")] = False,
+    llm_extract: Annotated[bool, typer.Option(help="also extract entities with the LLM, when one is configured")] = True,
     as_json: JsonOpt = False,
 ):
-    """Load a folder of Markdown documents into a knowledge base (idempotent)."""
+    """Load a folder of Markdown documents into a knowledge base, and build its graph (idempotent)."""
     from agent.settings import SAMPLE_KB_PATH
     from retrieval.ingest import SAMPLE_EXTRACT_CONFIG, ingest as run_ingest
 
@@ -69,18 +70,39 @@ def ingest(
     config = SAMPLE_EXTRACT_CONFIG if path is None else None
     rt = _runtime()
     try:
+        extractor = _llm_extractor(rt, kb, config) if llm_extract else None
         report = run_ingest(rt, source, kb, rebuild=rebuild, progress=not as_json and sys.stderr.isatty(),
-                            description="bundled sample knowledge base" if path is None else "", extract_config=config)
+                            description="bundled sample knowledge base" if path is None else "", extract_config=config,
+                            llm_extractor=extractor)
     finally:
         rt.close()
     if as_json:
         _print_json(report.to_dict())
         return
+    for warning in report.warnings:
+        console.print(f"warning: {warning}", style="yellow", highlight=False, markup=False)
+    graph = report.graph
     console.print(
         f"[bold]{report.kb}[/]: {report.documents} documents ({report.added} added, {report.changed} changed, "
         f"{report.removed} removed, {report.unchanged} unchanged), {report.chunks} chunks, "
         f"{report.seconds:.1f} s, embedder {report.embedder}"
+        + (f"; graph: {graph['entities']} entities, {graph['relations']} relations" if graph else "; no graph config")
     )
+
+
+def _llm_extractor(rt, kb: str, config: dict | None):
+    """An LLM extractor for this KB's types, if an LLM is configured and the KB has a graph config."""
+    from retrieval.graph_build import has_graph
+
+    row = rt.catalog.get(kb)
+    config = row.extract_config if row is not None else (config or {})
+    if not (rt.settings.llm_configured and has_graph(config)):
+        return None
+    from agent.llm import make_chat_model
+    from retrieval.llm_extraction import LLMExtractor
+
+    model, _ = make_chat_model(rt.settings)
+    return LLMExtractor(model, rt.settings.model, config.get("entity_types") or [], config.get("relation_types") or [])
 
 
 @app.command()
@@ -141,15 +163,139 @@ def session_show(session_id: str, as_json: JsonOpt = False):
 @session_app.command("clear")
 @handles_errors
 def session_clear(session_id: str, as_json: JsonOpt = False):
-    """Forget what a session retrieved."""
+    """Forget what a session retrieved, and its conversation."""
     from retrieval.lookup import check_session_id
 
+    from agent.checkpoints import open_checkpointer
+
     check_session_id(session_id)
-    n = _runtime().memory.clear(session_id)
+    rt = _runtime()
+    n = rt.memory.clear(session_id)
+    with open_checkpointer(rt.settings) as saver:
+        saver.delete_thread(session_id)  # the conversation goes with the memory
     if as_json:
         _print_json({"session": session_id, "documents_forgotten": n})
     else:
         typer.echo(f"session {session_id}: forgot {n} documents")
+
+
+SessionOpt = Annotated[Optional[str], typer.Option("--session", help="session id; reuse it to resume the session")]
+
+
+def _trace_line(entry: dict) -> str:
+    what = f"{entry['tool']}({entry.get('query')!r}" + (
+        f", missing_dimension={entry['missing_dimension']!r})" if entry.get("missing_dimension") else ")"
+    )
+    if entry.get("error"):
+        return f"  ✗ {what}: {entry['error']}"
+    if entry.get("blocked"):
+        return f"  ⊘ {what} blocked: {entry.get('dedup_reason')}"
+    graph = f", graph {entry['graph']}" if entry.get("graph") else ""
+    level = entry.get("relevance_level")
+    return f"  → {what} → {level}{graph}" if level else f"  → {what}"
+
+
+class _LiveTrace:
+    """Prints each tool call once, as soon as the graph has decided about it."""
+
+    def __init__(self):
+        self.shown: set[int] = set()
+
+    def __call__(self, node: str, update: dict) -> None:
+        if node not in ("guard", "lookup", "graph_expand"):
+            return
+        for i, entry in enumerate(update.get("trace", [])):
+            settled = entry.get("blocked") or entry.get("relevance_level") or entry.get("error") or entry["tool"] != "lookup_knowledge"
+            if node == "lookup" and entry["tool"] == "lookup_knowledge" and update.get("pending_expansions"):
+                settled = settled and not any(p["trace_index"] == i for p in update["pending_expansions"])
+            if settled and i not in self.shown:
+                self.shown.add(i)
+                console.print(_trace_line(entry), style="dim", highlight=False, markup=False)
+
+
+def _agent_turns(kb: str):
+    """(run(question, session, ...), mode, closer) over one runtime, model and checkpointer."""
+    from contextlib import ExitStack
+
+    from agent.checkpoints import open_checkpointer
+    from agent.graph import build_graph
+    from agent.llm import make_chat_model
+    from agent.session import run_turn
+    from agent.state import Context
+
+    rt = _runtime()
+    stack = ExitStack()
+    stack.callback(rt.close)
+    rt.catalog.require(kb)
+    model, mode = make_chat_model(rt.settings)
+    app = build_graph(rt, model, mode, checkpointer=stack.enter_context(open_checkpointer(rt.settings)))
+    context = Context(kb=kb, lookup_budget=rt.settings.lookup_budget)
+
+    def run(question: str, session: str, **callbacks):
+        return run_turn(app, question, session, context, mode, max_query_chars=rt.settings.max_query_chars, **callbacks)
+
+    return run, mode, stack
+
+
+@app.command()
+@handles_errors
+def ask(
+    question: Annotated[str, typer.Argument(help="the question")],
+    session: SessionOpt = None,
+    kb: KbOpt = "sample",
+    as_json: JsonOpt = False,
+):
+    """Answer one question through the executor graph (LLM if configured, else offline)."""
+    session = session or f"ask-{uuid.uuid4().hex[:12]}"
+    run, mode, stack = _agent_turns(kb)
+    with stack:
+        result = run(question, session, on_update=None if as_json else _LiveTrace())
+    if as_json:
+        _print_json(result.model_dump())
+        return
+    typer.echo(result.answer)
+    _print_sources(result)
+
+
+def _print_sources(result) -> None:
+    if result.citations:
+        console.print("sources: " + ", ".join(f"{c['title']} [{c['doc_key']}]" for c in result.citations), style="dim", highlight=False, markup=False)
+    console.print(
+        f"session {result.session} · {result.mode} · {result.executed_lookups} lookups run, "
+        f"{result.blocked_lookups} blocked", style="dim", highlight=False, markup=False,
+    )
+
+
+@app.command()
+@handles_errors
+def chat(session: SessionOpt = None, kb: KbOpt = "sample"):
+    """Chat with the executor; each tool call shows live with its level, or why it was blocked."""
+    session = session or f"chat-{uuid.uuid4().hex[:12]}"
+    run, mode, stack = _agent_turns(kb)
+    with stack:
+        console.print(f"[dim]session {session} · {mode} mode · knowledge base {kb} · empty line or Ctrl-D to quit[/]")
+        while True:
+            try:
+                question = input("you> ").strip()
+            except EOFError:
+                break
+            if not question or question in ("exit", "quit"):
+                break
+            streamed: list[str] = []
+
+            def token(text: str) -> None:
+                if not streamed:
+                    typer.echo("executor> ", nl=False)
+                streamed.append(text)
+                typer.echo(text, nl=False)
+
+            try:
+                result = run(question, session, on_update=_LiveTrace(), on_token=token)
+            except ExecutorError as exc:
+                typer.echo(f"error: {exc}", err=True)
+                continue
+            typer.echo("" if streamed else f"executor> {result.answer}")
+            _print_sources(result)
 
 
 HopsOpt = Annotated[int, typer.Option("--hops", help="how many relations deep (1-4)")]

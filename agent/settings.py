@@ -119,6 +119,14 @@ class Settings(BaseSettings):
     graph_hop_decay: float = Field(0.5, gt=0, le=1, description="graph relevance of a path = score x decay^(hops-1)")
     graph_min_results: int = Field(5, ge=0, description="expand when a lookup found fewer documents than this")
 
+    # The LLM: any OpenAI-compatible endpoint; with neither key nor URL set, the offline planner runs.
+    openai_api_key: str | None = Field(None, validation_alias=AliasChoices("OPENAI_API_KEY", "EXECUTOR_OPENAI_API_KEY"))
+    openai_base_url: str | None = Field(None, validation_alias=AliasChoices("OPENAI_BASE_URL", "EXECUTOR_OPENAI_BASE_URL"))
+    model: str = Field("gpt-4o-mini", description="the chat model name (EXECUTOR_MODEL)")
+    llm_timeout_s: float = Field(60.0, gt=0)
+    lookup_budget: int = Field(3, ge=1, le=50, description="lookups a turn may run before it must answer")
+    checkpoint_url: str | None = Field(None, description="postgresql://... for a Postgres checkpointer; default SQLite in home")
+
     top_k: int = Field(10, ge=1, le=100, description="chunks fetched by L1")
     max_supplement: int = Field(3, ge=0, le=20, description="documents sent after the primary one")
     max_chars_per_doc: int = Field(1200, ge=100)
@@ -141,6 +149,10 @@ class Settings(BaseSettings):
     @property
     def db_url(self) -> str:
         return self.database_url or f"sqlite:///{self.home / 'executor.db'}"
+
+    @property
+    def llm_configured(self) -> bool:
+        return bool(self.openai_api_key or self.openai_base_url)
 
     @property
     def graph_folder(self) -> Path:

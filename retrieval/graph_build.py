@@ -1,8 +1,9 @@
 """Turn a knowledge base's documents into its graph: entities, mentions, typed relations.
 
 Sources, in order of trust: the front matter's `entities` and `relations`
-(written by people), names found by the rule-based extractor, and
-co-occurrence (two entities mentioned by the same documents).
+(written by people), an LLM's extraction when one is configured, names found
+by the rule-based extractor, and co-occurrence (two entities mentioned by the
+same documents).
 """
 
 from __future__ import annotations
@@ -11,9 +12,14 @@ import math
 from collections import Counter
 from itertools import combinations
 
+from typing import TYPE_CHECKING
+
 from retrieval.documents import Document
 from retrieval.extraction import EntityExtractor
 from stores.graph import DEFAULT_WEIGHT, RELATION_TYPES, GraphData, entity_key
+
+if TYPE_CHECKING:
+    from retrieval.llm_extraction import Extraction
 
 # Co-occurrence is weaker evidence than a relation someone wrote down.
 CO_OCCURS_SCALE = 0.5
@@ -25,14 +31,18 @@ def has_graph(extract_config: dict | None) -> bool:
     return bool(config.get("entity_types") or config.get("relation_types"))
 
 
-def build_graph_data(docs: list[Document], extract_config: dict) -> tuple[GraphData, list[str]]:
+def build_graph_data(
+    docs: list[Document], extract_config: dict, llm: dict[str, "Extraction"] | None = None
+) -> tuple[GraphData, list[str]]:
     """The graph of `docs`, plus warnings (e.g. a relation type the config does not allow).
 
     Extraction runs twice: the first pass collects the names the patterns find,
     the second matches every name known to the KB in every document, so a name
     found by pattern in one document is also found where no pattern would see it.
-    The result depends only on the documents, which keeps ingest idempotent.
+    The result depends only on the documents (and the cached LLM extractions
+    of them, `llm`: doc_key -> Extraction), which keeps ingest idempotent.
     """
+    llm = llm or {}
     entity_types = list(extract_config.get("entity_types") or [])
     relation_types = [r for r in (extract_config.get("relation_types") or RELATION_TYPES) if r in RELATION_TYPES]
     warnings: list[str] = []
@@ -40,6 +50,8 @@ def build_graph_data(docs: list[Document], extract_config: dict) -> tuple[GraphD
 
     dictionary: dict[str, tuple[str, str | None]] = {}
     for doc in docs:
+        for ent in llm[doc.doc_key].entities if doc.doc_key in llm else []:
+            dictionary.setdefault(entity_key(ent.name), (ent.name, ent.type))
         for ent in doc.entities:
             name = str(ent.get("name") or "").strip()
             if name:
@@ -65,6 +77,9 @@ def build_graph_data(docs: list[Document], extract_config: dict) -> tuple[GraphD
                 counts[key] += 1
         for mention in extractor.extract(f"{doc.title}\n{doc.body}"):
             counts[data.add_entity(mention.name, mention.type)] += mention.count
+        for ent in llm[doc.doc_key].entities if doc.doc_key in llm else []:
+            key = data.add_entity(ent.name, ent.type)
+            counts[key] = max(counts[key], 1)
         doc_entities[doc.doc_key] = counts
         data.mentions += [{"doc": doc.doc_key, "key": k, "count": n} for k, n in counts.items()]
 
@@ -80,7 +95,10 @@ def build_graph_data(docs: list[Document], extract_config: dict) -> tuple[GraphD
             row["sources"].append(doc_key)
 
     for doc in docs:
-        for rel in doc.relations:
+        stated = list(doc.relations)
+        if doc.doc_key in llm:
+            stated += [r.model_dump() for r in llm[doc.doc_key].relations]
+        for rel in stated:
             rel_type = str(rel.get("type") or "").strip().upper()
             source, target = str(rel.get("source") or "").strip(), str(rel.get("target") or "").strip()
             if not (source and target and rel_type):

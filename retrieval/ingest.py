@@ -24,6 +24,7 @@ from stores.vectors import validate_kb_name
 
 if TYPE_CHECKING:
     from agent.runtime import Runtime
+    from retrieval.llm_extraction import LLMExtractor
 
 SAMPLE_EXTRACT_CONFIG = {
     "entity_types": ["Software", "Database", "Protocol", "Port", "ErrorCode", "Concept", "URL", "Path"],
@@ -62,6 +63,7 @@ def ingest(
     progress: bool = True,
     description: str = "",
     extract_config: dict | None = None,
+    llm_extractor: "LLMExtractor | None" = None,
 ) -> IngestReport:
     started = time.perf_counter()
     validate_kb_name(kb)
@@ -106,7 +108,9 @@ def ingest(
     config = kb_row.extract_config if kb_row is not None else (extract_config or {})
     graph_counts, warnings = None, []
     if has_graph(config):
-        data, warnings = build_graph_data(docs, config)
+        llm_results, warnings = _llm_extractions(rt, kb, docs, llm_extractor, progress) if llm_extractor else ({}, [])
+        data, graph_warnings = build_graph_data(docs, config, llm_results)
+        warnings += graph_warnings
         graph_counts = rt.graph.replace_kb(kb, data)
 
     if full and recorded is not None:
@@ -151,3 +155,26 @@ def ingest(
         graph=graph_counts,
         warnings=warnings,
     )
+
+
+def _llm_extractions(rt, kb: str, docs: list[Document], extractor, progress: bool) -> tuple[dict, list[str]]:
+    """doc_key -> Extraction, from the cache or the LLM; a document the LLM fails on is a warning, not a failure."""
+    import hashlib
+
+    from retrieval.llm_extraction import Extraction
+
+    results: dict[str, Extraction] = {}
+    warnings: list[str] = []
+    for doc in tqdm(docs, desc=f"LLM extraction {kb}", unit="doc", disable=not progress, leave=False):
+        key = hashlib.sha256(extractor.cache_key(doc.content_hash).encode()).hexdigest()
+        cached = rt.catalog.cached_extraction(kb, doc.doc_key, key)
+        if cached is None:
+            try:
+                extraction = extractor.extract(doc.title, doc.body)
+            except Exception as exc:  # any model or transport failure: the rule-based graph still stands
+                warnings.append(f"{doc.doc_key}: LLM extraction failed ({exc.__class__.__name__}: {str(exc)[:120]})")
+                continue
+            cached = extraction.model_dump()
+            rt.catalog.store_extraction(kb, doc.doc_key, key, cached)
+        results[doc.doc_key] = Extraction.model_validate(cached)
+    return results, warnings

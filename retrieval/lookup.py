@@ -146,22 +146,23 @@ class LookupService:
         session_id: str,
         kb: str = "sample",
         missing_dimension: str | None = None,
-        domain_rule: bool = True,
+        rules: bool = True,
     ) -> LookupResult:
+        """`rules=False` turns off the session rules (no document or domain dedup): the eval baseline."""
         started = time.perf_counter()
         query = clean_query(query, self.rt.settings.max_query_chars)
         check_session_id(session_id)
         if missing_dimension is not None:
             missing_dimension = clean_query(missing_dimension, 200) if missing_dimension.strip() else None
         try:
-            result = self._lookup(query, session_id, kb, missing_dimension, domain_rule)
+            result = self._lookup(query, session_id, kb, missing_dimension, rules)
         except ExecutorError as exc:
             self._log(session_id, kb, query, missing_dimension, started, error=str(exc))
             raise
         self._log(session_id, kb, query, missing_dimension, started, result=result)
         return result
 
-    def _lookup(self, query, session_id, kb, missing_dimension, domain_rule) -> LookupResult:
+    def _lookup(self, query, session_id, kb, missing_dimension, rules) -> LookupResult:
         rt = self.rt
         kb_row = rt.catalog.require(kb)
         self._check_embedder(kb)
@@ -201,7 +202,7 @@ class LookupService:
             "embedder": rt.embedder.name,
         }
         base = dict(query=query, session=session_id, kb=kb, missing_dimension=missing_dimension, details=details)
-        sent = rt.memory.sent_documents(session_id)
+        sent = rt.memory.sent_documents(session_id) if rules else {}
         domain_levels = rt.memory.domain_levels(session_id)
 
         details["relevant_docs"] = 0
@@ -222,12 +223,14 @@ class LookupService:
         out = [self._document_out(kb, docs[k], vector, sent) for k in chosen]
         new = [d for d in out if not d.already_returned]
 
+        details["landing_domain"] = landing
         dedup: DedupReason | None = None
         if not new:
             dedup = DedupReason.DOC_RETRIEVED
-        elif domain_rule:
+        elif rules:
             dedup = domain_block_reason(domain_levels.get(landing), missing_dimension)
         if dedup is not None:
+            details["blocked_level"] = level.value
             titles_only = [d.model_copy(update={"content": "", "already_returned": True}) for d in out]
             if dedup == DedupReason.DOMAIN_RETRIEVED:
                 titles_only = []  # nothing of it is sent: the domain is answered
@@ -236,15 +239,12 @@ class LookupService:
                 retrieved_domains_this_session=list(domain_levels), primary=titles_only[:1],
                 supplement=titles_only[1:], **base,
             )
-            details["blocked_level"] = level.value
-            details["landing_domain"] = landing
             return self._finish(result)
 
         rt.memory.record(
             session_id, landing, level.value, [SentDocument(kb, d.doc_key, d.domain, d.title) for d in new]
         )
         domains = list(domain_levels) + ([landing] if landing not in domain_levels else [])
-        details["landing_domain"] = landing
         return self._finish(
             LookupResult(
                 found=True, relevance_level=level, completeness_hint=hint(level, lang),

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from sqlalchemy import delete, select
 
 from agent.errors import InputError
-from stores.database import Database, DocumentRow, KnowledgeBase, utcnow
+from stores.database import Database, DocumentRow, KnowledgeBase, LlmExtraction, utcnow
 from stores.vectors import validate_kb_name
 
 
@@ -72,7 +72,17 @@ class Catalog:
                 s.merge(DocumentRow(kb=kb, updated_at=utcnow(), **c.__dict__))
             return row.revision
 
+    def cached_extraction(self, kb: str, doc_key: str, cache_key: str) -> dict | None:
+        with self.db.session() as s:
+            row = s.get(LlmExtraction, (kb, doc_key, cache_key))
+            return None if row is None else row.result
+
+    def store_extraction(self, kb: str, doc_key: str, cache_key: str, result: dict) -> None:
+        with self.db.session() as s:
+            s.merge(LlmExtraction(kb=kb, doc_key=doc_key, cache_key=cache_key, result=result))
+
     def drop(self, name: str) -> None:
         with self.db.session() as s:
+            s.execute(delete(LlmExtraction).where(LlmExtraction.kb == name))
             s.execute(delete(DocumentRow).where(DocumentRow.kb == name))
             s.execute(delete(KnowledgeBase).where(KnowledgeBase.name == name))

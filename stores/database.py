@@ -59,6 +59,18 @@ class DocumentRow(Base):
     updated_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
 
 
+class LlmExtraction(Base):
+    """An LLM's entities and relations for one version of a document (keyed by content, model and types)."""
+
+    __tablename__ = "llm_extraction"
+
+    kb: Mapped[str] = mapped_column(String(64), primary_key=True)
+    doc_key: Mapped[str] = mapped_column(String(512), primary_key=True)
+    cache_key: Mapped[str] = mapped_column(String(64), primary_key=True)
+    result: Mapped[dict] = mapped_column(JSON)
+    created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
+
+
 class SessionDocument(Base):
     """Action memory: a document already sent to the LLM in this session."""
 

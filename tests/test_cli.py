@@ -142,3 +142,51 @@ def test_graph_stop_and_start_on_demand(home):
     assert r.returncode == 0 and "stopped" in r.stdout
     r = run_cli(home, "graph", "neighbors", "ComfyUI", "--hops", "1", "--json")  # starts it again, data intact
     assert r.returncode == 0 and json.loads(r.stdout)["paths"]
+
+
+def ask(home, *args, **env):
+    r = run_cli(home, "ask", *args, "--json", **env)
+    assert r.returncode == 0, r.stderr
+    return json.loads(r.stdout)
+
+
+def test_ask_json_offline(home):
+    data = ask(home, "ERR_TIMEOUT 是什么？", "--session", "ask-1")
+    assert {"answer", "citations", "trace", "executed_lookups", "session", "mode"} <= set(data)
+    assert data["mode"] == "offline" and data["session"] == "ask-1"
+    assert data["citations"][0]["doc_key"] == "troubleshooting/err-timeout.md"
+    assert data["trace"][0] == {**data["trace"][0], "tool": "lookup_knowledge", "relevance_level": "PRECISE",
+                                "blocked": False}
+
+
+def test_a_session_resumes_after_the_process_restarts(home):
+    first = ask(home, "数据库连接池怎么配置？", "--session", "resume-1")
+    again = ask(home, "数据库连接池怎么配置？", "--session", "resume-1")  # a new process, same session
+    assert first["executed_lookups"] == 1 and again["executed_lookups"] == 0
+    assert again["trace"][0]["dedup_reason"] == "doc_retrieved"
+    assert again["citations"][0]["doc_key"] == first["citations"][0]["doc_key"]
+    import sqlite3
+
+    with sqlite3.connect(home / "checkpoints.sqlite") as db:
+        threads = {row[0] for row in db.execute("SELECT DISTINCT thread_id FROM checkpoints")}
+    assert "resume-1" in threads
+
+
+def test_chat_shows_tool_calls_live_and_answers(home):
+    r = subprocess.run(
+        [sys.executable, "-m", "agent.cli", "chat", "--session", "chat-1"],
+        input="ERR_TIMEOUT 是什么？\nERR_TIMEOUT 的排查步骤？\n\n", capture_output=True, text=True, timeout=180,
+        env={**__import__("os").environ, "EXECUTOR_HOME": str(home)}, cwd=__import__("conftest").REPO,
+    )
+    assert r.returncode == 0, r.stderr
+    assert "lookup_knowledge('ERR_TIMEOUT 是什么') → PRECISE" in r.stdout
+    # the second turn lands in the domain the first answered PRECISE: blocked, and answered from the session
+    assert "lookup_knowledge('ERR_TIMEOUT 的排查步骤') blocked: domain_retrieved" in r.stdout
+    assert r.stdout.count("executor> ") == 2 and "troubleshooting/err-timeout.md" in r.stdout
+
+
+def test_ask_rejects_bad_input(home):
+    for args, message in [(["ask", ""], "the query is empty"), (["ask", "x", "--kb", "nope"], "unknown knowledge base"),
+                          (["ask", "x", "--session", "a b"], "session id")]:
+        r = run_cli(home, *args)
+        assert r.returncode == 2 and message in r.stderr and len(r.stderr.strip().splitlines()) == 1

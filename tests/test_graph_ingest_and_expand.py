@@ -129,3 +129,42 @@ def test_graph_down_during_a_lookup_degrades_to_lookup_results(sample_rt, tmp_pa
         assert row.error.startswith("graph unavailable")
     finally:
         rt.close()
+
+
+def test_llm_extraction_at_ingest_is_constrained_and_cached(tmp_path):
+    from agent.llm import make_chat_model
+    from agent.settings import Settings
+    from fake_openai import FakeOpenAI
+    from retrieval.llm_extraction import LLMExtractor
+
+    kb_dir = write_kb(tmp_path / "kb", {
+        "ops/a-queue.md": "# Queue workers\nThe billing worker reads jobs from the orders queue.",
+        "ops/b-cache.md": "# Cache\nThe session cache sits in front of the user store.",
+    })
+    config = {"entity_types": ["Software", "Concept"], "relation_types": ["DEPENDS_ON", "RELATED_TO"]}
+    replies = [
+        {"tool_calls": [("Extraction", {
+            "entities": [{"name": "billing worker", "type": "Software"}, {"name": "orders queue", "type": "Software"},
+                         {"name": "Bob", "type": "Person"}],  # not a type this KB allows
+            "relations": [{"source": "billing worker", "type": "DEPENDS_ON", "target": "orders queue", "weight": 0.8},
+                          {"source": "billing worker", "type": "EMPLOYS", "target": "Bob", "weight": 0.9}],
+        })]},
+        # the second document's call fails: the server has nothing scripted and answers 500
+    ]
+    home = tmp_path / "home"
+    with FakeOpenAI(replies[:]) as server:
+        rt = make_runtime(home, openai_base_url=server.base_url, openai_api_key="k", model="fake")
+        model, _ = make_chat_model(rt.settings)
+        extractor = LLMExtractor(model, "fake", config["entity_types"], config["relation_types"])
+        try:
+            report = ingest(rt, kb_dir, "llmkb", progress=False, extract_config=config, llm_extractor=extractor)
+            assert any("ops/b-cache.md: LLM extraction failed" in w for w in report.warnings)
+            paths = rt.graph.navigate("llmkb", "billing worker", 1)
+            assert [p.summary() for p in paths] == ["billing worker -DEPENDS_ON-> orders queue"]
+            assert rt.graph.entity("llmkb", "Bob") is None
+            calls = len(server.requests)
+            server.script.append({"tool_calls": [("Extraction", {"entities": [], "relations": []})]})
+            ingest(rt, kb_dir, "llmkb", progress=False, llm_extractor=extractor)
+            assert len(server.requests) == calls + 1  # only the document without a cached result was asked again
+        finally:
+            rt.close(stop_graph_server=True)

@@ -60,3 +60,46 @@ def test_memory_and_log_round_trip(db_url):
     assert memory.clear("s1") == 2
     assert memory.domain_levels("s1") == {}
     db.engine.dispose()
+
+
+def test_a_session_resumes_from_a_postgres_checkpointer(sample_rt):
+    """Two graph instances (two processes' worth) share one session through Postgres checkpoints."""
+    import psycopg
+
+    from agent.checkpoints import open_checkpointer
+    from agent.graph import build_graph
+    from agent.planner import OfflinePlanner
+    from agent.session import run_turn
+    from agent.settings import Settings
+    from agent.state import Context
+
+    url = "postgresql://postgres@127.0.0.1:5432/test"
+    try:
+        psycopg.connect(url, connect_timeout=3).close()
+    except psycopg.Error as exc:
+        pytest.skip(f"postgres at {url} is not reachable: {exc.__class__.__name__}")
+    settings = Settings(home=sample_rt.settings.home, checkpoint_url=url)
+    session = f"pg-{uuid.uuid4().hex[:8]}"
+    with open_checkpointer(settings) as saver:
+        app = build_graph(sample_rt, OfflinePlanner(), "offline", checkpointer=saver)
+        first = run_turn(app, "数据库连接池怎么配置？", session, Context(), "offline")
+    with open_checkpointer(settings) as saver:
+        app = build_graph(sample_rt, OfflinePlanner(), "offline", checkpointer=saver)
+        state = app.get_state({"configurable": {"thread_id": session}}).values
+        assert state["session_evidence"] and len(state["messages"]) >= 3
+        again = run_turn(app, "数据库连接池怎么配置？", session, Context(), "offline")
+    assert first.executed_lookups == 1 and again.executed_lookups == 0
+    assert again.citations[0]["doc_key"] == first.citations[0]["doc_key"]
+
+
+def test_a_bad_checkpoint_url_is_a_clear_error(tmp_path):
+    from agent.checkpoints import open_checkpointer
+    from agent.errors import BackendError
+    from agent.settings import Settings
+
+    with pytest.raises(BackendError, match="postgresql://"):
+        with open_checkpointer(Settings(home=tmp_path, checkpoint_url="mysql://x")):
+            pass
+    with pytest.raises(BackendError, match="checkpoint database unavailable"):
+        with open_checkpointer(Settings(home=tmp_path, checkpoint_url="postgresql://nobody@127.0.0.1:1/none")):
+            pass

@@ -1,0 +1,56 @@
+"""The executor graph, top to bottom.
+
+    START → begin_turn → executor ─tool calls→ guard ─allowed→ lookup ─REFERENCE / thin→ graph_expand
+                            ↑          └─no tool calls→ answer → END        │        │
+                            └────── (more to do, turn not over) ────────────┴────────┘
+    PRECISE, a spent lookup budget, or too many rounds: → answer
+
+The rules live in `agent/routing.py` (where to go) and `nodes/guard.py`
+(what may run); `nodes/lookup.py` applies the session's document and domain
+dedup through the lookup service.
+"""
+
+from __future__ import annotations
+
+
+from langchain_core.language_models.chat_models import BaseChatModel
+from langgraph.graph import END, START, StateGraph
+from langgraph.runtime import Runtime as RunContext
+
+from agent import routing
+from agent.state import Context, ExecutorState
+from nodes.answer import make_answer
+from nodes.begin_turn import make_begin_turn
+from nodes.executor import make_executor
+from nodes.graph_expand import make_graph_expand
+from nodes.guard import make_guard
+from nodes.lookup import make_lookup
+
+
+def _route(rule):
+    """A routing rule of (state, context) as a LangGraph path function."""
+
+    def path(state: ExecutorState, runtime: RunContext[Context]) -> str:
+        return rule(state, runtime.context or Context())
+
+    path.__name__ = rule.__name__
+    return path
+
+
+def build_graph(rt, model: BaseChatModel, mode: str, checkpointer=None):
+    graph = StateGraph(ExecutorState, context_schema=Context)
+    graph.add_node("begin_turn", make_begin_turn(rt))
+    graph.add_node("executor", make_executor(model))
+    graph.add_node("guard", make_guard(rt))
+    graph.add_node("lookup", make_lookup(rt))
+    graph.add_node("graph_expand", make_graph_expand(rt))
+    graph.add_node("answer", make_answer(model, mode))
+
+    graph.add_edge(START, "begin_turn")
+    graph.add_edge("begin_turn", "executor")
+    graph.add_conditional_edges("executor", _route(routing.after_executor), ["guard", "answer"])
+    graph.add_conditional_edges("guard", _route(routing.after_guard), ["lookup", "executor", "answer"])
+    graph.add_conditional_edges("lookup", _route(routing.after_lookup), ["graph_expand", "executor", "answer"])
+    graph.add_conditional_edges("graph_expand", _route(routing.after_graph_expand), ["executor", "answer"])
+    graph.add_edge("answer", END)
+    return graph.compile(checkpointer=checkpointer, name="executor")

@@ -1,0 +1,75 @@
+"""One conversational turn through the executor graph, as the CLI and the eval runner run it."""
+
+from __future__ import annotations
+
+import time
+from typing import Callable
+
+from langchain_core.messages import AIMessageChunk, HumanMessage
+from pydantic import BaseModel
+
+from agent.routing import recursion_limit
+from agent.state import Context
+from retrieval.lookup import check_session_id, clean_query
+
+
+class TurnResult(BaseModel):
+    answer: str
+    citations: list[dict]
+    trace: list[dict]
+    executed_lookups: int
+    blocked_lookups: int
+    proposed_lookups: int
+    graph_paths: list[str]
+    session: str
+    mode: str
+    latency_ms: float
+    tool_output_chars: int  # characters of tool messages the LLM was sent this turn
+
+
+def run_turn(
+    app,
+    question: str,
+    session: str,
+    context: Context,
+    mode: str,
+    on_update: Callable[[str, dict], None] | None = None,
+    on_token: Callable[[str], None] | None = None,
+    max_query_chars: int = 2000,
+) -> TurnResult:
+    """Run one turn; `on_update(node, update)` sees each node's output, `on_token` the answer as it streams."""
+    question = clean_query(question, max_query_chars)
+    check_session_id(session)
+    config = {"configurable": {"thread_id": session}, "recursion_limit": recursion_limit(context)}
+    started = time.perf_counter()
+    tool_chars = 0
+    for kind, payload in app.stream(
+        {"messages": [HumanMessage(question)]}, config, context=context, stream_mode=["updates", "messages"]
+    ):
+        if kind == "messages":
+            chunk, meta = payload
+            if on_token and isinstance(chunk, AIMessageChunk) and meta.get("langgraph_node") in ("executor", "answer"):
+                if chunk.content and not chunk.tool_call_chunks:
+                    on_token(str(chunk.content))
+            continue
+        for node, update in (payload or {}).items():
+            for message in (update or {}).get("messages", []) or []:
+                if getattr(message, "type", "") == "tool":
+                    tool_chars += len(str(message.content))
+            if on_update:
+                on_update(node, update or {})
+    state = app.get_state(config).values
+    trace = state.get("trace", [])
+    return TurnResult(
+        answer=state.get("answer", ""),
+        citations=state.get("citations", []),
+        trace=trace,
+        executed_lookups=state.get("executed_lookups", 0),
+        blocked_lookups=state.get("blocked_lookups", 0),
+        proposed_lookups=sum(1 for t in trace if t["tool"] == "lookup_knowledge"),
+        graph_paths=state.get("graph_paths", []),
+        session=session,
+        mode=mode,
+        latency_ms=round((time.perf_counter() - started) * 1000, 1),
+        tool_output_chars=tool_chars,
+    )

@@ -1,0 +1,68 @@
+"""The executor graph's state and its per-run context.
+
+State is checkpointed per thread (thread id = session id). The session part
+survives turns; the turn part is reset by `begin_turn` when a new user
+message arrives. Context holds the per-run knobs Studio shows as a form.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Annotated, TypedDict
+
+from langchain_core.messages import AnyMessage
+from langgraph.graph.message import add_messages
+
+
+class ExecutorState(TypedDict, total=False):
+    messages: Annotated[list[AnyMessage], add_messages]
+    # the session: domain -> doc keys already sent, and the level each domain was last answered at
+    session_memory: dict[str, list[str]]
+    domain_levels: dict[str, str]
+    # doc_key -> the evidence a document gave when it was sent: what a later turn answers from
+    # when its lookups point at documents the session already has (they are not sent again)
+    session_evidence: dict[str, dict]
+    # this turn
+    question: str
+    rounds: int  # executor (LLM) calls
+    attempted_lookups: int  # lookups that ran a search, whether they sent anything or were deduplicated
+    executed_lookups: int  # lookups that sent documents
+    blocked_lookups: int
+    last_level: str | None
+    precise: bool
+    evidence: list[dict]  # documents this turn answers from: doc_key, title, domain, kb, content, source
+    trace: list[dict]  # one entry per proposed tool call
+    graph_paths: list[str]
+    pending: list[dict]  # tool calls the guard let through
+    pending_expansions: list[dict]  # lookups waiting for graph_expand before their tool message goes out
+    answer: str
+    citations: list[dict]
+
+
+TURN_RESET: ExecutorState = {
+    "rounds": 0,
+    "attempted_lookups": 0,
+    "executed_lookups": 0,
+    "blocked_lookups": 0,
+    "last_level": None,
+    "precise": False,
+    "evidence": [],
+    "trace": [],
+    "graph_paths": [],
+    "pending": [],
+    "pending_expansions": [],
+    "answer": "",
+    "citations": [],
+}
+
+
+@dataclass
+class Context:
+    """Per-run knobs. `guards=False` runs the same graph without the code rules (the eval baseline)."""
+
+    kb: str = "sample"
+    lookup_budget: int = 3
+    guards: bool = True
+    graph_expansion: bool = True
+    # a safety bound on LLM calls per turn; with guards on the turn ends long before it
+    max_rounds: int = 25

@@ -1,0 +1,42 @@
+"""answer: the turn's final answer, with citations.
+
+If the LLM already answered (a message without tool calls), that is the answer.
+Otherwise (the rules ended the turn, or there is no LLM) it is written here:
+by the LLM from the evidence, or extractively offline.
+"""
+
+from __future__ import annotations
+
+from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
+
+from agent.state import ExecutorState
+from nodes.common import lang_of, last_ai, text_of
+from prompts.executor import ANSWER
+from retrieval.extractive import cited, extractive_answer
+
+
+def material(evidence: list[dict]) -> str:
+    if not evidence:
+        return "(no material)"
+    return "\n\n".join(f"[{d['doc_key']}] {d['title']}\n{d['content']}" for d in evidence)
+
+
+def make_answer(model, mode: str):
+    def answer(state: ExecutorState) -> ExecutorState:
+        lang, question, evidence = lang_of(state), state.get("question", ""), state.get("evidence", [])
+        last = last_ai(state)
+        finished = last is not None and not (last.tool_calls or last.invalid_tool_calls)
+        if mode == "llm" and finished and text_of(last).strip():
+            final = text_of(last)
+            return {"answer": final, "citations": cited(final, evidence)}
+        if mode == "llm":
+            reply = model.invoke([SystemMessage(ANSWER[lang]), HumanMessage(f"{question}\n\n---\n{material(evidence)}")])
+            final = text_of(reply)
+        else:
+            queries = [t["query"] for t in state.get("trace", []) if t["tool"] == "lookup_knowledge" and t.get("query")]
+            final = extractive_answer(question, evidence, lang, parts=queries)
+        # an empty closing message from the executor is replaced, not followed, by the answer
+        message = AIMessage(final, id=last.id) if finished and last.id else AIMessage(final)
+        return {"answer": final, "citations": cited(final, evidence), "messages": [message]}
+
+    return answer

@@ -1,0 +1,96 @@
+"""A fake OpenAI-compatible chat server on loopback: scripted replies, streamed as SSE like the real API."""
+
+from __future__ import annotations
+
+import json
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+
+class FakeOpenAI:
+    """`script`: replies in order; each is {"content": str} or {"tool_calls": [(name, arguments_dict), ...]}."""
+
+    def __init__(self, script: list[dict]):
+        self.script = list(script)
+        self.requests: list[dict] = []
+        fake = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args):  # keep test output clean
+                pass
+
+            def do_POST(self):
+                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                fake.requests.append(body)
+                if not self.path.endswith("/chat/completions") or not fake.script:
+                    self.send_response(500)
+                    self.end_headers()
+                    self.wfile.write(b'{"error": {"message": "the fake server has no reply scripted"}}')
+                    return
+                reply = fake.script.pop(0)
+                if body.get("stream"):
+                    self._stream(reply, body)
+                else:
+                    self._whole(reply)
+
+            def _whole(self, reply):
+                message = {"role": "assistant", "content": reply.get("content")}
+                if reply.get("tool_calls"):
+                    message["tool_calls"] = [
+                        {"id": f"call_{i}", "type": "function", "function": {"name": n, "arguments": json.dumps(a)}}
+                        for i, (n, a) in enumerate(reply["tool_calls"])
+                    ]
+                data = {"id": "chatcmpl-fake", "object": "chat.completion", "created": 0, "model": "fake",
+                        "choices": [{"index": 0, "message": message,
+                                     "finish_reason": "tool_calls" if reply.get("tool_calls") else "stop"}],
+                        "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2}}
+                payload = json.dumps(data).encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(payload)))
+                self.end_headers()
+                self.wfile.write(payload)
+
+            def _stream(self, reply, body):
+                self.send_response(200)
+                self.send_header("Content-Type", "text/event-stream")
+                self.end_headers()
+
+                def send(delta, finish=None):
+                    chunk = {"id": "chatcmpl-fake", "object": "chat.completion.chunk", "created": 0, "model": "fake",
+                             "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
+                    self.wfile.write(f"data: {json.dumps(chunk, ensure_ascii=False)}\n\n".encode())
+                    self.wfile.flush()
+
+                send({"role": "assistant", "content": ""})
+                text = reply.get("content") or ""
+                for i in range(0, len(text), 8):
+                    send({"content": text[i : i + 8]})
+                for i, (name, args) in enumerate(reply.get("tool_calls") or []):
+                    raw = json.dumps(args, ensure_ascii=False)
+                    send({"tool_calls": [{"index": i, "id": f"call_{len(fake.requests)}_{i}", "type": "function",
+                                          "function": {"name": name, "arguments": ""}}]})
+                    for j in range(0, len(raw), 10):
+                        send({"tool_calls": [{"index": i, "function": {"arguments": raw[j : j + 10]}}]})
+                send({}, "tool_calls" if reply.get("tool_calls") else "stop")
+                if (body.get("stream_options") or {}).get("include_usage"):
+                    usage = {"id": "chatcmpl-fake", "object": "chat.completion.chunk", "created": 0, "model": "fake",
+                             "choices": [], "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2}}
+                    self.wfile.write(f"data: {json.dumps(usage)}\n\n".encode())
+                self.wfile.write(b"data: [DONE]\n\n")
+                self.wfile.flush()
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.server.server_address[1]}/v1"
+
+    def __enter__(self) -> "FakeOpenAI":
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.server.shutdown()
+        self.server.server_close()

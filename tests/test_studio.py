@@ -1,0 +1,78 @@
+"""`langgraph dev` serves the executor graph from langgraph.json; one thread is driven through langgraph-sdk."""
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from conftest import REPO, run_cli
+
+pytestmark = pytest.mark.timeout(300)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def studio(tmp_path_factory):
+    langgraph = Path(sys.executable).with_name("langgraph")
+    if not langgraph.exists() and not shutil.which("langgraph"):
+        pytest.fail("langgraph-cli is a dev dependency: reinstall with .[dev]")
+    home = tmp_path_factory.mktemp("studio-home")
+    assert run_cli(home, "ingest", "--json").returncode == 0
+    port = free_port()
+    env = {**os.environ, "EXECUTOR_HOME": str(home), "LANGGRAPH_CLI_NO_ANALYTICS": "1",
+           "LANGGRAPH_NO_VERSION_CHECK": "true", "LANGSMITH_TRACING": "false"}
+    for key in ("OPENAI_API_KEY", "OPENAI_BASE_URL"):
+        env.pop(key, None)
+    log = open(home / "langgraph-dev.log", "w")
+    proc = subprocess.Popen(
+        [str(langgraph), "dev", "--no-browser", "--no-reload", "--host", "127.0.0.1", "--port", str(port)],
+        cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT,
+    )
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            pytest.fail(f"langgraph dev exited with {proc.returncode}: see {home / 'langgraph-dev.log'}")
+        try:
+            with urllib.request.urlopen(f"{url}/ok", timeout=2) as r:
+                if r.status == 200:
+                    break
+        except OSError:
+            time.sleep(0.5)
+    else:
+        proc.kill()
+        pytest.fail(f"langgraph dev did not answer on {url} within 120 s")
+    yield url
+    proc.terminate()
+    try:
+        proc.wait(timeout=20)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+    log.close()
+    run_cli(home, "graph", "stop")
+
+
+def test_studio_runs_a_thread_as_a_session(studio):
+    from langgraph_sdk import get_sync_client
+
+    client = get_sync_client(url=studio)
+    assert "executor" in {a["graph_id"] for a in client.assistants.search()}
+    thread = client.threads.create()
+    ask = {"messages": [{"role": "human", "content": "ERR_TIMEOUT 是什么？"}]}
+    first = client.runs.wait(thread["thread_id"], "executor", input=ask, context={"kb": "sample", "lookup_budget": 2})
+    assert first["trace"][0]["relevance_level"] == "PRECISE"
+    assert "troubleshooting/err-timeout.md" in first["answer"]
+    again = client.runs.wait(thread["thread_id"], "executor", input=ask, context={"kb": "sample"})
+    assert again["trace"][0]["dedup_reason"] == "doc_retrieved"  # the thread is the session
+    assert again["executed_lookups"] == 0 and again["citations"][0]["doc_key"] == "troubleshooting/err-timeout.md"
