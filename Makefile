@@ -2,9 +2,10 @@
 VENV ?= .venv
 PY := $(VENV)/bin/python
 EXE := $(VENV)/bin/executor
+REPORTS ?= .executor
 export LANGSMITH_TRACING ?= false
 
-.PHONY: setup demo test bench
+.PHONY: setup demo test eval bench
 
 setup: $(VENV)/.installed
 
@@ -23,6 +24,12 @@ demo: setup
 
 test: setup
 	$(PY) -m pytest
+
+# The ISS-002 suite, scripted, guards on (judged) against guards off; fails if any scenario does.
+eval: setup
+	$(EXE) ingest
+	$(EXE) eval --json $(REPORTS)/eval.json --markdown $(REPORTS)/eval.md --plot $(REPORTS)/eval.png; \
+	rc=$$?; $(EXE) graph stop > /dev/null; exit $$rc
 
 bench: setup
 	$(PY) -m evals.bench_lookup

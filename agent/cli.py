@@ -298,6 +298,64 @@ def chat(session: SessionOpt = None, kb: KbOpt = "sample"):
             _print_sources(result)
 
 
+@app.command("eval")
+@handles_errors
+def eval_(
+    paths: Annotated[Optional[list[Path]], typer.Argument(help="scenario files or folders (default: evals/scenarios)")] = None,
+    policy: Annotated[str, typer.Option(help="scripted: replay the proposals; llm: ask the configured model")] = "scripted",
+    guards: Annotated[str, typer.Option(help="on: the code rules; off: the same graph without them (baseline)")] = "on",
+    json_out: Annotated[Optional[Path], typer.Option("--json", help="write the results here")] = None,
+    markdown: Annotated[Optional[Path], typer.Option("--markdown", help="write the guards off/on report here")] = None,
+    plot: Annotated[Optional[Path], typer.Option("--plot", help="write a PNG of lookups per scenario, off vs on")] = None,
+):
+    """Replay the ISS-002 scenarios; exit code 1 when any scenario's expectation fails."""
+    from agent.settings import REPO_ROOT
+    from evals import report
+    from evals.runner import aggregate, run_suite
+    from evals.scenarios_model import load_scenarios
+
+    if policy not in ("scripted", "llm") or guards not in ("on", "off"):
+        raise ExecutorError("--policy is scripted or llm, --guards is on or off")
+    scenarios = load_scenarios(paths or [REPO_ROOT / "evals" / "scenarios"])
+    rt = _runtime()
+    try:
+        for kb in sorted({s.kb for s in scenarios}):
+            rt.catalog.require(kb)
+        model = None
+        if policy == "llm":
+            if not rt.settings.llm_configured:
+                raise ExecutorError("--policy llm needs OPENAI_API_KEY or OPENAI_BASE_URL")
+            from agent.llm import make_chat_model
+
+            model, _ = make_chat_model(rt.settings)
+        show = sys.stderr.isatty()
+        judged = run_suite(rt, scenarios, guards == "on", policy, model, progress=show)
+        baseline = run_suite(rt, scenarios, guards != "on", policy, model, progress=show)
+    finally:
+        rt.close()
+    on, off = (judged, baseline) if guards == "on" else (baseline, judged)
+    if json_out:
+        report.write_json(report.to_json(judged, baseline, policy), json_out)
+    if markdown:
+        markdown.write_text(report.markdown(on, off, policy), encoding="utf-8")
+    if plot:
+        report.plot(on, off, plot)
+    agg = aggregate(judged)
+    for r in judged:
+        if not r.passed:
+            console.print(f"FAIL {r.id}: {'; '.join(r.failures)}", style="red", highlight=False, markup=False)
+    console.print(
+        f"{agg['scenarios_passed']}/{agg['scenarios']} scenarios pass (guards {guards}, {policy}); "
+        f"mean lookups executed {agg['mean_executed_lookups']} (storms {agg['mean_executed_lookups_storms']}), "
+        f"duplicate documents sent {agg['duplicate_docs_sent']}, citation recall {agg['citation_recall']}; "
+        f"baseline (guards {'off' if guards == 'on' else 'on'}): mean lookups executed "
+        f"{aggregate(baseline)['mean_executed_lookups']}",
+        highlight=False, markup=False,
+    )
+    if agg["scenarios_failed"]:
+        raise typer.Exit(1)
+
+
 HopsOpt = Annotated[int, typer.Option("--hops", help="how many relations deep (1-4)")]
 RelationsOpt = Annotated[Optional[str], typer.Option("--relations", help="comma-separated relation types, e.g. DEPENDS_ON,RELATED_TO")]
 

@@ -33,8 +33,9 @@ def make_answer(model, mode: str):
             reply = model.invoke([SystemMessage(ANSWER[lang]), HumanMessage(f"{question}\n\n---\n{material(evidence)}")])
             final = text_of(reply)
         else:
-            queries = [t["query"] for t in state.get("trace", []) if t["tool"] == "lookup_knowledge" and t.get("query")]
-            final = extractive_answer(question, evidence, lang, parts=queries)
+            parts = [(t["query"], (t.get("sent") or [None])[0])
+                     for t in state.get("trace", []) if t["tool"] == "lookup_knowledge" and t.get("query")]
+            final = extractive_answer(question, evidence, lang, parts=parts)
         # an empty closing message from the executor is replaced, not followed, by the answer
         message = AIMessage(final, id=last.id) if finished and last.id else AIMessage(final)
         return {"answer": final, "citations": cited(final, evidence), "messages": [message]}

@@ -21,7 +21,9 @@ def make_graph_expand(rt):
             result = LookupResult.model_validate(pending["result"])
             result.details = dict(pending["details"])
             expansion = rt.expander.expand(result)  # never raises for a graph that is down
-            trace[pending["trace_index"]]["graph"] = expansion.status
+            entry = trace[pending["trace_index"]]
+            entry["graph"] = expansion.status
+            entry["sent"] = entry.get("sent", []) + [d.doc_key for d in expansion.documents]
             found = [{**d.model_dump(exclude={"already_returned"}), "source": "graph"} for d in expansion.documents]
             evidence = add_evidence(evidence, found)
             session_evidence.update({e["doc_key"]: e for e in found})

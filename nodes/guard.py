@@ -32,6 +32,8 @@ def trace_entry(name: str, args) -> dict:
         "dedup_reason": None,
         "blocked": False,
         "error": None,
+        "domain": None,  # where a lookup landed
+        "sent": [],  # doc keys whose content went to the LLM
     }
 
 

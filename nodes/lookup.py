@@ -88,8 +88,9 @@ def make_lookup(rt):
                 continue
             counts["attempted_lookups"] += 1
             level = result.relevance_level
-            entry.update(relevance_level=level or "NONE", dedup_reason=result.dedup_reason, blocked=level == Level.DEDUPED)
             sent = evidence_of(result)
+            entry.update(relevance_level=level or "NONE", dedup_reason=result.dedup_reason, blocked=level == Level.DEDUPED,
+                         domain=result.details.get("landing_domain"), sent=[e["doc_key"] for e in sent])
             session_evidence.update({e["doc_key"]: e for e in sent})
             evidence = add_evidence(evidence, sent + recalled(result, session_evidence))
             if level == Level.DEDUPED:

@@ -32,24 +32,30 @@ def best_passages(question: str, content: str, n: int = PASSAGES_PER_DOC) -> lis
     return [p if len(p) <= MAX_PASSAGE_CHARS else p[: MAX_PASSAGE_CHARS - 1] + "…" for p in picked]
 
 
-def pick_documents(question: str, evidence: list[dict], parts: list[str], n: int = MAX_DOCS) -> list[dict]:
-    """The best document for each part of the question first, then the rest in evidence order."""
+def pick_documents(evidence: list[dict], parts: list[tuple[str, str | None]], n: int = MAX_DOCS) -> list[dict]:
+    """One document per part of the question first: the primary result of its lookup when it sent one,
+    else the evidence that best matches its words; then the rest in evidence order."""
+    by_key = {d["doc_key"]: d for d in evidence}
     chosen: list[dict] = []
-    for part in parts:
-        wanted = terms(part)
-        best = max(evidence, key=lambda d: len(wanted & terms(f"{d['title']} {d['content']}")), default=None)
+    for query, primary in parts:
+        wanted = terms(query)
+        best = by_key.get(primary) if primary else None
+        if best is None:
+            best = max(evidence, key=lambda d: len(wanted & terms(f"{d['title']} {d['content']}")), default=None)
         if best is not None and best not in chosen:
             chosen.append(best)
     chosen += [d for d in evidence if d not in chosen]
-    return chosen[:n]
+    return chosen[: max(n, len(parts))]
 
 
-def extractive_answer(question: str, evidence: list[dict], lang: str, parts: list[str] | None = None) -> str:
+def extractive_answer(question: str, evidence: list[dict], lang: str,
+                      parts: list[tuple[str, str | None]] | None = None) -> str:
+    """`parts`: (sub-question, the doc_key its lookup returned first, if any), in the order they were asked."""
     key = "zh" if lang == "zh" else "en"
     if not evidence:
         return f"{NOTHING_FOUND[key]}\n{OFFLINE_SHORT[key]}"
     out = [OFFLINE_NOTE[key]]
-    for doc in pick_documents(question, evidence, parts or [question]):
+    for doc in pick_documents(evidence, parts or [(question, None)]):
         passages = best_passages(question, doc["content"])
         if passages:
             out.append(f"**{doc['title']}** [{doc['doc_key']}]\n" + "\n\n".join(passages))

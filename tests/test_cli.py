@@ -190,3 +190,22 @@ def test_ask_rejects_bad_input(home):
                           (["ask", "x", "--session", "a b"], "session id")]:
         r = run_cli(home, *args)
         assert r.returncode == 2 and message in r.stderr and len(r.stderr.strip().splitlines()) == 1
+
+
+def test_eval_command_reports_and_fails_on_a_broken_expectation(home, tmp_path):
+    scenario = tmp_path / "one.yaml"
+    scenario.write_text(
+        "id: impossible\nlang: en\nquestion: What does ERR_TIMEOUT mean?\n"
+        "proposals:\n  - lookup_knowledge: {query: ERR_TIMEOUT}\nexpect: {max_executed_lookups: 0}\n",
+        encoding="utf-8",
+    )
+    r = run_cli(home, "eval", str(scenario), "--json", str(tmp_path / "r.json"),
+                "--markdown", str(tmp_path / "r.md"), "--plot", str(tmp_path / "r.png"))
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert "FAIL impossible: 1 lookups ran, at most 0 expected" in r.stdout
+    data = json.loads((tmp_path / "r.json").read_text())
+    assert data["aggregate"]["scenarios_failed"] == 1 and data["baseline_aggregate"]["scenarios"] == 1
+    assert "| metric | guards off | guards on |" in (tmp_path / "r.md").read_text()
+    assert (tmp_path / "r.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    r = run_cli(home, "eval", str(tmp_path / "missing.yaml"))
+    assert r.returncode == 2 and "no such file" in r.stderr

@@ -1,0 +1,106 @@
+"""Eval scenarios: the YAML format, validated.
+
+A scenario is a question plus the tool calls an unconstrained LLM made for it
+(`proposals`, in order; a list inside the list is one message with several
+calls), and what must hold afterwards (`expect`). One file may hold several
+scenarios, as a YAML list or as several documents.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from agent.errors import InputError
+
+TOOL_NAMES = ("lookup_knowledge", "navigate_graph")
+
+
+class Call(BaseModel):
+    tool: str
+    args: dict
+
+
+class Expect(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    max_executed_lookups: int | None = None
+    min_executed_lookups: int | None = None
+    cite_any: list[str] = Field(default_factory=list, description="doc_key prefixes; at least one must be cited")
+    cite_all: list[str] = Field(default_factory=list, description="doc_key prefixes; each must be cited")
+    first_level: list[str] | None = None
+    must_block: list[int] = Field(default_factory=list, description="proposal indexes that must not run")
+    must_allow: list[int] = Field(default_factory=list, description="proposal indexes that must run")
+    no_answer: bool = False
+
+
+class Scenario(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    id: str = Field(pattern=r"^[a-z0-9][a-z0-9\-]{0,63}$")
+    lang: Literal["zh", "en"]
+    kb: str = "sample"
+    question: str = Field(min_length=1)
+    tags: list[str] = Field(default_factory=list)
+    proposals: list[list[Call]] = Field(default_factory=list)
+    expect: Expect = Field(default_factory=Expect)
+    source: str = ""
+
+    @field_validator("proposals", mode="before")
+    @classmethod
+    def _batches(cls, value):
+        """`- lookup_knowledge: {query: x}` is a batch of one; a list of such mappings is one batch."""
+        batches = []
+        for item in value or []:
+            calls = item if isinstance(item, list) else [item]
+            batch = []
+            for call in calls:
+                if not (isinstance(call, dict) and len(call) == 1):
+                    raise ValueError("each proposal is a mapping of one tool name to its arguments")
+                (tool, args), = call.items()
+                if tool not in TOOL_NAMES:
+                    raise ValueError(f"unknown tool {tool!r} in proposals")
+                batch.append({"tool": tool, "args": args if isinstance(args, dict) else {}})
+            batches.append(batch)
+        return batches
+
+    @property
+    def flat_proposals(self) -> list[tuple[int, Call]]:
+        """(batch number, call) in proposal order."""
+        return [(b, call) for b, batch in enumerate(self.proposals) for call in batch]
+
+
+def load_scenarios(paths: list[Path]) -> list[Scenario]:
+    files: list[Path] = []
+    for path in paths:
+        if path.is_dir():
+            files += sorted(path.rglob("*.yaml")) + sorted(path.rglob("*.yml"))
+        elif path.exists():
+            files.append(path)
+        else:
+            raise InputError(f"{path}: no such file or folder")
+    scenarios: list[Scenario] = []
+    for file in files:
+        try:
+            documents = list(yaml.safe_load_all(file.read_text(encoding="utf-8")))
+        except yaml.YAMLError as exc:
+            raise InputError(f"{file}: not valid YAML ({exc.__class__.__name__})") from exc
+        for doc in documents:
+            for raw in doc if isinstance(doc, list) else [doc] if doc else []:
+                try:
+                    scenarios.append(Scenario.model_validate({**raw, "source": str(file)}))
+                except (ValidationError, TypeError) as exc:
+                    first = exc.errors()[0] if isinstance(exc, ValidationError) else {"loc": (), "msg": str(exc)}
+                    where = ".".join(str(p) for p in first["loc"])
+                    raise InputError(f"{file}: scenario {raw.get('id', '?') if isinstance(raw, dict) else '?'}: "
+                                     f"{where} {first['msg']}".strip()) from exc
+    ids = [s.id for s in scenarios]
+    duplicate = next((i for i in ids if ids.count(i) > 1), None)
+    if duplicate:
+        raise InputError(f"scenario id {duplicate!r} is used twice")
+    if not scenarios:
+        raise InputError("no scenarios found")
+    return scenarios
