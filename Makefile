@@ -34,3 +34,4 @@ eval: setup
 bench: setup
 	$(PY) -m evals.bench_lookup
 	$(PY) -m evals.bench_graph
+	$(PY) -m evals.bench_kg

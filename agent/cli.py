@@ -19,6 +19,8 @@ session_app = typer.Typer(no_args_is_help=True, help="Inspect or clear a session
 app.add_typer(session_app, name="session")
 graph_app = typer.Typer(no_args_is_help=True, help="Explore a knowledge base's graph.")
 app.add_typer(graph_app, name="graph")
+kb_app = typer.Typer(no_args_is_help=True, help="Create, list, show and drop knowledge bases.")
+app.add_typer(kb_app, name="kb")
 console = Console()
 
 JsonOpt = Annotated[bool, typer.Option("--json", help="print one JSON object for scripts")]
@@ -354,6 +356,228 @@ def eval_(
     )
     if agg["scenarios_failed"]:
         raise typer.Exit(1)
+
+
+def _csv(value: str | None) -> list[str]:
+    return [v.strip() for v in (value or "").split(",") if v.strip()]
+
+
+@kb_app.command("create")
+@handles_errors
+def kb_create(
+    name: str,
+    description: Annotated[str, typer.Option(help="what the knowledge base holds")] = "",
+    entities: Annotated[Optional[str], typer.Option(help="entity types for its graph, e.g. Software,Database")] = None,
+    relations: Annotated[Optional[str], typer.Option(help="relation types for its graph, e.g. DEPENDS_ON,RELATED_TO")] = None,
+    as_json: JsonOpt = False,
+):
+    """Create an empty knowledge base; with --entities/--relations it gets a graph at ingest."""
+    from stores.graph import relation_pattern
+
+    relation_types = relation_pattern(_csv(relations)).split("|") if relations else []
+    entity_types = _csv(entities)
+    if any(not t.replace("_", "").isalnum() or len(t) > 40 for t in entity_types):
+        raise ExecutorError("entity types are names of letters, digits and '_' (at most 40 characters)")
+    if relation_types and not entity_types:
+        raise ExecutorError("a graph config needs --entities as well as --relations")
+    config = {"entity_types": entity_types, "relation_types": relation_types} if entity_types else {}
+    rt = _runtime()
+    rt.catalog.create(name, description=description, extract_config=config)
+    data = _kb_info(rt, name, with_graph=False)
+    if as_json:
+        _print_json(data)
+    else:
+        typer.echo(f"created {name}" + (f" with a graph of {', '.join(entity_types)}" if config else " (no graph)"))
+
+
+def _kb_info(rt, name: str, with_graph: bool = True) -> dict:
+    from retrieval.graph_build import has_graph
+
+    row = rt.catalog.require(name)
+    docs = rt.catalog.documents(name)
+    info = {
+        "name": row.name,
+        "description": row.description,
+        "extract_config": row.extract_config or {},
+        "has_graph_config": has_graph(row.extract_config),
+        "documents": len(docs),
+        "chunks": sum(d.chunk_count for d in docs.values()),
+        "domains": sorted({d.domain for d in docs.values()}),
+        "embedder": row.embedder,
+        "source_path": row.source_path,
+        "revision": row.revision,
+        "created_at": row.created_at.isoformat(timespec="seconds"),
+    }
+    if with_graph and info["has_graph_config"]:
+        try:
+            info["graph"] = rt.graph.stats(name)
+        except ExecutorError as exc:
+            info["graph"] = {"error": str(exc)}
+    return info
+
+
+@kb_app.command("list")
+@handles_errors
+def kb_list(as_json: JsonOpt = False):
+    """Every knowledge base, with its size and whether it has a graph."""
+    rt = _runtime()
+    rows = [_kb_info(rt, name, with_graph=False) for name in rt.catalog.names()]
+    if as_json:
+        _print_json(rows)
+        return
+    if not rows:
+        typer.echo("no knowledge bases yet: run `executor ingest` or `executor kb create`")
+    for r in rows:
+        typer.echo(f"{r['name']}: {r['documents']} documents, {'graph' if r['has_graph_config'] else 'no graph'}"
+                   + (f" — {r['description']}" if r["description"] else ""))
+
+
+@kb_app.command("show")
+@handles_errors
+def kb_show(name: str, as_json: JsonOpt = False):
+    """One knowledge base in detail, with its graph's size."""
+    rt = _runtime()
+    try:
+        info = _kb_info(rt, name)
+    finally:
+        rt.close()
+    if as_json:
+        _print_json(info)
+        return
+    for key, value in info.items():
+        typer.echo(f"{key}: {value}")
+
+
+@kb_app.command("drop")
+@handles_errors
+def kb_drop(name: str, yes: Annotated[bool, typer.Option("--yes", help="do not ask")] = False):
+    """Remove a knowledge base: its vectors, its graph and its catalog row."""
+    from retrieval.graph_build import has_graph
+
+    rt = _runtime()
+    try:
+        row = rt.catalog.require(name)
+        if not yes and not typer.confirm(f"drop knowledge base {name!r} ({len(rt.catalog.documents(name))} documents)?"):
+            raise typer.Exit(1)
+        # the catalog row goes last: if a step fails, the KB is still listed and the drop can be repeated
+        if has_graph(row.extract_config):
+            rt.graph.drop_kb(name)
+        rt.vectors.drop(name)
+        rt.catalog.drop(name)
+    finally:
+        rt.close()
+    typer.echo(f"dropped {name}")
+
+
+@app.command()
+@handles_errors
+def kg(
+    query: Annotated[str, typer.Argument(help="what to look for")],
+    kb: Annotated[str, typer.Option("--kb", help="comma-separated knowledge bases (at most 10)")] = "sample",
+    session: SessionOpt = None,
+    html: Annotated[Optional[Path], typer.Option("--html", help="write a page that draws graph_data")] = None,
+    as_json: JsonOpt = False,
+):
+    """query_knowledge_graph: several knowledge bases at once, with real graph traversal."""
+    from agent.graph_page import render_graph_data
+
+    rt = _runtime()
+    session = session or f"kg-{uuid.uuid4().hex[:12]}"
+    try:
+        result = rt.kg.query(_csv(kb) or [kb], query, session)
+    finally:
+        rt.close()
+    data = result.model_dump(mode="json")
+    if html:
+        try:
+            html.write_text(render_graph_data(f"{query} — {kb}", data["graph_data"], data["results"]), encoding="utf-8")
+        except OSError as exc:
+            raise ExecutorError(f"cannot write {html}: {exc.strerror}") from exc
+    if as_json:
+        _print_json(data)
+        return
+    typer.echo(result.to_llm_text())
+
+
+@app.command()
+@handles_errors
+def stats(
+    session: SessionOpt = None,
+    since: Annotated[Optional[str], typer.Option(help="only lookups from this date on (YYYY-MM-DD or ISO time)")] = None,
+    plot: Annotated[Optional[Path], typer.Option("--plot", help="write a PNG with the four panels")] = None,
+    as_json: JsonOpt = False,
+):
+    """Relevance levels, dedup reasons, similarities and lookups per session, from the invocation log."""
+    from datetime import datetime
+
+    from retrieval.lookup import check_session_id
+    from stores.invocation_stats import invocation_stats, plot_stats
+
+    if session:
+        check_session_id(session)
+    try:
+        start = datetime.fromisoformat(since) if since else None
+    except ValueError:
+        raise ExecutorError(f"--since {since!r} is not a date (YYYY-MM-DD) or an ISO time") from None
+    data = invocation_stats(_runtime().db, session=session, since=start)
+    if plot:
+        plot_stats(data, plot)
+    if as_json:
+        _print_json(data)
+        return
+    typer.echo(f"{data['lookups']} lookups in {data['sessions']} sessions ({data['errors']} errors); "
+               f"at most {data['max_lookups_in_a_session']} in one session, median {data['median_lookups_per_session']}")
+    typer.echo("levels: " + ", ".join(f"{k} {v}" for k, v in data["relevance_levels"].items()))
+    typer.echo("dedup:  " + (", ".join(f"{k} {v}" for k, v in data["dedup_reasons"].items()) or "-"))
+    hist = data["similarity_histogram"]
+    peak = max(hist["counts"]) or 1
+    for lo, n in zip(hist["bins"], hist["counts"]):
+        typer.echo(f"  {lo:.1f}-{lo + 0.1:.1f} {'█' * round(30 * n / peak):<30} {n}")
+
+
+@app.command()
+@handles_errors
+def calibrate(
+    labels: Annotated[Path, typer.Option("--labels", help="YAML list of {query, relevant: [doc_key, ...]}")],
+    kb: KbOpt = "sample",
+    write: Annotated[bool, typer.Option("--write", help="store the chosen thresholds in config.yaml for this embedder")] = False,
+    as_json: JsonOpt = False,
+):
+    """Choose relevance thresholds for the active embedder from labelled questions."""
+    from rich.table import Table
+
+    from agent.settings import config_path
+    from retrieval.calibration import calibrate as run_calibration, load_labels, write_thresholds
+
+    pairs = load_labels(labels)
+    rt = _runtime()
+    try:
+        result = run_calibration(rt, kb, pairs)
+    finally:
+        rt.close()
+    if write:
+        write_thresholds(config_path(), result.embedder, result.highly_relevant.threshold, result.reference.threshold)
+    if as_json:
+        _print_json(result.model_dump() | {"written_to": str(config_path()) if write else None})
+        return
+    table = Table(title=f"{result.embedder} on {kb}: {result.labels} questions, {result.relevant_pairs} relevant pairs")
+    for col in ("threshold", "precision", "recall", "predicted"):
+        table.add_column(col, justify="right")
+    marks = {result.highly_relevant.threshold: " ← HIGHLY_RELEVANT", result.reference.threshold: " ← REFERENCE"}
+    for row in result.rows:
+        if round(row.threshold * 100) % 5 == 0 or row.threshold in marks:
+            table.add_row(f"{row.threshold:.2f}{marks.get(row.threshold, '')}", f"{row.precision:.3f}",
+                          f"{row.recall:.3f}", str(row.predicted))
+    console.print(table)
+    console.print(f"rule: {result.rule}", highlight=False, markup=False)
+    for name, choice in (("HIGHLY_RELEVANT", result.highly_relevant), ("REFERENCE", result.reference)):
+        cur = result.current[name.lower()]
+        note = "" if choice.met_rule else " (no threshold met the precision rule: best precision taken)"
+        console.print(f"{name}: {cur['threshold']:.2f} now (precision {cur['precision']:.3f}, recall {cur['recall']:.3f})"
+                      f" -> {choice.threshold:.2f} (precision {choice.precision:.3f}, recall {choice.recall:.3f}){note}",
+                      highlight=False, markup=False)
+    if write:
+        console.print(f"written to {config_path()}", highlight=False, markup=False)
 
 
 HopsOpt = Annotated[int, typer.Option("--hops", help="how many relations deep (1-4)")]

@@ -1,7 +1,7 @@
-"""A self-contained HTML page (inline SVG, no scripts from the network) that draws graph paths.
+"""Self-contained HTML pages (inline SVG, nothing fetched from the network) that draw graph data.
 
-Nodes sit on rings by their hop distance from the centre entity; edges are
-drawn with their type and direction. Hovering a node or edge shows its details.
+Nodes sit on rings around a centre; edges are drawn with their type and
+direction. Hovering a node or edge shows its details.
 """
 
 from __future__ import annotations
@@ -39,8 +39,8 @@ def layout(center: str, paths: list[GraphPath]) -> dict[str, tuple[float, float,
     return pos
 
 
-def render(title: str, center: str, paths: list[GraphPath], extra_edges: list[GraphEdge] = ()) -> str:
-    pos = layout(center, paths)
+def render(title: str, center: str, paths: list[GraphPath]) -> str:
+    """A neighbourhood: rings by hop distance from `center`, and the paths listed under the drawing."""
     types: dict[str, str | None] = {}
     edges: dict[tuple[str, str, str], GraphEdge] = {}
     for p in paths:
@@ -48,15 +48,42 @@ def render(title: str, center: str, paths: list[GraphPath], extra_edges: list[Gr
             types.setdefault(node.name, node.type)
         for e in p.edges:
             edges[(e.source, e.type, e.target)] = e
-    for e in extra_edges:
-        edges.setdefault((e.source, e.type, e.target), e)
+    rows = [(p.summary(), f"{p.score:.3f}") for p in sorted(paths, key=lambda p: -p.score)]
+    return _page(title, layout(center, paths), types, list(edges.values()), ("path", "score"), rows)
+
+
+def render_graph_data(title: str, graph_data: dict, results: list[dict]) -> str:
+    """query_knowledge_graph's nodes and edges: the best-connected node in the middle, the rest around it."""
+    edges = [GraphEdge(type=e["type"], source=e["source"], target=e["target"], weight=e["weight"])
+             for e in graph_data["edges"]]
+    degree: dict[str, int] = defaultdict(int)
+    for e in edges:
+        degree[e.source] += 1
+        degree[e.target] += 1
+    types = {n["name"]: n.get("type") for n in graph_data["nodes"]}
+    pos: dict[str, tuple[float, float, int]] = {}
+    if types:
+        center = max(types, key=lambda n: (degree[n], n))
+        others = sorted((n for n in types if n != center), key=lambda n: (-degree[n], n))
+        inner, outer = others[:12], others[12:]
+        pos[center] = (WIDTH / 2, HEIGHT / 2, 0)
+        for ring, names in ((1, inner), (2, outer)):
+            for i, name in enumerate(names):
+                angle = 2 * math.pi * i / len(names)
+                pos[name] = (WIDTH / 2 + RING * ring * math.cos(angle), HEIGHT / 2 + RING * ring * 0.8 * math.sin(angle), ring)
+    rows = [(f"{r['title']} — {r['doc_key']}", f"{r['relevance_level']} · {', '.join(r['knowledge_bases'])}")
+            for r in results]
+    return _page(title, pos, types, edges, ("document", "level · knowledge bases"), rows)
+
+
+def _page(title, pos, types, edges, headers, rows) -> str:
     esc = html.escape
     parts = [
         f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {WIDTH} {HEIGHT}" width="100%" role="img">',
         '<defs><marker id="arrow" viewBox="0 0 10 10" refX="22" refY="5" markerWidth="7" markerHeight="7" '
         'orient="auto-start-reverse"><path d="M 0 0 L 10 5 L 0 10 z" fill="#495057"/></marker></defs>',
     ]
-    for e in edges.values():
+    for e in edges:
         if e.source not in pos or e.target not in pos:
             continue
         (x1, y1, _), (x2, y2, _) = pos[e.source], pos[e.target]
@@ -76,9 +103,7 @@ def render(title: str, center: str, paths: list[GraphPath], extra_edges: list[Gr
             f'<text x="{x:.1f}" y="{y + 30:.1f}" font-size="12" text-anchor="middle">{esc(name)}</text></g>'
         )
     parts.append("</svg>")
-    rows = "".join(
-        f"<tr><td>{esc(p.summary())}</td><td>{p.score:.3f}</td></tr>" for p in sorted(paths, key=lambda p: -p.score)
-    )
+    table = "".join(f"<tr><td>{esc(a)}</td><td>{esc(b)}</td></tr>" for a, b in rows)
     legend = " ".join(f'<span style="color:{c}">■ {t}</span>' for t, c in COLORS.items())
     return (
         "<!doctype html><html><head><meta charset='utf-8'>"
@@ -86,5 +111,5 @@ def render(title: str, center: str, paths: list[GraphPath], extra_edges: list[Gr
         "<style>body{font-family:system-ui,sans-serif;margin:1.5em}table{border-collapse:collapse}"
         "td,th{border:1px solid #dee2e6;padding:4px 8px;text-align:left}</style></head><body>"
         f"<h1>{esc(title)}</h1><p>{legend}</p>{''.join(parts)}"
-        f"<h2>Paths</h2><table><tr><th>path</th><th>score</th></tr>{rows}</table></body></html>"
+        f"<table><tr><th>{esc(headers[0])}</th><th>{esc(headers[1])}</th></tr>{table}</table></body></html>"
     )

@@ -70,6 +70,12 @@ class Runtime:
         return GraphExpander(self)
 
     @cached_property
+    def kg(self):
+        from retrieval.kg_query import KnowledgeGraphQuery
+
+        return KnowledgeGraphQuery(self)
+
+    @cached_property
     def lookup(self):
         from retrieval.lookup import LookupService
 

@@ -50,13 +50,13 @@ class ThresholdOverride(BaseModel):
         return {k: v for k, v in self.model_dump().items() if v is not None}
 
 
-# Calibrated on the bundled sample KB (README, "Thresholds"). USE multilingual v3
-# puts related zh/en pairs at cosine 0.5-0.7 and unrelated ones at 0.1-0.3,
-# so the bge-m3 numbers from the source design would grade nearly everything
-# "not found".
+# USE multilingual v3: from `executor calibrate --labels evals/labels/sample.yaml` (README,
+# "Thresholds"): HIGHLY_RELEVANT is the lowest threshold with precision >= 0.9 on the labelled
+# pairs, REFERENCE the lowest with precision >= 0.4. USE puts related pairs at cosine 0.3-0.7,
+# so the bge-m3 numbers of the source design would grade nearly everything "not found".
 EMBEDDER_THRESHOLD_DEFAULTS: dict[str, Thresholds] = {
     "use-multilingual-v3": Thresholds(
-        max_l2_distance=2.0, highly_relevant_threshold=0.5, reference_threshold=0.28
+        max_l2_distance=2.0, highly_relevant_threshold=0.54, reference_threshold=0.28
     ),
     "bge-m3": Thresholds(max_l2_distance=2.0, highly_relevant_threshold=0.75, reference_threshold=0.5),
 }

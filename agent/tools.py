@@ -21,8 +21,17 @@ class navigate_graph(BaseModel):  # noqa: N801
     target: str | None = Field(None, description="a second entity: show the paths between the two", max_length=200)
 
 
-TOOLS: dict[str, type[BaseModel]] = {t.__name__: t for t in (lookup_knowledge, navigate_graph)}
+class query_knowledge_graph(BaseModel):  # noqa: N801
+    """Search several knowledge bases at once (1-10); returns graded results plus graph nodes and edges."""
+
+    knowledge_base_ids: list[str] = Field(description="knowledge base names", min_length=1, max_length=10)
+    query: str = Field(description="what to look for", min_length=1, max_length=2000)
+
+
+TOOLS: dict[str, type[BaseModel]] = {t.__name__: t for t in (lookup_knowledge, query_knowledge_graph, navigate_graph)}
 LOOKUP = lookup_knowledge.__name__
+KG_QUERY = query_knowledge_graph.__name__
+RETRIEVAL = (LOOKUP, KG_QUERY)  # the tools the lookup budget and the PRECISE stop apply to
 
 
 def parse_arguments(name: str, args) -> BaseModel:

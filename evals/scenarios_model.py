@@ -16,7 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from agent.errors import InputError
 
-TOOL_NAMES = ("lookup_knowledge", "navigate_graph")
+TOOL_NAMES = ("lookup_knowledge", "query_knowledge_graph", "navigate_graph")
 
 
 class Call(BaseModel):

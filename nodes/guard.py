@@ -12,7 +12,7 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.runtime import Runtime as RunContext
 
 from agent.state import Context, ExecutorState
-from agent.tools import LOOKUP, TOOLS, parse_arguments
+from agent.tools import LOOKUP, RETRIEVAL, TOOLS, parse_arguments
 from nodes.common import lang_of, last_ai, session_of
 from prompts.executor import blocked_message
 from retrieval.relevance import Level
@@ -26,7 +26,7 @@ def trace_entry(name: str, args) -> dict:
     args = args if isinstance(args, dict) else {}
     return {
         "tool": name,
-        "query": args.get("query") if name == LOOKUP else args.get("entity"),
+        "query": args.get("query") if "query" in args else args.get("entity"),
         "missing_dimension": args.get("missing_dimension"),
         "relevance_level": None,
         "dedup_reason": None,
@@ -44,7 +44,7 @@ def block_reason(name: str, args, state: ExecutorState, ctx: Context, planned: i
         parse_arguments(name, args)
     except ValueError as exc:
         return "invalid_arguments", str(exc)
-    if name == LOOKUP and ctx.guards:
+    if name in RETRIEVAL and ctx.guards:
         if state.get("precise"):
             return "precise_reached", ""
         if state.get("attempted_lookups", 0) + planned >= ctx.lookup_budget:
@@ -68,7 +68,7 @@ def make_guard(rt):
                 reason, detail = block_reason(name, args, state, ctx, planned)
             if reason is None:
                 approved.append({"id": call["id"], "name": name, "args": args, "trace_index": len(trace)})
-                planned += name == LOOKUP
+                planned += name in RETRIEVAL
             else:
                 entry.update(blocked=True, dedup_reason=reason)
                 if reason in RULE_REASONS:

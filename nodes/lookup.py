@@ -18,7 +18,7 @@ from langgraph.runtime import Runtime as RunContext
 
 from agent.errors import ExecutorError
 from agent.state import Context, ExecutorState
-from agent.tools import LOOKUP, parse_arguments
+from agent.tools import KG_QUERY, LOOKUP, parse_arguments
 from nodes.common import session_of
 from retrieval.expansion import should_expand
 from retrieval.graph_build import has_graph
@@ -77,6 +77,14 @@ def make_lookup(rt):
         for call in state.get("pending", []):
             entry = trace[call["trace_index"]]
             args = parse_arguments(call["name"], call["args"])
+            if call["name"] == KG_QUERY:
+                counts["attempted_lookups"] += 1
+                text, found = _kg_query(rt, session, args, entry)
+                counts["executed_lookups"] += entry["error"] is None
+                session_evidence.update({e["doc_key"]: e for e in found})
+                evidence = add_evidence(evidence, found)
+                messages.append(ToolMessage(text, tool_call_id=call["id"], name=KG_QUERY))
+                continue
             if call["name"] != LOOKUP:
                 messages.append(ToolMessage(_navigate(rt, ctx.kb, session, args, entry), tool_call_id=call["id"], name=call["name"]))
                 continue
@@ -123,6 +131,26 @@ def make_lookup(rt):
         }
 
     return lookup
+
+
+def _kg_query(rt, session: str, args, entry: dict) -> tuple[str, list[dict]]:
+    """query_knowledge_graph for the executor: its text, and the documents it sent as evidence."""
+    try:
+        result = rt.kg.query(args.knowledge_base_ids, args.query, session)
+    except ExecutorError as exc:
+        entry["error"] = str(exc)
+        return f"error: {exc}", []
+    levels = [h.relevance_level for h in result.results]
+    entry.update(relevance_level=(Level.HIGHLY_RELEVANT.value if Level.HIGHLY_RELEVANT in levels else
+                                  Level.REFERENCE.value if levels else "NONE"))
+    found, seen = [], set()
+    for h in result.results:
+        if h.content and not h.already_returned and h.doc_key not in seen:
+            seen.add(h.doc_key)
+            found.append({"doc_key": h.doc_key, "title": h.title, "domain": h.domain, "kb": h.knowledge_bases[0],
+                          "content": h.content, "source": KG_QUERY})
+    entry["sent"] = [e["doc_key"] for e in found]
+    return result.to_llm_text(), found
 
 
 def _navigate(rt, kb: str, session: str, args, entry: dict) -> str:

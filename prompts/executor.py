@@ -11,6 +11,7 @@ SYSTEM = {
 
 可用工具：
 - lookup_knowledge(query, missing_dimension?)：检索知识库。结果带 relevance_level、completeness_hint 和 retrieved_domains_this_session。
+- query_knowledge_graph(knowledge_base_ids, query)：同时检索多个知识库（最多 10 个），返回结果以及图谱中的节点和关系。
 - navigate_graph(entity, target?)：在知识图谱中查看实体之间的关系路径。
 
 检索约束：
@@ -26,6 +27,7 @@ SYSTEM = {
 
 Tools:
 - lookup_knowledge(query, missing_dimension?): search the knowledge base. Each result carries relevance_level, completeness_hint and retrieved_domains_this_session.
+- query_knowledge_graph(knowledge_base_ids, query): search several knowledge bases at once (up to 10); returns results plus graph nodes and edges.
 - navigate_graph(entity, target?): show how entities relate in the knowledge graph.
 
 Retrieval rules:

@@ -99,7 +99,9 @@ class GraphExpander:
         graph = rt.graph
         settings = rt.settings
 
-        in_query = EntityExtractor(graph.entity_names(kb)).extract(result.query)
+        known = graph.entity_names(kb)
+        # pattern matches that are not in this graph (a CamelCase word, a port) cannot be traversed from
+        in_query = [m for m in EntityExtractor(known).extract(result.query) if entity_key(m.name) in known]
         returned = [d.doc_key for d in result.documents]
         seeds = list(dict.fromkeys([m.name for m in in_query] + [n.name for n in graph.entities_of_documents(kb, returned)]))
         seeds = seeds[:MAX_SEEDS]

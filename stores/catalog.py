@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from sqlalchemy import delete, select
 
 from agent.errors import InputError
-from stores.database import Database, DocumentRow, KnowledgeBase, LlmExtraction, utcnow
+from stores.database import Database, DocumentRow, KnowledgeBase, LlmExtraction, SessionDocument, utcnow
 from stores.vectors import validate_kb_name
 
 
@@ -84,5 +84,6 @@ class Catalog:
     def drop(self, name: str) -> None:
         with self.db.session() as s:
             s.execute(delete(LlmExtraction).where(LlmExtraction.kb == name))
+            s.execute(delete(SessionDocument).where(SessionDocument.kb == name))
             s.execute(delete(DocumentRow).where(DocumentRow.kb == name))
             s.execute(delete(KnowledgeBase).where(KnowledgeBase.name == name))

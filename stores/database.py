@@ -12,7 +12,7 @@ from datetime import datetime, timezone
 from functools import lru_cache
 from pathlib import Path
 
-from sqlalchemy import JSON, Boolean, DateTime, Float, Integer, String, Text, create_engine, event
+from sqlalchemy import JSON, Boolean, DateTime, Float, Integer, String, Text, create_engine, event, inspect, text
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import OperationalError
 from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column, sessionmaker
@@ -111,6 +111,8 @@ class ToolInvocation(Base):
     error: Mapped[str | None] = mapped_column(Text, nullable=True)
     latency_ms: Mapped[float] = mapped_column(Float, default=0.0)
     retrieval_details: Mapped[dict | None] = mapped_column(JSON, nullable=True)
+    # the lookup's best similarity, also inside retrieval_details; a column so stats need no JSON SQL
+    top_similarity: Mapped[float | None] = mapped_column(Float, nullable=True)
     created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow, index=True)
 
 
@@ -122,7 +124,7 @@ class Database:
         self.engine = _engine(url)
         self._sessions = sessionmaker(self.engine, expire_on_commit=False)
         try:
-            Base.metadata.create_all(self.engine)
+            migrate(self.engine)
         except OperationalError as exc:
             raise BackendError(f"cannot open the database {_safe(url)}: {exc.orig}") from exc
 
@@ -141,6 +143,42 @@ class Database:
             raise
         finally:
             s.close()
+
+
+SCHEMA_REVISION = "0002"  # the newest migration in stores/migrations/versions
+MIGRATIONS = Path(__file__).with_name("migrations")
+
+
+def schema_revision(engine: Engine) -> str | None:
+    with engine.connect() as conn:
+        if "alembic_version" not in inspect(conn).get_table_names():
+            return None
+        return conn.execute(text("SELECT version_num FROM alembic_version")).scalar()
+
+
+def migrate(engine: Engine) -> None:
+    """Bring the schema to SCHEMA_REVISION with Alembic, keeping every row.
+
+    A database made before migrations existed (tables, no alembic_version) is
+    stamped as the first revision, then upgraded. The check is one query, so
+    opening an up-to-date database does not import Alembic.
+    """
+    if schema_revision(engine) == SCHEMA_REVISION:
+        return
+    from alembic import command
+    from alembic.config import Config
+
+    config = Config()
+    config.set_main_option("script_location", str(MIGRATIONS))
+    try:
+        with engine.begin() as conn:
+            config.attributes["connection"] = conn
+            if "tool_invocation" in inspect(conn).get_table_names() and schema_revision(engine) is None:
+                command.stamp(config, "0001")
+            command.upgrade(config, "head")
+    except OperationalError:
+        if schema_revision(engine) != SCHEMA_REVISION:  # not just another process migrating first
+            raise
 
 
 def _safe(url: str) -> str:

@@ -30,7 +30,8 @@ class InvocationLog:
 
     def write(self, entry: Invocation) -> int:
         with self.db.session() as s:
-            row = ToolInvocation(**entry.__dict__)
+            top = (entry.retrieval_details or {}).get("l1_top_similarity")
+            row = ToolInvocation(**entry.__dict__, top_similarity=top)
             s.add(row)
             s.flush()
             return row.id

@@ -31,7 +31,7 @@ def test_precise_lookup_then_a_streamed_answer(sample_rt):
     assert len(tokens) > 1 and "".join(tokens) == answer  # it streamed
     first, second = server.requests
     assert first["model"] == "fake-model" and first["stream"] is True
-    assert {t["function"]["name"] for t in first["tools"]} == {"lookup_knowledge", "navigate_graph"}
+    assert {t["function"]["name"] for t in first["tools"]} == {"lookup_knowledge", "query_knowledge_graph", "navigate_graph"}
     assert first["messages"][0]["role"] == "system" and "PRECISE" in first["messages"][0]["content"]
     # PRECISE sent the turn to the answer node: the second call has no tools and carries the evidence
     assert "tools" not in second

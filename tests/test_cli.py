@@ -209,3 +209,47 @@ def test_eval_command_reports_and_fails_on_a_broken_expectation(home, tmp_path):
     assert (tmp_path / "r.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     r = run_cli(home, "eval", str(tmp_path / "missing.yaml"))
     assert r.returncode == 2 and "no such file" in r.stderr
+
+
+def test_kb_lifecycle_and_kg(home, tmp_path):
+    from conftest import write_kb
+
+    r = run_cli(home, "kb", "create", "runbooks", "--description", "ops runbooks", "--entities", "Software,Port",
+                "--relations", "DEPENDS_ON,RELATED_TO", "--json")
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["extract_config"] == {"entity_types": ["Software", "Port"],
+                                                      "relation_types": ["DEPENDS_ON", "RELATED_TO"]}
+    for args, message in [(["kb", "create", "runbooks"], "already exists"),
+                          (["kb", "create", "x2", "--entities", "A", "--relations", "OWNS"], "unknown relation type"),
+                          (["kb", "create", "Bad-Name"], "invalid knowledge base name")]:
+        r = run_cli(home, *args)
+        assert r.returncode == 2 and message in r.stderr, r.stderr
+    folder = write_kb(tmp_path / "runbooks", {
+        "web.md": "---\nrelations: [{source: WebApp, type: DEPENDS_ON, target: Redis, weight: 0.9}]\n---\n"
+                  "# WebApp\nWebApp listens on port 8080 and keeps sessions in Redis.",
+    })
+    assert run_cli(home, "ingest", str(folder), "--kb", "runbooks").returncode == 0
+    shown = json.loads(run_cli(home, "kb", "show", "runbooks", "--json").stdout)
+    assert shown["documents"] == 1 and shown["has_graph_config"] and shown["graph"]["relations"] >= 1
+    listed = {k["name"]: k for k in json.loads(run_cli(home, "kb", "list", "--json").stdout)}
+    assert {"sample", "runbooks"} <= set(listed) and listed["runbooks"]["description"] == "ops runbooks"
+
+    page = tmp_path / "kg.html"
+    r = run_cli(home, "kg", "Does WebApp depend on Redis?", "--kb", "runbooks,sample,ghost", "--json", "--html", str(page))
+    data = json.loads(r.stdout)
+    assert {"results", "count", "kb_counts", "graph_configs", "graph_data", "has_graph_config", "errors",
+            "display_type"} <= set(data)
+    assert ("WebApp", "DEPENDS_ON", "Redis") in {(e["source"], e["type"], e["target"]) for e in data["graph_data"]["edges"]}
+    assert data["errors"][0]["knowledge_base_id"] == "ghost"
+    assert "<svg" in page.read_text() and "WebApp" in page.read_text()
+
+    assert run_cli(home, "kb", "drop", "runbooks", "--yes").returncode == 0
+    r = run_cli(home, "kb", "show", "runbooks")
+    assert r.returncode == 2 and "unknown knowledge base 'runbooks'" in r.stderr
+    after = json.loads(run_cli(home, "kg", "WebApp", "--kb", "sample,runbooks", "--json").stdout)
+    assert after["errors"][0]["knowledge_base_id"] == "runbooks"
+    # its graph went with it: recreating the name starts from an empty graph
+    run_cli(home, "kb", "create", "runbooks", "--entities", "Software")
+    r = run_cli(home, "graph", "neighbors", "WebApp", "--kb", "runbooks")
+    assert r.returncode == 2 and "no entity 'WebApp'" in r.stderr
+    run_cli(home, "kb", "drop", "runbooks", "--yes")

@@ -54,3 +54,25 @@ def test_scripted_suite_meets_its_targets(sample_rt):
     # the baseline is the same graph without the rules: the storms loop as in ISS-002
     assert agg_off["min_executed_lookups_storms"] >= 10
     assert agg_off["duplicate_docs_sent"] > 0 and agg_off["scenarios_failed"] > 0
+
+
+def test_llm_policy_asks_the_model_the_same_questions(sample_rt):
+    """--policy llm: the configured model decides; proposal indexes are not judged, everything else is."""
+    from langchain_core.messages import AIMessage
+
+    from evals.scenarios_model import Scenario
+    from scripted_model import ScriptedChatModel, lookup_call, tool_message
+
+    scenario = Scenario.model_validate({
+        "id": "llm-err-timeout", "lang": "en", "question": "What does ERR_TIMEOUT mean?",
+        "proposals": [{"lookup_knowledge": {"query": "never replayed"}}],
+        "expect": {"max_executed_lookups": 1, "cite_any": ["troubleshooting/err-timeout.md"], "must_allow": [5]},
+    })
+    model = ScriptedChatModel(
+        responses=[tool_message(lookup_call("ERR_TIMEOUT")), AIMessage("unused")],
+        answer="It means the request timed out. [troubleshooting/err-timeout.md]",
+    )
+    [result] = run_suite(sample_rt, [scenario], guards=True, policy="llm", model=model, progress=False)
+    assert result.passed, result.failures
+    assert [t["query"] for t in result.trace] == ["ERR_TIMEOUT"]
+    assert result.citations == ["troubleshooting/err-timeout.md"]

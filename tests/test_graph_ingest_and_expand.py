@@ -168,3 +168,11 @@ def test_llm_extraction_at_ingest_is_constrained_and_cached(tmp_path):
             assert len(server.requests) == calls + 1  # only the document without a cached result was asked again
         finally:
             rt.close(stop_graph_server=True)
+
+
+def test_expansion_ignores_query_names_the_graph_does_not_know(sample_rt):
+    result = sample_rt.lookup.lookup("my FooBarService keeps restarting on port 9999", "expand-unknown")
+    if should_expand(result, 5):
+        expansion = sample_rt.expander.expand(result)
+        assert expansion.status in ("expanded", "nothing_new")
+        assert "FooBarService" not in expansion.seeds

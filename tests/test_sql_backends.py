@@ -103,3 +103,38 @@ def test_a_bad_checkpoint_url_is_a_clear_error(tmp_path):
     with pytest.raises(BackendError, match="checkpoint database unavailable"):
         with open_checkpointer(Settings(home=tmp_path, checkpoint_url="postgresql://nobody@127.0.0.1:1/none")):
             pass
+
+
+def test_stats_are_the_same_on_every_database(db_url):
+    from test_observability import check_known, fill
+
+    from stores.invocation_stats import invocation_stats
+
+    db = Database(db_url)
+    fill(db)
+    check_known(invocation_stats(db))
+
+
+def test_migrations_keep_rows_on_every_database(db_url):
+    """Upgrade a database at the first revision, with rows in it, to the newest schema."""
+    from alembic import command
+    from alembic.config import Config
+    from sqlalchemy import create_engine, text
+
+    from stores.database import MIGRATIONS, SCHEMA_REVISION, schema_revision
+
+    engine = create_engine(db_url)
+    config = Config()
+    config.set_main_option("script_location", str(MIGRATIONS))
+    with engine.begin() as conn:
+        config.attributes["connection"] = conn
+        command.upgrade(config, "0001")
+        conn.execute(text(
+            "INSERT INTO tool_invocation (session_id, tool_name, kb, query, arguments, blocked, latency_ms, "
+            "retrieval_details, created_at) VALUES ('old', 'lookup_knowledge', 'sample', 'q', '{}', false, 1.0, "
+            "'{\"l1_top_similarity\": 0.42}', '2026-11-01 10:00:00')"))
+    db = Database(db_url)
+    assert schema_revision(db.engine) == SCHEMA_REVISION
+    row = InvocationLog(db).rows(session_id="old")[0]
+    assert (row.query, row.top_similarity, row.retrieval_details["l1_top_similarity"]) == ("q", 0.42, 0.42)
+    engine.dispose()

@@ -1,0 +1,216 @@
+"""`query_knowledge_graph`: up to 10 knowledge bases queried concurrently, with real graph traversal.
+
+Per knowledge base, with its own timeout: hybrid search, then (if the KB has a
+graph config) traversal from the entities in the query and in the results,
+returning real nodes and edges. A KB without a graph config gets hybrid
+search and a warning; a failing or unknown KB becomes an error entry. One
+KB's failure never fails the call. Results are merged across KBs by chunk id
+(best score kept, every KB recorded) and graded like lookup: the LLM sees
+levels, never scores.
+"""
+
+from __future__ import annotations
+
+import time
+from concurrent.futures import ThreadPoolExecutor, wait
+from typing import TYPE_CHECKING
+
+from pydantic import BaseModel, Field
+
+from agent.errors import ExecutorError, InputError
+from prompts.hints import ALREADY_RETURNED
+from retrieval.extraction import EntityExtractor
+from retrieval.graph_build import has_graph
+from retrieval.lookup import check_session_id, clean_query
+from retrieval.relevance import Level, language_of, similarity
+from stores.graph import entity_key
+from stores.invocation_log import Invocation
+from stores.memory import SentDocument
+from stores.vectors import validate_kb_name
+
+if TYPE_CHECKING:
+    from agent.runtime import Runtime
+
+MAX_KBS = 10
+MAX_SEEDS = 4
+MAX_RESULTS = 8
+GRAPH_HOPS = 2
+
+
+class KGHit(BaseModel):
+    chunk_id: str
+    doc_key: str
+    title: str
+    domain: str
+    knowledge_bases: list[str]
+    relevance_level: str
+    content: str = ""
+    already_returned: bool = False
+    score: float = Field(0.0, exclude=True)  # for sorting and the log only
+
+
+class KGResult(BaseModel):
+    query: str
+    results: list[KGHit] = Field(default_factory=list)
+    count: int = 0
+    kb_counts: dict[str, int] = Field(default_factory=dict)
+    graph_configs: dict[str, dict] = Field(default_factory=dict)
+    has_graph_config: dict[str, bool] = Field(default_factory=dict)
+    graph_data: dict = Field(default_factory=lambda: {"nodes": [], "edges": []})
+    warnings: list[dict] = Field(default_factory=list)
+    errors: list[dict] = Field(default_factory=list)
+    display_type: str = "list"
+
+    def to_llm_text(self) -> str:
+        zh = language_of(self.query) == "zh"
+        lines = [f"results: {self.count} from {', '.join(f'{k} ({n})' for k, n in self.kb_counts.items()) or 'no knowledge base'}"]
+        lines += [f"warning: {w['knowledge_base_id']}: {w['message']}" for w in self.warnings]
+        lines += [f"error: {e['knowledge_base_id']}: {e['error']}" for e in self.errors]
+        edges = self.graph_data["edges"]
+        if edges:
+            lines.append("graph:")
+            lines += [f"  {e['source']} -{e['type']}-> {e['target']}" for e in edges[:20]]
+        for hit in self.results:
+            lines.append(f"\n[{hit.relevance_level}] {hit.title} — {hit.doc_key} ({', '.join(hit.knowledge_bases)})")
+            lines.append(ALREADY_RETURNED["zh" if zh else "en"] if hit.already_returned else hit.content)
+        return "\n".join(lines)
+
+
+def fold_ids(knowledge_base_ids) -> list[str]:
+    if isinstance(knowledge_base_ids, str):
+        knowledge_base_ids = [k for k in knowledge_base_ids.split(",")]
+    if not isinstance(knowledge_base_ids, (list, tuple)):
+        raise InputError("knowledge_base_ids must be a list of knowledge base names")
+    ids = list(dict.fromkeys(str(k).strip() for k in knowledge_base_ids if str(k).strip()))
+    if not ids:
+        raise InputError("give at least one knowledge base id")
+    if len(ids) > MAX_KBS:
+        raise InputError(f"{len(ids)} knowledge bases asked for; at most {MAX_KBS} per call")
+    return ids
+
+
+class KnowledgeGraphQuery:
+    def __init__(self, runtime: "Runtime"):
+        self.rt = runtime
+
+    def query(self, knowledge_base_ids, query: str, session_id: str, timeout_s: float = 20.0,
+              concurrent: bool = True) -> KGResult:
+        started = time.perf_counter()
+        query = clean_query(query, self.rt.settings.max_query_chars)
+        check_session_id(session_id)
+        ids = fold_ids(knowledge_base_ids)
+        out = KGResult(query=query)
+        known = {}
+        for kb in ids:
+            try:
+                validate_kb_name(kb)
+                known[kb] = self.rt.catalog.require(kb)
+            except ExecutorError as exc:
+                out.errors.append({"knowledge_base_id": kb, "error": str(exc)})
+        vector = self.rt.embedder.embed_query(query) if known else None
+        per_kb: dict[str, tuple[list, dict]] = {}
+        with ThreadPoolExecutor(max_workers=max(1, len(known) if concurrent else 1)) as pool:
+            futures = {pool.submit(self._one, kb, row.extract_config, query, vector): kb for kb, row in known.items()}
+            done, pending = wait(futures, timeout=timeout_s)
+            for future in pending:
+                future.cancel()
+                out.errors.append({"knowledge_base_id": futures[future], "error": f"timed out after {timeout_s:g} s"})
+            for future in done:
+                kb = futures[future]
+                try:
+                    per_kb[kb] = future.result()
+                except Exception as exc:  # one knowledge base failing must not fail the others
+                    message = str(exc).strip().splitlines()[0][:300] if str(exc).strip() else exc.__class__.__name__
+                    out.errors.append({"knowledge_base_id": kb, "error": message})
+        for kb in ids:  # report in the order asked
+            if kb not in known:
+                continue
+            config = known[kb].extract_config or {}
+            out.has_graph_config[kb] = has_graph(config)
+            out.graph_configs[kb] = config if has_graph(config) else {}
+            if not has_graph(config):
+                out.warnings.append({"knowledge_base_id": kb, "message": "no graph config: hybrid search only"})
+        self._merge(out, ids, per_kb, session_id)
+        out.errors.sort(key=lambda e: ids.index(e["knowledge_base_id"]))
+        self._log(out, ids, session_id, started)
+        return out
+
+    def _one(self, kb: str, config: dict, query: str, vector) -> tuple[list, dict]:
+        rt = self.rt
+        rt.vectors.check_embedder(kb, rt.embedder)
+        hits = rt.vectors.search(kb, query, vector, rt.embedder, rt.settings.top_k)
+        graph = {"nodes": [], "edges": []}
+        if has_graph(config) and hits:
+            graph = self._graph(kb, query, [h.doc_key for h in hits])
+        return hits, graph
+
+    def _graph(self, kb: str, query: str, doc_keys: list[str]) -> dict:
+        store = self.rt.graph
+        known = store.entity_names(kb)
+        seeds = [m.name for m in EntityExtractor(known).extract(query) if entity_key(m.name) in known]
+        seeds += [n.name for n in store.entities_of_documents(kb, list(dict.fromkeys(doc_keys))[:5], limit=MAX_SEEDS)]
+        nodes, edges = {}, {}
+        for seed in list(dict.fromkeys(seeds))[:MAX_SEEDS]:
+            for path in store.navigate(kb, seed, GRAPH_HOPS, None, 15, 10):
+                for n in path.nodes:
+                    nodes.setdefault(n.name, {"id": f"{kb}:{n.name}", "name": n.name, "type": n.type, "kb": kb})
+                for e in path.edges:
+                    edges.setdefault((e.source, e.type, e.target),
+                                     {"source": e.source, "target": e.target, "type": e.type, "weight": e.weight, "kb": kb})
+        return {"nodes": list(nodes.values()), "edges": list(edges.values())}
+
+    def _merge(self, out: KGResult, ids: list[str], per_kb: dict, session_id: str) -> None:
+        rt = self.rt
+        t = rt.settings.thresholds(rt.embedder.name)
+        merged: dict[str, KGHit] = {}
+        for kb in ids:
+            if kb not in per_kb:
+                continue
+            hits, graph = per_kb[kb]
+            out.graph_data["nodes"] += graph["nodes"]
+            out.graph_data["edges"] += graph["edges"]
+            counted = 0
+            for h in hits:
+                sim = similarity(h.distance, t.max_l2_distance)
+                if sim < t.reference_threshold:
+                    continue
+                counted += 1
+                level = Level.HIGHLY_RELEVANT if sim >= t.highly_relevant_threshold else Level.REFERENCE
+                hit = merged.get(h.chunk_id)
+                if hit is None:
+                    merged[h.chunk_id] = KGHit(chunk_id=h.chunk_id, doc_key=h.doc_key, title=h.title, domain=h.domain,
+                                               knowledge_bases=[kb], relevance_level=level, content=h.text, score=sim)
+                else:
+                    hit.knowledge_bases.append(kb)
+                    if sim > hit.score:
+                        hit.score, hit.relevance_level = sim, level
+            out.kb_counts[kb] = counted
+        results = sorted(merged.values(), key=lambda h: -h.score)[:MAX_RESULTS]
+        sent = rt.memory.sent_documents(session_id)
+        fresh = []
+        for hit in results:
+            if any((kb, hit.doc_key) in sent for kb in hit.knowledge_bases):
+                hit.content, hit.already_returned = "", True
+            else:
+                fresh.append(SentDocument(hit.knowledge_bases[0], hit.doc_key, hit.domain, hit.title))
+        if fresh:
+            rt.memory.record(session_id, None, None, fresh)
+        out.results, out.count = results, len(results)
+        out.display_type = "graph" if out.graph_data["edges"] else "list"
+
+    def _log(self, out: KGResult, ids: list[str], session_id: str, started: float) -> None:
+        self.rt.log.write(
+            Invocation(
+                session_id=session_id, tool_name="query_knowledge_graph", query=out.query, kb=",".join(ids)[:64],
+                arguments={"knowledge_base_ids": ids, "query": out.query},
+                error="; ".join(f"{e['knowledge_base_id']}: {e['error']}" for e in out.errors) or None,
+                latency_ms=round((time.perf_counter() - started) * 1000, 2),
+                retrieval_details={
+                    "kb_counts": out.kb_counts,
+                    "scores": {h.chunk_id: round(h.score, 4) for h in out.results},
+                    "edges": len(out.graph_data["edges"]),
+                    "warnings": out.warnings,
+                    "errors": out.errors,
+                },
+            )
+        )
