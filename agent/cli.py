@@ -450,7 +450,7 @@ def kb_show(name: str, as_json: JsonOpt = False):
 
 @kb_app.command("drop")
 @handles_errors
-def kb_drop(name: str, yes: Annotated[bool, typer.Option("--yes", help="do not ask")] = False):
+def kb_drop(name: str, yes: Annotated[bool, typer.Option("--yes", help="do not ask")] = False, as_json: JsonOpt = False):
     """Remove a knowledge base: its vectors, its graph and its catalog row."""
     from retrieval.graph_build import has_graph
 
@@ -466,7 +466,10 @@ def kb_drop(name: str, yes: Annotated[bool, typer.Option("--yes", help="do not a
         rt.catalog.drop(name)
     finally:
         rt.close()
-    typer.echo(f"dropped {name}")
+    if as_json:
+        _print_json({"dropped": name})
+    else:
+        typer.echo(f"dropped {name}")
 
 
 @app.command()
@@ -676,10 +679,13 @@ def graph_show(
 
 @graph_app.command("stop")
 @handles_errors
-def graph_stop():
+def graph_stop(as_json: JsonOpt = False):
     """Stop the embedded FalkorDB server of this EXECUTOR_HOME (it starts again on demand)."""
     stopped = _runtime().graph_server.stop()
-    typer.echo("stopped the embedded FalkorDB" if stopped else "the embedded FalkorDB was not running")
+    if as_json:
+        _print_json({"stopped": stopped})
+    else:
+        typer.echo("stopped the embedded FalkorDB" if stopped else "the embedded FalkorDB was not running")
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -80,8 +80,10 @@ def _page(title, pos, types, edges, headers, rows) -> str:
     esc = html.escape
     parts = [
         f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {WIDTH} {HEIGHT}" width="100%" role="img">',
-        '<defs><marker id="arrow" viewBox="0 0 10 10" refX="22" refY="5" markerWidth="7" markerHeight="7" '
-        'orient="auto-start-reverse"><path d="M 0 0 L 10 5 L 0 10 z" fill="#495057"/></marker></defs>',
+        # userSpaceOnUse: the arrowhead keeps its size on thick (heavy) edges; refX puts its tip on the circle
+        '<defs><marker id="arrow" viewBox="0 0 10 10" refX="23" refY="5" markerWidth="10" markerHeight="10" '
+        'markerUnits="userSpaceOnUse" orient="auto-start-reverse"><path d="M 0 0 L 10 5 L 0 10 z" fill="#495057"/>'
+        "</marker></defs>",
     ]
     for e in edges:
         if e.source not in pos or e.target not in pos:
@@ -92,8 +94,11 @@ def _page(title, pos, types, edges, headers, rows) -> str:
             f'<g class="edge"><title>{esc(e.source)} -{esc(e.type)}-> {esc(e.target)} (weight {e.weight:.2f})</title>'
             f'<line x1="{x1:.1f}" y1="{y1:.1f}" x2="{x2:.1f}" y2="{y2:.1f}" stroke="{color}" '
             f'stroke-width="{1 + 3 * e.weight:.1f}" marker-end="url(#arrow)" opacity="0.8"/>'
-            f'<text x="{(x1 + x2) / 2:.1f}" y="{(y1 + y2) / 2 - 4:.1f}" font-size="10" fill="{color}" '
-            f'text-anchor="middle">{esc(e.type)}</text></g>'
+            # co-occurrence is the bulk of the edges: its colour says enough, a label on each would bury the rest
+            + ("" if e.type == "CO_OCCURS" else
+               f'<text x="{(x1 + x2) / 2:.1f}" y="{(y1 + y2) / 2 - 4:.1f}" font-size="10" fill="{color}" '
+               f'text-anchor="middle">{esc(e.type)}</text>')
+            + "</g>"
         )
     for name, (x, y, h) in pos.items():
         fill = "#ffd43b" if h == 0 else ("#a5d8ff" if h == 1 else "#d0ebff")

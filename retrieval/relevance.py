@@ -20,8 +20,6 @@ class DedupReason(StrEnum):
     DOMAIN_RETRIEVED = "domain_retrieved"
 
 
-# Levels after which the domain counts as answered: a same-domain lookup is a repeat.
-ANSWERED = frozenset({Level.PRECISE, Level.HIGHLY_RELEVANT})
 CJK = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]")
 
 

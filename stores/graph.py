@@ -188,10 +188,6 @@ class GraphStore:
         self.driver = driver
         self._indexed = False
 
-    @property
-    def description(self) -> str:
-        return self.driver.description
-
     # -- reads ----------------------------------------------------------------
     def entity(self, kb: str, name: str) -> GraphNode | None:
         rows = self.driver.run(

@@ -36,9 +36,6 @@ class ActionMemory:
             ).all()
         return {r.domain: r.last_level for r in rows}
 
-    def retrieved_domains(self, session_id: str) -> list[str]:
-        return list(self.domain_levels(session_id))
-
     def by_domain(self, session_id: str) -> dict[str, list[str]]:
         out: dict[str, list[str]] = {}
         for doc in self.sent_documents(session_id).values():

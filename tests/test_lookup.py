@@ -124,7 +124,7 @@ def test_bad_queries_are_refused_and_leave_no_memory(sample_rt, query, message):
 def test_clearing_a_session_forgets_it(sample_rt):
     s = new_session()
     sample_rt.lookup.lookup("ERR_TIMEOUT", s)
-    assert sample_rt.memory.retrieved_domains(s) == ["troubleshooting"]
+    assert list(sample_rt.memory.domain_levels(s)) == ["troubleshooting"]
     assert sample_rt.memory.clear(s) >= 1
-    assert sample_rt.memory.retrieved_domains(s) == []
+    assert sample_rt.memory.domain_levels(s) == {}
     assert sample_rt.lookup.lookup("ERR_TIMEOUT", s).relevance_level == "PRECISE"
