@@ -33,7 +33,8 @@ def make_answer(model, mode: str):
             reply = model.invoke([SystemMessage(ANSWER[lang]), HumanMessage(f"{question}\n\n---\n{material(evidence)}")])
             final = text_of(reply)
         else:
-            parts = [(t["query"], (t.get("sent") or [None])[0])
+            # each lookup's best document: the one it sent first, or the first it pointed back to
+            parts = [(t["query"], ((t.get("sent") or []) + (t.get("recalled") or []) + [None])[0])
                      for t in state.get("trace", []) if t["tool"] == "lookup_knowledge" and t.get("query")]
             final = extractive_answer(question, evidence, lang, parts=parts)
         # an empty closing message from the executor is replaced, not followed, by the answer

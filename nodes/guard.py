@@ -34,6 +34,7 @@ def trace_entry(name: str, args) -> dict:
         "error": None,
         "domain": None,  # where a lookup landed
         "sent": [],  # doc keys whose content went to the LLM
+        "recalled": [],  # doc keys the session already had, which a deduplicated lookup pointed back to
     }
 
 

@@ -97,10 +97,12 @@ def make_lookup(rt):
             counts["attempted_lookups"] += 1
             level = result.relevance_level
             sent = evidence_of(result)
-            entry.update(relevance_level=level or "NONE", dedup_reason=result.dedup_reason, blocked=level == Level.DEDUPED,
-                         domain=result.details.get("landing_domain"), sent=[e["doc_key"] for e in sent])
             session_evidence.update({e["doc_key"]: e for e in sent})
-            evidence = add_evidence(evidence, sent + recalled(result, session_evidence))
+            remembered = recalled(result, session_evidence)
+            entry.update(relevance_level=level or "NONE", dedup_reason=result.dedup_reason, blocked=level == Level.DEDUPED,
+                         domain=result.details.get("landing_domain"), sent=[e["doc_key"] for e in sent],
+                         recalled=[e["doc_key"] for e in remembered if e["doc_key"] not in entry.get("sent", [])])
+            evidence = add_evidence(evidence, sent + remembered)
             if level == Level.DEDUPED:
                 counts["blocked_lookups"] += 1
             else:
