@@ -1,6 +1,5 @@
 """The ISS-002 eval suite: scenario parsing, and the scripted suite against its targets on the real stores."""
 
-import json
 
 import pytest
 

@@ -133,7 +133,6 @@ def test_graph_down_during_a_lookup_degrades_to_lookup_results(sample_rt, tmp_pa
 
 def test_llm_extraction_at_ingest_is_constrained_and_cached(tmp_path):
     from agent.llm import make_chat_model
-    from agent.settings import Settings
     from fake_openai import FakeOpenAI
     from retrieval.llm_extraction import LLMExtractor
 

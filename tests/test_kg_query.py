@@ -3,7 +3,7 @@
 import pytest
 
 from agent.errors import InputError
-from conftest import make_runtime, write_kb
+from conftest import write_kb
 from retrieval.ingest import ingest
 
 PLAIN_DOCS = {

@@ -1,0 +1,119 @@
+"""The `graph` commands: neighbours, paths, a drawing, and stopping the embedded server."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from agent.commands.common import JsonOpt, KbOpt, handles_errors, print_json, runtime
+from agent.errors import ExecutorError
+
+graph_app = typer.Typer(no_args_is_help=True, help="Explore a knowledge base's graph.")
+
+HopsOpt = Annotated[int, typer.Option("--hops", help="how many relations deep (1-4)")]
+RelationsOpt = Annotated[Optional[str], typer.Option("--relations", help="comma-separated relation types, e.g. DEPENDS_ON,RELATED_TO")]
+
+
+def _relations(value: str | None) -> list[str] | None:
+    return [r for r in value.split(",") if r.strip()] if value else None
+
+
+def _graph_runtime(kb: str):
+    from retrieval.graph_build import has_graph
+
+    rt = runtime()
+    row = rt.catalog.require(kb)
+    if not has_graph(row.extract_config):
+        raise ExecutorError(f"knowledge base {kb!r} has no graph config")
+    return rt
+
+
+@graph_app.command("neighbors")
+@handles_errors
+def graph_neighbors(
+    entity: str,
+    kb: KbOpt = "sample",
+    hops: HopsOpt = 2,
+    relations: RelationsOpt = None,
+    max_paths: Annotated[int, typer.Option(help="at most this many paths")] = 30,
+    as_json: JsonOpt = False,
+):
+    """Paths from ENTITY to what surrounds it, best first (score = product of edge weights)."""
+    rt = _graph_runtime(kb)
+    try:
+        paths = rt.graph.navigate(kb, entity, hops, _relations(relations), max_paths, rt.settings.graph_max_nodes_per_hop)
+    finally:
+        rt.close()
+    if as_json:
+        print_json({"entity": entity, "kb": kb, "paths": [p.model_dump() for p in paths]})
+        return
+    if not paths:
+        typer.echo(f"{entity}: no neighbours within {hops} hops")
+    for p in paths:
+        typer.echo(f"{p.score:.3f}  {p.summary()}")
+
+
+@graph_app.command("path")
+@handles_errors
+def graph_path(
+    source: str,
+    target: str,
+    kb: KbOpt = "sample",
+    hops: HopsOpt = 3,
+    relations: RelationsOpt = None,
+    max_paths: Annotated[int, typer.Option(help="at most this many paths")] = 5,
+    as_json: JsonOpt = False,
+):
+    """Paths between two entities, best first; says so when there are none."""
+    rt = _graph_runtime(kb)
+    try:
+        found = rt.graph.navigate_between(kb, source, target, hops, _relations(relations), max_paths)
+    finally:
+        rt.close()
+    if as_json:
+        print_json(found.model_dump())
+        return
+    if not found.reachable:
+        typer.echo(f"{found.source} and {found.target} are not connected within {hops} hops")
+    for p in found.paths:
+        typer.echo(f"{p.score:.3f}  {p.summary()}")
+
+
+@graph_app.command("show")
+@handles_errors
+def graph_show(
+    entity: str,
+    html: Annotated[Path, typer.Option("--html", help="write the page here")],
+    kb: KbOpt = "sample",
+    hops: HopsOpt = 2,
+    relations: RelationsOpt = None,
+):
+    """Draw ENTITY's neighbourhood as a self-contained HTML page."""
+    from agent.graph_page import render
+
+    rt = _graph_runtime(kb)
+    try:
+        node = rt.graph.require_entity(kb, entity)
+        paths = rt.graph.navigate(kb, entity, hops, _relations(relations), 60, rt.settings.graph_max_nodes_per_hop)
+    finally:
+        rt.close()
+    try:
+        html.write_text(render(f"{node.name} — {kb}", node.name, paths), encoding="utf-8")
+    except OSError as exc:
+        raise ExecutorError(f"cannot write {html}: {exc.strerror}") from exc
+    typer.echo(f"wrote {html} ({len(paths)} paths)")
+
+
+@graph_app.command("stop")
+@handles_errors
+def graph_stop(as_json: JsonOpt = False):
+    """Stop the embedded FalkorDB server of this EXECUTOR_HOME (it starts again on demand)."""
+    stopped = runtime().graph_server.stop()
+    if as_json:
+        print_json({"stopped": stopped})
+    else:
+        typer.echo("stopped the embedded FalkorDB" if stopped else "the embedded FalkorDB was not running")
+
+

@@ -1,0 +1,154 @@
+"""Knowledge bases: the `kb` commands, and `kg` (query_knowledge_graph across several)."""
+
+from __future__ import annotations
+
+import uuid
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from agent.commands.common import JsonOpt, SessionOpt, csv_list, handles_errors, print_json, runtime
+from agent.errors import ExecutorError
+
+kb_app = typer.Typer(no_args_is_help=True, help="Create, list, show and drop knowledge bases.")
+
+
+@kb_app.command("create")
+@handles_errors
+def kb_create(
+    name: str,
+    description: Annotated[str, typer.Option(help="what the knowledge base holds")] = "",
+    entities: Annotated[Optional[str], typer.Option(help="entity types for its graph, e.g. Software,Database")] = None,
+    relations: Annotated[Optional[str], typer.Option(help="relation types for its graph, e.g. DEPENDS_ON,RELATED_TO")] = None,
+    as_json: JsonOpt = False,
+):
+    """Create an empty knowledge base; with --entities/--relations it gets a graph at ingest."""
+    from stores.graph import relation_pattern
+
+    relation_types = relation_pattern(csv_list(relations)).split("|") if relations else []
+    entity_types = csv_list(entities)
+    if any(not t.replace("_", "").isalnum() or len(t) > 40 for t in entity_types):
+        raise ExecutorError("entity types are names of letters, digits and '_' (at most 40 characters)")
+    if relation_types and not entity_types:
+        raise ExecutorError("a graph config needs --entities as well as --relations")
+    config = {"entity_types": entity_types, "relation_types": relation_types} if entity_types else {}
+    rt = runtime()
+    rt.catalog.create(name, description=description, extract_config=config)
+    data = _kb_info(rt, name, with_graph=False)
+    if as_json:
+        print_json(data)
+    else:
+        typer.echo(f"created {name}" + (f" with a graph of {', '.join(entity_types)}" if config else " (no graph)"))
+
+
+def _kb_info(rt, name: str, with_graph: bool = True) -> dict:
+    from retrieval.graph_build import has_graph
+
+    row = rt.catalog.require(name)
+    docs = rt.catalog.documents(name)
+    info = {
+        "name": row.name,
+        "description": row.description,
+        "extract_config": row.extract_config or {},
+        "has_graph_config": has_graph(row.extract_config),
+        "documents": len(docs),
+        "chunks": sum(d.chunk_count for d in docs.values()),
+        "domains": sorted({d.domain for d in docs.values()}),
+        "embedder": row.embedder,
+        "source_path": row.source_path,
+        "revision": row.revision,
+        "created_at": row.created_at.isoformat(timespec="seconds"),
+    }
+    if with_graph and info["has_graph_config"]:
+        try:
+            info["graph"] = rt.graph.stats(name)
+        except ExecutorError as exc:
+            info["graph"] = {"error": str(exc)}
+    return info
+
+
+@kb_app.command("list")
+@handles_errors
+def kb_list(as_json: JsonOpt = False):
+    """Every knowledge base, with its size and whether it has a graph."""
+    rt = runtime()
+    rows = [_kb_info(rt, name, with_graph=False) for name in rt.catalog.names()]
+    if as_json:
+        print_json(rows)
+        return
+    if not rows:
+        typer.echo("no knowledge bases yet: run `executor ingest` or `executor kb create`")
+    for r in rows:
+        typer.echo(f"{r['name']}: {r['documents']} documents, {'graph' if r['has_graph_config'] else 'no graph'}"
+                   + (f" — {r['description']}" if r["description"] else ""))
+
+
+@kb_app.command("show")
+@handles_errors
+def kb_show(name: str, as_json: JsonOpt = False):
+    """One knowledge base in detail, with its graph's size."""
+    rt = runtime()
+    try:
+        info = _kb_info(rt, name)
+    finally:
+        rt.close()
+    if as_json:
+        print_json(info)
+        return
+    for key, value in info.items():
+        typer.echo(f"{key}: {value}")
+
+
+@kb_app.command("drop")
+@handles_errors
+def kb_drop(name: str, yes: Annotated[bool, typer.Option("--yes", help="do not ask")] = False, as_json: JsonOpt = False):
+    """Remove a knowledge base: its vectors, its graph and its catalog row."""
+    from retrieval.graph_build import has_graph
+
+    rt = runtime()
+    try:
+        row = rt.catalog.require(name)
+        if not yes and not typer.confirm(f"drop knowledge base {name!r} ({len(rt.catalog.documents(name))} documents)?"):
+            raise typer.Exit(1)
+        # the catalog row goes last: if a step fails, the KB is still listed and the drop can be repeated
+        if has_graph(row.extract_config):
+            rt.graph.drop_kb(name)
+        rt.vectors.drop(name)
+        rt.catalog.drop(name)
+    finally:
+        rt.close()
+    if as_json:
+        print_json({"dropped": name})
+    else:
+        typer.echo(f"dropped {name}")
+
+
+@handles_errors
+def kg(
+    query: Annotated[str, typer.Argument(help="what to look for")],
+    kb: Annotated[str, typer.Option("--kb", help="comma-separated knowledge bases (at most 10)")] = "sample",
+    session: SessionOpt = None,
+    html: Annotated[Optional[Path], typer.Option("--html", help="write a page that draws graph_data")] = None,
+    as_json: JsonOpt = False,
+):
+    """query_knowledge_graph: several knowledge bases at once, with real graph traversal."""
+    from agent.graph_page import render_graph_data
+
+    rt = runtime()
+    session = session or f"kg-{uuid.uuid4().hex[:12]}"
+    try:
+        result = rt.kg.query(csv_list(kb) or [kb], query, session)
+    finally:
+        rt.close()
+    data = result.model_dump(mode="json")
+    if html:
+        try:
+            html.write_text(render_graph_data(f"{query} — {kb}", data["graph_data"], data["results"]), encoding="utf-8")
+        except OSError as exc:
+            raise ExecutorError(f"cannot write {html}: {exc.strerror}") from exc
+    if as_json:
+        print_json(data)
+        return
+    typer.echo(result.to_llm_text())
+

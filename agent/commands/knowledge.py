@@ -1,0 +1,139 @@
+"""Loading and looking up: `ingest`, `lookup`, and the `session` commands."""
+
+from __future__ import annotations
+
+import sys
+import uuid
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from agent.commands.common import JsonOpt, KbOpt, console, handles_errors, print_json, runtime
+
+session_app = typer.Typer(no_args_is_help=True, help="Inspect or clear a session's action memory.")
+
+
+@handles_errors
+def ingest(
+    path: Annotated[Optional[Path], typer.Argument(help="folder of Markdown documents (default: the bundled sample)")] = None,
+    kb: KbOpt = "sample",
+    rebuild: Annotated[bool, typer.Option(help="drop and re-embed everything (e.g. after changing embedder)")] = False,
+    llm_extract: Annotated[bool, typer.Option(help="also extract entities with the LLM, when one is configured")] = True,
+    as_json: JsonOpt = False,
+):
+    """Load a folder of Markdown documents into a knowledge base, and build its graph (idempotent)."""
+    from agent.settings import SAMPLE_KB_PATH
+    from retrieval.ingest import SAMPLE_EXTRACT_CONFIG, ingest as run_ingest
+
+    source = path or SAMPLE_KB_PATH
+    config = SAMPLE_EXTRACT_CONFIG if path is None else None
+    rt = runtime()
+    try:
+        extractor = _llm_extractor(rt, kb, config) if llm_extract else None
+        report = run_ingest(rt, source, kb, rebuild=rebuild, progress=not as_json and sys.stderr.isatty(),
+                            description="bundled sample knowledge base" if path is None else "", extract_config=config,
+                            llm_extractor=extractor)
+    finally:
+        rt.close()
+    if as_json:
+        print_json(report.to_dict())
+        return
+    for warning in report.warnings:
+        console.print(f"warning: {warning}", style="yellow", highlight=False, markup=False)
+    graph = report.graph
+    console.print(
+        f"[bold]{report.kb}[/]: {report.documents} documents ({report.added} added, {report.changed} changed, "
+        f"{report.removed} removed, {report.unchanged} unchanged), {report.chunks} chunks, "
+        f"{report.seconds:.1f} s, embedder {report.embedder}"
+        + (f"; graph: {graph['entities']} entities, {graph['relations']} relations" if graph else "; no graph config")
+    )
+
+
+def _llm_extractor(rt, kb: str, config: dict | None):
+    """An LLM extractor for this KB's types, if an LLM is configured and the KB has a graph config."""
+    from retrieval.graph_build import has_graph
+
+    row = rt.catalog.get(kb)
+    config = row.extract_config if row is not None else (config or {})
+    if not (rt.settings.llm_configured and has_graph(config)):
+        return None
+    from agent.llm import make_chat_model
+    from retrieval.llm_extraction import LLMExtractor
+
+    model, _ = make_chat_model(rt.settings)
+    return LLMExtractor(model, rt.settings.model, config.get("entity_types") or [], config.get("relation_types") or [])
+
+
+@handles_errors
+def lookup(
+    query: Annotated[str, typer.Argument(help="what to look up")],
+    session: Annotated[Optional[str], typer.Option(help="session id; repeat it to see action memory at work")] = None,
+    kb: KbOpt = "sample",
+    missing_dimension: Annotated[Optional[str], typer.Option(help="after a REFERENCE result: what was missing")] = None,
+    graph: Annotated[bool, typer.Option(help="expand a REFERENCE or thin result through the knowledge graph")] = True,
+    as_json: JsonOpt = False,
+):
+    """Run lookup_knowledge once (and graph_expand when it applies) and print what the LLM would see."""
+    from retrieval.expansion import should_expand
+
+    rt = runtime()
+    session = session or f"cli-{uuid.uuid4().hex[:12]}"
+    try:
+        result = rt.lookup.lookup(query, session, kb=kb, missing_dimension=missing_dimension)
+        expansion = None
+        if graph and should_expand(result, rt.settings.graph_min_results):
+            expansion = rt.expander.expand(result)
+    finally:
+        rt.close()
+    if as_json:
+        data = result.model_dump(mode="json")
+        data["graph_expansion"] = expansion.model_dump(mode="json") if expansion else None
+        print_json(data)
+        return
+    console.print(f"[dim]session {session}[/]")
+    typer.echo(result.to_llm_text())
+    if expansion is not None:
+        typer.echo("\n" + expansion.to_llm_text())
+
+
+@session_app.command("show")
+@handles_errors
+def session_show(session_id: str, as_json: JsonOpt = False):
+    """Domains and documents already retrieved in a session."""
+    from retrieval.lookup import check_session_id
+
+    check_session_id(session_id)
+    rt = runtime()
+    data = {
+        "session": session_id,
+        "domain_levels": rt.memory.domain_levels(session_id),
+        "documents_by_domain": rt.memory.by_domain(session_id),
+    }
+    if as_json:
+        print_json(data)
+        return
+    if not data["domain_levels"]:
+        typer.echo(f"session {session_id}: nothing retrieved yet")
+    for domain, level in data["domain_levels"].items():
+        typer.echo(f"{domain} (last {level}): {', '.join(data['documents_by_domain'].get(domain, [])) or '-'}")
+
+
+@session_app.command("clear")
+@handles_errors
+def session_clear(session_id: str, as_json: JsonOpt = False):
+    """Forget what a session retrieved, and its conversation."""
+    from retrieval.lookup import check_session_id
+
+    from agent.checkpoints import open_checkpointer
+
+    check_session_id(session_id)
+    rt = runtime()
+    n = rt.memory.clear(session_id)
+    with open_checkpointer(rt.settings) as saver:
+        saver.delete_thread(session_id)  # the conversation goes with the memory
+    if as_json:
+        print_json({"session": session_id, "documents_forgotten": n})
+    else:
+        typer.echo(f"session {session_id}: forgot {n} documents")
+
