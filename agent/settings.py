@@ -118,6 +118,7 @@ class Settings(BaseSettings):
     graph_max_nodes_per_hop: int = Field(25, ge=1, le=500)
     graph_hop_decay: float = Field(0.5, gt=0, le=1, description="graph relevance of a path = score x decay^(hops-1)")
     graph_min_results: int = Field(5, ge=0, description="expand when a lookup found fewer documents than this")
+    kg_timeout_s: float = Field(20.0, gt=0, description="query_knowledge_graph: each knowledge base's time limit")
 
     # The LLM: any OpenAI-compatible endpoint; with neither key nor URL set, the offline planner runs.
     openai_api_key: str | None = Field(None, validation_alias=AliasChoices("OPENAI_API_KEY", "EXECUTOR_OPENAI_API_KEY"))

@@ -103,7 +103,8 @@ def ingest(
     matrix = np.concatenate(parts) if parts else np.zeros((0, embedder.dim), dtype=np.float32)
 
     # The graph is rebuilt from all documents every time (cheap, and idempotent by construction).
-    # It goes before the vectors: if the graph is down, nothing has been written yet.
+    # A graph that is down does not stop the ingest: lookups work without it, expansion says it is
+    # unavailable, and the next ingest builds it.
     kb_row = rt.catalog.get(kb)
     config = kb_row.extract_config if kb_row is not None else (extract_config or {})
     graph_counts, warnings = None, []
@@ -111,7 +112,11 @@ def ingest(
         llm_results, warnings = _llm_extractions(rt, kb, docs, llm_extractor, progress) if llm_extractor else ({}, [])
         data, graph_warnings = build_graph_data(docs, config, llm_results)
         warnings += graph_warnings
-        graph_counts = rt.graph.replace_kb(kb, data)
+        try:
+            with tqdm(total=len(data.relations), desc=f"graph {kb}", unit="edge", disable=not progress, leave=False) as bar:
+                graph_counts = rt.graph.replace_kb(kb, data, progress=bar.update)
+        except BackendError as exc:
+            warnings.append(f"graph not built: {exc}")
 
     if full and recorded is not None:
         vectors.drop(kb)

@@ -175,3 +175,14 @@ def test_expansion_ignores_query_names_the_graph_does_not_know(sample_rt):
         expansion = sample_rt.expander.expand(result)
         assert expansion.status in ("expanded", "nothing_new")
         assert "FooBarService" not in expansion.seeds
+
+
+def test_ingest_goes_on_without_the_graph_when_it_is_down(tmp_path):
+    kb_dir = write_kb(tmp_path / "kb", {"ops/a.md": "# Alpha\nAlpha runs on Docker."})
+    rt = make_runtime(tmp_path / "home", falkordb_url=f"unix://{tmp_path}/nobody.sock")
+    try:
+        report = ingest(rt, kb_dir, "nograph", progress=False, extract_config=SAMPLE_EXTRACT_CONFIG)
+        assert report.graph is None and report.warnings[0].startswith("graph not built: graph unavailable")
+        assert rt.lookup.lookup("Alpha Docker", "ng-1", kb="nograph").documents
+    finally:
+        rt.close()

@@ -106,3 +106,21 @@ def test_the_executor_can_call_it(kbs):
     result = run_turn(app, "What do we use Docker for?", "kg-7", Context(), "llm")
     assert result.trace[0]["tool"] == "query_knowledge_graph" and result.trace[0]["sent"]
     assert result.executed_lookups == 1
+
+
+def test_a_slow_kb_times_out_alone(kbs, monkeypatch):
+    import time as clock
+
+    original = kbs.kg._one
+
+    def slow_for_plain(kb, *args):
+        if kb == "plain":
+            clock.sleep(5)
+        return original(kb, *args)
+
+    monkeypatch.setattr(kbs.kg, "_one", slow_for_plain)
+    started = clock.monotonic()
+    result = kbs.kg.query(["sample", "plain"], "Helm rollback", "kg-8", timeout_s=1.5)
+    assert clock.monotonic() - started < 4.5  # the call does not wait for the slow one (5 s)
+    assert result.errors == [{"knowledge_base_id": "plain", "error": "timed out after 1.5 s"}]
+    assert result.kb_counts["sample"] > 0
