@@ -253,3 +253,16 @@ def test_kb_lifecycle_and_kg(home, tmp_path):
     r = run_cli(home, "graph", "neighbors", "WebApp", "--kb", "runbooks")
     assert r.returncode == 2 and "no entity 'WebApp'" in r.stderr
     run_cli(home, "kb", "drop", "runbooks", "--yes")
+
+
+def test_ask_with_an_openai_compatible_server(home):
+    from fake_openai import FakeOpenAI
+
+    answer = "ERR_RATE_LIMITED means the client sent too many requests. [api/rate-limiting.md]"
+    with FakeOpenAI([{"tool_calls": [("lookup_knowledge", {"query": "ERR_RATE_LIMITED"})]}, {"content": answer}]) as server:
+        r = run_cli(home, "ask", "What does ERR_RATE_LIMITED mean?", OPENAI_BASE_URL=server.base_url,
+                    OPENAI_API_KEY="test", EXECUTOR_MODEL="fake-model")
+    assert r.returncode == 0, r.stderr
+    assert "lookup_knowledge('ERR_RATE_LIMITED') → PRECISE" in r.stdout
+    assert answer in r.stdout and "· llm ·" in r.stdout
+    assert server.requests[0]["model"] == "fake-model"

@@ -75,13 +75,29 @@ def ask(
     """Answer one question through the executor graph (LLM if configured, else offline)."""
     session = session or f"ask-{uuid.uuid4().hex[:12]}"
     run, mode, stack = _agent_turns(kb)
+    streamed: list[str] = []
     with stack:
-        result = run(question, session, on_update=None if as_json else _LiveTrace())
+        if as_json:
+            result = run(question, session)
+        else:
+            result = run(question, session, on_update=_LiveTrace(), on_token=_echo_into(streamed, prefix=""))
     if as_json:
         print_json(result.model_dump())
         return
-    typer.echo(result.answer)
+    typer.echo("" if streamed else result.answer)
     _print_sources(result)
+
+
+def _echo_into(streamed: list[str], prefix: str):
+    """An on_token callback that prints the answer as it streams (LLM mode) and remembers that it did."""
+
+    def token(text: str) -> None:
+        if not streamed and prefix:
+            typer.echo(prefix, nl=False)
+        streamed.append(text)
+        typer.echo(text, nl=False)
+
+    return token
 
 
 def _print_sources(result) -> None:
@@ -108,15 +124,8 @@ def chat(session: SessionOpt = None, kb: KbOpt = "sample"):
             if not question or question in ("exit", "quit"):
                 break
             streamed: list[str] = []
-
-            def token(text: str) -> None:
-                if not streamed:
-                    typer.echo("executor> ", nl=False)
-                streamed.append(text)
-                typer.echo(text, nl=False)
-
             try:
-                result = run(question, session, on_update=_LiveTrace(), on_token=token)
+                result = run(question, session, on_update=_LiveTrace(), on_token=_echo_into(streamed, "executor> "))
             except ExecutorError as exc:
                 typer.echo(f"error: {exc}", err=True)
                 continue
