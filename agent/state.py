@@ -7,7 +7,7 @@ message arrives. Context holds the per-run knobs Studio shows as a form.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Annotated, TypedDict
 
 from langchain_core.messages import AnyMessage
@@ -56,12 +56,18 @@ TURN_RESET: ExecutorState = {
 }
 
 
+def _settings():
+    from agent.settings import get_settings
+
+    return get_settings()
+
+
 @dataclass
 class Context:
     """Per-run knobs. `guards=False` runs the same graph without the code rules (the eval baseline)."""
 
     kb: str = "sample"
-    lookup_budget: int = 3
+    lookup_budget: int = field(default_factory=lambda: _settings().lookup_budget)
     guards: bool = True
     graph_expansion: bool = True
     # a safety bound on LLM calls per turn; with guards on the turn ends long before it

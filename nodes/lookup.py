@@ -97,11 +97,12 @@ def make_lookup(rt):
             counts["attempted_lookups"] += 1
             level = result.relevance_level
             sent = evidence_of(result)
+            sent_keys = [e["doc_key"] for e in sent]
             session_evidence.update({e["doc_key"]: e for e in sent})
-            remembered = recalled(result, session_evidence)
+            remembered = [e for e in recalled(result, session_evidence) if e["doc_key"] not in sent_keys]
             entry.update(relevance_level=level or "NONE", dedup_reason=result.dedup_reason, blocked=level == Level.DEDUPED,
-                         domain=result.details.get("landing_domain"), sent=[e["doc_key"] for e in sent],
-                         recalled=[e["doc_key"] for e in remembered if e["doc_key"] not in entry.get("sent", [])])
+                         domain=result.details.get("landing_domain"), sent=sent_keys,
+                         recalled=[e["doc_key"] for e in remembered])
             evidence = add_evidence(evidence, sent + remembered)
             if level == Level.DEDUPED:
                 counts["blocked_lookups"] += 1
