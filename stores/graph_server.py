@@ -85,8 +85,28 @@ class FalkorDBServer:
                     f"see {self.log_path} or run `executor graph stop`"
                 )
             self.socket_path.unlink(missing_ok=True)
+            self._reap_orphans()
             self._spawn()
         return self.socket_path
+
+    def _reap_orphans(self) -> None:
+        """Stop servers left running for this socket path after their folder was deleted (the README says
+        deleting EXECUTOR_HOME starts over): no socket or pid file is left to find them by, only the process
+        title redis gives itself, "redis-server unixsocket:<path>"."""
+        marker = f"unixsocket:{self.socket_path}".encode()
+        orphans = []
+        for proc in Path("/proc").glob("[0-9]*"):
+            try:
+                if marker in (proc / "cmdline").read_bytes():
+                    os.kill(int(proc.name), signal.SIGTERM)
+                    orphans.append(proc)
+            except (OSError, ValueError):
+                continue  # gone meanwhile, or not ours to read
+        # wait for them: on exit redis unlinks its socket and pid file, which are about to be the new server's
+        deadline = time.monotonic() + 10
+        while orphans and time.monotonic() < deadline:
+            orphans = [p for p in orphans if (p / "cmdline").exists() and (p / "cmdline").read_bytes()]
+            time.sleep(0.05)
 
     def _spawn(self) -> None:
         try:

@@ -226,3 +226,30 @@ def test_a_dead_server_is_a_one_line_error(tmp_path):
         GraphStore(driver).navigate(KB, "ComfyUI")
     assert "\n" not in str(err.value)
     assert time.monotonic() - start < 15
+
+
+def test_a_server_whose_folder_was_deleted_is_replaced_not_leaked(tmp_path):
+    import shutil
+
+    folder = tmp_path / "graph"
+    server = FalkorDBServer(folder)
+    server.ensure_running()
+    orphan = server.pid()
+    shutil.rmtree(folder)  # what "delete EXECUTOR_HOME to start over" does to a running server
+    server.ensure_running()
+    try:
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline and _alive(orphan):
+            time.sleep(0.1)
+        assert not _alive(orphan) and server.pid() not in (None, orphan)
+    finally:
+        server.stop()
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except OSError:
+        return False
+    with open(f"/proc/{pid}/stat") as fh:  # a zombie is dead for our purposes
+        return fh.read().split()[2] != "Z"
