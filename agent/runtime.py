@@ -64,6 +64,12 @@ class Runtime:
         return GraphStore(driver)
 
     @cached_property
+    def known_entities(self):
+        from retrieval.extraction import KnownEntities
+
+        return KnownEntities(self)
+
+    @cached_property
     def expander(self):
         from retrieval.expansion import GraphExpander
 

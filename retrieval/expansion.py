@@ -21,7 +21,6 @@ from typing import TYPE_CHECKING, Literal
 from pydantic import BaseModel, Field
 
 from agent.errors import BackendError
-from retrieval.extraction import EntityExtractor
 from retrieval.graph_build import has_graph
 from retrieval.lookup import DocumentOut, LookupResult, chunk_ids, document_content
 from retrieval.relevance import Level, language_of, similarity
@@ -99,11 +98,9 @@ class GraphExpander:
         graph = rt.graph
         settings = rt.settings
 
-        known = graph.entity_names(kb)
-        # pattern matches that are not in this graph (a CamelCase word, a port) cannot be traversed from
-        in_query = [m for m in EntityExtractor(known).extract(result.query) if entity_key(m.name) in known]
+        in_query = rt.known_entities.in_text(kb, result.query)
         returned = [d.doc_key for d in result.documents]
-        seeds = list(dict.fromkeys([m.name for m in in_query] + [n.name for n in graph.entities_of_documents(kb, returned)]))
+        seeds = list(dict.fromkeys(in_query + [n.name for n in graph.entities_of_documents(kb, returned)]))
         seeds = seeds[:MAX_SEEDS]
         if not seeds:
             return GraphExpansion(status="nothing_new", message="查询与结果中没有可扩展的实体" if zh else "no entities to expand from")

@@ -83,3 +83,27 @@ class EntityExtractor:
             if entity_key(m.group(0)) not in found:
                 add(m.group(0), "Software")
         return [Mention(found[k][0], found[k][1], counts[k]) for k in found]
+
+
+class KnownEntities:
+    """Which of a knowledge base's graph entities a text names, with the extractor cached per KB version.
+
+    Building the dictionary regex for a large graph costs more than the lookup it serves, and the
+    graph only changes at ingest, which bumps the KB's revision.
+    """
+
+    def __init__(self, runtime):
+        self.rt = runtime
+        self._cache: dict[str, tuple[tuple, EntityExtractor, dict]] = {}
+
+    def in_text(self, kb: str, text: str) -> list[str]:
+        row = self.rt.catalog.require(kb)
+        version = (row.revision, row.created_at)
+        cached = self._cache.get(kb)
+        if cached is None or cached[0] != version:
+            names = self.rt.graph.entity_names(kb)
+            cached = (version, EntityExtractor(names), names)
+            self._cache[kb] = cached
+        _, extractor, names = cached
+        # pattern hits that are not graph entities (a CamelCase word, a port) cannot be traversed from
+        return [m.name for m in extractor.extract(text) if entity_key(m.name) in names]

@@ -19,11 +19,9 @@ from pydantic import BaseModel, Field
 
 from agent.errors import ExecutorError, InputError
 from prompts.hints import ALREADY_RETURNED
-from retrieval.extraction import EntityExtractor
 from retrieval.graph_build import has_graph
 from retrieval.lookup import check_session_id, clean_query
 from retrieval.relevance import Level, language_of, similarity
-from stores.graph import entity_key
 from stores.invocation_log import Invocation
 from stores.memory import SentDocument
 from stores.vectors import validate_kb_name
@@ -148,8 +146,7 @@ class KnowledgeGraphQuery:
 
     def _graph(self, kb: str, query: str, doc_keys: list[str]) -> dict:
         store = self.rt.graph
-        known = store.entity_names(kb)
-        seeds = [m.name for m in EntityExtractor(known).extract(query) if entity_key(m.name) in known]
+        seeds = self.rt.known_entities.in_text(kb, query)
         seeds += [n.name for n in store.entities_of_documents(kb, list(dict.fromkeys(doc_keys))[:5], limit=MAX_SEEDS)]
         nodes, edges = {}, {}
         for seed in list(dict.fromkeys(seeds))[:MAX_SEEDS]:
