@@ -11,13 +11,23 @@ from langchain_core.messages import AIMessage
 from agent.state import Context, ExecutorState
 
 
+# With the rules on, rounds that run no lookup (graph navigation, blocked or malformed calls) are
+# bounded too: the budget's rounds plus a few.
+EXTRA_ROUNDS = 3
+
+
 def turn_is_over(state: ExecutorState, ctx: Context) -> bool:
     """The turn must end now: a PRECISE result, the lookup budget spent, or too many LLM rounds."""
-    if state.get("rounds", 0) >= ctx.max_rounds:
+    rounds = state.get("rounds", 0)
+    if rounds >= ctx.max_rounds:
         return True
     if not ctx.guards:
         return False
-    return bool(state.get("precise")) or state.get("attempted_lookups", 0) >= ctx.lookup_budget
+    return (
+        bool(state.get("precise"))
+        or state.get("attempted_lookups", 0) >= ctx.lookup_budget
+        or rounds >= ctx.lookup_budget + EXTRA_ROUNDS
+    )
 
 
 def wants_tools(state: ExecutorState) -> bool:

@@ -55,6 +55,8 @@ def test_after_executor(state, ctx, expected):
         ({"pending": [], "attempted_lookups": 3}, Context(lookup_budget=3), "answer"),
         ({"pending": [], "attempted_lookups": 2}, Context(lookup_budget=3), "executor"),
         ({"pending": [], "rounds": 25}, Context(guards=False), "answer"),
+        ({"pending": [], "rounds": 6}, Context(lookup_budget=3), "answer"),  # rounds without lookups are bounded
+        ({"pending": [], "rounds": 6}, Context(lookup_budget=3, guards=False), "executor"),
     ],
 )
 def test_after_guard(state, ctx, expected):
@@ -228,3 +230,21 @@ def test_a_second_turn_answers_from_the_session_without_resending(sample_rt):
     assert again.citations and again.citations[0]["doc_key"] == first.citations[0]["doc_key"]
     assert again.tool_output_chars < first.tool_output_chars / 3  # titles only, not the documents again
     assert len(app.get_state({"configurable": {"thread_id": sid}}).values["messages"]) >= 6
+
+
+def test_a_model_that_only_navigates_the_graph_still_ends(sample_rt):
+    class EndlessNavigation(ScriptedChatModel):
+        def _generate(self, messages, stop=None, run_manager=None, **kwargs):
+            from langchain_core.outputs import ChatGeneration, ChatResult
+
+            if not self.tools_bound:
+                return ChatResult(generations=[ChatGeneration(message=AIMessage(self.answer))])
+            parent = self.__dict__.get("_parent", self)
+            parent.i += 1
+            call = tool_message(raw_call("navigate_graph", {"entity": "Docker"}))
+            return ChatResult(generations=[ChatGeneration(message=call)])
+
+    model = EndlessNavigation(responses=[], answer="done")
+    result = turn(sample_rt, model, "What is Docker related to?", lookup_budget=3)
+    assert result.answer == "done" and model.i == 3 + 3
+    assert [t["tool"] for t in result.trace] == ["navigate_graph"] * 6
