@@ -46,6 +46,10 @@ class ScenarioResult(BaseModel):
     trace: list[dict]
 
 
+def _ran(entry: dict) -> bool:
+    return not entry["blocked"] and not entry.get("error")
+
+
 def _batch_of(scenario: Scenario) -> list[int]:
     return [b for b, _ in scenario.flat_proposals]
 
@@ -53,7 +57,7 @@ def _batch_of(scenario: Scenario) -> list[int]:
 def measure(scenario: Scenario, turn: TurnResult, guards: bool, scripted: bool) -> ScenarioResult:
     trace = turn.trace
     lookups = [t for t in trace if t["tool"] == LOOKUP]
-    executed = [t for t in lookups if not t["blocked"] and not t.get("error")]
+    executed = [t for t in lookups if _ran(t)]
     blocked = Counter(t["dedup_reason"] for t in trace if t["blocked"])
 
     sent = Counter(k for t in trace for k in t.get("sent") or [])
@@ -72,7 +76,7 @@ def measure(scenario: Scenario, turn: TurnResult, guards: bool, scripted: bool) 
     precise_ok = None
     if precise_at is not None:
         precise_ok = not any(
-            i > precise_at and t in executed and batches[i] != batches[precise_at]
+            i > precise_at and t["tool"] == LOOKUP and _ran(t) and batches[i] != batches[precise_at]
             for i, t in enumerate(trace) if i < len(batches)
         )
 

@@ -47,8 +47,13 @@ def recalled(result: LookupResult, session_evidence: dict[str, dict]) -> list[di
 
 
 def add_evidence(evidence: list[dict], new: list[dict]) -> list[dict]:
-    have = {e["doc_key"] for e in evidence}
-    return evidence + [e for e in new if e["doc_key"] not in have and not have.add(e["doc_key"])]
+    """`evidence` plus the documents of `new` it does not hold yet, each once."""
+    out, have = list(evidence), {e["doc_key"] for e in evidence}
+    for e in new:
+        if e["doc_key"] not in have:
+            have.add(e["doc_key"])
+            out.append(e)
+    return out
 
 
 def navigate_text(rt, kb: str, entity: str, target: str | None) -> str:

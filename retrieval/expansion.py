@@ -98,10 +98,8 @@ class GraphExpander:
         graph = rt.graph
         settings = rt.settings
 
-        in_query = rt.known_entities.in_text(kb, result.query)
         returned = [d.doc_key for d in result.documents]
-        seeds = list(dict.fromkeys(in_query + [n.name for n in graph.entities_of_documents(kb, returned)]))
-        seeds = seeds[:MAX_SEEDS]
+        seeds = rt.known_entities.seeds(kb, result.query, returned, MAX_SEEDS)
         if not seeds:
             return GraphExpansion(status="nothing_new", message="查询与结果中没有可扩展的实体" if zh else "no entities to expand from")
 

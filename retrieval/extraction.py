@@ -107,3 +107,8 @@ class KnownEntities:
         _, extractor, names = cached
         # pattern hits that are not graph entities (a CamelCase word, a port) cannot be traversed from
         return [m.name for m in extractor.extract(text) if entity_key(m.name) in names]
+
+    def seeds(self, kb: str, text: str, doc_keys: list[str], limit: int) -> list[str]:
+        """Where a traversal starts: the graph entities the text names, then those the documents mention most."""
+        mentioned = [n.name for n in self.rt.graph.entities_of_documents(kb, doc_keys, limit=limit)]
+        return list(dict.fromkeys(self.in_text(kb, text) + mentioned))[:limit]

@@ -63,11 +63,8 @@ def extractive_answer(question: str, evidence: list[dict], lang: str,
 
 
 def cited(answer: str, evidence: list[dict]) -> list[dict]:
-    """The evidence documents the answer cites by doc_key; all of them if it cites none by name."""
-    seen, out = set(), []
-    for doc in evidence:
-        if doc["doc_key"] in answer and doc["doc_key"] not in seen:
-            seen.add(doc["doc_key"])
-            out.append(doc)
-    chosen = out or [d for d in evidence if not (d["doc_key"] in seen or seen.add(d["doc_key"]))]
+    """The evidence documents the answer cites by doc_key; all of them if it cites none by name.
+
+    Evidence holds each document once (the nodes add to it only through `add_evidence`)."""
+    chosen = [d for d in evidence if d["doc_key"] in answer] or evidence
     return [{"doc_key": d["doc_key"], "title": d["title"], "domain": d["domain"]} for d in chosen]

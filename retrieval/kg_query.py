@@ -146,10 +146,9 @@ class KnowledgeGraphQuery:
 
     def _graph(self, kb: str, query: str, doc_keys: list[str]) -> dict:
         store = self.rt.graph
-        seeds = self.rt.known_entities.in_text(kb, query)
-        seeds += [n.name for n in store.entities_of_documents(kb, list(dict.fromkeys(doc_keys))[:5], limit=MAX_SEEDS)]
+        seeds = self.rt.known_entities.seeds(kb, query, list(dict.fromkeys(doc_keys))[:5], MAX_SEEDS)
         nodes, edges = {}, {}
-        for seed in list(dict.fromkeys(seeds))[:MAX_SEEDS]:
+        for seed in seeds:
             for path in store.navigate(kb, seed, GRAPH_HOPS, None, 15, 10):
                 for n in path.nodes:
                     nodes.setdefault(n.name, {"id": f"{kb}:{n.name}", "name": n.name, "type": n.type, "kb": kb})

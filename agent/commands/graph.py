@@ -7,17 +7,13 @@ from typing import Annotated, Optional
 
 import typer
 
-from agent.commands.common import JsonOpt, KbOpt, handles_errors, print_json, runtime
+from agent.commands.common import JsonOpt, KbOpt, csv_list, handles_errors, print_json, runtime
 from agent.errors import ExecutorError
 
 graph_app = typer.Typer(no_args_is_help=True, help="Explore a knowledge base's graph.")
 
 HopsOpt = Annotated[int, typer.Option("--hops", help="how many relations deep (1-4)")]
 RelationsOpt = Annotated[Optional[str], typer.Option("--relations", help="comma-separated relation types, e.g. DEPENDS_ON,RELATED_TO")]
-
-
-def _relations(value: str | None) -> list[str] | None:
-    return [r for r in value.split(",") if r.strip()] if value else None
 
 
 def _graph_runtime(kb: str):
@@ -43,7 +39,7 @@ def graph_neighbors(
     """Paths from ENTITY to what surrounds it, best first (score = product of edge weights)."""
     rt = _graph_runtime(kb)
     try:
-        paths = rt.graph.navigate(kb, entity, hops, _relations(relations), max_paths, rt.settings.graph_max_nodes_per_hop)
+        paths = rt.graph.navigate(kb, entity, hops, csv_list(relations), max_paths, rt.settings.graph_max_nodes_per_hop)
     finally:
         rt.close()
     if as_json:
@@ -69,7 +65,7 @@ def graph_path(
     """Paths between two entities, best first; says so when there are none."""
     rt = _graph_runtime(kb)
     try:
-        found = rt.graph.navigate_between(kb, source, target, hops, _relations(relations), max_paths)
+        found = rt.graph.navigate_between(kb, source, target, hops, csv_list(relations), max_paths)
     finally:
         rt.close()
     if as_json:
@@ -96,7 +92,7 @@ def graph_show(
     rt = _graph_runtime(kb)
     try:
         node = rt.graph.require_entity(kb, entity)
-        paths = rt.graph.navigate(kb, entity, hops, _relations(relations), 60, rt.settings.graph_max_nodes_per_hop)
+        paths = rt.graph.navigate(kb, entity, hops, csv_list(relations), 60, rt.settings.graph_max_nodes_per_hop)
     finally:
         rt.close()
     try:

@@ -138,7 +138,7 @@ def kg(
     rt = runtime()
     session = session or f"kg-{uuid.uuid4().hex[:12]}"
     try:
-        result = rt.kg.query(csv_list(kb) or [kb], query, session)
+        result = rt.kg.query(csv_list(kb), query, session)
     finally:
         rt.close()
     data = result.model_dump(mode="json")
