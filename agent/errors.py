@@ -1,6 +1,12 @@
 """User-facing errors: one line that says what is wrong and what to do."""
 
 
+def first_line(exc, limit: int = 300) -> str:
+    """An exception from a library as one line for an error message (its class name if it says nothing)."""
+    text = str(exc).strip() or exc.__class__.__name__
+    return text.splitlines()[0][:limit]
+
+
 class ExecutorError(Exception):
     """Raised for anything a person can fix: bad input, a backend down, a mismatch."""
 

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, Field
 
-from agent.errors import ExecutorError, InputError
+from agent.errors import ExecutorError, InputError, first_line
 from prompts.hints import ALREADY_RETURNED
 from retrieval.graph_build import has_graph
 from retrieval.lookup import check_session_id, clean_query
@@ -120,8 +120,7 @@ class KnowledgeGraphQuery:
             try:
                 per_kb[kb] = future.result()
             except Exception as exc:  # one knowledge base failing must not fail the others
-                message = str(exc).strip().splitlines()[0][:300] if str(exc).strip() else exc.__class__.__name__
-                out.errors.append({"knowledge_base_id": kb, "error": message})
+                out.errors.append({"knowledge_base_id": kb, "error": first_line(exc)})
         for kb in ids:  # report in the order asked
             if kb not in known:
                 continue

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from agent.errors import BackendError
+from agent.errors import BackendError, first_line
 
 
 @dataclass(frozen=True)
@@ -95,7 +95,7 @@ class FalkorDriver:
             else:
                 self._db = FalkorDB(unix_socket_path=socket_path, socket_timeout=timeout_s + 5, socket_connect_timeout=5)
         except self._redis_errors as exc:
-            raise BackendError(f"graph unavailable: {self.description}: {_first_line(exc)}") from exc
+            raise BackendError(f"graph unavailable: {self.description}: {first_line(exc)}") from exc
         self._graph = self._db.select_graph(graph)
 
     def run(self, query: str, params: dict | None = None, *, write: bool = False) -> list[dict[str, Any]]:
@@ -105,12 +105,12 @@ class FalkorDriver:
         try:
             result = call(query, params or {}, timeout=self.timeout_ms)
         except redis.ResponseError as exc:
-            message = _first_line(exc)
+            message = first_line(exc)
             if "timed out" in message.lower():
                 raise BackendError(f"graph query timed out after {self.timeout_ms} ms") from exc
             raise BackendError(f"graph query failed: {message}") from exc
         except self._redis_errors as exc:
-            raise BackendError(f"graph unavailable: {self.description}: {_first_line(exc)}") from exc
+            raise BackendError(f"graph unavailable: {self.description}: {first_line(exc)}") from exc
         names = [h[1] if isinstance(h, (list, tuple)) else h for h in (result.header or [])]
         return [dict(zip(names, _plain(row))) for row in result.result_set]
 
@@ -161,7 +161,7 @@ class Neo4jDriver:
                 max_transaction_retry_time=0,
             )
         except (ValueError, neo4j.exceptions.Neo4jError, neo4j.exceptions.DriverError) as exc:
-            raise BackendError(f"graph unavailable: {self.description}: {_first_line(exc)}") from exc
+            raise BackendError(f"graph unavailable: {self.description}: {first_line(exc)}") from exc
 
     def run(self, query: str, params: dict | None = None, *, write: bool = False) -> list[dict[str, Any]]:
         neo4j = self._neo4j
@@ -175,14 +175,9 @@ class Neo4jDriver:
             with self._driver.session(**session_args) as session:
                 return [_plain(record.data()) for record in session.run(statement, params or {})]
         except neo4j.exceptions.Neo4jError as exc:  # the server answered, with an error
-            raise BackendError(f"graph query failed: {_first_line(exc.message or exc)}") from exc
+            raise BackendError(f"graph query failed: {first_line(exc.message or exc)}") from exc
         except (neo4j.exceptions.DriverError, OSError) as exc:
-            raise BackendError(f"graph unavailable: {self.description}: {_first_line(exc)}") from exc
+            raise BackendError(f"graph unavailable: {self.description}: {first_line(exc)}") from exc
 
     def close(self) -> None:
         self._driver.close()
-
-
-def _first_line(exc) -> str:
-    text = str(exc).strip() or exc.__class__.__name__
-    return text.splitlines()[0][:300]
