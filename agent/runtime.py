@@ -82,6 +82,12 @@ class Runtime:
         return KnowledgeGraphQuery(self)
 
     @cached_property
+    def grader(self):
+        from retrieval.grading import Grader
+
+        return Grader(self.catalog, self.vectors, self.embedder, self.settings.ensure_home() / "cache", self.settings.top_k)
+
+    @cached_property
     def lookup(self):
         from retrieval.lookup import LookupService
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import yaml
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, model_validator
@@ -23,14 +23,37 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 SAMPLE_KB_PATH = REPO_ROOT / "kb" / "sample"
 
 
+class Ranker(BaseModel):
+    """A logistic model over the grading features (`retrieval.ranking.FEATURES`), fitted by `executor calibrate`."""
+
+    model_config = ConfigDict(frozen=True)
+
+    bias: float
+    weights: dict[str, float]
+
+    @model_validator(mode="after")
+    def _known_features(self) -> "Ranker":
+        from retrieval.ranking import FEATURES
+
+        unknown = sorted(set(self.weights) - set(FEATURES))
+        if unknown:
+            raise ValueError(f"unknown ranker features {unknown}; known: {list(FEATURES)}")
+        return self
+
+
 class Thresholds(BaseModel):
-    """How raw squared-L2 distances become similarities and levels."""
+    """How raw squared-L2 distances become similarities, and scores become levels.
+
+    With a `ranker`, the two thresholds apply to its calibrated probability that a document
+    answers the query; without one (an embedder nobody calibrated), to the bare similarity.
+    """
 
     model_config = ConfigDict(populate_by_name=True, frozen=True)
 
     max_l2_distance: float = Field(2.0, alias="max-l2-distance", gt=0)
     highly_relevant_threshold: float = Field(0.75, alias="highly-relevant-threshold", ge=0, le=1)
     reference_threshold: float = Field(0.5, alias="reference-threshold", ge=0, le=1)
+    ranker: Ranker | None = None
 
     @model_validator(mode="after")
     def _ordered(self) -> "Thresholds":
@@ -45,20 +68,34 @@ class ThresholdOverride(BaseModel):
     max_l2_distance: float | None = Field(None, alias="max-l2-distance")
     highly_relevant_threshold: float | None = Field(None, alias="highly-relevant-threshold")
     reference_threshold: float | None = Field(None, alias="reference-threshold")
+    ranker: Ranker | None = None
 
     def set_values(self) -> dict[str, float]:
-        return {k: v for k, v in self.model_dump().items() if v is not None}
+        return {k: getattr(self, k) for k in type(self).model_fields if k != "embedders" and getattr(self, k) is not None}
 
 
-# USE multilingual v3: from `executor calibrate --labels evals/labels/sample.yaml` (README,
-# "Thresholds"): HIGHLY_RELEVANT is the lowest threshold with precision >= 0.9 on the labelled
-# pairs, REFERENCE the lowest with precision >= 0.4. USE puts related pairs at cosine 0.3-0.7,
-# so the bge-m3 numbers of the source design would grade nearly everything "not found".
+# The "similarity" grading (default): levels from the dense similarity. USE multilingual v3's
+# thresholds come from `executor calibrate` on evals/labels/sample.yaml in the first release; USE puts
+# related pairs at cosine 0.3-0.7, so the bge-m3 numbers of the source design would grade nearly
+# everything "not found". PRECISE needs a specific keyword that the similarity also ranks first.
 EMBEDDER_THRESHOLD_DEFAULTS: dict[str, Thresholds] = {
-    "use-multilingual-v3": Thresholds(
-        max_l2_distance=2.0, highly_relevant_threshold=0.54, reference_threshold=0.28
-    ),
+    "use-multilingual-v3": Thresholds(max_l2_distance=2.0, highly_relevant_threshold=0.54, reference_threshold=0.28),
     "bge-m3": Thresholds(max_l2_distance=2.0, highly_relevant_threshold=0.75, reference_threshold=0.5),
+}
+
+# The "ranker" grading (EXECUTOR_GRADING=ranker): a logistic model over the grading features, fitted by
+# `executor calibrate --labels evals/labels/sample.yaml --kb sample --labels evals/labels/sample-keywords.yaml
+# --kb sample --labels ../shared/corpora/helm/questions.yaml --kb helm`; thresholds on its probability.
+# Its held-out (5-fold) figures are in the README: far better on the Helm docs, worse on the sample
+# KB's deliberately vague questions, which is why it is not yet the default.
+RANKER_PRESETS: dict[str, Thresholds] = {
+    "use-multilingual-v3": Thresholds(
+        max_l2_distance=2.0, highly_relevant_threshold=0.49, reference_threshold=0.28,
+        ranker=Ranker(bias=-3.6201, weights={
+            "similarity": 4.3523, "lift": 5.5416, "gap": -5.0827, "lexical": 0.3528, "coverage": 3.3478,
+            "kb_coverage": -0.2223, "unknown_names": -1.27, "specific_keyword": 1.9119,
+        }),
+    ),
 }
 
 
@@ -133,6 +170,8 @@ class Settings(BaseSettings):
     max_chars_per_doc: int = Field(1200, ge=100)
     max_query_chars: int = Field(2000, ge=10)
 
+    grading: Literal["similarity", "ranker"] = Field(
+        "similarity", description="similarity: levels from the dense similarity; ranker: the calibrated model")
     retrieval: Retrieval = Field(default_factory=Retrieval)
     # Flat env overrides beat config.yaml: EXECUTOR_HIGHLY_RELEVANT_THRESHOLD=0.6
     max_l2_distance: float | None = None
@@ -160,7 +199,8 @@ class Settings(BaseSettings):
         return self.home / "graph"
 
     def thresholds(self, embedder_name: str) -> Thresholds:
-        base = EMBEDDER_THRESHOLD_DEFAULTS.get(embedder_name, Thresholds())
+        presets = RANKER_PRESETS if self.grading == "ranker" else EMBEDDER_THRESHOLD_DEFAULTS
+        base = presets.get(embedder_name) or EMBEDDER_THRESHOLD_DEFAULTS.get(embedder_name, Thresholds())
         values = base.model_dump()
         norm = self.retrieval.normalization
         values.update(norm.set_values())

@@ -29,6 +29,11 @@ HINTS: dict[str, dict[str, str]] = {
         "zh": "知识库中没有与该问题相关的文档；不要换说法重查，请如实说明知识库没有这方面的内容。",
         "en": "The knowledge base has nothing relevant to this; do not rephrase and retry, say so in the answer.",
     },
+    "not_mentioned": {
+        "zh": "知识库中没有相关文档，也从未提到 {names}；不要换说法重查，请如实说明知识库没有这方面的内容。",
+        "en": "The knowledge base has nothing relevant to this and never mentions {names}; do not rephrase and "
+        "retry, say so in the answer.",
+    },
 }
 
 ALREADY_RETURNED = {
@@ -37,5 +42,6 @@ ALREADY_RETURNED = {
 }
 
 
-def hint(key: str, lang: str) -> str:
-    return HINTS[key]["zh" if lang == "zh" else "en"]
+def hint(key: str, lang: str, **values: str) -> str:
+    text = HINTS[key]["zh" if lang == "zh" else "en"]
+    return text.format(**values) if values else text

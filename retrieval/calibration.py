@@ -1,40 +1,49 @@
-"""Threshold calibration from labelled questions.
+"""Fit the grading model and its thresholds from labelled questions, and say how well they hold.
 
-For each labelled question the KB is searched (no session, no log: a dry run)
-and every document found gets its similarity. At a threshold t a document is
-predicted relevant when its similarity is at least t; precision and recall are
-counted over all (question, document) pairs, relevant documents that were not
-found counting as misses.
+Every labelled question is graded once (a dry run: no session, no log) and
+each candidate document keeps its features (`retrieval.ranking`). Then:
 
-The rule (printed with the table):
-- HIGHLY_RELEVANT: the threshold with the highest recall whose precision is at
-  least 0.9; on a tie in recall, the higher threshold.
-- REFERENCE: the same with precision at least 0.5, and never above the
-  HIGHLY_RELEVANT threshold.
-If no threshold reaches the precision, the one with the best precision is taken
-and the report says so.
+1. a logistic regression over the features, fitted on (question, document,
+   relevant?) pairs, gives each document a probability of answering;
+2. HIGHLY_RELEVANT is the lowest probability at which the best document of a
+   question is relevant for at least 90% of the questions graded there;
+   REFERENCE the lowest at which at most 5% of the off-topic questions
+   (`relevant: []`) still get a document (without off-topic labels: the lowest
+   at which 40% of the documents sent are relevant); never above HIGHLY_RELEVANT;
+3. the same procedure is run k times, each time fitted on k-1 folds of the
+   questions and measured on the fold left out, so the reported figures come
+   from questions the model never saw.
+
+Several label files (each on its own KB) are pooled: a model fitted on two
+unrelated corpora transfers better to a third than one fitted on either.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
 
+import numpy as np
 import yaml
 from pydantic import BaseModel, Field, ValidationError
 
 from agent.errors import InputError
-from retrieval.relevance import similarity
-
-if TYPE_CHECKING:
-    from agent.runtime import Runtime
+from agent.settings import Ranker, Thresholds
+from retrieval.grading import Graded, Grader
+from retrieval.quality import Quality, Question, measure
+from retrieval.ranking import FEATURES
+from retrieval.relevance import language_of
+from stores.catalog import Catalog
+from stores.embedders import Embedder
 
 HR_MIN_PRECISION = 0.9
+OFF_TOPIC_MAX_RATE = 0.05
 REF_MIN_PRECISION = 0.4
-GRID = [round(0.10 + i * 0.01, 2) for i in range(81)]  # 0.10 .. 0.90
-RULE = (f"HIGHLY_RELEVANT: highest recall with precision >= {HR_MIN_PRECISION}; "
-        f"REFERENCE: highest recall with precision >= {REF_MIN_PRECISION}, not above HIGHLY_RELEVANT; "
-        "ties go to the higher threshold")
+GRID = [round(0.02 + i * 0.01, 2) for i in range(97)]  # 0.02 .. 0.98
+FOLDS = 5
+RULE = (f"HIGHLY_RELEVANT: lowest score where the best document is relevant for >= {HR_MIN_PRECISION:.0%} of questions; "
+        f"REFERENCE: lowest score where <= {OFF_TOPIC_MAX_RATE:.0%} of off-topic questions still get a document "
+        f"(no off-topic labels: >= {REF_MIN_PRECISION:.0%} of documents sent are relevant), not above HIGHLY_RELEVANT")
 
 
 class Label(BaseModel):
@@ -42,30 +51,31 @@ class Label(BaseModel):
     relevant: list[str] = Field(default_factory=list)
 
 
-class Row(BaseModel):
-    threshold: float
-    precision: float
-    recall: float
-    predicted: int
-    true_positives: int
+@dataclass
+class Observed:
+    """One labelled question, graded once; calibration re-grades it under each candidate model."""
 
+    label: Label
+    kb: str
+    graded: Graded
 
-class Choice(BaseModel):
-    threshold: float
-    precision: float
-    recall: float
-    met_rule: bool
+    @property
+    def question(self) -> Question:
+        return Question(query=self.label.query, kb=self.kb, lang=language_of(self.label.query),
+                        relevant=list(dict.fromkeys(self.label.relevant)))
 
 
 class Calibration(BaseModel):
     embedder: str
-    labels: int
-    relevant_pairs: int
+    labels: dict[str, int]  # label file -> questions
     rule: str = RULE
-    rows: list[Row]
-    highly_relevant: Choice
-    reference: Choice
-    current: dict
+    ranker: Ranker
+    highly_relevant_threshold: float
+    reference_threshold: float
+    held_out: Quality  # k-fold: every question measured by a model fitted without it
+    fitted: Quality  # the final model on every question (fitted on them: for comparison only)
+    current: Quality  # the thresholds in force before this run
+    folds: int
 
 
 def load_labels(path: Path) -> list[Label]:
@@ -86,79 +96,127 @@ def load_labels(path: Path) -> list[Label]:
         raise InputError(f"{path}: {'.'.join(str(p) for p in err['loc'])}: {err['msg']}") from exc
 
 
-def similarities(rt: "Runtime", kb: str, labels: list[Label]) -> list[dict[str, float]]:
-    """doc_key -> best chunk similarity, per label, from the same hybrid search lookup uses."""
-    rt.catalog.require(kb)
-    rt.vectors.check_embedder(kb, rt.embedder)
-    max_l2 = rt.settings.thresholds(rt.embedder.name).max_l2_distance
+def observe(grader: Grader, catalog: Catalog, embedder: Embedder, kb: str, labels: list[Label], t: Thresholds) -> list[Observed]:
+    """Grade every labelled question once, as lookup would, without touching any session or log."""
+    revision = catalog.require(kb).revision
+    grader.vectors.check_embedder(kb, embedder)
+    return [Observed(label, kb, grader.grade(kb, revision, label.query, embedder.embed_query(label.query), t))
+            for label in labels]
+
+
+def regrade(observed: list[Observed], t: Thresholds) -> list[Question]:
     out = []
-    for label in labels:
-        vector = rt.embedder.embed_query(label.query)
-        sims: dict[str, float] = {}
-        for hit in rt.vectors.search(kb, label.query, vector, rt.embedder, rt.settings.top_k):
-            sims[hit.doc_key] = max(sims.get(hit.doc_key, 0.0), similarity(hit.distance, max_l2))
-        out.append(sims)
+    for o in observed:
+        o.graded.regrade(t)
+        q = o.question
+        q.graded(o.graded, t)
+        out.append(q)
     return out
 
 
-def sweep(labels: list[Label], sims: list[dict[str, float]], grid: list[float] = GRID) -> list[Row]:
-    total_relevant = sum(len(set(label.relevant)) for label in labels)
-    rows = []
-    for t in grid:
-        predicted = tp = 0
-        for label, found in zip(labels, sims):
-            relevant = set(label.relevant)
-            for doc, sim in found.items():
-                if sim >= t:
-                    predicted += 1
-                    tp += doc in relevant
-        rows.append(Row(threshold=t, precision=round(tp / predicted, 4) if predicted else 1.0,
-                        recall=round(tp / total_relevant, 4) if total_relevant else 0.0,
-                        predicted=predicted, true_positives=tp))
-    return rows
+def fit_ranker(observed: list[Observed]) -> Ranker:
+    from sklearn.linear_model import LogisticRegression  # only calibration needs it
+
+    x, y = [], []
+    for o in observed:
+        relevant = set(o.label.relevant)
+        for c in o.graded.candidates:
+            x.append([c.features[f] for f in FEATURES])
+            y.append(c.doc_key in relevant)
+    if len(set(y)) < 2:
+        raise InputError("the labels need both relevant and irrelevant documents among the results to fit a model")
+    model = LogisticRegression(C=1.0, max_iter=1000).fit(np.asarray(x), np.asarray(y))
+    return Ranker(bias=round(float(model.intercept_[0]), 4),
+                  weights={f: round(float(w), 4) for f, w in zip(FEATURES, model.coef_[0])})
 
 
-def choose(rows: list[Row], min_precision: float, ceiling: float = 1.0) -> Choice:
-    allowed = [r for r in rows if r.threshold <= ceiling]
-    meeting = [r for r in allowed if r.precision >= min_precision and r.predicted > 0]
-    if meeting:
-        best = max(meeting, key=lambda r: (r.recall, r.threshold))
-        return Choice(threshold=best.threshold, precision=best.precision, recall=best.recall, met_rule=True)
-    best = max(allowed, key=lambda r: (r.precision, r.recall, r.threshold))
-    return Choice(threshold=best.threshold, precision=best.precision, recall=best.recall, met_rule=False)
+def choose_thresholds(observed: list[Observed], ranker: Ranker, max_l2: float) -> tuple[float, float]:
+    # score the best document of each question once; the thresholds only cut this list
+    best: list[tuple[float, bool, bool]] = []  # (score, relevant, off-topic)
+    sent: list[tuple[float, bool]] = []  # every candidate: (score, relevant)
+    probe = Thresholds(max_l2_distance=max_l2, highly_relevant_threshold=1.0, reference_threshold=0.0, ranker=ranker)
+    for o in observed:
+        o.graded.regrade(probe)
+        relevant = set(o.label.relevant)
+        top = o.graded.candidates[0] if o.graded.candidates else None
+        if top is not None:
+            best.append((top.score, top.doc_key in relevant, not relevant))
+        sent += [(c.score, c.doc_key in relevant) for c in o.graded.candidates]
+
+    def hr_ok(t: float) -> bool:
+        graded = [rel for s, rel, off in best if s >= t]
+        return bool(graded) and sum(graded) / len(graded) >= HR_MIN_PRECISION
+
+    hr = next((t for t in GRID if hr_ok(t)), GRID[-1])
+    off_scores = [s for s, _, off in best if off]
+    if off_scores:
+        def ref_ok(t: float) -> bool:
+            return sum(s >= t for s in off_scores) / len(off_scores) <= OFF_TOPIC_MAX_RATE
+    else:
+        def ref_ok(t: float) -> bool:
+            kept = [rel for s, rel in sent if s >= t]
+            return bool(kept) and sum(kept) / len(kept) >= REF_MIN_PRECISION
+    ref = next((t for t in GRID if ref_ok(t)), hr)
+    return hr, min(ref, hr)
 
 
-def at(rows: list[Row], threshold: float) -> dict:
-    nearest = min(rows, key=lambda r: abs(r.threshold - threshold))
-    return {"threshold": threshold, "precision": nearest.precision, "recall": nearest.recall}
+def fit(observed: list[Observed], max_l2: float) -> Thresholds:
+    ranker = fit_ranker(observed)
+    hr, ref = choose_thresholds(observed, ranker, max_l2)
+    return Thresholds(max_l2_distance=max_l2, highly_relevant_threshold=hr, reference_threshold=ref, ranker=ranker)
 
 
-def calibrate(rt: "Runtime", kb: str, labels: list[Label]) -> Calibration:
-    rows = sweep(labels, similarities(rt, kb, labels))
-    hr = choose(rows, HR_MIN_PRECISION)
-    ref = choose(rows, REF_MIN_PRECISION, ceiling=hr.threshold)
-    current = rt.settings.thresholds(rt.embedder.name)
+def folds_of(observed: list[Observed], k: int, seed: int = 7) -> list[int]:
+    """A fold number per question, shuffled with a fixed seed, each label file spread over every fold."""
+    rng = np.random.default_rng(seed)
+    fold = [0] * len(observed)
+    by_kb: dict[str, list[int]] = {}
+    for i, o in enumerate(observed):
+        by_kb.setdefault(o.kb, []).append(i)
+    for members in by_kb.values():
+        for j, i in enumerate(rng.permutation(members)):
+            fold[int(i)] = j % k
+    return fold
+
+
+def cross_validate(observed: list[Observed], max_l2: float, k: int = FOLDS) -> list[Question]:
+    fold = folds_of(observed, k)
+    out: list[Question | None] = [None] * len(observed)
+    for f in range(k):
+        train = [o for o, g in zip(observed, fold) if g != f]
+        t = fit(train, max_l2)
+        held = [(i, o) for i, (o, g) in enumerate(zip(observed, fold)) if g == f]
+        for (i, _), q in zip(held, regrade([o for _, o in held], t)):
+            out[i] = q
+    return [q for q in out if q is not None]
+
+
+def calibrate(observed: list[Observed], sources: dict[str, int], current: Thresholds, embedder: str,
+              k: int = FOLDS) -> Calibration:
+    if len(observed) < 2 * k:
+        raise InputError(f"{len(observed)} labelled questions are too few for {k}-fold calibration")
+    held_out = measure(cross_validate(observed, current.max_l2_distance, k))
+    before = measure(regrade(observed, current))
+    final = fit(observed, current.max_l2_distance)
     return Calibration(
-        embedder=rt.embedder.name,
-        labels=len(labels),
-        relevant_pairs=sum(len(set(label.relevant)) for label in labels),
-        rows=rows,
-        highly_relevant=hr,
-        reference=ref,
-        current={"highly_relevant": at(rows, current.highly_relevant_threshold),
-                 "reference": at(rows, current.reference_threshold)},
+        embedder=embedder, labels=sources, ranker=final.ranker,
+        highly_relevant_threshold=final.highly_relevant_threshold, reference_threshold=final.reference_threshold,
+        held_out=held_out, fitted=measure(regrade(observed, final)), current=before, folds=k,
     )
 
 
-def write_thresholds(config_path: Path, embedder: str, highly_relevant: float, reference: float) -> None:
-    """Store the thresholds for one embedder in config.yaml, keeping everything else in the file."""
+def write_thresholds(config_path: Path, embedder: str, t: Thresholds) -> None:
+    """Store one embedder's model and thresholds in config.yaml, keeping everything else in the file."""
     data = {}
     if config_path.exists():
         data = yaml.safe_load(config_path.read_text(encoding="utf-8")) or {}
         if not isinstance(data, dict):
             raise InputError(f"{config_path}: expected a mapping at the top level")
     node = data.setdefault("retrieval", {}).setdefault("normalization", {}).setdefault("embedders", {})
-    node.setdefault(embedder, {}).update({"highly-relevant-threshold": highly_relevant, "reference-threshold": reference})
+    entry = {"highly-relevant-threshold": t.highly_relevant_threshold, "reference-threshold": t.reference_threshold}
+    if t.ranker is not None:
+        entry["ranker"] = t.ranker.model_dump()
+    node.setdefault(embedder, {}).update(entry)
     tmp = config_path.with_suffix(config_path.suffix + ".tmp")
     tmp.write_text(yaml.safe_dump(data, allow_unicode=True, sort_keys=False), encoding="utf-8")
     tmp.replace(config_path)  # all or nothing

@@ -7,10 +7,13 @@ default); documents that mention the entities reached are scored
                divided by the largest such sum when that exceeds 1
     fused    = lambda x semantic + (1 - lambda) x graph
 
-with lambda 0.8 / 0.5 / 0.3 when the lookup's top similarity is above 0.8 /
-from 0.5 to 0.8 / below 0.5: the weaker the semantic match, the more the graph
-is trusted. Documents already sent in the session are skipped. A graph that
-is down never fails the turn: the expansion says "graph unavailable".
+where `semantic` is the document's calibrated relevance score (the one lookup
+grades with), and lambda is 0.8 / 0.5 / 0.3 when the lookup's best score was
+HIGHLY_RELEVANT or better / REFERENCE / below: the weaker the semantic match,
+the more the graph is trusted. A document the grader scores below REFERENCE
+is never added, however connected (the graph widens a lookup, it does not
+overrule the grader). Documents already sent in the session are skipped. A
+graph that is down never fails the turn: the expansion says "graph unavailable".
 """
 
 from __future__ import annotations
@@ -22,8 +25,12 @@ from pydantic import BaseModel, Field
 
 from agent.errors import BackendError
 from retrieval.graph_build import has_graph
-from retrieval.lookup import DocumentOut, LookupResult, chunk_ids, document_content
+from agent.settings import Thresholds
+from retrieval.grading import chunk_ids
+from retrieval.lookup import DocumentOut, LookupResult, document_content
+from retrieval.ranking import Candidate, features, rank
 from retrieval.relevance import Level, language_of, similarity
+from retrieval.vocabulary import query_terms
 from stores.graph import GraphPath, entity_key
 from stores.invocation_log import Invocation
 from stores.memory import SentDocument
@@ -36,11 +43,11 @@ MAX_SUMMARIES = 6
 Status = Literal["expanded", "nothing_new", "no_graph", "unavailable"]
 
 
-def fusion_lambda(top_semantic: float | None) -> float:
-    top = top_semantic or 0.0
-    if top > 0.8:
+def fusion_lambda(top_score: float | None, t: Thresholds) -> float:
+    top = top_score or 0.0
+    if top >= t.highly_relevant_threshold:
         return 0.8
-    if top >= 0.5:
+    if top >= t.reference_threshold:
         return 0.5
     return 0.3
 
@@ -133,12 +140,17 @@ class GraphExpander:
         chunks_by_doc: dict[str, list] = {}
         for hit in rt.vectors.get_chunks(kb, ids, vector):
             chunks_by_doc.setdefault(hit.doc_key, []).append(hit)
-        max_l2 = rt.settings.thresholds(rt.embedder.name).max_l2_distance
-        semantic = {
-            k: similarity(min(c.distance for c in chunks), max_l2) for k, chunks in chunks_by_doc.items()
-        }
-        lam = fusion_lambda(result.details.get("l1_top_similarity"))
-        fused = {k: lam * semantic[k] + (1 - lam) * graph_score[k] for k in semantic}
+        t = rt.settings.thresholds(rt.embedder.name)
+        semantic = self._scores(result, chunks_by_doc, t)
+        relevant = {k: v for k, v in semantic.items() if v >= t.reference_threshold}
+        if not relevant:
+            return GraphExpansion(
+                status="nothing_new", seeds=seeds,
+                message="图谱找到的文档都与问题无关" if zh else "the documents the graph reaches do not answer the query",
+                details={"candidates": len(candidates), "below_reference": len(semantic)},
+            )
+        lam = fusion_lambda(result.details.get("top_score"), t)
+        fused = {k: lam * relevant[k] + (1 - lam) * graph_score[k] for k in relevant}
         chosen = sorted(fused, key=lambda k: -fused[k])[: max(1, settings.max_supplement)]
 
         documents = [
@@ -168,6 +180,19 @@ class GraphExpander:
                 "reached_entities": len(reached),
             },
         )
+
+    def _scores(self, result: LookupResult, chunks_by_doc: dict[str, list], t: Thresholds) -> dict[str, float]:
+        """Each reached document's relevance on the grader's calibrated scale, against the lookup's query."""
+        kb_row = self.rt.catalog.require(result.kb)
+        q = query_terms(result.query, self.rt.grader.vocabulary(result.kb, kb_row.revision))
+        top_similarity = result.details.get("l1_top_similarity") or 0.0
+        candidates = []
+        for k, chunks in chunks_by_doc.items():
+            c = Candidate(k, chunks[0].title, chunks[0].domain, {h.chunk_index: h for h in chunks})
+            c.similarity = max(similarity(h.distance, t.max_l2_distance) for h in chunks)
+            c.features = features(c, top_similarity, result.details.get("background_similarity") or 0.0, 0.0, q)
+            candidates.append(c)
+        return {c.doc_key: c.score for c in rank(candidates, t.ranker)}
 
     def _log(self, result: LookupResult, hops: int, expansion: GraphExpansion, started: float) -> None:
         self.rt.log.write(

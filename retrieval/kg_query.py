@@ -21,7 +21,7 @@ from agent.errors import ExecutorError, InputError, first_line
 from prompts.hints import ALREADY_RETURNED
 from retrieval.graph_build import has_graph
 from retrieval.lookup import check_session_id, clean_query
-from retrieval.relevance import Level, language_of, similarity
+from retrieval.relevance import Level, language_of
 from stores.invocation_log import Invocation
 from stores.memory import SentDocument
 from stores.vectors import validate_kb_name
@@ -137,10 +137,13 @@ class KnowledgeGraphQuery:
     def _one(self, kb: str, config: dict, query: str, vector) -> tuple[list, dict]:
         rt = self.rt
         rt.vectors.check_embedder(kb, rt.embedder)
-        hits = rt.vectors.search(kb, query, vector, rt.embedder, rt.settings.top_k)
+        t = rt.settings.thresholds(rt.embedder.name)
+        graded = rt.grader.grade(kb, rt.catalog.require(kb).revision, query, vector, t)
+        # every chunk found for a relevant document, with its document's calibrated score
+        hits = [(h, c.score) for c in graded.relevant(t) for h in sorted(c.chunks.values(), key=lambda h: h.distance)]
         graph = {"nodes": [], "edges": []}
         if has_graph(config) and hits:
-            graph = self._graph(kb, query, [h.doc_key for h in hits])
+            graph = self._graph(kb, query, [h.doc_key for h, _ in hits])
         return hits, graph
 
     def _graph(self, kb: str, query: str, doc_keys: list[str]) -> dict:
@@ -167,10 +170,7 @@ class KnowledgeGraphQuery:
             out.graph_data["nodes"] += graph["nodes"]
             out.graph_data["edges"] += graph["edges"]
             counted = 0
-            for h in hits:
-                sim = similarity(h.distance, t.max_l2_distance)
-                if sim < t.reference_threshold:
-                    continue
+            for h, sim in hits:
                 counted += 1
                 level = Level.HIGHLY_RELEVANT if sim >= t.highly_relevant_threshold else Level.REFERENCE
                 hit = merged.get(h.chunk_id)

@@ -8,15 +8,15 @@ from __future__ import annotations
 
 import re
 import time
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, Field
 
 from agent.errors import ExecutorError, InputError
 from prompts.hints import ALREADY_RETURNED, hint
-from retrieval.keywords import KeywordIndex
-from retrieval.relevance import DedupReason, Level, domain_block_reason, grade, language_of, similarity
+from retrieval.grading import Grader
+from retrieval.ranking import Candidate
+from retrieval.relevance import DedupReason, Level, domain_block_reason, language_of
 from stores.invocation_log import Invocation
 from stores.memory import SentDocument
 from stores.vectors import ChunkHit
@@ -26,8 +26,6 @@ if TYPE_CHECKING:
 
 CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
 SESSION_ID = re.compile(r"^[\w.:\-]{1,128}$")
-L0_BONUS = 0.1  # an exact keyword hit outranks a slightly closer vector neighbour
-MAX_CHUNKS_PER_DOC = 20  # chunks fetched for a document found by keyword or by the graph
 
 
 class DocumentOut(BaseModel):
@@ -98,40 +96,20 @@ def document_content(chunks, budget: int) -> str:
     return text if len(text) <= budget else text[: budget - 1] + "…"
 
 
-def chunk_ids(doc_key: str, chunk_count: int) -> list[str]:
-    return [f"{doc_key}#{i}" for i in range(min(chunk_count, MAX_CHUNKS_PER_DOC))]
-
-
 def check_session_id(session_id: str) -> str:
     if not SESSION_ID.match(session_id or ""):
         raise InputError("a session id is 1-128 letters, digits, '_', '-', '.' or ':'")
     return session_id
 
 
-@dataclass
-class _Doc:
-    doc_key: str
-    title: str
-    domain: str
-    l0_terms: list[str] = field(default_factory=list)
-    chunks: dict[int, ChunkHit] = field(default_factory=dict)
-
-
 class LookupService:
     def __init__(self, runtime: "Runtime"):
         self.rt = runtime
-        self._indexes: dict[str, tuple[int, KeywordIndex]] = {}
         self._checked: set[tuple[str, str]] = set()
 
-    # -- caches -------------------------------------------------------------
-    def keyword_index(self, kb: str, revision: int) -> KeywordIndex:
-        cached = self._indexes.get(kb)
-        if cached is None or cached[0] != revision:
-            docs = self.rt.catalog.documents(kb)
-            index = KeywordIndex((k, [*d.keywords, d.title]) for k, d in docs.items())
-            cached = (revision, index)
-            self._indexes[kb] = cached
-        return cached[1]
+    @property
+    def grader(self) -> Grader:
+        return self.rt.grader
 
     def _check_embedder(self, kb: str) -> None:
         key = (kb, self.rt.embedder.name)
@@ -169,56 +147,29 @@ class LookupService:
         thresholds = rt.settings.thresholds(rt.embedder.name)
         lang = language_of(query)
 
-        # L0 and L1
-        l0 = self.keyword_index(kb, kb_row.revision).match(query)
         vector = rt.embedder.embed_query(query)
-        hits = rt.vectors.search(kb, query, vector, rt.embedder, rt.settings.top_k)
-        docs: dict[str, _Doc] = {}
-        for h in hits:
-            docs.setdefault(h.doc_key, _Doc(h.doc_key, h.title, h.domain)).chunks[h.chunk_index] = h
-        if l0:
-            catalog_docs = rt.catalog.documents(kb)
-            wanted = [cid for k in l0 if k in catalog_docs for cid in chunk_ids(k, catalog_docs[k].chunk_count)]
-            for h in rt.vectors.get_chunks(kb, wanted, vector):
-                docs.setdefault(h.doc_key, _Doc(h.doc_key, h.title, h.domain)).chunks.setdefault(h.chunk_index, h)
-            for k, terms in l0.items():
-                if k in docs:
-                    docs[k].l0_terms = terms
-
-        sim = {k: similarity(min(c.distance for c in d.chunks.values()), thresholds.max_l2_distance) for k, d in docs.items()}
-        top_similarity = max(sim.values(), default=None)
-        l0_count = sum(1 for d in docs.values() if d.l0_terms)
-        level = grade(l0_count, top_similarity, thresholds)
-        top_distance = min((h.distance for h in hits), default=None)
-        details = {
-            "l0_titles": [docs[k].title for k in l0 if k in docs],
-            "l0_match_count": l0_count,
-            "l0_terms": sorted({t for d in docs.values() for t in d.l0_terms}),
-            "l1_scores": [round(h.distance, 4) for h in hits],
-            "l1_top_score": None if top_distance is None else round(top_distance, 4),
-            "l1_top_similarity": None if top_similarity is None else round(top_similarity, 4),
-            "doc_similarities": {k: round(v, 4) for k, v in sim.items()},
-            "thresholds": thresholds.model_dump(),
-            "embedder": rt.embedder.name,
-        }
+        graded = self.grader.grade(kb, kb_row.revision, query, vector, thresholds)
+        level = graded.level
+        details = graded.details() | {"thresholds": thresholds.model_dump(), "embedder": rt.embedder.name}
         base = dict(query=query, session=session_id, kb=kb, missing_dimension=missing_dimension, details=details)
         sent = rt.memory.sent_documents(session_id) if rules else {}
         domain_levels = rt.memory.domain_levels(session_id)
 
         details["relevant_docs"] = 0
         if level is None:
+            unknown = graded.query_terms.unknown_names
             return self._finish(
-                LookupResult(found=False, relevance_level=None, completeness_hint=hint("not_found", lang),
+                LookupResult(found=False, relevance_level=None,
+                             completeness_hint=hint("not_mentioned", lang, names=", ".join(unknown)) if unknown
+                             else hint("not_found", lang),
                              retrieved_domains_this_session=list(domain_levels), **base)
             )
 
-        valid = [k for k in docs if docs[k].l0_terms or sim[k] >= thresholds.reference_threshold]
-        if level == Level.PRECISE:
-            valid.sort(key=lambda k: (not docs[k].l0_terms, -sim[k]))
-        else:
-            valid.sort(key=lambda k: -(sim[k] + (L0_BONUS if docs[k].l0_terms else 0.0)))
+        valid = graded.relevant(thresholds)
         details["relevant_docs"] = len(valid)
         chosen = valid[: 1 + rt.settings.max_supplement]
+        docs = {c.doc_key: c for c in chosen}
+        chosen = [c.doc_key for c in chosen]
         landing = docs[chosen[0]].domain
         out = [self._document_out(kb, docs[k], vector, sent) for k in chosen]
         new = [d for d in out if not d.already_returned]
@@ -263,14 +214,14 @@ class LookupService:
         )
         return result
 
-    def _document_out(self, kb: str, doc: _Doc, vector, sent) -> DocumentOut:
+    def _document_out(self, kb: str, doc: Candidate, vector, sent) -> DocumentOut:
         already = (kb, doc.doc_key) in sent
         content = "" if already else self._content(doc)
         return DocumentOut(
             doc_key=doc.doc_key, title=doc.title, domain=doc.domain, kb=kb, content=content, already_returned=already
         )
 
-    def _content(self, doc: _Doc) -> str:
+    def _content(self, doc: Candidate) -> str:
         return document_content(doc.chunks.values(), self.rt.settings.max_chars_per_doc)
 
     def _log(self, session_id, kb, query, missing_dimension, started, result: LookupResult | None = None, error=None):

@@ -5,7 +5,12 @@ from __future__ import annotations
 import re
 from enum import StrEnum
 
+from typing import TYPE_CHECKING
+
 from agent.settings import Thresholds
+
+if TYPE_CHECKING:
+    from retrieval.ranking import Candidate
 
 
 class Level(StrEnum):
@@ -28,13 +33,23 @@ def similarity(squared_l2: float, max_l2_distance: float) -> float:
     return 1.0 - min(max(squared_l2, 0.0), max_l2_distance) / max_l2_distance
 
 
-def grade(l0_matches: int, top_similarity: float | None, t: Thresholds) -> Level | None:
-    """The decision table of the source design; None means no valid result."""
-    if l0_matches == 1:
+def grade(candidates: list[Candidate], t: Thresholds) -> Level | None:
+    """The level of a query's candidates, best first; None means nothing relevant was found.
+
+    PRECISE needs agreement: exactly one document matches a specific keyword (L0), and
+    the calibrated score, which weighs every layer, also puts it first and at least at
+    REFERENCE. A glossary naming every term is therefore not PRECISE unless the vectors
+    and the lexical index agree it is the answer. Otherwise the best score decides.
+    """
+    if not candidates:
+        return None
+    best = candidates[0].score
+    specific = [c for c in candidates if c.specific]
+    if len(specific) == 1 and specific[0] is candidates[0] and best >= t.reference_threshold:
         return Level.PRECISE
-    if top_similarity is not None and top_similarity >= t.highly_relevant_threshold:
+    if best >= t.highly_relevant_threshold:
         return Level.HIGHLY_RELEVANT
-    if l0_matches > 1 or (top_similarity is not None and top_similarity >= t.reference_threshold):
+    if best >= t.reference_threshold:
         return Level.REFERENCE
     return None
 

@@ -214,6 +214,37 @@ class MilvusVectorStore:
         )
         return [self._hit(h["entity"], vector, rank) for rank, h in enumerate(result[0])]
 
+    def lexical_search(
+        self, kb: str, query: str, vector: np.ndarray, embedder: Embedder, limit: int
+    ) -> list[tuple[ChunkHit, float]]:
+        """The lexical layer alone (BM25, or bge-m3's lexical weights) with its raw scores, which
+        hybrid search's RRF would replace by ranks; each hit still carries its dense distance."""
+        if embedder.has_lexical_weights:
+            data, metric = [embedder.lexical_weights([query])[0] or {0: 0.0}], "IP"
+        else:
+            data, metric = [query], "BM25"
+        result = self.client.search(
+            self.collection_name(kb), data=data, anns_field="sparse", limit=limit, output_fields=OUTPUT_FIELDS,
+            search_params={"metric_type": metric}, **self._kw(),
+        )
+        return [(self._hit(h["entity"], vector, rank), float(h["distance"])) for rank, h in enumerate(result[0])]
+
+    def texts(self, kb: str, batch_size: int = 1000):
+        """Every chunk's (doc_key, title, text), in batches, for statistics over the whole KB."""
+        import logging
+
+        # Lite has no MVCC timestamp to give; pymilvus warns and reads with the client's clock, which is fine here
+        logging.getLogger("pymilvus.orm.iterator").setLevel(logging.ERROR)
+        iterator = self.client.query_iterator(
+            self.collection_name(kb), batch_size=batch_size, output_fields=["doc_key", "title", "text"], **self._kw()
+        )
+        try:
+            while batch := iterator.next():
+                for row in batch:
+                    yield row["doc_key"], row["title"], row["text"]
+        finally:
+            iterator.close()
+
     def dense_search(self, kb: str, vector: np.ndarray, limit: int) -> list[ChunkHit]:
         result = self.client.search(
             self.collection_name(kb),

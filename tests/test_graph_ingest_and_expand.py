@@ -80,8 +80,11 @@ def test_a_kb_without_graph_config_gets_no_graph(tmp_path):
         rt.close()
 
 
-def test_fusion_lambda_follows_the_semantic_strength():
-    assert [fusion_lambda(s) for s in (0.95, 0.81, 0.8, 0.5, 0.49, None)] == [0.8, 0.8, 0.5, 0.5, 0.3, 0.3]
+def test_fusion_lambda_follows_the_calibrated_score():
+    from agent.settings import Thresholds
+
+    t = Thresholds(highly_relevant_threshold=0.6, reference_threshold=0.3)
+    assert [fusion_lambda(s, t) for s in (0.95, 0.6, 0.5999, 0.3, 0.2999, None)] == [0.8, 0.8, 0.5, 0.5, 0.3, 0.3]
 
 
 def test_expansion_after_a_reference_result(sample_rt):

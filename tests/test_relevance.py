@@ -48,23 +48,36 @@ def test_similarity_table_of_the_source_design(d, expected):
     assert similarity(d, 2.0) == pytest.approx(expected, abs=1e-4)
 
 
+def _candidates(*rows):
+    """(score, specific) per candidate, best first."""
+    from retrieval.ranking import Candidate
+
+    out = []
+    for i, (score, specific) in enumerate(rows):
+        c = Candidate(f"d{i}.md", f"D{i}", "x", specific=specific)
+        c.score = c.similarity = score
+        out.append(c)
+    return out
+
+
 @pytest.mark.parametrize(
-    "l0, sim, expected",
+    "rows, expected",
     [
-        (1, 0.10, Level.PRECISE),  # exactly one exact match wins whatever the vectors say
-        (1, None, Level.PRECISE),
-        (2, 0.75, Level.HIGHLY_RELEVANT),  # at the threshold
-        (2, 0.7499, Level.REFERENCE),  # just below: L0 hits are still references
-        (0, 0.75, Level.HIGHLY_RELEVANT),
-        (0, 0.7499, Level.REFERENCE),
-        (0, 0.5, Level.REFERENCE),
-        (0, 0.4999, None),  # below the reference threshold: no valid result
-        (0, None, None),
-        (3, 0.0, Level.REFERENCE),
+        ([(0.60, True)], Level.PRECISE),  # one specific keyword, ranked first: PRECISE
+        ([(0.50, True)], Level.PRECISE),  # at the reference threshold
+        ([(0.4999, True)], None),  # a keyword alone is not enough: the scores must agree it is relevant
+        ([(0.80, False), (0.60, True)], Level.HIGHLY_RELEVANT),  # the keyword page is not first: no PRECISE
+        ([(0.60, True), (0.55, True)], Level.REFERENCE),  # two specific matches: nothing is PRECISE
+        ([(0.75, True), (0.55, True)], Level.HIGHLY_RELEVANT),
+        ([(0.75, False)], Level.HIGHLY_RELEVANT),  # at the threshold
+        ([(0.7499, False)], Level.REFERENCE),
+        ([(0.5, False)], Level.REFERENCE),
+        ([(0.4999, False)], None),  # below the reference threshold: no valid result
+        ([], None),
     ],
 )
-def test_level_decision_table_at_its_boundaries(l0, sim, expected):
-    assert grade(l0, sim, T) == expected
+def test_level_decision_table_at_its_boundaries(rows, expected):
+    assert grade(_candidates(*rows), T) == expected
 
 
 @pytest.mark.parametrize(

@@ -1,0 +1,167 @@
+"""Measuring retrieval: `calibrate` fits the grading model, `eval-retrieval` reports how grades hold."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+from rich.table import Table
+
+from agent.commands.common import JsonOpt, console, handles_errors, print_json, runtime
+from agent.errors import InputError
+
+LabelsOpt = Annotated[list[Path], typer.Option("--labels", help="YAML list of {query, relevant: \\[doc_key, ...]}; repeat for several files")]
+KbsOpt = Annotated[Optional[list[str]], typer.Option("--kb", help="the KB of each --labels file, in the same order (one name: all of them)")]
+FIGURES = [
+    ("hit_at_1", "hit@1"),
+    ("recall_at_5", "recall@5"),
+    ("relevant_returned", "relevant returned"),
+    ("precise_precision", "PRECISE precision (n)"),
+    ("highly_relevant_precision", "HR precision (n)"),
+    ("off_topic_none", "off-topic NONE (n)"),
+    ("off_topic_confident", "off-topic PRECISE/HR"),
+]
+LEGEND = ("hit@1: the primary document is relevant; recall@5: relevant documents among the 5 best scored; "
+          "relevant returned: a document sent is relevant; PRECISE/HR precision: the primary is relevant when "
+          "graded so; off-topic: questions nothing answers")
+
+
+def _pair(labels: list[Path], kbs: list[str] | None) -> list[tuple[Path, str]]:
+    kbs = kbs or ["sample"]
+    if len(kbs) == 1:
+        kbs = kbs * len(labels)
+    if len(kbs) != len(labels):
+        raise InputError(f"{len(labels)} --labels files but {len(kbs)} --kb names: give one name, or one per file")
+    return list(zip(labels, kbs))
+
+
+def _observe(rt, pairs):
+    from retrieval.calibration import load_labels, observe
+
+    t = rt.settings.thresholds(rt.embedder.name)
+    loaded = [(path, kb, load_labels(path)) for path, kb in pairs]  # every file checked before any search
+    observed, sources = [], {}
+    for path, kb, labels in loaded:
+        observed += observe(rt.grader, rt.catalog, rt.embedder, kb, labels, t)
+        sources[str(path)] = len(labels)
+    return observed, sources, t
+
+
+def _cell(fig, key: str) -> str:
+    value = getattr(fig, key)
+    if value is None:
+        return "–"
+    if key == "precise_precision":
+        return f"{value:.2f} ({fig.precise_count})"
+    if key == "highly_relevant_precision":
+        return f"{value:.2f} ({fig.highly_relevant_count})"
+    if key == "off_topic_none":
+        return f"{value:.2f} ({fig.off_topic})"
+    return str(value) if isinstance(value, int) else f"{value:.2f}"
+
+
+def _columns(qualities: dict) -> list[tuple[str, object]]:
+    """(header, figures) per quality: overall, then per KB and language when there are several."""
+    out = []
+    for name, quality in qualities.items():
+        out.append((f"{name} all ({quality.overall.questions})".strip(), quality.overall))
+        groups = quality.by_kb if len(quality.by_kb) > 1 else {"": dict(list(quality.by_kb.values())[0])}
+        for kb, figs in groups.items():
+            for lang, fig in figs.items():
+                if lang == "all" and len(figs) == 2:  # one language: its column says it all
+                    continue
+                if kb == "" and lang == "all":
+                    continue
+                out.append((f"{name} {kb} {lang} ({fig.questions})".replace("  ", " ").strip(), fig))
+    return out
+
+
+def quality_table(title: str, qualities: dict) -> Table:
+    """The figures of the retrieval-quality report, one row per group of questions."""
+    table = Table(title=title, caption=LEGEND)
+    table.add_column("questions")
+    for _, label in FIGURES:
+        table.add_column(label, justify="right")
+    for header, fig in _columns(qualities):
+        table.add_row(header, *[_cell(fig, key) for key, _ in FIGURES])
+    return table
+
+
+@handles_errors
+def eval_retrieval(
+    labels: LabelsOpt,
+    kb: KbsOpt = None,
+    markdown: Annotated[Optional[Path], typer.Option("--markdown", help="also write the table as Markdown here")] = None,
+    as_json: JsonOpt = False,
+):
+    """Grade labelled questions (a fresh session each, nothing stored) and report how the grades hold."""
+    from retrieval.calibration import regrade
+    from retrieval.quality import measure
+
+    pairs = _pair(labels, kb)
+    rt = runtime()
+    try:
+        observed, sources, t = _observe(rt, pairs)
+    finally:
+        rt.close()
+    quality = measure(regrade(observed, t))
+    if markdown is not None:
+        _write_markdown(markdown, {"": quality})
+    if as_json:
+        print_json({"embedder": rt.embedder.name, "labels": sources, **quality.model_dump()})
+        return
+    names = ", ".join(f"{p.name} on {k}" for p, k in pairs)
+    console.print(quality_table(f"{rt.embedder.name}: {names}", {"": quality}))
+
+
+@handles_errors
+def calibrate(
+    labels: LabelsOpt,
+    kb: KbsOpt = None,
+    write: Annotated[bool, typer.Option("--write", help="store the fitted model and thresholds in config.yaml for this embedder")] = False,
+    as_json: JsonOpt = False,
+):
+    """Fit the grading model and thresholds for the active embedder from labelled questions (k-fold figures)."""
+    from agent.settings import Thresholds, config_path
+    from retrieval.calibration import calibrate as run_calibration, write_thresholds
+
+    pairs = _pair(labels, kb)
+    rt = runtime()
+    try:
+        observed, sources, current = _observe(rt, pairs)
+    finally:
+        rt.close()
+    result = run_calibration(observed, sources, current, rt.embedder.name)
+    if write:
+        write_thresholds(config_path(), result.embedder, Thresholds(
+            max_l2_distance=current.max_l2_distance, highly_relevant_threshold=result.highly_relevant_threshold,
+            reference_threshold=result.reference_threshold, ranker=result.ranker))
+    if as_json:
+        print_json(result.model_dump() | {"written_to": str(config_path()) if write else None})
+        return
+    console.print(quality_table(
+        f"{result.embedder}: {sum(sources.values())} questions, {result.folds}-fold",
+        {"before": result.current, "held-out": result.held_out}))
+    console.print(f"rule: {result.rule}", highlight=False, markup=False)
+    console.print(f"HIGHLY_RELEVANT {current.highly_relevant_threshold:.2f} -> {result.highly_relevant_threshold:.2f}, "
+                  f"REFERENCE {current.reference_threshold:.2f} -> {result.reference_threshold:.2f} "
+                  f"(on the model's probability)", highlight=False, markup=False)
+    console.print("model: " + ", ".join(f"{k} {v:+.2f}" for k, v in result.ranker.weights.items())
+                  + f", bias {result.ranker.bias:+.2f}", highlight=False, markup=False)
+    if write:
+        console.print(f"written to {config_path()}", highlight=False, markup=False)
+
+
+def _write_markdown(path: Path, qualities: dict) -> None:
+    from agent.errors import ExecutorError
+
+    header = ["questions", *[label for _, label in FIGURES]]
+    lines = ["| " + " | ".join(header) + " |", "|---|" + "---:|" * len(FIGURES)]
+    for name, fig in _columns(qualities):
+        lines.append("| " + " | ".join([name, *[_cell(fig, key) for key, _ in FIGURES]]) + " |")
+    lines += ["", LEGEND]
+    try:
+        path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    except OSError as exc:
+        raise ExecutorError(f"{path}: cannot write ({exc.strerror})") from exc

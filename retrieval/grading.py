@@ -1,0 +1,143 @@
+"""Find and grade the documents for one query in one KB, before any session rule applies.
+
+Three layers find candidates: L0 (the KB's keywords and titles found in the
+query), the dense vectors and the lexical index (BM25). Every candidate gets
+the calibrated score of `retrieval.ranking`; the level follows from the best
+one (`retrieval.relevance.grade`). Lookup, calibration, the retrieval-quality
+eval, graph expansion and `query_knowledge_graph` all grade through here, so
+a level means the same thing everywhere.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from agent.settings import Thresholds
+from retrieval.keywords import KeywordIndex
+from retrieval.ranking import Candidate, background, describe, rank
+from retrieval.relevance import Level, grade, similarity
+from retrieval.vocabulary import QueryTerms, Vocabulary, query_terms
+from stores.catalog import Catalog
+from stores.embedders import Embedder
+from stores.vectors import ChunkHit, MilvusVectorStore
+
+MAX_CHUNKS_PER_DOC = 20  # chunks fetched for a document found by keyword or by the graph
+
+
+def chunk_ids(doc_key: str, chunk_count: int) -> list[str]:
+    return [f"{doc_key}#{i}" for i in range(min(chunk_count, MAX_CHUNKS_PER_DOC))]
+
+
+@dataclass
+class Graded:
+    """Candidates best first, the level of the best, and what the log needs to explain it."""
+
+    candidates: list[Candidate]
+    query_terms: QueryTerms
+    l0: dict[str, list[str]] = field(default_factory=dict)
+    dense_distances: list[float] = field(default_factory=list)
+    background: float = 0.0
+    level: Level | None = None
+
+    def regrade(self, t: Thresholds) -> "Graded":
+        """Score, order and grade the candidates under `t` (calibration re-grades with each fold's model)."""
+        self.candidates = rank(self.candidates, t.ranker)
+        self.level = grade(self.candidates, t)
+        return self
+
+    def relevant(self, t: Thresholds) -> list[Candidate]:
+        """The documents worth sending: the best one whenever there is a level, then every one at REFERENCE or above."""
+        if self.level is None:
+            return []
+        return [c for i, c in enumerate(self.candidates) if i == 0 or c.score >= t.reference_threshold]
+
+    def details(self) -> dict:
+        top = self.candidates[0] if self.candidates else None
+        return {
+            "l0_titles": [c.title for c in self.candidates if c.l0_terms],
+            "l0_match_count": sum(1 for c in self.candidates if c.l0_terms),
+            "l0_specific_count": sum(1 for c in self.candidates if c.specific),
+            "l0_terms": sorted({t for c in self.candidates for t in c.l0_terms}),
+            "l1_scores": [round(d, 4) for d in self.dense_distances],
+            "l1_top_score": round(min(self.dense_distances), 4) if self.dense_distances else None,
+            "l1_top_similarity": round(max(c.similarity for c in self.candidates), 4) if self.candidates else None,
+            "top_score": round(top.score, 4) if top else None,
+            "background_similarity": round(self.background, 4),
+            "doc_similarities": {c.doc_key: round(c.similarity, 4) for c in self.candidates},
+            "doc_scores": {c.doc_key: round(c.score, 4) for c in self.candidates},
+            "kb_coverage": round(self.query_terms.coverage, 4),
+            "unknown_names": self.query_terms.unknown_names,
+            "features": {c.doc_key: {f: round(v, 4) for f, v in c.features.items()} for c in self.candidates[:5]},
+        }
+
+
+class Grader:
+    """Grades queries against KBs; caches each KB's keyword index and vocabulary per revision."""
+
+    def __init__(
+        self, catalog: Catalog, vectors: MilvusVectorStore, embedder: Embedder, cache_dir: Path, top_k: int = 10
+    ):
+        self.catalog, self.vectors, self.embedder = catalog, vectors, embedder
+        self.cache_dir, self.top_k = cache_dir, top_k
+        self._keywords: dict[str, tuple[int, KeywordIndex]] = {}
+        self._vocabularies: dict[str, tuple[int, Vocabulary]] = {}
+
+    # -- per-KB views, rebuilt when the KB's revision moves ---------------------
+    def vocabulary(self, kb: str, revision: int) -> Vocabulary:
+        cached = self._vocabularies.get(kb)
+        if cached is None or cached[0] != revision:
+            path = self.cache_dir / f"vocabulary-{kb}.json"
+            vocabulary = Vocabulary.load(path, revision)
+            if vocabulary is None:
+                vocabulary = Vocabulary.build((k, f"{title}\n{text}") for k, title, text in self.vectors.texts(kb))
+                vocabulary.save(path, revision)
+            cached = (revision, vocabulary)
+            self._vocabularies[kb] = cached
+        return cached[1]
+
+    def keyword_index(self, kb: str, revision: int) -> KeywordIndex:
+        cached = self._keywords.get(kb)
+        if cached is None or cached[0] != revision:
+            docs = self.catalog.documents(kb)
+            cached = (revision, KeywordIndex((k, [*d.keywords, d.title]) for k, d in docs.items()))
+            self._keywords[kb] = cached
+        return cached[1]
+
+    # -- grading ----------------------------------------------------------------
+    def grade(self, kb: str, revision: int, query: str, vector: np.ndarray, t: Thresholds) -> Graded:
+        vocabulary = self.vocabulary(kb, revision)
+        found: dict[str, Candidate] = {}
+
+        def take(hit: ChunkHit, lexical: float | None = None) -> Candidate:
+            c = found.setdefault(hit.doc_key, Candidate(hit.doc_key, hit.title, hit.domain))
+            c.add(hit, lexical)
+            return c
+
+        dense = self.vectors.dense_search(kb, vector, self.top_k)
+        for hit in dense:
+            take(hit)
+        for hit, score in self.vectors.lexical_search(kb, query, vector, self.embedder, self.top_k):
+            take(hit, score)
+        l0 = self.keyword_index(kb, revision).match(query)
+        if l0:
+            rows = self.catalog.documents(kb)
+            wanted = [cid for k in l0 if k in rows and k not in found for cid in chunk_ids(k, rows[k].chunk_count)]
+            for hit in self.vectors.get_chunks(kb, wanted, vector):
+                take(hit)
+            for k, matched in l0.items():
+                if k in found:
+                    found[k].l0_terms = matched
+                    found[k].specific = any(vocabulary.specific(term) for term in matched)
+
+        candidates = list(found.values())
+        for c in candidates:
+            c.similarity = max(similarity(h.distance, t.max_l2_distance) for h in c.chunks.values())
+        q = query_terms(query, vocabulary)
+        floor = background([similarity(h.distance, t.max_l2_distance) for h in dense])
+        describe(candidates, q, floor)
+        return Graded(
+            candidates=candidates, query_terms=q, l0=l0, dense_distances=[h.distance for h in dense], background=floor,
+        ).regrade(t)

@@ -1,0 +1,97 @@
+"""One calibrated relevance score per (query, document), from several signals.
+
+The dense similarity alone does not separate relevant from irrelevant pages on
+real documentation (USE puts a right and a wrong page within a few hundredths),
+and an exact keyword alone crowns whichever glossary names the term. So each
+candidate document is described by a few features and a logistic model, fitted
+by `executor calibrate` on labelled questions, turns them into the probability
+that the document answers the query. Levels are thresholds on that probability.
+
+Features (all in [0, 1] or small integers, so weights stay comparable):
+- `similarity`: the document's best dense cosine (the absolute level still separates off-topic
+  questions that share no meaning with the KB);
+- `lift`: the document's best dense cosine minus the query's background (the mean cosine
+  of its 4th to 10th dense hits). Raw cosines sit at different heights in different KBs
+  (0.15-0.5 on the sample KB, 0.3-0.65 on the Helm docs) and with different wordings; how far
+  a document stands out from the crowd transfers across both, the raw value does not;
+- `gap`: how far the document's cosine is below the query's best document (1st place gets 0);
+- `lexical`: the document's best BM25 score over the query's best BM25 score;
+- `coverage`: the IDF-weighted share of the query's terms found in the document's retrieved text;
+- `kb_coverage`: the same share over the whole KB's vocabulary (the query is about this KB at all);
+- `unknown_names`: name-like query words the KB never uses (capped at 2);
+- `specific_keyword`: the document matched a specific L0 keyword (few documents use it).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+from agent.settings import Ranker
+from retrieval.vocabulary import QueryTerms, terms
+from stores.vectors import ChunkHit
+
+FEATURES = ("similarity", "lift", "gap", "lexical", "coverage", "kb_coverage", "unknown_names", "specific_keyword")
+BACKGROUND_RANKS = slice(3, 10)
+
+
+@dataclass
+class Candidate:
+    """A document some layer found for the query, with the chunks that came back for it."""
+
+    doc_key: str
+    title: str
+    domain: str
+    chunks: dict[int, ChunkHit] = field(default_factory=dict)
+    lexical: float = 0.0  # best BM25 (or lexical-weight) score of its chunks; 0 when the lexical layer missed it
+    l0_terms: list[str] = field(default_factory=list)
+    specific: bool = False  # one of its L0 terms is specific
+    similarity: float = 0.0
+    features: dict[str, float] = field(default_factory=dict)
+    score: float = 0.0
+
+    def add(self, hit: ChunkHit, lexical: float | None = None) -> None:
+        self.chunks.setdefault(hit.chunk_index, hit)
+        if lexical is not None:
+            self.lexical = max(self.lexical, lexical)
+
+
+def background(similarities: list[float]) -> float:
+    """The mean cosine of the 4th to 10th best dense hits: what any document of the KB scores for this query."""
+    ranked = sorted(similarities, reverse=True)
+    tail = ranked[BACKGROUND_RANKS] or ranked[-1:]
+    return sum(tail) / len(tail) if tail else 0.0
+
+
+def features(c: Candidate, top_similarity: float, floor: float, top_lexical: float, q: QueryTerms) -> dict[str, float]:
+    text = terms(c.title + "\n" + "\n".join(h.text for h in c.chunks.values()))
+    return {
+        "similarity": c.similarity,
+        "lift": c.similarity - floor,
+        "gap": max(0.0, top_similarity - c.similarity),
+        "lexical": c.lexical / top_lexical if top_lexical > 0 else 0.0,
+        "coverage": q.coverage_of(text),
+        "kb_coverage": q.coverage,
+        "unknown_names": float(min(len(q.unknown_names), 2)),
+        "specific_keyword": 1.0 if c.specific else 0.0,
+    }
+
+
+def probability(ranker: Ranker, x: dict[str, float]) -> float:
+    z = ranker.bias + sum(ranker.weights.get(name, 0.0) * value for name, value in x.items())
+    return 1.0 / (1.0 + math.exp(-max(-50.0, min(50.0, z))))
+
+
+def describe(candidates: list[Candidate], q: QueryTerms, floor: float) -> None:
+    """Compute each candidate's features (similarities must be set); `floor` is the query's `background`."""
+    top_similarity = max((c.similarity for c in candidates), default=0.0)
+    top_lexical = max((c.lexical for c in candidates), default=0.0)
+    for c in candidates:
+        c.features = features(c, top_similarity, floor, top_lexical, q)
+
+
+def rank(candidates: list[Candidate], ranker: Ranker | None) -> list[Candidate]:
+    """Score every candidate (the ranker's probability, or the bare similarity without a ranker); best first."""
+    for c in candidates:
+        c.score = probability(ranker, c.features) if ranker is not None else c.similarity
+    return sorted(candidates, key=lambda c: (-c.score, -c.similarity))
