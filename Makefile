@@ -35,3 +35,4 @@ bench: setup
 	$(PY) -m evals.bench_lookup
 	$(PY) -m evals.bench_graph
 	$(PY) -m evals.bench_kg
+	$(PY) -m evals.bench_retrieval

@@ -87,8 +87,17 @@ def test_fusion_lambda_follows_the_calibrated_score():
     assert [fusion_lambda(s, t) for s in (0.95, 0.6, 0.5999, 0.3, 0.2999, None)] == [0.8, 0.8, 0.5, 0.5, 0.3, 0.3]
 
 
+def test_expansion_never_adds_what_the_grader_calls_irrelevant(sample_rt):
+    result = sample_rt.lookup.lookup("my service keeps restarting", "expand-0")
+    assert result.relevance_level == Level.REFERENCE and should_expand(result, 5)
+    expansion = sample_rt.expander.expand(result)
+    # the graph reaches documents from these entities, but all of them score below REFERENCE for this query
+    assert expansion.status == "nothing_new" and expansion.documents == []
+    assert expansion.details["below_reference"] > 0
+
+
 def test_expansion_after_a_reference_result(sample_rt):
-    result = sample_rt.lookup.lookup("my service keeps restarting", "expand-1")
+    result = sample_rt.lookup.lookup("web server timeouts", "expand-1")
     assert result.relevance_level == Level.REFERENCE and should_expand(result, 5)
     expansion = sample_rt.expander.expand(result)
     assert expansion.status == "expanded", expansion.message
@@ -107,6 +116,8 @@ def test_expansion_after_a_reference_result(sample_rt):
     row = sample_rt.log.rows(session_id="expand-1", tool_name="graph_expand")[0]
     assert row.retrieval_details["status"] == "expanded" and 0 < row.retrieval_details["lambda"] < 1
     assert set(row.retrieval_details["fused"]) == sent
+    t = sample_rt.settings.thresholds(sample_rt.embedder.name)
+    assert all(v >= t.reference_threshold for v in row.retrieval_details["semantic"].values())
 
 
 def test_no_expansion_after_precise():

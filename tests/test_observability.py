@@ -6,9 +6,10 @@ from datetime import datetime, timedelta
 
 import pytest
 
-from agent.settings import Settings
-from conftest import make_runtime, run_cli
-from retrieval.calibration import Label, Row, choose, sweep, write_thresholds
+from agent.settings import Ranker, Settings, Thresholds
+from conftest import REPO, make_runtime, run_cli
+from retrieval.calibration import Label, choose_thresholds, folds_of, write_thresholds
+from retrieval.ranking import FEATURES
 from stores.database import SCHEMA_REVISION, Database, schema_revision
 from stores.invocation_log import Invocation, InvocationLog
 from stores.invocation_stats import invocation_stats
@@ -118,35 +119,66 @@ def test_schema_revision_is_the_newest_migration():
 
 
 # -- calibration ---------------------------------------------------------------------
-def test_sweep_and_the_choice_rule():
-    labels = [Label(query="a", relevant=["x"]), Label(query="b", relevant=["y", "z"]), Label(query="c", relevant=[])]
-    sims = [{"x": 0.8, "w": 0.5}, {"y": 0.6, "z": 0.35, "v": 0.3}, {"u": 0.45}]
-    rows = {r.threshold: r for r in sweep(labels, sims, grid=[0.3, 0.35, 0.45, 0.5, 0.6, 0.8, 0.9])}
-    assert (rows[0.6].precision, rows[0.6].recall) == (1.0, round(2 / 3, 4))
-    assert (rows[0.35].precision, rows[0.35].recall) == (0.6, 1.0)
-    assert rows[0.9].predicted == 0
-    table = list(rows.values())
-    assert choose(table, 0.9).threshold == 0.6  # highest recall with precision >= 0.9
-    assert choose(table, 0.5).threshold == 0.35
-    capped = choose(table, 0.7, ceiling=0.35)  # nothing at or below 0.35 reaches 0.7: best precision instead
-    assert (capped.threshold, capped.met_rule) == (0.35, False)
+def _observed(kb: str, rows):
+    """Labelled questions whose candidates score exactly as given: [(relevant, [(doc, score), ...]), ...]."""
+    import math
+
+    from retrieval.calibration import Observed
+    from retrieval.grading import Graded
+    from retrieval.ranking import Candidate
+    from retrieval.vocabulary import QueryTerms
+
+    out = []
+    for n, (relevant, scored) in enumerate(rows):
+        cands = []
+        for doc, score in scored:
+            c = Candidate(doc, doc, "d")
+            c.features = {"similarity": math.log(score / (1 - score))}  # logit: the unit ranker gives back `score`
+            cands.append(c)
+        out.append(Observed(Label(query=f"q{n}", relevant=relevant), kb, Graded(cands, QueryTerms({}, 1.0, []))))
+    return out
 
 
-def test_choice_falls_back_to_the_best_precision():
-    rows = [Row(threshold=t, precision=p, recall=r, predicted=5, true_positives=1)
-            for t, p, r in [(0.3, 0.2, 0.9), (0.5, 0.4, 0.5), (0.7, 0.3, 0.1)]]
-    picked = choose(rows, 0.9)
-    assert (picked.threshold, picked.met_rule) == (0.5, False)
+UNIT = Ranker(bias=0.0, weights={"similarity": 1.0})
 
 
-def test_calibrate_command_writes_the_config(sample_rt, tmp_path):
+def test_threshold_rules_on_a_hand_built_case():
+    observed = _observed("k", [
+        (["a"], [("a", 0.9), ("x", 0.2)]),
+        (["b"], [("b", 0.7)]),
+        (["c"], [("x", 0.605), ("c", 0.5)]),  # wrong document first at 0.605
+        (["d"], [("d", 0.4)]),
+        ([], [("x", 0.305)]),  # off-topic, best at 0.305
+        ([], [("y", 0.1)]),
+    ])
+    hr, ref = choose_thresholds(observed, UNIT, 2.0)
+    # best documents at >= t: 0.9 right, 0.7 right, 0.605 wrong: 2/3 at 0.60, 1.0 from 0.61 on
+    assert hr == 0.61
+    # off-topic bests 0.305 and 0.1: at most 5% may get a document, so both must fall below REFERENCE
+    assert ref == 0.31
+
+
+def test_without_off_topic_labels_reference_keeps_documents_relevant():
+    observed = _observed("k", [(["a"], [("a", 0.9), ("x", 0.5)]), (["b"], [("b", 0.8), ("y", 0.35)])])
+    hr, ref = choose_thresholds(observed, UNIT, 2.0)
+    assert hr == 0.02  # every best document is relevant
+    assert ref == 0.02  # 2 of 4 sent documents relevant at any cut >= 0.4 of them: the lowest threshold
+
+
+def test_folds_spread_every_label_file():
+    observed = _observed("a", [(["a"], [("a", 0.9)])] * 10) + _observed("b", [(["b"], [("b", 0.9)])] * 5)
+    folds = folds_of(observed, 5)
+    assert sorted(folds[:10]) == [0, 0, 1, 1, 2, 2, 3, 3, 4, 4]
+    assert sorted(folds[10:]) == [0, 1, 2, 3, 4]
+
+
+def test_calibrate_command_writes_the_model_and_reports_held_out_figures(sample_rt, tmp_path):
+    import yaml as _yaml
+
+    rows = _yaml.safe_load((REPO / "evals" / "labels" / "sample.yaml").read_text(encoding="utf-8"))
     labels = tmp_path / "labels.yaml"
-    labels.write_text(
-        "- {query: 'What does ERR_TIMEOUT mean?', relevant: [troubleshooting/err-timeout.md]}\n"
-        "- {query: '列表接口怎么分页', relevant: [api/pagination.md]}\n"
-        "- {query: 'sourdough bread recipe', relevant: []}\n",
-        encoding="utf-8",
-    )
+    labels.write_text(_yaml.safe_dump(rows[:24] + [r for r in rows if not r["relevant"]], allow_unicode=True),
+                      encoding="utf-8")
     config = tmp_path / "config.yaml"
     config.write_text("top_k: 12\n", encoding="utf-8")
     home = tmp_path / "cal-home"
@@ -154,8 +186,10 @@ def test_calibrate_command_writes_the_config(sample_rt, tmp_path):
     r = run_cli(home, "calibrate", "--labels", str(labels), "--write", "--json", EXECUTOR_CONFIG=str(config))
     assert r.returncode == 0, r.stderr
     result = json.loads(r.stdout)
-    hr, ref = result["highly_relevant"]["threshold"], result["reference"]["threshold"]
-    assert ref <= hr and result["rule"].startswith("HIGHLY_RELEVANT: highest recall with precision >= 0.9")
+    hr, ref = result["highly_relevant_threshold"], result["reference_threshold"]
+    assert ref <= hr
+    assert result["held_out"]["overall"]["questions"] == 30 and result["folds"] == 5
+    assert set(result["ranker"]["weights"]) == set(FEATURES)
     import os
 
     os.environ["EXECUTOR_CONFIG"] = str(config)
@@ -164,6 +198,7 @@ def test_calibrate_command_writes_the_config(sample_rt, tmp_path):
     finally:
         del os.environ["EXECUTOR_CONFIG"]
     assert (t.highly_relevant_threshold, t.reference_threshold) == (hr, ref)
+    assert t.ranker.weights == result["ranker"]["weights"]  # the written model is the one in force
     assert "top_k: 12" in config.read_text()  # the rest of the file is kept
     run_cli(home, "graph", "stop")
     r = run_cli(home, "calibrate", "--labels", str(tmp_path / "nope.yaml"))
@@ -176,4 +211,4 @@ def test_write_thresholds_refuses_a_broken_config(tmp_path):
     config = tmp_path / "config.yaml"
     config.write_text("- just a list\n")
     with pytest.raises(InputError, match="mapping"):
-        write_thresholds(config, "use-multilingual-v3", 0.5, 0.3)
+        write_thresholds(config, "use-multilingual-v3", Thresholds(highly_relevant_threshold=0.5, reference_threshold=0.3))

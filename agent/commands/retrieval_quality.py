@@ -109,7 +109,8 @@ def eval_retrieval(
     if markdown is not None:
         _write_markdown(markdown, {"": quality})
     if as_json:
-        print_json({"embedder": rt.embedder.name, "labels": sources, **quality.model_dump()})
+        print_json({"embedder": rt.embedder.name, "labels": sources, **quality.model_dump(),
+                    "questions": [q.model_dump() for q in quality.questions]})
         return
     names = ", ".join(f"{p.name} on {k}" for p, k in pairs)
     console.print(quality_table(f"{rt.embedder.name}: {names}", {"": quality}))

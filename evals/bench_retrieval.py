@@ -1,0 +1,61 @@
+"""Retrieval quality on labelled corpora: the similarity grading against the calibrated ranker, side by side.
+
+    python -m evals.bench_retrieval [--helm ../shared/corpora/helm]
+
+Ingests the bundled sample KB and, when present, the Helm documentation corpus
+(kept outside the repository) into a throw-away EXECUTOR_HOME, grades every
+labelled question once under each grading, and prints the figures of
+`executor eval-retrieval` per corpus and language. Then it runs the k-fold
+calibration on all label files, so the ranker's figures also appear measured on
+questions its fold never saw. Printed, never asserted.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+
+import typer
+from rich.console import Console
+
+from agent.commands.retrieval_quality import quality_table
+from agent.runtime import Runtime
+from agent.settings import REPO_ROOT, SAMPLE_KB_PATH, Settings
+from retrieval.calibration import calibrate, load_labels, observe, regrade
+from retrieval.ingest import SAMPLE_EXTRACT_CONFIG, ingest
+from retrieval.quality import measure
+
+HELM = REPO_ROOT.parent / "shared" / "corpora" / "helm"
+
+
+def main(helm: Path = typer.Option(HELM, help="the Helm corpus folder (docs/ and questions.yaml)")):
+    console = Console(width=160)
+    home = Path(tempfile.mkdtemp(prefix="bench-retrieval-"))
+    rt = Runtime(Settings(home=home))
+    sets = [(REPO_ROOT / "evals" / "labels" / "sample.yaml", "sample"),
+            (REPO_ROOT / "evals" / "labels" / "sample-keywords.yaml", "sample")]
+    try:
+        ingest(rt, SAMPLE_KB_PATH, "sample", progress=False, extract_config=SAMPLE_EXTRACT_CONFIG)
+        if (helm / "questions.yaml").exists():
+            console.print("ingesting the Helm corpus ...")
+            ingest(rt, helm / "docs", "helm", progress=True)
+            sets.append((helm / "questions.yaml", "helm"))
+        else:
+            console.print(f"[yellow]{helm}: no Helm corpus, sample KB only[/yellow]")
+        gradings = {}
+        observed = []
+        for name in ("similarity", "ranker"):
+            t = Settings(home=home, grading=name).thresholds(rt.embedder.name)
+            observed = [o for path, kb in sets for o in observe(rt.grader, rt.catalog, rt.embedder, kb, load_labels(path), t)]
+            gradings[name] = measure(regrade(observed, t))
+        console.print(quality_table(f"{rt.embedder.name}: shipped presets, every labelled question", gradings))
+        current = Settings(home=home, grading="ranker").thresholds(rt.embedder.name)
+        result = calibrate(observed, {str(p): 0 for p, _ in sets}, current, rt.embedder.name)
+        console.print(quality_table(f"ranker, {result.folds}-fold: each question graded by a model fitted without it",
+                                    {"held-out": result.held_out}))
+    finally:
+        rt.close(stop_graph_server=True)
+
+
+if __name__ == "__main__":
+    typer.run(main)
