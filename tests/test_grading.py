@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from conftest import make_runtime, run_cli, write_kb
+from conftest import REPO, make_runtime, run_cli, write_kb
 from retrieval.ingest import ingest
 from retrieval.quality import Question, figures
 from retrieval.vocabulary import Vocabulary, query_terms, unknown_names
@@ -178,3 +178,64 @@ def test_eval_retrieval_command_reports_and_leaves_nothing_behind(tmp_path):
     bad = run_cli(home, "eval-retrieval", "--labels", str(labels), "--labels", str(labels), "--kb", "a", "--kb", "b",
                   "--kb", "c")
     assert bad.returncode == 2 and "--kb" in bad.stderr
+
+
+# -- on real documents: a slice of the Helm docs (kept outside the repository) ----------------------------------
+HELM = REPO.parent / "shared" / "corpora" / "helm"
+HELM_SLICE = ["glossary/index.md", "faq/index.md", "faq/troubleshooting.md", "topics/charts_hooks.md",
+              "topics/chart_tests.md", "topics/charts.md", "topics/rbac.md", "topics/registries.md",
+              "intro/using_helm.md", "intro/install.md", "chart_best_practices/labels.md",
+              "chart_template_guide/function_list.md", "chart_template_guide/variables.md"]
+
+
+@pytest.fixture(scope="module")
+def helm_slice(tmp_path_factory):
+    if not (HELM / "questions.yaml").exists():
+        pytest.skip(f"the Helm corpus is not at {HELM} (it lives in the shared folder, not in the repository)")
+    import shutil
+
+    import yaml
+
+    root = tmp_path_factory.mktemp("helm")
+    for rel in HELM_SLICE:
+        for lang in ("en", "zh"):
+            src = HELM / "docs" / lang / rel
+            if src.exists():
+                (root / lang / rel).parent.mkdir(parents=True, exist_ok=True)
+                shutil.copy(src, root / lang / rel)
+    kept = {p.relative_to(root).as_posix() for p in root.rglob("*.md")}
+    labels = [q for q in yaml.safe_load((HELM / "questions.yaml").read_text(encoding="utf-8"))
+              if not q["relevant"] or set(q["relevant"]) <= kept]
+    rt = make_runtime(tmp_path_factory.mktemp("home"))
+    ingest(rt, root, "helm", progress=False)
+    yield rt, labels
+    rt.close()
+
+
+def _grade_all(rt, labels, grading: str):
+    from agent.settings import Settings
+    from retrieval.calibration import Label, observe, regrade
+    from retrieval.quality import measure
+
+    t = Settings(home=rt.settings.home, grading=grading).thresholds(rt.embedder.name)
+    observed = observe(rt.grader, rt.catalog, rt.embedder, "helm", [Label(**q) for q in labels], t)
+    return measure(regrade(observed, t)).overall
+
+
+def test_on_real_docs_precise_is_never_a_glossary_or_faq_page(helm_slice):
+    rt, labels = helm_slice
+    f = _grade_all(rt, labels, "similarity")
+    assert f.answerable >= 20 and f.off_topic == 15
+    assert f.precise_count == 0 or f.precise_precision == 1.0
+    for q in [x for x in labels if x["relevant"]]:
+        r = rt.grader.grade("helm", rt.catalog.require("helm").revision, q["query"],
+                            rt.embedder.embed_query(q["query"]), rt.settings.thresholds(rt.embedder.name))
+        assert not (r.level == "PRECISE" and r.candidates[0].doc_key.split("/", 1)[1] in ("glossary/index.md", "faq/index.md"))
+
+
+def test_on_real_docs_the_ranker_says_nothing_found_for_neighbouring_technology(helm_slice):
+    rt, labels = helm_slice
+    f = _grade_all(rt, labels, "ranker")
+    assert f.off_topic_confident == 0  # Terraform, Istio, Argo ... never PRECISE or HIGHLY_RELEVANT
+    assert f.off_topic_none >= 0.8
+    assert f.hit_at_1 >= 0.6
