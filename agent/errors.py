@@ -1,9 +1,56 @@
-"""User-facing errors: one line that says what is wrong and what to do."""
+"""User-facing errors: one line that says what is wrong and what to do, with no secret in it."""
+
+from __future__ import annotations
+
+import re
+from urllib.parse import urlsplit, urlunsplit
+
+# scheme://user:password@host -> scheme://***@host (FALKORDB_URL, MILVUS_URI, NEO4J_URI, database URLs)
+_USERINFO = re.compile(r"(?P<scheme>\b[a-zA-Z][a-zA-Z0-9+.\-]*://)[^/@\s'\"]+@")
+# ...?password=x&token=y and "api_key: x" as libraries print them
+_SECRET_PARAM = re.compile(
+    r"(?i)\b(?P<key>password|passwd|pwd|token|api[_-]?key|secret|authorization)(?P<sep>\s*[=:]\s*)(?!\*\*\*)[^\s&,;'\"]+"
+)
+# values the settings hold (passwords, tokens, API keys): never printed, wherever a library puts them
+_SECRETS: set[str] = set()
+_TERMINAL_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def register_secret(value: str | None) -> None:
+    """Remember a secret from the configuration so that `redact` removes it from any text."""
+    if value and len(value) >= 4:
+        _SECRETS.add(value)
+
+
+def redact(text: str) -> str:
+    """`text` without URL credentials, `password=`-style values, or any registered secret."""
+    text = _USERINFO.sub(r"\g<scheme>***@", str(text))
+    text = _SECRET_PARAM.sub(r"\g<key>\g<sep>***", text)
+    for secret in sorted(_SECRETS, key=len, reverse=True):
+        text = text.replace(secret, "***")
+    return text
+
+
+def display_url(url: str | None) -> str:
+    """A URL as it may be printed: no user or password (a path to a local file is returned as is)."""
+    if not url or "://" not in url:
+        return url or ""
+    parts = urlsplit(url)
+    host = parts.hostname or ""
+    if parts.port:
+        host = f"{host}:{parts.port}"
+    return redact(urlunsplit((parts.scheme, host, parts.path, "", "")))
+
+
+def terminal_safe(text: str) -> str:
+    """Text from documents as a terminal may show it: escape sequences (OSC, CSI) and other control
+    characters are shown as visible escapes instead of being obeyed. Newlines and tabs stay."""
+    return _TERMINAL_CONTROL.sub(lambda m: repr(m.group())[1:-1], str(text))
 
 
 def first_line(exc, limit: int = 300) -> str:
     """An exception from a library as one line for an error message (its class name if it says nothing)."""
-    text = str(exc).strip() or exc.__class__.__name__
+    text = redact(str(exc).strip()) or exc.__class__.__name__
     return text.splitlines()[0][:limit]
 
 
@@ -11,11 +58,15 @@ class ExecutorError(Exception):
     """Raised for anything a person can fix: bad input, a backend down, a mismatch."""
 
     def __init__(self, message: str):
-        super().__init__(" ".join(str(message).split()))
+        super().__init__(redact(" ".join(str(message).split())))
 
 
 class InputError(ExecutorError):
     """The request itself is malformed (empty query, unknown knowledge base, ...)."""
+
+
+class ConfigError(ExecutorError):
+    """The configuration is wrong (a setting, the embedder, a model folder): no request can fix it."""
 
 
 class BackendError(ExecutorError):

@@ -12,12 +12,14 @@ import os
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, Literal
+from urllib.parse import urlsplit
 
 import yaml
-from pydantic import AliasChoices, BaseModel, ConfigDict, Field, model_validator
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError, model_validator
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
-from agent.errors import ExecutorError
+from agent.errors import ConfigError, register_secret
+from agent.fs import private_dir
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 SAMPLE_KB_PATH = REPO_ROOT / "kb" / "sample"
@@ -124,9 +126,9 @@ class _YamlSource(PydanticBaseSettingsSource):
         try:
             data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
         except yaml.YAMLError as exc:
-            raise ExecutorError(f"{path}: not valid YAML ({exc.__class__.__name__})") from exc
+            raise ConfigError(f"{path}: not valid YAML ({exc.__class__.__name__})") from exc
         if not isinstance(data, dict):
-            raise ExecutorError(f"{path}: expected a mapping at the top level")
+            raise ConfigError(f"{path}: expected a mapping at the top level")
         return data
 
 
@@ -138,7 +140,7 @@ class Settings(BaseSettings):
     embedder_path: Path | None = Field(None, description="local model directory for bge-m3 / flag")
     milvus_uri: str | None = Field(None, validation_alias=AliasChoices("MILVUS_URI", "EXECUTOR_MILVUS_URI"))
     milvus_token: str | None = Field(None, validation_alias=AliasChoices("MILVUS_TOKEN", "EXECUTOR_MILVUS_TOKEN"))
-    milvus_timeout_s: float = 30.0
+    milvus_timeout_s: float = Field(30.0, gt=0)
     database_url: str | None = None
 
     # The graph: Neo4j when NEO4J_URI is set, else a FalkorDB at FALKORDB_URL, else the embedded FalkorDB.
@@ -182,6 +184,17 @@ class Settings(BaseSettings):
     def settings_customise_sources(cls, settings_cls, init_settings, env_settings, dotenv_settings, file_secret_settings):
         return (init_settings, env_settings, _YamlSource(settings_cls))
 
+    @model_validator(mode="after")
+    def _register_secrets(self) -> "Settings":
+        """Every password, token and key the settings hold is redacted from whatever is printed or stored."""
+        for value in (self.openai_api_key, self.milvus_token, self.neo4j_password):
+            register_secret(value)
+        for url in (self.falkordb_url, self.milvus_uri, self.neo4j_uri, self.database_url, self.checkpoint_url,
+                    self.openai_base_url):
+            if url and "://" in url:
+                register_secret(urlsplit(url).password)
+        return self
+
     @property
     def milvus_target(self) -> str:
         return self.milvus_uri or str(self.home / "milvus.db")
@@ -215,16 +228,33 @@ class Settings(BaseSettings):
         try:
             return Thresholds(**values)
         except ValueError as exc:
-            raise ExecutorError(f"invalid relevance thresholds for {embedder_name}: {exc.errors()[0]['msg']}") from exc
+            raise ConfigError(f"invalid relevance thresholds for {embedder_name}: {exc.errors()[0]['msg']}") from exc
 
     def ensure_home(self) -> Path:
-        self.home.mkdir(parents=True, exist_ok=True)
-        return self.home
+        """EXECUTOR_HOME, created private (0700): it holds the session memory, checkpoints and the graph."""
+        return private_dir(self.home)
+
+
+def env_name(field: str) -> str:
+    """The environment variable a settings field is read from (the first alias, or EXECUTOR_<FIELD>)."""
+    info = Settings.model_fields.get(field)
+    alias = info.validation_alias if info is not None else None
+    if isinstance(alias, AliasChoices):
+        return str(alias.choices[0])
+    return f"EXECUTOR_{field.upper()}"
+
+
+def settings_error(exc: ValidationError) -> ConfigError:
+    """A pydantic error as one line that names the setting (never its value: it may be a secret)."""
+    err = exc.errors()[0]
+    loc = [str(p) for p in err.get("loc", ())]
+    where = env_name(loc[0]) if loc and loc[0] in Settings.model_fields and len(loc) == 1 else ".".join(loc) or "settings"
+    return ConfigError(f"invalid setting {where}: {err['msg']}")
 
 
 @lru_cache(maxsize=1)
 def get_settings() -> Settings:
     try:
         return Settings()
-    except ValueError as exc:
-        raise ExecutorError(f"invalid settings: {exc}".splitlines()[0]) from exc
+    except ValidationError as exc:
+        raise settings_error(exc) from exc

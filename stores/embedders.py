@@ -11,7 +11,7 @@ from typing import Protocol
 
 import numpy as np
 
-from agent.errors import BackendError, InputError
+from agent.errors import BackendError, ConfigError
 
 BGE_M3_HEADS = ("sparse_linear.pt", "colbert_linear.pt")
 
@@ -62,10 +62,10 @@ class UseEmbedder:
 
 def _require_dir(path: Path | None, what: str) -> Path:
     if path is None:
-        raise InputError(f"{what} needs a local model folder: set EXECUTOR_EMBEDDER_PATH (there is no model hub here)")
+        raise ConfigError(f"{what} needs a local model folder: set EXECUTOR_EMBEDDER_PATH (there is no model hub here)")
     path = Path(path).expanduser()
     if not (path / "config.json").is_file():
-        raise InputError(f"{path}: not a model folder (no config.json)")
+        raise ConfigError(f"{path}: not a model folder (no config.json)")
     return path
 
 
@@ -150,5 +150,5 @@ def make_embedder(kind: str, path: Path | None = None) -> Embedder:
         elif kind == "flag":
             _CACHE[key] = FlagEncoderEmbedder(path)
         else:
-            raise InputError(f"unknown embedder {kind!r}: choose use, bge-m3 or flag")
+            raise ConfigError(f"unknown embedder {kind!r}: choose use, bge-m3 or flag")
     return _CACHE[key]

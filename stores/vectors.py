@@ -7,6 +7,7 @@ distance is computed here, exactly as Milvus defines metric L2.
 
 from __future__ import annotations
 
+import fcntl
 import json
 import logging
 import warnings
@@ -15,7 +16,8 @@ from pathlib import Path
 
 import numpy as np
 
-from agent.errors import BackendError, InputError
+from agent.errors import BackendError, InputError, display_url, first_line
+from agent.fs import HeldLock, private_dir, private_umask, stderr_to
 from stores.embedders import Embedder
 
 # milvus-lite 2.5.1 imports pkg_resources (hence setuptools<81), which warns on every start.
@@ -57,32 +59,88 @@ class MilvusVectorStore:
         self._token = token
         self._timeout = timeout_s
         self._client = None
+        self._lock = HeldLock(self.lock_path) if self.is_lite else None
 
     # -- connection ---------------------------------------------------------
     @property
+    def lock_path(self) -> Path:
+        """Our lock, beside the Lite file. milvus-lite has its own (`.milvus.db.lock`), but a process that
+        fails to take it unlinks it on the way out, after which a third process opens the file too."""
+        path = Path(self.uri)
+        return path.with_name(f".{path.name}.executor.lock")
+
+    @property
     def client(self):
         if self._client is None:
-            from pymilvus import MilvusClient
-            from pymilvus.exceptions import MilvusException
-
             if self.is_lite:
-                Path(self.uri).parent.mkdir(parents=True, exist_ok=True)
-            root = logging.getLogger()
-            level = root.level
-            # milvus-lite logs its own copy of the lock error on the root logger; ours says what to do.
-            root.setLevel(logging.CRITICAL)
-            try:
-                self._client = MilvusClient(self.uri, token=self._token or "", timeout=self._timeout)
-            except MilvusException as exc:
-                if self.is_lite:
-                    raise BackendError(
-                        f"cannot open the Milvus Lite file {self.uri}: another process has it open "
-                        "(a Lite file allows one process at a time); stop it, or set MILVUS_URI to a Milvus server"
-                    ) from exc
-                raise BackendError(f"cannot reach Milvus at {self.uri}: {exc.message}") from exc
-            finally:
-                root.setLevel(level)
+                self._client = self._open_lite()
+            else:
+                self._client = self._connect(self.uri)
         return self._client
+
+    def _open_lite(self):
+        path = Path(self.uri)
+        private_dir(path.parent)
+        if not self._lock.held and not self._lock.try_acquire():
+            raise BackendError(self._locked_message())
+        try:
+            if _lite_lock_taken(path):  # a process without our lock (e.g. a bare pymilvus) has the file
+                raise BackendError(self._locked_message())
+            log = path.with_name(f"{path.name}.log")
+            seen = log.stat().st_size if log.exists() else 0
+            # the Lite server and the files it creates are private to their owner; its own log lines go
+            # to a file beside it, not to the terminal
+            with private_umask(), stderr_to(log):
+                try:
+                    return self._connect(self.uri)
+                except BackendError as exc:
+                    raise BackendError(self._lite_start_error(exc, log, seen)) from exc.__cause__
+        except BaseException:
+            self._lock.release()
+            raise
+
+    def _locked_message(self) -> str:
+        return (f"cannot open the Milvus Lite file {self.uri}: another process has it open "
+                "(a Lite file allows one process at a time); stop it, or set MILVUS_URI to a Milvus server")
+
+    def _connect(self, uri: str):
+        from pymilvus import MilvusClient
+        from pymilvus.exceptions import MilvusException
+
+        root = logging.getLogger()
+        level = root.level
+        # milvus-lite logs its own copy of an open error on the root logger; ours says what to do.
+        root.setLevel(logging.CRITICAL)
+        try:
+            return MilvusClient(uri, token=self._token or "", timeout=self._timeout)
+        except MilvusException as exc:
+            raise BackendError(self._open_error(exc)) from exc
+        finally:
+            root.setLevel(level)
+
+    def _open_error(self, exc) -> str:
+        """What failed, from what actually failed: the wait for the server, or the server itself."""
+        message = first_line(getattr(exc, "message", None) or exc)
+        where = f"the Milvus Lite file {self.uri}" if self.is_lite else f"Milvus at {display_url(self.uri)}"
+        if "time" in message.lower() and "out" in message.lower() or "fail connecting" in message.lower():
+            return (f"cannot open {where}: no answer within EXECUTOR_MILVUS_TIMEOUT_S={self._timeout:g} s"
+                    + ("" if self.is_lite else f" ({message})"))
+        return f"cannot open {where}: {message}" if self.is_lite else f"cannot reach {where}: {message}"
+
+    def _lite_start_error(self, exc: BackendError, log: Path, seen: int) -> str:
+        """The Lite server's own account of why it did not start (its log since `seen`), as one line."""
+        try:
+            with open(log, "rb") as fh:
+                fh.seek(seen)
+                said = fh.read().decode("utf-8", "replace")
+        except OSError:
+            said = ""
+        if "not a database" in said or "malformed" in said:
+            return (f"cannot open the Milvus Lite file {self.uri}: it is damaged or not a Milvus Lite file "
+                    "(move it away and re-ingest)")
+        if "Init milvus failed" in said or "Open local milvus failed" in str(exc):
+            return f"cannot open the Milvus Lite file {self.uri}: milvus-lite did not start; see {log}"
+        return str(exc)
 
     def _kw(self) -> dict:
         # pymilvus retries failed calls 75 times with back-off by default: minutes
@@ -96,6 +154,8 @@ class MilvusVectorStore:
         if self._client is not None:
             self._client.close()
             self._client = None
+        if self._lock is not None:
+            self._lock.release()
 
     # -- collections --------------------------------------------------------
     @staticmethod
@@ -276,6 +336,25 @@ class MilvusVectorStore:
             distance=float(diff @ diff),
             rank=rank,
         )
+
+
+def _lite_lock_taken(path: Path) -> bool:
+    """Whether a live process holds milvus-lite's own lock on `path` (a POSIX lock, as milvus-lite takes it).
+    Probing with lockf and letting go at once: closing the descriptor drops this process's POSIX locks."""
+    from milvus_lite.server_manager import server_manager_instance
+
+    if str(path.absolute().resolve()) in server_manager_instance._servers:
+        return False  # this process runs it (another runtime here); probing would drop its lock
+    lock = path.with_name(f".{path.name}.lock")
+    if not lock.exists():
+        return False
+    with open(lock, "a") as fh:
+        try:
+            fcntl.lockf(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            return True
+        fcntl.lockf(fh, fcntl.LOCK_UN)
+    return False
 
 
 def validate_kb_name(name: str) -> str:

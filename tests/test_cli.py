@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from conftest import run_cli
+from conftest import REPO, run_cli
 
 
 @pytest.fixture(scope="module")
@@ -77,20 +77,34 @@ def test_bad_input_is_one_line_on_stderr_with_exit_2(home, args, message):
     assert len(lines) == 1 and lines[0].startswith("error: ") and message in lines[0]
 
 
-def test_a_milvus_file_held_by_another_process_is_a_clear_error(home):
+HOLDERS = {
+    # an executor process: our own lock, then Lite's
+    "executor": "from stores.vectors import MilvusVectorStore; MilvusVectorStore(sys.argv[1]).client",
+    # a bare pymilvus that knows nothing of our lock: Lite's own lock only
+    "pymilvus": "from pymilvus import MilvusClient; MilvusClient(sys.argv[1])",
+}
+
+
+@pytest.mark.parametrize("holder_kind", sorted(HOLDERS))
+def test_a_milvus_file_held_by_another_process_stays_held_against_two_more(home, holder_kind):
+    """Three contenders: the holder keeps the file while two more processes try in turn. milvus-lite's
+    own lock alone let the third in (the second unlinked the lock file it failed to take)."""
     holder = subprocess.Popen(
         [sys.executable, "-W", "ignore", "-c",
-         "import sys,time; from pymilvus import MilvusClient; MilvusClient(sys.argv[1]); print('ready', flush=True); time.sleep(60)",
+         f"import sys,time; {HOLDERS[holder_kind]}; print('ready', flush=True); time.sleep(120)",
          str(home / "milvus.db")],
-        stdout=subprocess.PIPE, text=True,
+        stdout=subprocess.PIPE, text=True, cwd=str(REPO),
     )
     try:
         assert holder.stdout.readline().strip() == "ready"
-        started = time.monotonic()
-        r = run_cli(home, "lookup", "ERR_TIMEOUT")
-        assert r.returncode == 2
-        assert "another process has it open" in r.stderr and len(r.stderr.strip().splitlines()) == 1
-        assert time.monotonic() - started < 60  # fails fast, no retry storm
+        for contender in ("second", "third"):
+            started = time.monotonic()
+            r = run_cli(home, "lookup", "ERR_TIMEOUT", "--session", f"lock-{holder_kind}-{contender}")
+            assert r.returncode == 2, (contender, r.stdout)
+            lines = r.stderr.strip().splitlines()
+            assert len(lines) == 1 and "another process has it open" in lines[0], (contender, r.stderr)
+            assert time.monotonic() - started < 60  # fails fast, no retry storm
+        assert holder.poll() is None
     finally:
         holder.kill()
         holder.wait()

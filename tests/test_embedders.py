@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 
-from agent.errors import BackendError, InputError
+from agent.errors import BackendError, ConfigError
 from stores.embedders import BgeM3Embedder, UseEmbedder, make_embedder
 
 
@@ -38,9 +38,9 @@ def test_bge_m3_refuses_a_folder_without_its_heads():
 
 
 def test_model_embedders_need_a_local_folder(tmp_path):
-    with pytest.raises(InputError, match="EXECUTOR_EMBEDDER_PATH"):
+    with pytest.raises(ConfigError, match="EXECUTOR_EMBEDDER_PATH"):
         make_embedder("bge-m3", None)
-    with pytest.raises(InputError, match="not a model folder"):
+    with pytest.raises(ConfigError, match="not a model folder"):
         make_embedder("flag", tmp_path)
-    with pytest.raises(InputError, match="unknown embedder"):
+    with pytest.raises(ConfigError, match="unknown embedder"):
         make_embedder("word2vec")

@@ -1,0 +1,100 @@
+"""Files and folders under EXECUTOR_HOME: private to their owner, and locks held for a process's lifetime."""
+
+from __future__ import annotations
+
+import fcntl
+import os
+from contextlib import contextmanager
+from pathlib import Path
+
+PRIVATE_UMASK = 0o077  # files 0600, folders 0700
+
+
+def private_dir(path: Path) -> Path:
+    """A folder only its owner may enter (0700), created if missing, with its missing parents."""
+    path = Path(path)
+    if not path.is_dir():
+        with private_umask():
+            path.mkdir(parents=True, exist_ok=True)
+    os.chmod(path, 0o700)
+    return path
+
+
+def private_file(path: Path) -> Path:
+    """Create `path` empty and 0600 if it is missing (before a library opens it with its own mode)."""
+    path = Path(path)
+    os.close(os.open(path, os.O_WRONLY | os.O_CREAT, 0o600))
+    os.chmod(path, 0o600)
+    return path
+
+
+@contextmanager
+def private_umask():
+    """Everything created meanwhile (by this process or a child it starts) is private to its owner.
+    The umask is process-wide: only for short stretches that start a server or create files."""
+    old = os.umask(PRIVATE_UMASK)
+    try:
+        yield
+    finally:
+        os.umask(old)
+
+
+@contextmanager
+def stderr_to(path: Path):
+    """Send what this process and the children it starts meanwhile write to file descriptor 2 into `path`
+    (a server's own log lines must not reach the terminal: an error is one line)."""
+    import sys
+
+    sys.stderr.flush()
+    saved = os.dup(2)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+    os.dup2(fd, 2)
+    os.close(fd)
+    try:
+        yield
+    finally:
+        sys.stderr.flush()
+        os.dup2(saved, 2)
+        os.close(saved)
+
+
+# path -> [descriptor, holders]: a flock belongs to an open file, so two opens in one process would
+# lock each other out; runtimes in one process share the descriptor instead.
+_HELD: dict[str, list[int]] = {}
+
+
+class HeldLock:
+    """An exclusive `flock` on a file, held until `release()` or the process ends (the kernel drops it then,
+    even after kill -9). The file is never deleted: deleting a lock file another process waits on, or holds,
+    is how two processes end up "holding" it at once. Within one process the lock is shared."""
+
+    def __init__(self, path: Path):
+        self.path = Path(path)
+        self._key = str(self.path.absolute())
+        self.held = False
+
+    def try_acquire(self) -> bool:
+        if self.held:
+            return True
+        if self._key in _HELD:
+            _HELD[self._key][1] += 1
+        else:
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                os.close(fd)
+                return False
+            _HELD[self._key] = [fd, 1]
+        self.held = True
+        return True
+
+    def release(self) -> None:
+        if not self.held:
+            return
+        self.held = False
+        entry = _HELD[self._key]
+        entry[1] -= 1
+        if entry[1] == 0:
+            del _HELD[self._key]
+            os.close(entry[0])  # closing the descriptor releases the flock
