@@ -4,6 +4,7 @@
                             ↑          └─no tool calls→ answer → END        │        │
                             └────── (more to do, turn not over) ────────────┴────────┘
     PRECISE, a spent lookup budget, or too many rounds: → answer
+    a store or the configuration failed: lookup → fail (the run raises the error)
 
 The rules live in `agent/routing.py` (where to go) and `nodes/guard.py`
 (what may run); `nodes/lookup.py` applies the session's document and domain
@@ -19,7 +20,7 @@ from langgraph.runtime import Runtime as RunContext
 
 from agent import routing
 from agent.state import Context, ExecutorState
-from nodes.answer import make_answer
+from nodes.answer import fail, make_answer
 from nodes.begin_turn import make_begin_turn
 from nodes.executor import make_executor
 from nodes.graph_expand import make_graph_expand
@@ -45,12 +46,13 @@ def build_graph(rt, model: BaseChatModel, mode: str, checkpointer=None):
     graph.add_node("lookup", make_lookup(rt))
     graph.add_node("graph_expand", make_graph_expand(rt))
     graph.add_node("answer", make_answer(model, mode))
+    graph.add_node("fail", fail)
 
     graph.add_edge(START, "begin_turn")
     graph.add_edge("begin_turn", "executor")
     graph.add_conditional_edges("executor", _route(routing.after_executor), ["guard", "answer"])
     graph.add_conditional_edges("guard", _route(routing.after_guard), ["lookup", "executor", "answer"])
-    graph.add_conditional_edges("lookup", _route(routing.after_lookup), ["graph_expand", "executor", "answer"])
+    graph.add_conditional_edges("lookup", _route(routing.after_lookup), ["graph_expand", "executor", "answer", "fail"])
     graph.add_conditional_edges("graph_expand", _route(routing.after_graph_expand), ["executor", "answer"])
     graph.add_edge("answer", END)
     return graph.compile(checkpointer=checkpointer, name="executor")

@@ -46,6 +46,8 @@ def after_guard(state: ExecutorState, ctx: Context) -> str:
 
 
 def after_lookup(state: ExecutorState, ctx: Context) -> str:
+    if state.get("failure"):
+        return "fail"
     if state.get("pending_expansions"):
         return "graph_expand"
     return "answer" if turn_is_over(state, ctx) else "executor"

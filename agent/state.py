@@ -37,6 +37,8 @@ class ExecutorState(TypedDict, total=False):
     pending_expansions: list[dict]  # lookups waiting for graph_expand before their tool message goes out
     answer: str
     citations: list[dict]
+    # a store or the configuration failed this turn: the turn ends in this error, never in "nothing found"
+    failure: str | None
 
 
 TURN_RESET: ExecutorState = {
@@ -53,6 +55,7 @@ TURN_RESET: ExecutorState = {
     "pending_expansions": [],
     "answer": "",
     "citations": [],
+    "failure": None,
 }
 
 

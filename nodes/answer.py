@@ -9,8 +9,9 @@ from __future__ import annotations
 
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
 
+from agent.errors import BackendError
 from agent.state import ExecutorState
-from nodes.common import lang_of, last_ai, text_of
+from nodes.common import invoke_llm, lang_of, last_ai, text_of
 from prompts.executor import ANSWER
 from retrieval.extractive import cited, extractive_answer
 
@@ -19,6 +20,13 @@ def material(evidence: list[dict]) -> str:
     if not evidence:
         return "(no material)"
     return "\n\n".join(f"[{d['doc_key']}] {d['title']}\n{d['content']}" for d in evidence)
+
+
+def fail(state: ExecutorState) -> ExecutorState:
+    """The turn ends in the error: the CLI prints it and exits non-zero, a server sends an error event.
+    The lookups' tool messages (saying the knowledge base is unavailable) are already in the checkpoint,
+    so the session's next turn starts from a well-formed conversation."""
+    raise BackendError(state["failure"])
 
 
 def make_answer(model, mode: str):
@@ -30,7 +38,7 @@ def make_answer(model, mode: str):
             final = text_of(last)
             return {"answer": final, "citations": cited(final, evidence)}
         if mode == "llm":
-            reply = model.invoke([SystemMessage(ANSWER[lang]), HumanMessage(f"{question}\n\n---\n{material(evidence)}")])
+            reply = invoke_llm(model, [SystemMessage(ANSWER[lang]), HumanMessage(f"{question}\n\n---\n{material(evidence)}")])
             final = text_of(reply)
         else:
             # each lookup's best document: the one it sent first, or the first it pointed back to

@@ -5,6 +5,7 @@ from __future__ import annotations
 from langchain_core.messages import AIMessage, HumanMessage
 from langchain_core.runnables import RunnableConfig
 
+from agent.errors import BackendError, first_line
 from agent.state import ExecutorState
 from retrieval.relevance import language_of
 
@@ -35,3 +36,17 @@ def lang_of(state: ExecutorState) -> str:
 def last_ai(state: ExecutorState) -> AIMessage | None:
     messages = state.get("messages") or []
     return messages[-1] if messages and isinstance(messages[-1], AIMessage) else None
+
+
+# the exceptions an LLM client raises when the endpoint is down, times out or refuses the request
+_LLM_TRANSPORT_MODULES = ("openai", "httpx", "httpcore")
+
+
+def invoke_llm(model, messages):
+    """`model.invoke(messages)`; a transport or API failure becomes a one-line BackendError that ends the turn."""
+    try:
+        return model.invoke(messages)
+    except Exception as exc:
+        if not any(c.__module__.split(".")[0] in _LLM_TRANSPORT_MODULES for c in type(exc).__mro__):
+            raise
+        raise BackendError(f"the LLM is unavailable: {exc.__class__.__name__}: {first_line(exc)}") from exc

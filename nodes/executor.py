@@ -6,7 +6,7 @@ from langchain_core.messages import SystemMessage
 
 from agent.state import ExecutorState
 from agent.tools import TOOLS
-from nodes.common import lang_of
+from nodes.common import invoke_llm, lang_of
 from prompts.executor import SYSTEM
 
 
@@ -14,7 +14,7 @@ def make_executor(model):
     bound = model.bind_tools(list(TOOLS.values()))
 
     def executor(state: ExecutorState) -> ExecutorState:
-        reply = bound.invoke([SystemMessage(SYSTEM[lang_of(state)]), *state["messages"]])
+        reply = invoke_llm(bound, [SystemMessage(SYSTEM[lang_of(state)]), *state["messages"]])
         return {"messages": [reply], "rounds": state.get("rounds", 0) + 1}
 
     return executor

@@ -16,10 +16,11 @@ from langchain_core.messages import ToolMessage
 from langchain_core.runnables import RunnableConfig
 from langgraph.runtime import Runtime as RunContext
 
-from agent.errors import ExecutorError
+from agent.errors import ExecutorError, InputError
 from agent.state import Context, ExecutorState
 from agent.tools import KG_QUERY, LOOKUP, parse_arguments
-from nodes.common import session_of
+from nodes.common import lang_of, session_of
+from prompts.executor import unavailable_message
 from retrieval.expansion import should_expand
 from retrieval.graph_build import has_graph
 from retrieval.lookup import LookupResult
@@ -76,7 +77,7 @@ def make_lookup(rt):
         session_evidence = dict(state.get("session_evidence") or {})
         counts = {k: state.get(k, 0) for k in ("attempted_lookups", "executed_lookups", "blocked_lookups")}
         precise, last_level = bool(state.get("precise")), state.get("last_level")
-        messages, expansions = [], []
+        messages, expansions, failure = [], [], None
         kb_row = rt.catalog.get(ctx.kb)
         graph_ok = ctx.graph_expansion and kb_row is not None and has_graph(kb_row.extract_config)
 
@@ -85,7 +86,8 @@ def make_lookup(rt):
             args = parse_arguments(call["name"], call["args"])
             if call["name"] == KG_QUERY:
                 counts["attempted_lookups"] += 1
-                text, found = _kg_query(rt, session, args, entry)
+                text, found, kg_failure = _kg_query(rt, session, args, entry, lang_of(state))
+                failure = failure or kg_failure
                 counts["executed_lookups"] += entry["error"] is None
                 session_evidence.update({e["doc_key"]: e for e in found})
                 evidence = add_evidence(evidence, found)
@@ -95,10 +97,17 @@ def make_lookup(rt):
                 messages.append(ToolMessage(_navigate(rt, ctx.kb, session, args, entry), tool_call_id=call["id"], name=call["name"]))
                 continue
             try:
+                if kb_row is None:
+                    rt.catalog.require(ctx.kb)  # the run's knowledge base is gone: not the LLM's to fix
                 result = rt.lookup.lookup(args.query, session, ctx.kb, args.missing_dimension, rules=ctx.guards)
             except ExecutorError as exc:
                 entry["error"] = str(exc)
-                messages.append(ToolMessage(f"error: {exc}", tool_call_id=call["id"], name=LOOKUP))
+                if isinstance(exc, InputError) and kb_row is not None:  # the LLM's arguments: it can fix them
+                    messages.append(ToolMessage(f"error: {exc}", tool_call_id=call["id"], name=LOOKUP))
+                    continue
+                # a store or the configuration failed: the turn ends in this error, it did not find "nothing"
+                failure = failure or str(exc)
+                messages.append(ToolMessage(unavailable_message(lang_of(state), str(exc)), tool_call_id=call["id"], name=LOOKUP))
                 continue
             counts["attempted_lookups"] += 1
             level = result.relevance_level
@@ -135,6 +144,7 @@ def make_lookup(rt):
             "session_evidence": session_evidence,
             "precise": precise,
             "last_level": last_level,
+            "failure": failure,
             "session_memory": rt.memory.by_domain(session),
             "domain_levels": rt.memory.domain_levels(session),
         }
@@ -142,13 +152,21 @@ def make_lookup(rt):
     return lookup
 
 
-def _kg_query(rt, session: str, args, entry: dict) -> tuple[str, list[dict]]:
-    """query_knowledge_graph for the executor: its text, and the documents it sent as evidence."""
+def _kg_query(rt, session: str, args, entry: dict, lang: str) -> tuple[str, list[dict], str | None]:
+    """query_knowledge_graph for the executor: its text, the documents it sent as evidence, and the
+    failure that ends the turn (no knowledge base answered, and a store failed) or None."""
     try:
         result = rt.kg.query(args.knowledge_base_ids, args.query, session)
+    except InputError as exc:
+        entry["error"] = str(exc)
+        return f"error: {exc}", [], None
     except ExecutorError as exc:
         entry["error"] = str(exc)
-        return f"error: {exc}", []
+        return unavailable_message(lang, str(exc)), [], str(exc)
+    failed = result.backend_failure()
+    if failed:
+        entry["error"] = failed
+        return unavailable_message(lang, failed), [], failed
     levels = [h.relevance_level for h in result.results]
     entry.update(relevance_level=(Level.HIGHLY_RELEVANT.value if Level.HIGHLY_RELEVANT in levels else
                                   Level.REFERENCE.value if levels else "NONE"))
@@ -159,7 +177,7 @@ def _kg_query(rt, session: str, args, entry: dict) -> tuple[str, list[dict]]:
             found.append({"doc_key": h.doc_key, "title": h.title, "domain": h.domain, "kb": h.knowledge_bases[0],
                           "content": h.content, "source": KG_QUERY})
     entry["sent"] = [e["doc_key"] for e in found]
-    return result.to_llm_text(), found
+    return result.to_llm_text(), found, None
 
 
 def _navigate(rt, kb: str, session: str, args, entry: dict) -> str:

@@ -85,3 +85,14 @@ NOTHING_FOUND = {
 
 def blocked_message(reason: str, lang: str, detail: str = "") -> str:
     return BLOCKED[reason]["zh" if lang == "zh" else "en"].format(detail=detail)
+
+# A lookup whose store or configuration failed: the LLM must not read it as "the knowledge base has nothing".
+UNAVAILABLE = {
+    "zh": "错误：知识库暂时不可用（{error}）。这不是检索结果，不能据此断定知识库中没有相关内容。",
+    "en": "error: the knowledge base is unavailable ({error}). This is not a search result: do not conclude "
+          "that the knowledge base lacks the answer.",
+}
+
+
+def unavailable_message(lang: str, error: str) -> str:
+    return UNAVAILABLE["zh" if lang == "zh" else "en"].format(error=error)

@@ -29,6 +29,11 @@ from stores.vectors import validate_kb_name
 if TYPE_CHECKING:
     from agent.runtime import Runtime
 
+def _error(kb: str, exc: Exception) -> dict:
+    """One knowledge base's error entry; `kind` tells a wrong id (input) from a store that failed (backend)."""
+    return {"knowledge_base_id": kb, "error": first_line(exc), "kind": "input" if isinstance(exc, InputError) else "backend"}
+
+
 MAX_KBS = 10
 MAX_SEEDS = 4
 MAX_RESULTS = 8
@@ -58,6 +63,12 @@ class KGResult(BaseModel):
     warnings: list[dict] = Field(default_factory=list)
     errors: list[dict] = Field(default_factory=list)
     display_type: str = "list"
+
+    def backend_failure(self) -> str | None:
+        """When no knowledge base answered and a store failed (not merely a wrong id): the errors, one line."""
+        if self.kb_counts or not any(e.get("kind") == "backend" for e in self.errors):
+            return None
+        return "; ".join(f"{e['knowledge_base_id']}: {e['error']}" for e in self.errors)
 
     def to_llm_text(self) -> str:
         zh = language_of(self.query) == "zh"
@@ -105,7 +116,7 @@ class KnowledgeGraphQuery:
                 validate_kb_name(kb)
                 known[kb] = self.rt.catalog.require(kb)
             except ExecutorError as exc:
-                out.errors.append({"knowledge_base_id": kb, "error": str(exc)})
+                out.errors.append(_error(kb, exc))
         vector = self.rt.embedder.embed_query(query) if known else None
         per_kb: dict[str, tuple[list, dict]] = {}
         pool = ThreadPoolExecutor(max_workers=max(1, len(known) if concurrent else 1))
@@ -114,13 +125,14 @@ class KnowledgeGraphQuery:
         # a knowledge base past its time is reported, not waited for: its thread finishes in the background
         pool.shutdown(wait=False, cancel_futures=True)
         for future in pending:
-            out.errors.append({"knowledge_base_id": futures[future], "error": f"timed out after {timeout_s:g} s"})
+            out.errors.append({"knowledge_base_id": futures[future], "error": f"timed out after {timeout_s:g} s",
+                               "kind": "backend"})
         for future in done:
             kb = futures[future]
             try:
                 per_kb[kb] = future.result()
             except Exception as exc:  # one knowledge base failing must not fail the others
-                out.errors.append({"knowledge_base_id": kb, "error": first_line(exc)})
+                out.errors.append(_error(kb, exc))
         for kb in ids:  # report in the order asked
             if kb not in known:
                 continue

@@ -154,8 +154,7 @@ class MilvusVectorStore:
         if self._client is not None:
             self._client.close()
             self._client = None
-        if self._lock is not None:
-            self._lock.release()
+        # our lock stays held: pymilvus keeps the Lite server of this file running until the process ends
 
     # -- collections --------------------------------------------------------
     @staticmethod

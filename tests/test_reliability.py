@@ -6,7 +6,7 @@ import stat
 
 import pytest
 
-from agent.errors import BackendError, ConfigError, display_url, redact
+from agent.errors import BackendError, ExecutorError, display_url, redact
 from conftest import run_cli
 from stores.vectors import MilvusVectorStore
 
@@ -47,3 +47,104 @@ def test_settings_errors_name_the_field(tmp_path, var, value):
     assert r.returncode == 2
     line = one_error_line(r)
     assert var in line and value not in line.split(":", 2)[-1].replace(var, "")
+
+
+# -- a failure is a failure, never "nothing found" ------------------------------------------------
+NOTHING = ("知识库中没有找到", "has nothing on this", "nothing found")
+
+
+@pytest.fixture(scope="module")
+def home(tmp_path_factory):
+    home = tmp_path_factory.mktemp("rel-home")
+    r = run_cli(home, "ingest", "--json")
+    assert r.returncode == 0, r.stderr
+    return home
+
+
+def hold_milvus(home):
+    import subprocess
+    import sys
+
+    from conftest import REPO
+
+    holder = subprocess.Popen(
+        [sys.executable, "-W", "ignore", "-c",
+         "import sys,time; from stores.vectors import MilvusVectorStore; MilvusVectorStore(sys.argv[1]).client; "
+         "print('ready', flush=True); time.sleep(120)", str(home / "milvus.db")],
+        stdout=subprocess.PIPE, text=True, cwd=str(REPO),
+    )
+    assert holder.stdout.readline().strip() == "ready"
+    return holder
+
+
+def assert_failed_turn(r, expected: str):
+    assert r.returncode != 0, r.stdout
+    assert expected in one_error_line(r)
+    assert not any(n in r.stdout for n in NOTHING), r.stdout
+
+
+def test_ask_on_a_locked_store_fails_instead_of_answering_nothing(home):
+    holder = hold_milvus(home)
+    try:
+        r = run_cli(home, "ask", "ERR_TIMEOUT 是什么？")
+    finally:
+        holder.kill()
+        holder.wait()
+    assert_failed_turn(r, "another process has it open")
+
+
+@pytest.mark.parametrize("env, expected", [
+    ({"EXECUTOR_EMBEDDER": "nope"}, "unknown embedder 'nope'"),
+    ({"EXECUTOR_REFERENCE_THRESHOLD": "0.9"}, "reference-threshold must not exceed"),
+])
+def test_ask_with_a_broken_configuration_fails(home, env, expected):
+    assert_failed_turn(run_cli(home, "ask", "ERR_TIMEOUT 是什么？", **env), expected)
+
+
+def test_eval_with_a_broken_configuration_fails(home):
+    r = run_cli(home, "eval", "evals/scenarios/01-seed-usage.yaml", EXECUTOR_EMBEDDER="nope")
+    assert r.returncode != 0 and "unknown embedder 'nope'" in one_error_line(r)
+
+
+def test_an_unreachable_llm_is_one_line_without_its_credentials(home):
+    r = run_cli(home, "ask", "ERR_TIMEOUT 是什么？", OPENAI_BASE_URL="http://llmuser:s3cretLLMpw@127.0.0.1:9/v1",
+                OPENAI_API_KEY="sk-verysecretkey123", EXECUTOR_LLM_TIMEOUT_S="5")
+    assert_failed_turn(r, "the LLM is unavailable")
+    assert "s3cretLLMpw" not in r.stderr + r.stdout and "sk-verysecretkey123" not in r.stderr + r.stdout
+
+
+def test_the_llm_is_told_the_knowledge_base_is_unavailable_and_the_run_raises(sample_rt):
+    """In process (what Studio and a server run): the tool message says unavailable, the run raises, and the
+    checkpoint keeps a well-formed conversation that the next turn continues."""
+    from langchain_core.messages import ToolMessage
+    from langgraph.checkpoint.memory import InMemorySaver
+
+    from agent.graph import build_graph
+    from agent.runtime import Runtime
+    from agent.session import run_turn
+    from agent.state import Context
+    from scripted_model import ScriptedChatModel, lookup_call, tool_message
+
+    broken = Runtime(sample_rt.settings.model_copy(update={"reference_threshold": 0.9}))
+    saver = InMemorySaver()
+    model = ScriptedChatModel(responses=[tool_message(lookup_call("ERR_TIMEOUT 是什么"))], answer="")
+    app = build_graph(broken, model, "llm", checkpointer=saver)
+    with pytest.raises(ExecutorError, match="reference-threshold"):
+        run_turn(app, "ERR_TIMEOUT 是什么？", "broken-1", Context(), "llm")
+    messages = app.get_state({"configurable": {"thread_id": "broken-1"}}).values["messages"]
+    tool = [m for m in messages if isinstance(m, ToolMessage)]
+    assert len(tool) == 1 and "知识库暂时不可用" in tool[0].content and "没有" not in tool[0].content.split("（")[0]
+    rows = broken.log.rows("broken-1")
+    assert rows and "reference-threshold" in rows[-1].error
+
+    healthy = build_graph(sample_rt, ScriptedChatModel(responses=[tool_message(lookup_call("ERR_TIMEOUT 是什么"))]),
+                          "llm", checkpointer=saver)
+    result = run_turn(healthy, "ERR_TIMEOUT 是什么？", "broken-1", Context(), "llm")
+    assert result.executed_lookups == 1 and result.trace[0]["relevance_level"] == "PRECISE"
+
+
+def test_kg_exits_non_zero_when_every_knowledge_base_failed(home):
+    r = run_cli(home, "kg", "ComfyUI", "--kb", "nope1,nope2")
+    assert r.returncode != 0 and "unknown knowledge base 'nope1'" in one_error_line(r)
+    ok = run_cli(home, "kg", "ComfyUI", "--kb", "sample,nope1", "--json")
+    assert ok.returncode == 0 and json.loads(ok.stdout)["errors"][0]["knowledge_base_id"] == "nope1"

@@ -141,6 +141,8 @@ def kg(
         result = rt.kg.query(csv_list(kb), query, session)
     finally:
         rt.close()
+    if result.errors and not result.kb_counts:  # every knowledge base failed: that is not "no results"
+        raise ExecutorError("; ".join(f"{e['knowledge_base_id']}: {e['error']}" for e in result.errors))
     data = result.model_dump(mode="json")
     if html:
         try:

@@ -114,6 +114,7 @@ def chat(session: SessionOpt = None, kb: KbOpt = "sample"):
     """Chat with the executor; each tool call shows live with its level, or why it was blocked."""
     session = session or f"chat-{uuid.uuid4().hex[:12]}"
     run, mode, stack = _agent_turns(kb)
+    failed = False
     with stack:
         console.print(f"[dim]session {session} · {mode} mode · knowledge base {kb} · empty line or Ctrl-D to quit[/]")
         while True:
@@ -128,7 +129,9 @@ def chat(session: SessionOpt = None, kb: KbOpt = "sample"):
                 result = run(question, session, on_update=_LiveTrace(), on_token=_echo_into(streamed, "executor> "))
             except ExecutorError as exc:
                 typer.echo(f"error: {exc}", err=True)
+                failed = True
                 continue
             typer.echo("" if streamed else f"executor> {result.answer}")
             _print_sources(result)
-
+    if failed:  # a turn that failed is not a chat that went well
+        raise typer.Exit(2)
