@@ -29,11 +29,6 @@ from stores.vectors import validate_kb_name
 if TYPE_CHECKING:
     from agent.runtime import Runtime
 
-def _error(kb: str, exc: Exception) -> dict:
-    """One knowledge base's error entry; `kind` tells a wrong id (input) from a store that failed (backend)."""
-    return {"knowledge_base_id": kb, "error": first_line(exc), "kind": "input" if isinstance(exc, InputError) else "backend"}
-
-
 MAX_KBS = 10
 MAX_SEEDS = 4
 MAX_RESULTS = 8
@@ -63,10 +58,17 @@ class KGResult(BaseModel):
     warnings: list[dict] = Field(default_factory=list)
     errors: list[dict] = Field(default_factory=list)
     display_type: str = "list"
+    # knowledge bases whose store failed or timed out (not a wrong id): for the caller, not the LLM
+    failed_stores: list[str] = Field(default_factory=list, exclude=True)
+
+    def add_error(self, kb: str, exc: Exception | str) -> None:
+        self.errors.append({"knowledge_base_id": kb, "error": exc if isinstance(exc, str) else first_line(exc)})
+        if not isinstance(exc, InputError):
+            self.failed_stores.append(kb)
 
     def backend_failure(self) -> str | None:
         """When no knowledge base answered and a store failed (not merely a wrong id): the errors, one line."""
-        if self.kb_counts or not any(e.get("kind") == "backend" for e in self.errors):
+        if self.kb_counts or not self.failed_stores:
             return None
         return "; ".join(f"{e['knowledge_base_id']}: {e['error']}" for e in self.errors)
 
@@ -116,7 +118,7 @@ class KnowledgeGraphQuery:
                 validate_kb_name(kb)
                 known[kb] = self.rt.catalog.require(kb)
             except ExecutorError as exc:
-                out.errors.append(_error(kb, exc))
+                out.add_error(kb, exc)
         vector = self.rt.embedder.embed_query(query) if known else None
         per_kb: dict[str, tuple[list, dict]] = {}
         pool = ThreadPoolExecutor(max_workers=max(1, len(known) if concurrent else 1))
@@ -125,14 +127,13 @@ class KnowledgeGraphQuery:
         # a knowledge base past its time is reported, not waited for: its thread finishes in the background
         pool.shutdown(wait=False, cancel_futures=True)
         for future in pending:
-            out.errors.append({"knowledge_base_id": futures[future], "error": f"timed out after {timeout_s:g} s",
-                               "kind": "backend"})
+            out.add_error(futures[future], f"timed out after {timeout_s:g} s")
         for future in done:
             kb = futures[future]
             try:
                 per_kb[kb] = future.result()
             except Exception as exc:  # one knowledge base failing must not fail the others
-                out.errors.append(_error(kb, exc))
+                out.add_error(kb, exc)
         for kb in ids:  # report in the order asked
             if kb not in known:
                 continue

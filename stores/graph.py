@@ -28,6 +28,7 @@ MAX_PATHS = 200
 MAX_NODES_PER_HOP = 500
 MAX_ENTITY_CHARS = 200
 BATCH = 5000
+STAGING_PREFIX = "~staging~"  # knowledge base names are [a-z][a-z0-9_]*: this prefix is never one
 DEFAULT_WEIGHT = 0.5
 
 
@@ -312,9 +313,34 @@ class GraphStore:
                     break
 
     def replace_kb(self, kb: str, data: GraphData, progress=None) -> dict[str, int]:
-        """Load `data` as the whole graph of `kb` (idempotent: the old graph of `kb` goes first)."""
+        """Load `data` as the whole graph of `kb`, atomically: it is built under a staging name that no
+        knowledge base can have, then swapped in by one query. A load that fails half-way leaves the old
+        graph as it was (and removes the half-built one)."""
         self._ensure_indexes()
-        self.drop_kb(kb)
+        staging = STAGING_PREFIX + kb
+        self.drop_kb(staging)  # what a load killed half-way left behind
+        try:
+            counts = self._load(staging, data, progress)
+        except BaseException:
+            try:
+                self.drop_kb(staging)
+            except Exception:  # noqa: BLE001 - the load's error is the one to report; the next load cleans up
+                pass
+            raise
+        self._swap(staging, kb)
+        return counts
+
+    def _swap(self, staging: str, kb: str) -> None:
+        """One query, so one transaction (Neo4j) or one atomic write (FalkorDB): readers see the old graph
+        or the new one, never neither."""
+        steps = []
+        for label in ("Document", "Entity"):
+            steps.append(f"OPTIONAL MATCH (old:{label} {{kb: $kb}}) DETACH DELETE old WITH count(*) AS _")
+        for label in ("Document", "Entity"):
+            steps.append(f"OPTIONAL MATCH (new:{label} {{kb: $staging}}) SET new.kb = $kb WITH count(*) AS _")
+        self.driver.run("\n".join(steps) + "\nRETURN 1 AS done", {"kb": kb, "staging": staging}, write=True)
+
+    def _load(self, kb: str, data: GraphData, progress=None) -> dict[str, int]:
         now = datetime.now(timezone.utc).isoformat(timespec="seconds")
         run = self.driver.run
         for rows in _batches(list(data.entities.values())):

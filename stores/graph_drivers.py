@@ -8,6 +8,7 @@ never see a driver's node, edge or record types.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -70,6 +71,24 @@ def ensure_indexes(driver: CypherDriver) -> None:
                 raise
 
 
+# NUL and the other control characters but tab and newlines; DEL and the C1 block
+_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
+_SURROGATE = re.compile(r"[\ud800-\udfff]")
+
+
+def clean_params(value):
+    """Parameter values safe to paste into query text: the falkordb client writes parameters into the
+    query itself, and one NUL makes the server reject the whole query (a lone surrogate cannot even be
+    encoded). Control characters are dropped, lone surrogates become U+FFFD."""
+    if isinstance(value, str):
+        return _SURROGATE.sub("\ufffd", _CONTROL.sub("", value))
+    if isinstance(value, dict):
+        return {clean_params(k): clean_params(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [clean_params(v) for v in value]
+    return value
+
+
 def _plain(value):
     if isinstance(value, dict):
         return {k: _plain(v) for k, v in value.items()}
@@ -103,7 +122,7 @@ class FalkorDriver:
 
         call = self._graph.query if write else self._graph.ro_query
         try:
-            result = call(query, params or {}, timeout=self.timeout_ms)
+            result = call(query, clean_params(params or {}), timeout=self.timeout_ms)
         except redis.ResponseError as exc:
             message = first_line(exc)
             if "timed out" in message.lower():
