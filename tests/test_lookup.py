@@ -47,12 +47,11 @@ def test_same_domain_rephrase_is_blocked_after_a_good_result(sample_rt):
     first = sample_rt.lookup.lookup("数据库连接池怎么配置？", s)
     sent = {d.doc_key for d in first.documents}
     second = sample_rt.lookup.lookup("HikariCP maxLifetime 和 keepaliveTime 参数", s)
-    if second.dedup_reason is None:  # landed elsewhere: then it must not re-send anything
-        assert not sent & {d.doc_key for d in second.documents if not d.already_returned}
-    else:
-        assert second.relevance_level == "DEDUPED"
-        assert second.dedup_reason in ("domain_retrieved", "doc_retrieved")
-        assert all(not d.content for d in second.documents)
+    assert first.primary[0].domain == second.details["landing_domain"] == "infrastructure"
+    assert second.relevance_level == "DEDUPED"
+    assert second.dedup_reason in ("domain_retrieved", "doc_retrieved")
+    assert all(not d.content for d in second.documents)
+    assert not sent & {d.doc_key for d in second.documents if not d.already_returned}
 
 
 def test_reference_then_targeted_supplement(sample_rt):
