@@ -12,7 +12,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from agent.errors import BackendError, first_line
+from agent.errors import BackendError, display_url, first_line
 
 
 @dataclass(frozen=True)
@@ -106,7 +106,7 @@ class FalkorDriver:
 
         self.dialect = FALKORDB
         self.timeout_ms = max(1, int(timeout_s * 1000))
-        self.description = f"FalkorDB graph {graph!r} at {url or socket_path}"
+        self.description = f"FalkorDB graph {graph!r} at {display_url(url) if url else socket_path}"
         self._redis_errors = (redis.RedisError, OSError)
         try:
             if url:
@@ -171,7 +171,7 @@ class Neo4jDriver:
         self.timeout_s = timeout_s
         self.database = database
         self.plain_bolt = plain_bolt
-        self.description = f"Neo4j at {uri}" + (f" (database {database})" if database else "")
+        self.description = f"Neo4j at {display_url(uri)}" + (f" (database {database})" if database else "")
         auth = (user, password or "") if user else None
         self._neo4j = neo4j
         try:

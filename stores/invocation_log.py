@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 
 from sqlalchemy import select
 
+from agent.errors import redact
 from stores.database import Database, ToolInvocation
 
 
@@ -29,6 +30,8 @@ class InvocationLog:
         self.db = db
 
     def write(self, entry: Invocation) -> int:
+        if entry.error:  # errors from libraries may quote a URL with its password
+            entry.error = redact(entry.error)
         with self.db.session() as s:
             top = (entry.retrieval_details or {}).get("l1_top_similarity")
             row = ToolInvocation(**entry.__dict__, top_similarity=top)

@@ -148,3 +148,55 @@ def test_kg_exits_non_zero_when_every_knowledge_base_failed(home):
     assert r.returncode != 0 and "unknown knowledge base 'nope1'" in one_error_line(r)
     ok = run_cli(home, "kg", "ComfyUI", "--kb", "sample,nope1", "--json")
     assert ok.returncode == 0 and json.loads(ok.stdout)["errors"][0]["knowledge_base_id"] == "nope1"
+
+
+# -- secrets never printed or stored --------------------------------------------------------------
+def test_redaction_of_urls_and_registered_secrets():
+    from agent.errors import register_secret
+
+    assert display_url("redis://:pw1234@db.example:6379/0") == "redis://db.example:6379/0"
+    assert display_url("postgresql://bob:hunter22@127.0.0.1:5432/test?sslmode=require") == "postgresql://127.0.0.1:5432/test"
+    assert display_url("/home/x/milvus.db") == "/home/x/milvus.db"
+    register_secret("tok-abcdef-123")
+    text = redact("failed: neo4j://neo:pw9999@h:7687 password=pw9999 api_key: sk-zzz token tok-abcdef-123")
+    assert "pw9999" not in text and "sk-zzz" not in text and "tok-abcdef-123" not in text
+    assert "neo4j://***@h:7687" in text
+
+
+@pytest.mark.parametrize("env, args, secret", [
+    ({"FALKORDB_URL": "redis://:s3cretGraphPw@127.0.0.1:1"}, ["graph", "neighbors", "ComfyUI"], "s3cretGraphPw"),
+    ({"MILVUS_URI": "http://miluser:s3cretMilvusPw@127.0.0.1:1", "EXECUTOR_MILVUS_TIMEOUT_S": "2"},
+     ["lookup", "ERR_TIMEOUT"], "s3cretMilvusPw"),
+    ({"EXECUTOR_DATABASE_URL": "postgresql://pguser:s3cretPgPw@127.0.0.1:1/test"}, ["kb", "list"], "s3cretPgPw"),
+])
+def test_credentials_in_urls_never_reach_stderr(home, env, args, secret):
+    r = run_cli(home, *args, **env)
+    assert r.returncode != 0
+    one_error_line(r)
+    assert secret not in r.stderr + r.stdout
+
+
+def test_a_graph_password_reaches_no_message_log_row_or_checkpoint(sample_rt):
+    from langchain_core.messages import AIMessage
+    from langgraph.checkpoint.memory import InMemorySaver
+
+    from agent.graph import build_graph
+    from agent.runtime import Runtime
+    from agent.session import run_turn
+    from agent.settings import Settings
+    from agent.state import Context
+    from scripted_model import ScriptedChatModel, lookup_call, raw_call, tool_message
+
+    secret = "s3cretGraphPw"
+    rt = Runtime(Settings(home=sample_rt.settings.home, falkordb_url=f"redis://:{secret}@127.0.0.1:1"))
+    saver = InMemorySaver()
+    model = ScriptedChatModel(responses=[tool_message(lookup_call("my service keeps restarting"),
+                                                      raw_call("navigate_graph", {"entity": "ComfyUI"})),
+                                         AIMessage("done")])
+    result = run_turn(build_graph(rt, model, "llm", checkpointer=saver), "my service keeps restarting", "secret-1",
+                      Context(), "llm")
+    state = saver.get_tuple({"configurable": {"thread_id": "secret-1"}})
+    rows = [r.__dict__ for r in rt.log.rows("secret-1")]
+    stored = repr(state.checkpoint) + repr(rows) + result.model_dump_json()
+    assert "graph unavailable" in stored  # the graph really failed, and said so
+    assert secret not in stored
