@@ -13,13 +13,14 @@ from agent.errors import BackendError
 from agent.state import ExecutorState
 from nodes.common import invoke_llm, lang_of, last_ai, text_of
 from prompts.executor import ANSWER
+from prompts.framing import one_line, quoted
 from retrieval.extractive import cited, extractive_answer
 
 
 def material(evidence: list[dict]) -> str:
     if not evidence:
         return "(no material)"
-    return "\n\n".join(f"[{d['doc_key']}] {d['title']}\n{d['content']}" for d in evidence)
+    return "\n\n".join(f"[{d['doc_key']}] {one_line(d['title'])}\n{quoted(d['content'])}" for d in evidence)
 
 
 def fail(state: ExecutorState) -> ExecutorState:

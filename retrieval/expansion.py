@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Literal
 from pydantic import BaseModel, Field
 
 from agent.errors import BackendError
+from prompts.framing import one_line, quoted
 from retrieval.graph_build import has_graph
 from agent.settings import Thresholds
 from retrieval.grading import chunk_ids
@@ -71,10 +72,10 @@ class GraphExpansion(BaseModel):
         lines = [f"graph_expansion: {self.status} — {self.message}"]
         if self.paths:
             lines.append("paths:")
-            lines += [f"  {p}" for p in self.paths]
+            lines += [f"  {one_line(p)}" for p in self.paths]
         for d in self.documents:
-            lines.append(f"\n[graph] {d.title} — {d.doc_key} (domain: {d.domain})")
-            lines.append(d.content)
+            lines.append(f"\n[graph] {one_line(d.title)} — {d.doc_key} (domain: {d.domain})")
+            lines.append(quoted(d.content))
         return "\n".join(lines)
 
 

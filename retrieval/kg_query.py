@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 from pydantic import BaseModel, Field
 
 from agent.errors import ExecutorError, InputError, first_line
+from prompts.framing import one_line, quoted
 from prompts.hints import ALREADY_RETURNED
 from retrieval.graph_build import has_graph
 from retrieval.lookup import check_session_id, clean_query
@@ -80,10 +81,10 @@ class KGResult(BaseModel):
         edges = self.graph_data["edges"]
         if edges:
             lines.append("graph:")
-            lines += [f"  {e['source']} -{e['type']}-> {e['target']}" for e in edges[:20]]
+            lines += [f"  {one_line(e['source'])} -{e['type']}-> {one_line(e['target'])}" for e in edges[:20]]
         for hit in self.results:
-            lines.append(f"\n[{hit.relevance_level}] {hit.title} — {hit.doc_key} ({', '.join(hit.knowledge_bases)})")
-            lines.append(ALREADY_RETURNED["zh" if zh else "en"] if hit.already_returned else hit.content)
+            lines.append(f"\n[{hit.relevance_level}] {one_line(hit.title)} — {hit.doc_key} ({', '.join(hit.knowledge_bases)})")
+            lines.append(ALREADY_RETURNED["zh" if zh else "en"] if hit.already_returned else quoted(hit.content))
         return "\n".join(lines)
 
 

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 from pydantic import BaseModel, Field
 
 from agent.errors import ExecutorError, InputError
+from prompts.framing import one_line, quoted
 from prompts.hints import ALREADY_RETURNED, hint
 from retrieval.grading import Grader
 from retrieval.ranking import Candidate
@@ -67,8 +68,8 @@ class LookupResult(BaseModel):
         lang = language_of(self.query)
         for role, docs in (("primary", self.primary), ("supplement", self.supplement)):
             for d in docs:
-                lines.append(f"\n[{role}] {d.title} — {d.doc_key} (domain: {d.domain})")
-                lines.append(ALREADY_RETURNED[lang] if d.already_returned else d.content)
+                lines.append(f"\n[{role}] {one_line(d.title)} — {d.doc_key} (domain: {d.domain})")
+                lines.append(ALREADY_RETURNED[lang] if d.already_returned else quoted(d.content))
         return "\n".join(lines)
 
 
