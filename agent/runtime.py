@@ -48,7 +48,8 @@ class Runtime:
 
     @cached_property
     def graph_server(self) -> FalkorDBServer:
-        return FalkorDBServer(self.settings.graph_folder, self.settings.falkordb_bolt_port)
+        s = self.settings
+        return FalkorDBServer(s.graph_folder, s.falkordb_bolt_port, s.falkordb_bolt_all_interfaces)
 
     @cached_property
     def graph(self) -> GraphStore:
@@ -60,7 +61,8 @@ class Runtime:
             driver = FalkorDriver(s.graph_name, url=s.falkordb_url, timeout_s=s.graph_timeout_s)
         else:
             socket = self.graph_server.ensure_running()
-            driver = FalkorDriver(s.graph_name, socket_path=str(socket), timeout_s=s.graph_timeout_s)
+            driver = FalkorDriver(s.graph_name, socket_path=str(socket), timeout_s=s.graph_timeout_s,
+                                  restart=self.graph_server.ensure_running)
         return GraphStore(driver)
 
     @cached_property

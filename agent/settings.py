@@ -150,6 +150,8 @@ class Settings(BaseSettings):
     neo4j_database: str | None = Field(None, validation_alias=AliasChoices("NEO4J_DATABASE", "EXECUTOR_NEO4J_DATABASE"))
     falkordb_url: str | None = Field(None, validation_alias=AliasChoices("FALKORDB_URL", "EXECUTOR_FALKORDB_URL"))
     falkordb_bolt_port: int | None = Field(None, ge=1, le=65535, description="also open FalkorDB's experimental Bolt port")
+    falkordb_bolt_all_interfaces: bool = Field(
+        False, description="accept that the Bolt port listens on every interface without a password (it cannot bind 127.0.0.1)")
     graph_name: str = Field("executor", pattern=r"^[A-Za-z][A-Za-z0-9_\-]{0,63}$")
     graph_timeout_s: float = Field(10.0, gt=0)
     graph_hops: int = Field(2, ge=1, le=4)

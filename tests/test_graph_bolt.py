@@ -39,7 +39,7 @@ def free_port() -> int:
 
 @pytest.fixture(scope="module")
 def stores(tmp_path_factory):
-    server = FalkorDBServer(tmp_path_factory.mktemp("falkordb-bolt"), bolt_port=free_port())
+    server = FalkorDBServer(tmp_path_factory.mktemp("falkordb-bolt"), bolt_port=free_port(), bolt_on_all_interfaces=True)
     server.ensure_running()
     native = GraphStore(FalkorDriver("falkordb", socket_path=str(server.socket_path)))
     native.replace_kb(KB, known_graph_data())

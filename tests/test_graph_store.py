@@ -295,3 +295,74 @@ def test_a_load_that_fails_half_way_keeps_the_old_graph(known, fail_at):
     assert summaries(known.navigate(KB, "ComfyUI", 1))[0] == ("ComfyUI -DEPENDS_ON-> Docker", 0.9)
     leftovers = known.driver.run("MATCH (n) WHERE n.kb <> $kb RETURN count(n) AS n", {"kb": KB})
     assert leftovers == [{"n": 0}]  # nothing half-built is left behind
+
+
+def _decoy(*argv: str):
+    """An unrelated process whose command line mentions `argv` (a user's editor, a grep...)."""
+    import subprocess
+    import sys
+
+    return subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)", *argv])
+
+
+def test_orphan_clean_up_spares_a_process_that_merely_mentions_the_socket(tmp_path):
+    import shutil
+
+    folder = tmp_path / "graph"
+    server = FalkorDBServer(folder)
+    server.ensure_running()
+    decoy = _decoy(f"unixsocket:{server.socket_path}")
+    shutil.rmtree(folder)  # the running server is now an orphan, found by its title
+    try:
+        server.ensure_running()
+        assert decoy.poll() is None  # not SIGTERMed
+        assert server.ping()
+    finally:
+        server.stop()
+        decoy.kill()
+        decoy.wait()
+
+
+def test_a_stale_pid_file_pointing_at_a_reused_pid_is_handled(tmp_path):
+    server = FalkorDBServer(tmp_path / "graph")
+    server.ensure_running()
+    server.stop()
+    decoy = _decoy(f"unixsocket:{server.socket_path}")
+    server.pid_path.write_text(f"{decoy.pid}\n")  # the pid was reused by another program
+    try:
+        assert server.stop() is False  # `graph stop` does not fail, and does not signal the decoy
+        server.pid_path.write_text(f"{decoy.pid}\n")
+        server.ensure_running()  # starts a real server instead of "pid ... is not answering"
+        assert server.pid() not in (None, decoy.pid) and server.ping()
+        assert server.stop() is True
+        assert decoy.poll() is None
+    finally:
+        decoy.kill()
+        decoy.wait()
+
+
+def test_a_long_lived_process_restarts_the_embedded_server_when_it_died(tmp_path):
+    import signal
+
+    from conftest import make_runtime
+
+    rt = make_runtime(tmp_path / "home")
+    try:
+        rt.graph.replace_kb(KB, known_graph_data())
+        pid = rt.graph_server.pid()
+        os.kill(pid, signal.SIGKILL)
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline and _alive(pid):
+            time.sleep(0.05)
+        # the same runtime (a chat, Studio) answers again: the server is restarted, the graph reloaded from its AOF
+        assert summaries(rt.graph.navigate(KB, "ComfyUI", 1))[0] == ("ComfyUI -DEPENDS_ON-> Docker", 0.9)
+        assert rt.graph_server.pid() not in (None, pid)
+    finally:
+        rt.close(stop_graph_server=True)
+
+
+def test_the_bolt_port_is_refused_unless_its_exposure_is_accepted(tmp_path):
+    server = FalkorDBServer(tmp_path / "graph", bolt_port=23999)
+    with pytest.raises(BackendError, match="cannot be limited to 127.0.0.1"):
+        server.ensure_running()
+    assert server.pid() is None
