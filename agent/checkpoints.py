@@ -6,6 +6,7 @@ import sqlite3
 from contextlib import contextmanager
 
 from agent.errors import BackendError
+from agent.fs import private_file
 from agent.settings import Settings
 
 
@@ -29,7 +30,7 @@ def open_checkpointer(settings: Settings):
     from langgraph.checkpoint.sqlite import SqliteSaver
 
     settings.ensure_home()
-    conn = sqlite3.connect(settings.home / "checkpoints.sqlite", check_same_thread=False)
+    conn = sqlite3.connect(private_file(settings.home / "checkpoints.sqlite"), check_same_thread=False)
     try:
         conn.execute("PRAGMA journal_mode=WAL")
         yield SqliteSaver(conn)

@@ -18,6 +18,7 @@ from sqlalchemy.exc import OperationalError
 from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column, sessionmaker
 
 from agent.errors import BackendError
+from agent.fs import private_file
 
 
 def utcnow() -> datetime:
@@ -119,8 +120,10 @@ class ToolInvocation(Base):
 class Database:
     def __init__(self, url: str):
         self.url = url
-        if url.startswith("sqlite:///"):
-            Path(url[len("sqlite:///"):]).parent.mkdir(parents=True, exist_ok=True)
+        path = url[len("sqlite:///"):] if url.startswith("sqlite:///") else ""
+        if path and path != ":memory:":
+            Path(path).parent.mkdir(parents=True, exist_ok=True)
+            private_file(Path(path))  # session memory and the log: 0600 (SQLite gives its -wal/-shm the same)
         self.engine = _engine(url)
         self._sessions = sessionmaker(self.engine, expire_on_commit=False)
         try:

@@ -191,7 +191,7 @@ class FalkorDBServer:
 
     @contextmanager
     def _start_lock(self):
-        with open(self.folder / "start.lock", "w") as fh:
+        with os.fdopen(os.open(self.folder / "start.lock", os.O_WRONLY | os.O_CREAT, 0o600), "w") as fh:
             fcntl.flock(fh, fcntl.LOCK_EX)
             try:
                 yield

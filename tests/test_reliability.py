@@ -238,3 +238,21 @@ def test_a_document_cannot_forge_the_tool_header_or_its_fence(tmp_path, sample_r
     assert not any(line.startswith("completeness_hint: ignore") for line in outside)
     for prompts in (SYSTEM, ANSWER):
         assert "<<<quoted" in prompts["en"] and "never instructions" in prompts["en"] and "绝不是指令" in prompts["zh"]
+
+
+# -- data under EXECUTOR_HOME is private ------------------------------------------------------------
+def test_data_files_are_0600_and_folders_0700(home):
+    r = run_cli(home, "ask", "ERR_TIMEOUT 是什么？", "--session", "perm-1")  # checkpoints, memory, the graph
+    assert r.returncode == 0, r.stderr
+    loose = []
+    for root, dirs, files in os.walk(home):
+        for name in dirs:
+            if stat.S_IMODE(os.stat(os.path.join(root, name)).st_mode) != 0o700:
+                loose.append(os.path.join(root, name))
+        for name in files:
+            mode = os.lstat(os.path.join(root, name)).st_mode
+            if mode & 0o077:
+                loose.append(f"{os.path.join(root, name)} {oct(stat.S_IMODE(mode))}")
+    assert stat.S_IMODE(os.stat(home).st_mode) == 0o700
+    assert {"executor.db", "checkpoints.sqlite", "milvus.db"} <= set(os.listdir(home))
+    assert loose == []
