@@ -30,9 +30,12 @@ def open_checkpointer(settings: Settings):
     from langgraph.checkpoint.sqlite import SqliteSaver
 
     settings.ensure_home()
-    conn = sqlite3.connect(private_file(settings.home / "checkpoints.sqlite"), check_same_thread=False)
+    path = private_file(settings.home / "checkpoints.sqlite")
+    conn = sqlite3.connect(path, check_same_thread=False)
     try:
         conn.execute("PRAGMA journal_mode=WAL")
         yield SqliteSaver(conn)
+    except sqlite3.DatabaseError as exc:  # a damaged file, a full disk, a lock held too long
+        raise BackendError(f"checkpoint database {path} unusable: {exc}") from exc
     finally:
         conn.close()

@@ -98,7 +98,7 @@ def document_content(chunks, budget: int) -> str:
 
 
 def check_session_id(session_id: str) -> str:
-    if not SESSION_ID.match(session_id or ""):
+    if not SESSION_ID.fullmatch(session_id or ""):  # match() with `$` let a trailing newline through
         raise InputError("a session id is 1-128 letters, digits, '_', '-', '.' or ':'")
     return session_id
 

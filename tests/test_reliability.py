@@ -256,3 +256,43 @@ def test_data_files_are_0600_and_folders_0700(home):
     assert stat.S_IMODE(os.stat(home).st_mode) == 0o700
     assert {"executor.db", "checkpoints.sqlite", "milvus.db"} <= set(os.listdir(home))
     assert loose == []
+
+
+# -- smaller ones ---------------------------------------------------------------------------------
+@pytest.mark.parametrize("session", ["abc\n", "abc\r\n", "a\nb"])
+def test_a_session_id_with_a_newline_is_rejected(home, session):
+    r = run_cli(home, "lookup", "ERR_TIMEOUT", "--session", session)
+    assert r.returncode == 2 and "session id" in one_error_line(r)
+
+
+def test_escape_sequences_from_documents_never_reach_the_terminal_raw(tmp_path):
+    from conftest import write_kb
+
+    osc = "\x1b]8;;http://evil.example\x07click here\x1b]8;;\x07 \x1b]0;pwned title\x07 \x1b[2J"
+    kb_dir = write_kb(tmp_path / "kb", {"ops/term.md": f"# Terminal escape notes\n\nTerminal escape notes: {osc} end.\n"})
+    home = tmp_path / "home"
+    assert run_cli(home, "ingest", str(kb_dir), "--kb", "term", "--no-llm-extract").returncode == 0
+    for args in (["lookup", "Terminal escape notes", "--kb", "term"], ["ask", "Terminal escape notes", "--kb", "term"]):
+        r = run_cli(home, *args)
+        assert r.returncode == 0, r.stderr
+        assert "Terminal escape notes" in r.stdout
+        assert "\x1b" not in r.stdout and "\x07" not in r.stdout and "\x1b" not in r.stderr
+
+
+def test_session_clear_keeps_the_memory_when_the_checkpoint_store_fails(home):
+    assert run_cli(home, "lookup", "ERR_TIMEOUT", "--session", "clear-1").returncode == 0
+    checkpoints = home / "checkpoints.sqlite"
+    saved = checkpoints.read_bytes() if checkpoints.exists() else None
+    checkpoints.write_bytes(b"not a database" * 1000)
+    try:
+        r = run_cli(home, "session", "clear", "clear-1")
+        assert r.returncode != 0 and "checkpoint" in one_error_line(r)
+    finally:
+        if saved is None:
+            checkpoints.unlink()
+        else:
+            checkpoints.write_bytes(saved)
+        for extra in ("-wal", "-shm"):
+            (home / f"checkpoints.sqlite{extra}").unlink(missing_ok=True)
+    shown = json.loads(run_cli(home, "session", "show", "clear-1", "--json").stdout)
+    assert shown["documents_by_domain"]  # not wiped by a clear that failed

@@ -9,7 +9,7 @@ from typing import Annotated, Optional
 import typer
 from rich.console import Console
 
-from agent.errors import ExecutorError
+from agent.errors import ExecutorError, terminal_safe
 
 console = Console()
 
@@ -34,6 +34,11 @@ def handles_errors(fn):
             _fail("interrupted")
 
     return wrapper
+
+
+def echo(text: str, **kwargs) -> None:
+    """Print text that may come from documents: escape sequences in it (OSC, CSI) are shown, not obeyed."""
+    typer.echo(terminal_safe(text), **kwargs)
 
 
 def runtime():

@@ -7,7 +7,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from agent.commands.common import JsonOpt, KbOpt, csv_list, handles_errors, print_json, runtime
+from agent.commands.common import JsonOpt, KbOpt, csv_list, echo, handles_errors, print_json, runtime
 from agent.errors import ExecutorError
 
 graph_app = typer.Typer(no_args_is_help=True, help="Explore a knowledge base's graph.")
@@ -48,7 +48,7 @@ def graph_neighbors(
     if not paths:
         typer.echo(f"{entity}: no neighbours within {hops} hops")
     for p in paths:
-        typer.echo(f"{p.score:.3f}  {p.summary()}")
+        echo(f"{p.score:.3f}  {p.summary()}")
 
 
 @graph_app.command("path")
@@ -74,7 +74,7 @@ def graph_path(
     if not found.reachable:
         typer.echo(f"{found.source} and {found.target} are not connected within {hops} hops")
     for p in found.paths:
-        typer.echo(f"{p.score:.3f}  {p.summary()}")
+        echo(f"{p.score:.3f}  {p.summary()}")
 
 
 @graph_app.command("show")

@@ -8,7 +8,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from agent.commands.common import JsonOpt, SessionOpt, csv_list, handles_errors, print_json, runtime
+from agent.commands.common import JsonOpt, SessionOpt, csv_list, echo, handles_errors, print_json, runtime
 from agent.errors import ExecutorError
 
 kb_app = typer.Typer(no_args_is_help=True, help="Create, list, show and drop knowledge bases.")
@@ -152,5 +152,5 @@ def kg(
     if as_json:
         print_json(data)
         return
-    typer.echo(result.to_llm_text())
+    echo(result.to_llm_text())
 

@@ -9,7 +9,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from agent.commands.common import JsonOpt, KbOpt, console, handles_errors, print_json, runtime
+from agent.commands.common import JsonOpt, KbOpt, console, echo, handles_errors, print_json, runtime
 
 session_app = typer.Typer(no_args_is_help=True, help="Inspect or clear a session's action memory.")
 
@@ -92,9 +92,9 @@ def lookup(
         print_json(data)
         return
     console.print(f"[dim]session {session}[/]")
-    typer.echo(result.to_llm_text())
+    echo(result.to_llm_text())
     if expansion is not None:
-        typer.echo("\n" + expansion.to_llm_text())
+        echo("\n" + expansion.to_llm_text())
 
 
 @session_app.command("show")
@@ -129,9 +129,10 @@ def session_clear(session_id: str, as_json: JsonOpt = False):
 
     check_session_id(session_id)
     rt = runtime()
-    n = rt.memory.clear(session_id)
+    # the conversation first: if the checkpoint store fails, the memory is still there (no half-cleared session)
     with open_checkpointer(rt.settings) as saver:
-        saver.delete_thread(session_id)  # the conversation goes with the memory
+        saver.delete_thread(session_id)
+    n = rt.memory.clear(session_id)
     if as_json:
         print_json({"session": session_id, "documents_forgotten": n})
     else:

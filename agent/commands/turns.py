@@ -7,8 +7,8 @@ from typing import Annotated
 
 import typer
 
-from agent.commands.common import JsonOpt, KbOpt, SessionOpt, console, handles_errors, print_json, runtime
-from agent.errors import ExecutorError
+from agent.commands.common import JsonOpt, KbOpt, SessionOpt, console, echo, handles_errors, print_json, runtime
+from agent.errors import ExecutorError, terminal_safe
 
 def _trace_line(entry: dict) -> str:
     what = f"{entry['tool']}({entry.get('query')!r}" + (
@@ -38,7 +38,7 @@ class _LiveTrace:
                 settled = settled and not any(p["trace_index"] == i for p in update["pending_expansions"])
             if settled and i not in self.shown:
                 self.shown.add(i)
-                console.print(_trace_line(entry), style="dim", highlight=False, markup=False)
+                console.print(terminal_safe(_trace_line(entry)), style="dim", highlight=False, markup=False)
 
 
 def _agent_turns(kb: str):
@@ -84,7 +84,7 @@ def ask(
     if as_json:
         print_json(result.model_dump())
         return
-    typer.echo("" if streamed else result.answer)
+    echo("" if streamed else result.answer)
     _print_sources(result)
 
 
@@ -95,14 +95,15 @@ def _echo_into(streamed: list[str], prefix: str):
         if not streamed and prefix:
             typer.echo(prefix, nl=False)
         streamed.append(text)
-        typer.echo(text, nl=False)
+        echo(text, nl=False)
 
     return token
 
 
 def _print_sources(result) -> None:
     if result.citations:
-        console.print("sources: " + ", ".join(f"{c['title']} [{c['doc_key']}]" for c in result.citations), style="dim", highlight=False, markup=False)
+        console.print(terminal_safe("sources: " + ", ".join(f"{c['title']} [{c['doc_key']}]" for c in result.citations)),
+                      style="dim", highlight=False, markup=False)
     console.print(
         f"session {result.session} · {result.mode} · {result.executed_lookups} lookups run, "
         f"{result.blocked_lookups} blocked", style="dim", highlight=False, markup=False,
@@ -131,7 +132,7 @@ def chat(session: SessionOpt = None, kb: KbOpt = "sample"):
                 typer.echo(f"error: {exc}", err=True)
                 failed = True
                 continue
-            typer.echo("" if streamed else f"executor> {result.answer}")
+            echo("" if streamed else f"executor> {result.answer}")
             _print_sources(result)
     if failed:  # a turn that failed is not a chat that went well
         raise typer.Exit(2)
