@@ -296,3 +296,48 @@ def test_session_clear_keeps_the_memory_when_the_checkpoint_store_fails(home):
             (home / f"checkpoints.sqlite{extra}").unlink(missing_ok=True)
     shown = json.loads(run_cli(home, "session", "show", "clear-1", "--json").stdout)
     assert shown["documents_by_domain"]  # not wiped by a clear that failed
+
+
+# -- many processes on one home ---------------------------------------------------------------------
+def test_ten_processes_on_one_home_succeed_or_say_the_store_is_locked(home):
+    """8 processes looking up and asking, 2 ingesting, all at once: each one succeeds or exits with the one-line
+    lock error; no answer says "nothing found" because of an error; nothing is lost or duplicated."""
+    import subprocess
+    import sys
+
+    from conftest import REPO
+
+    def stats():
+        kb = json.loads(run_cli(home, "kb", "show", "sample", "--json").stdout)
+        return kb["documents"], kb["chunks"], kb["graph"]
+
+    before = stats()
+    env = {**os.environ, "EXECUTOR_HOME": str(home)}
+    jobs = ([("lookup", ["lookup", "ERR_TIMEOUT 是什么？", "--json", "--session", f"conc-l{i}"]) for i in range(4)]
+            + [("ask", ["ask", "ERR_TIMEOUT 是什么？", "--json", "--session", f"conc-a{i}"]) for i in range(4)]
+            + [("ingest", ["ingest", "--json"]) for _ in range(2)])
+    procs = [(kind, subprocess.Popen([sys.executable, "-m", "agent.cli", *args], cwd=REPO, env=env,
+                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
+             for kind, args in jobs]
+    outcomes = []
+    for kind, p in procs:
+        out, err = p.communicate(timeout=600)
+        outcomes.append((kind, p.returncode, out, err))
+
+    succeeded = 0
+    for kind, rc, out, err in outcomes:
+        if rc != 0:
+            lines = err.strip().splitlines()
+            assert rc == 2 and len(lines) == 1 and "another process has it open" in lines[0], (kind, rc, err)
+            continue
+        succeeded += 1
+        data = json.loads(out)
+        if kind == "lookup":
+            assert data["relevance_level"] == "PRECISE"
+        elif kind == "ask":
+            assert data["executed_lookups"] >= 1 and not any(n in data["answer"] for n in NOTHING), data["answer"]
+        else:
+            assert data["documents"] == before[0] and data["chunks"] == before[1]
+    assert succeeded >= 1
+    assert stats() == before  # the same documents, chunks and graph: nothing lost, nothing duplicated
+    print(f"concurrency: {len(outcomes)} processes, {succeeded} succeeded, {len(outcomes) - succeeded} refused (locked)")
