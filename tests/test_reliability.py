@@ -6,7 +6,7 @@ import stat
 
 import pytest
 
-from agent.errors import BackendError, ExecutorError, display_url, redact
+from agent.errors import BackendError, ExecutorError
 from conftest import run_cli
 from stores.vectors import MilvusVectorStore
 
@@ -152,7 +152,7 @@ def test_kg_exits_non_zero_when_every_knowledge_base_failed(home):
 
 # -- secrets never printed or stored --------------------------------------------------------------
 def test_redaction_of_urls_and_registered_secrets():
-    from agent.errors import register_secret
+    from agent.errors import display_url, redact, register_secret
 
     assert display_url("redis://:pw1234@db.example:6379/0") == "redis://db.example:6379/0"
     assert display_url("postgresql://bob:hunter22@127.0.0.1:5432/test?sslmode=require") == "postgresql://127.0.0.1:5432/test"
