@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 
 from agent.errors import BackendError, InputError, display_url, first_line
-from agent.fs import HeldLock, private_dir, private_umask, stderr_to
+from agent.fs import HeldLock, private_umask, stderr_to
 from stores.embedders import Embedder
 
 # milvus-lite 2.5.1 imports pkg_resources (hence setuptools<81), which warns on every start.
@@ -80,7 +80,7 @@ class MilvusVectorStore:
 
     def _open_lite(self):
         path = Path(self.uri)
-        private_dir(path.parent)
+        path.parent.mkdir(parents=True, exist_ok=True)  # EXECUTOR_HOME is made private by the settings
         if not self._lock.held and not self._lock.try_acquire():
             raise BackendError(self._locked_message())
         try:
