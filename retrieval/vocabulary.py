@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
 
+from agent.fs import private_dir, private_file
 from retrieval.keywords import normalize
 
 ASCII_TERM = re.compile(r"[a-z0-9_]+(?:[.\-][a-z0-9_]+)*")
@@ -88,8 +89,8 @@ class Vocabulary:
 
     # -- cache ----------------------------------------------------------------
     def save(self, path: Path, revision: int) -> None:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(".tmp")
+        private_dir(path.parent)
+        tmp = private_file(path.with_suffix(".tmp"))  # under EXECUTOR_HOME: 0600, like every data file
         tmp.write_text(json.dumps({"revision": revision, "documents": self.documents, "df": self.df},
                                   ensure_ascii=False), encoding="utf-8")
         tmp.replace(path)
