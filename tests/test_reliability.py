@@ -126,6 +126,7 @@ def test_the_llm_is_told_the_knowledge_base_is_unavailable_and_the_run_raises(sa
     from scripted_model import ScriptedChatModel, lookup_call, tool_message
 
     broken = Runtime(sample_rt.settings.model_copy(update={"reference_threshold": 0.9}))
+    broken.__dict__["vectors"] = sample_rt.vectors  # one Lite client per file in this process
     saver = InMemorySaver()
     model = ScriptedChatModel(responses=[tool_message(lookup_call("ERR_TIMEOUT 是什么"))], answer="")
     app = build_graph(broken, model, "llm", checkpointer=saver)
@@ -189,6 +190,7 @@ def test_a_graph_password_reaches_no_message_log_row_or_checkpoint(sample_rt):
 
     secret = "s3cretGraphPw"
     rt = Runtime(Settings(home=sample_rt.settings.home, falkordb_url=f"redis://:{secret}@127.0.0.1:1"))
+    rt.__dict__["vectors"] = sample_rt.vectors  # one Lite client per file in this process; only the graph differs
     saver = InMemorySaver()
     model = ScriptedChatModel(responses=[tool_message(lookup_call("my service keeps restarting"),
                                                       raw_call("navigate_graph", {"entity": "ComfyUI"})),
