@@ -68,7 +68,9 @@ def make_guard(rt):
             else:
                 reason, detail = block_reason(name, args, state, ctx, planned)
             if reason is None:
-                approved.append({"id": call["id"], "name": name, "args": args, "trace_index": len(trace)})
+                # batch: the message the call came in; its sibling lookups are never repeats of each other
+                approved.append({"id": call["id"], "name": name, "args": args, "trace_index": len(trace),
+                                 "batch": ai.id})
                 planned += name in RETRIEVAL
             else:
                 entry.update(blocked=True, dedup_reason=reason)
