@@ -35,6 +35,7 @@ def trace_entry(name: str, args) -> dict:
         "domain": None,  # where a lookup landed
         "sent": [],  # doc keys whose content went to the LLM
         "recalled": [],  # doc keys the session already had, which a deduplicated lookup pointed back to
+        "repeat_of": None,  # the earlier lookup of the session this one repeats in meaning
     }
 
 

@@ -108,7 +108,7 @@ def make_lookup(rt):
             remembered = [e for e in recalled(result, session_evidence) if e["doc_key"] not in sent_keys]
             entry.update(relevance_level=level or "NONE", dedup_reason=result.dedup_reason, blocked=level == Level.DEDUPED,
                          domain=result.details.get("landing_domain"), sent=sent_keys,
-                         recalled=[e["doc_key"] for e in remembered])
+                         recalled=[e["doc_key"] for e in remembered], repeat_of=result.details.get("repeat_of"))
             evidence = add_evidence(evidence, sent + remembered)
             if level == Level.DEDUPED:
                 counts["blocked_lookups"] += 1

@@ -50,7 +50,8 @@ class PairScore(BaseModel):
     label: str
     similarity: float
     earlier_found: bool  # the earlier lookup found documents
-    same_documents: bool  # the later lookup's best document is one the earlier lookup returned
+    same_documents: bool  # the later lookup's best document is one the earlier lookup returned, or it found none
+    all_documents_sent: bool  # everything the later lookup returns came with the earlier one: doc_retrieved
 
 
 class Row(BaseModel):
@@ -75,6 +76,8 @@ class HeldOut(BaseModel):
     false_negatives: int
     fold_thresholds: list[dict[str, float]]
     false_blocks: list[dict]  # distinct pairs a held-out fold would have blocked
+    # the session's whole dedup: this rule, or doc_retrieved (which needs no threshold)
+    with_doc_retrieved: dict[str, float]
 
 
 class RepeatCalibration(BaseModel):
@@ -123,7 +126,8 @@ def score_pairs(rt: "Runtime", kb: str, labels: list[RepeatLabel]) -> list[PairS
             earlier=label.earlier, later=label.later, label=label.label,
             similarity=round(float(np.dot(vectors[label.earlier], vectors[label.later])), 4),
             earlier_found=bool(found[label.earlier]),
-            same_documents=bool(found[label.later]) and found[label.later][0] in found[label.earlier],
+            same_documents=not found[label.later] or found[label.later][0] in found[label.earlier],
+            all_documents_sent=bool(found[label.later]) and set(found[label.later]) <= set(found[label.earlier]),
         )
         for label in labels
     ]
@@ -174,23 +178,29 @@ def folds(scores: list[PairScore], k: int = FOLDS) -> list[list[int]]:
 
 
 def held_out(scores: list[PairScore], k: int = FOLDS) -> HeldOut:
-    tp = fp = fn = 0
-    thresholds, false_blocks = [], []
+    blocked_by: dict[int, bool] = {}
+    thresholds = []
     for fold in folds(scores, k):
         inside = set(fold)
         overlap, miss = fit([s for i, s in enumerate(scores) if i not in inside])
         thresholds.append({"overlap": overlap.threshold, "miss_overlap": miss.threshold})
         for i in fold:
             s = scores[i]
-            blocked = predicted(s, overlap.threshold if s.earlier_found else miss.threshold)
-            tp += blocked and s.label == "repeat"
-            fn += not blocked and s.label == "repeat"
-            if blocked and s.label == "distinct":
-                fp += 1
-                false_blocks.append({"earlier": s.earlier, "later": s.later, "similarity": s.similarity})
-    return HeldOut(precision=round(tp / (tp + fp), 4) if tp + fp else 1.0, recall=round(tp / (tp + fn), 4) if tp + fn else 0.0,
-                   true_positives=tp, false_positives=fp, false_negatives=fn, fold_thresholds=thresholds,
-                   false_blocks=false_blocks)
+            blocked_by[i] = predicted(s, overlap.threshold if s.earlier_found else miss.threshold)
+    rule = _counts(scores, blocked_by)
+    combined = _counts(scores, {i: b or scores[i].all_documents_sent for i, b in blocked_by.items()})
+    return HeldOut(**rule, fold_thresholds=thresholds,
+                   false_blocks=[{"earlier": scores[i].earlier, "later": scores[i].later, "similarity": scores[i].similarity}
+                                 for i, b in sorted(blocked_by.items()) if b and scores[i].label == "distinct"],
+                   with_doc_retrieved={k: combined[k] for k in ("precision", "recall", "false_positives")})
+
+
+def _counts(scores: list[PairScore], blocked: dict[int, bool]) -> dict:
+    tp = sum(b and scores[i].label == "repeat" for i, b in blocked.items())
+    fp = sum(b and scores[i].label == "distinct" for i, b in blocked.items())
+    fn = sum(not b and scores[i].label == "repeat" for i, b in blocked.items())
+    return {"precision": round(tp / (tp + fp), 4) if tp + fp else 1.0, "recall": round(tp / (tp + fn), 4) if tp + fn else 0.0,
+            "true_positives": tp, "false_positives": fp, "false_negatives": fn}
 
 
 def calibrate_repeats(rt: "Runtime", kb: str, labels: list[RepeatLabel]) -> RepeatCalibration:

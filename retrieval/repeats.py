@@ -4,7 +4,8 @@ A lookup repeats an earlier lookup of the same session (any turn, any process: t
 live in the app database) when their queries overlap in meaning:
 
 - the earlier lookup found documents: the query-to-query similarity (same embedder) reaches
-  `overlap-threshold` *and* the new lookup's best document is one the earlier lookup returned;
+  `overlap-threshold` *and* the new lookup's best document is one the earlier lookup returned
+  (or the new lookup finds nothing at all);
 - the earlier lookup found nothing: the similarity reaches `miss-overlap-threshold` (there are no
   documents to compare). The KB has nothing on it, so a rephrasing is not run again.
 
@@ -74,8 +75,8 @@ def find_repeat(
                 continue
             reason = DedupReason.NOT_FOUND_REPEATED
         else:
-            if sim < thresholds.overlap_threshold or best_doc is None or best_doc not in e.doc_keys:
-                continue
+            if sim < thresholds.overlap_threshold or (best_doc is not None and best_doc not in e.doc_keys):
+                continue  # a lookup that finds nothing brings nothing new: the queries alone decide
             if e.level == REFERENCE and missing_dimension:
                 continue  # a targeted supplement of a REFERENCE result
             reason = DedupReason.QUERY_REPEATED

@@ -49,6 +49,9 @@ def calibrate_repeats(
     console.print(f"held out: precision {h.precision:.3f}, recall {h.recall:.3f} ({h.true_positives} repeats blocked, "
                   f"{h.false_positives} distinct pairs blocked, {h.false_negatives} repeats missed)",
                   highlight=False, markup=False)
+    w = h.with_doc_retrieved
+    console.print(f"with doc_retrieved (every document already returned): precision {w['precision']:.3f}, "
+                  f"recall {w['recall']:.3f} ({int(w['false_positives'])} distinct pairs blocked)", highlight=False, markup=False)
     for name, choice, now in (("overlap", result.overlap, result.current["overlap_threshold"]),
                               ("miss-overlap", result.miss_overlap, result.current["miss_overlap_threshold"])):
         note = "" if choice.met_rule else " (no threshold met the precision rule: the most precise one taken)"
