@@ -115,7 +115,7 @@ def session_show(session_id: str, as_json: JsonOpt = False):
     if as_json:
         print_json(data)
         return
-    if not data["domain_levels"]:
+    if not data["domain_levels"] and not data["lookups"]:
         typer.echo(f"session {session_id}: nothing retrieved yet")
     for domain, level in data["domain_levels"].items():
         typer.echo(f"{domain} (last {level}): {', '.join(data['documents_by_domain'].get(domain, [])) or '-'}")
