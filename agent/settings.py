@@ -147,6 +147,23 @@ def config_path() -> Path:
     return Path(os.environ.get("EXECUTOR_CONFIG", "config.yaml"))
 
 
+def update_config(path: Path, node: tuple[str, ...], values: dict[str, Any]) -> None:
+    """Set `values` under the mapping at `node` of a config.yaml, keeping everything else in the file;
+    the file is replaced whole or not at all."""
+    data: dict = {}
+    if path.exists():
+        data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+        if not isinstance(data, dict):
+            raise ExecutorError(f"{path}: expected a mapping at the top level")
+    target = data
+    for key in node:
+        target = target.setdefault(key, {})
+    target.update(values)
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    tmp.write_text(yaml.safe_dump(data, allow_unicode=True, sort_keys=False), encoding="utf-8")
+    tmp.replace(path)
+
+
 class _YamlSource(PydanticBaseSettingsSource):
     """Reads config.yaml; a missing file means no overrides, a broken one is an error."""
 

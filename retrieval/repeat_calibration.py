@@ -27,6 +27,7 @@ import yaml
 from pydantic import BaseModel, Field, ValidationError
 
 from agent.errors import InputError
+from agent.settings import update_config
 
 if TYPE_CHECKING:
     from agent.runtime import Runtime
@@ -219,13 +220,5 @@ def calibrate_repeats(rt: "Runtime", kb: str, labels: list[RepeatLabel]) -> Repe
 
 def write_repeat_thresholds(config_path: Path, embedder: str, overlap: float, miss_overlap: float) -> None:
     """Store the repeat thresholds of one embedder in config.yaml, keeping everything else in the file."""
-    data = {}
-    if config_path.exists():
-        data = yaml.safe_load(config_path.read_text(encoding="utf-8")) or {}
-        if not isinstance(data, dict):
-            raise InputError(f"{config_path}: expected a mapping at the top level")
-    node = data.setdefault("retrieval", {}).setdefault("repeats", {}).setdefault("embedders", {})
-    node.setdefault(embedder, {}).update({"overlap-threshold": overlap, "miss-overlap-threshold": miss_overlap})
-    tmp = config_path.with_suffix(config_path.suffix + ".tmp")
-    tmp.write_text(yaml.safe_dump(data, allow_unicode=True, sort_keys=False), encoding="utf-8")
-    tmp.replace(config_path)  # all or nothing
+    update_config(config_path, ("retrieval", "repeats", "embedders", embedder),
+                  {"overlap-threshold": overlap, "miss-overlap-threshold": miss_overlap})

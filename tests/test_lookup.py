@@ -27,7 +27,9 @@ def test_pool_question_lands_in_infrastructure_and_repeat_is_deduped(sample_rt):
     first = sample_rt.lookup.lookup("数据库连接池怎么配置？", s)
     assert first.relevance_level in ("HIGHLY_RELEVANT", "PRECISE")
     assert first.primary[0].domain == "infrastructure"
-    assert first.retrieved_domains_this_session == ["infrastructure"]
+    # the landing domain first, then the domains of the supplement documents (the issue: they were left out)
+    assert first.retrieved_domains_this_session == list(dict.fromkeys(d.domain for d in first.documents))
+    assert len(first.retrieved_domains_this_session) > 1
     assert first.primary[0].content
 
     again = sample_rt.lookup.lookup("数据库连接池怎么配置？", s)

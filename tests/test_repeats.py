@@ -16,6 +16,7 @@ from agent.session import run_turn
 from agent.settings import REPO_ROOT, RepeatThresholds, Settings
 from agent.state import Context
 from conftest import run_cli
+from test_sql_backends import db_url  # noqa: F401  (the Postgres / MySQL fixture)
 from evals.runner import run_suite
 from evals.scenarios_model import Scenario
 from retrieval.repeat_calibration import (
@@ -254,3 +255,19 @@ def test_bad_label_files_are_one_line_errors(tmp_path):
         load_repeat_labels(bad)
     r = run_cli(tmp_path / "home", "calibrate-repeats", "--labels", str(tmp_path / "missing.yaml"))
     assert r.returncode == 2 and r.stderr.strip().count("\n") == 0 and "no such file" in r.stderr
+
+
+def test_lookup_memory_round_trips_on_postgres_and_mysql(db_url):
+    """The repeat rule's memory on the production databases (skips where no server answers)."""
+    memory = ActionMemory(Database(db_url))
+    vector = unit(*range(1, 513))
+    memory.record_lookup("s1", EarlierLookup(query="数据库连接池怎么配置？", vector=vector, level="PRECISE",
+                                             domain="infrastructure", doc_keys=["infrastructure/mysql-connection-pool.md"],
+                                             batch="run-1", embedder="use-multilingual-v3"))
+    memory.record_lookup("s1", EarlierLookup(query="vacation days", vector=vector, level=None, embedder="other"))
+    [row] = memory.lookups("s1", kb="sample", embedder="use-multilingual-v3")
+    assert row.query == "数据库连接池怎么配置？" and row.doc_keys == ["infrastructure/mysql-connection-pool.md"]
+    assert np.array_equal(row.vector, vector) and row.batch == "run-1"
+    assert [e.level for e in memory.lookups("s1")] == ["PRECISE", None]
+    memory.clear("s1")
+    assert memory.lookups("s1") == []
