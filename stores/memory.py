@@ -78,7 +78,7 @@ class ActionMemory:
             s.add(SessionLookup(
                 session_id=session_id, kb=lookup.kb, query=lookup.query, embedder=lookup.embedder,
                 embedding=np.asarray(lookup.vector, dtype=np.float32).tobytes(), level=lookup.level,
-                domain=lookup.domain, doc_keys=list(lookup.doc_keys), batch=lookup.batch,
+                domain=lookup.domain, doc_keys=list(lookup.doc_keys), batch=lookup.batch and lookup.batch[:128],
             ))
 
     def lookups(self, session_id: str, kb: str | None = None, embedder: str | None = None) -> list[EarlierLookup]:
