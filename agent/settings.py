@@ -17,7 +17,7 @@ import yaml
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, model_validator
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
-from agent.errors import ExecutorError
+from agent.errors import ExecutorError, InputError
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 SAMPLE_KB_PATH = REPO_ROOT / "kb" / "sample"
@@ -154,7 +154,7 @@ def update_config(path: Path, node: tuple[str, ...], values: dict[str, Any]) -> 
     if path.exists():
         data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
         if not isinstance(data, dict):
-            raise ExecutorError(f"{path}: expected a mapping at the top level")
+            raise InputError(f"{path}: expected a mapping at the top level")
     target = data
     for key in node:
         target = target.setdefault(key, {})

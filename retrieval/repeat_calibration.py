@@ -23,11 +23,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
 import numpy as np
-import yaml
-from pydantic import BaseModel, Field, ValidationError
+from pydantic import BaseModel, Field
 
-from agent.errors import InputError
 from agent.settings import update_config
+from retrieval.label_files import load_label_list
 
 if TYPE_CHECKING:
     from agent.runtime import Runtime
@@ -97,20 +96,7 @@ class RepeatCalibration(BaseModel):
 
 
 def load_repeat_labels(path: Path) -> list[RepeatLabel]:
-    if not path.exists():
-        raise InputError(f"{path}: no such file")
-    try:
-        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        raise InputError(f"{path}: not valid YAML{f' at line {mark.line + 1}' if mark else ''}") from exc
-    if not isinstance(raw, list) or not raw:
-        raise InputError(f"{path}: expected a list of {{earlier, later, label}} pairs")
-    try:
-        return [RepeatLabel.model_validate(item) for item in raw]
-    except ValidationError as exc:
-        err = exc.errors()[0]
-        raise InputError(f"{path}: {'.'.join(str(p) for p in err['loc'])}: {err['msg']}") from exc
+    return load_label_list(path, RepeatLabel, "{earlier, later, label} pairs")
 
 
 def score_pairs(rt: "Runtime", kb: str, labels: list[RepeatLabel]) -> list[PairScore]:
