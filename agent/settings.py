@@ -18,7 +18,7 @@ import yaml
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError, model_validator
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
-from agent.errors import ConfigError, register_secret
+from agent.errors import ConfigError, ExecutorError, InputError, register_secret
 from agent.fs import private_dir
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
@@ -105,12 +105,65 @@ class Normalization(ThresholdOverride):
     embedders: dict[str, ThresholdOverride] = Field(default_factory=dict)
 
 
+class RepeatThresholds(BaseModel):
+    """When a lookup repeats an earlier one of the session (retrieval/repeats.py), per embedder.
+
+    `overlap-threshold`: query-to-query similarity above which a lookup whose best document the earlier
+    lookup already returned is a repeat; `miss-overlap-threshold`: the same against an earlier lookup that
+    found nothing (there are no documents to compare, so the queries alone decide).
+    """
+
+    model_config = ConfigDict(populate_by_name=True, frozen=True)
+
+    overlap_threshold: float = Field(0.9, alias="overlap-threshold", ge=0, le=1)
+    miss_overlap_threshold: float = Field(0.9, alias="miss-overlap-threshold", ge=0, le=1)
+
+
+class RepeatOverride(BaseModel):
+    model_config = ConfigDict(populate_by_name=True)
+
+    overlap_threshold: float | None = Field(None, alias="overlap-threshold")
+    miss_overlap_threshold: float | None = Field(None, alias="miss-overlap-threshold")
+
+    def set_values(self) -> dict[str, float]:
+        return {k: v for k, v in self.model_dump().items() if v is not None}
+
+
+# USE multilingual v3: from `executor calibrate-repeats --labels evals/labels/repeats.yaml` (README,
+# "Repeats by meaning"). An embedder without calibrated values gets 0.9: only near-identical queries.
+REPEAT_THRESHOLD_DEFAULTS: dict[str, RepeatThresholds] = {
+    "use-multilingual-v3": RepeatThresholds(overlap_threshold=0.82, miss_overlap_threshold=0.51),
+}
+
+
+class Repeats(BaseModel):
+    embedders: dict[str, RepeatOverride] = Field(default_factory=dict)
+
+
 class Retrieval(BaseModel):
     normalization: Normalization = Field(default_factory=Normalization)
+    repeats: Repeats = Field(default_factory=Repeats)
 
 
 def config_path() -> Path:
     return Path(os.environ.get("EXECUTOR_CONFIG", "config.yaml"))
+
+
+def update_config(path: Path, node: tuple[str, ...], values: dict[str, Any]) -> None:
+    """Set `values` under the mapping at `node` of a config.yaml, keeping everything else in the file;
+    the file is replaced whole or not at all."""
+    data: dict = {}
+    if path.exists():
+        data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+        if not isinstance(data, dict):
+            raise InputError(f"{path}: expected a mapping at the top level")
+    target = data
+    for key in node:
+        target = target.setdefault(key, {})
+    target.update(values)
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    tmp.write_text(yaml.safe_dump(data, allow_unicode=True, sort_keys=False), encoding="utf-8")
+    tmp.replace(path)
 
 
 class _YamlSource(PydanticBaseSettingsSource):
@@ -181,6 +234,8 @@ class Settings(BaseSettings):
     max_l2_distance: float | None = None
     highly_relevant_threshold: float | None = None
     reference_threshold: float | None = None
+    repeat_overlap_threshold: float | None = None
+    repeat_miss_overlap_threshold: float | None = None
 
     @classmethod
     def settings_customise_sources(cls, settings_cls, init_settings, env_settings, dotenv_settings, file_secret_settings):
@@ -231,6 +286,18 @@ class Settings(BaseSettings):
             return Thresholds(**values)
         except ValueError as exc:
             raise ConfigError(f"invalid relevance thresholds for {embedder_name}: {exc.errors()[0]['msg']}") from exc
+
+    def repeat_thresholds(self, embedder_name: str) -> RepeatThresholds:
+        values = REPEAT_THRESHOLD_DEFAULTS.get(embedder_name, RepeatThresholds()).model_dump()
+        if embedder_name in self.retrieval.repeats.embedders:
+            values.update(self.retrieval.repeats.embedders[embedder_name].set_values())
+        flat = {"overlap_threshold": self.repeat_overlap_threshold,
+                "miss_overlap_threshold": self.repeat_miss_overlap_threshold}
+        values.update({k: v for k, v in flat.items() if v is not None})
+        try:
+            return RepeatThresholds(**values)
+        except ValueError as exc:
+            raise ConfigError(f"invalid repeat thresholds for {embedder_name}: {exc.errors()[0]['msg']}") from exc
 
     def ensure_home(self) -> Path:
         """EXECUTOR_HOME, created private (0700): it holds the session memory, checkpoints and the graph."""

@@ -13,6 +13,8 @@ ROWS = [
     ("mean lookups proposed", "mean_proposed_lookups"),
     ("mean lookups executed", "mean_executed_lookups"),
     ("mean lookups executed, storm scenarios", "mean_executed_lookups_storms"),
+    ("false blocks", "false_blocks"),
+    ("distinct lookups answered from documents already sent (doc_retrieved)", "distinct_answered_from_sent_documents"),
     ("duplicate documents sent", "duplicate_docs_sent"),
     ("same-domain repeats", "same_domain_repeats"),
     ("PRECISE-stop compliance", "precise_stop_compliance"),
@@ -36,7 +38,7 @@ def to_json(judged: list[ScenarioResult], baseline: list[ScenarioResult], policy
 def markdown(on: list[ScenarioResult], off: list[ScenarioResult], policy: str) -> str:
     agg_on, agg_off = aggregate(on), aggregate(off)
     lines = [
-        f"# ISS-002 eval ({policy} policy, {len(on)} scenarios)",
+        f"# ISS-002 eval ({policy} policy, {len(on)} scenarios, {sum(r.turns > 1 for r in on)} of them multi-turn)",
         "",
         "| metric | guards off | guards on |",
         "|---|---:|---:|",
@@ -47,14 +49,16 @@ def markdown(on: list[ScenarioResult], off: list[ScenarioResult], policy: str) -
     for reason in blocked:
         lines.append(f"| blocked: {reason} | {agg_off['blocked_by_reason'].get(reason, 0)} | "
                      f"{agg_on['blocked_by_reason'].get(reason, 0)} |")
-    lines += ["", "| scenario | lang | executed off | executed on | blocked on | duplicate docs off / on | on passes |",
-              "|---|---|---:|---:|---:|---:|---|"]
+    lines += ["", "| scenario | lang | turns | executed off | executed on (per turn) | blocked on | false blocks on "
+              "| duplicate docs off / on | on passes |", "|---|---|---:|---:|---:|---:|---:|---:|---|"]
     off_by_id = {r.id: r for r in off}
     for r in on:
         b = off_by_id.get(r.id)
         lines.append(
-            f"| {r.id} | {r.lang} | {b.executed_lookups if b else '-'} | {r.executed_lookups} | "
-            f"{sum(r.blocked_by_reason.values())} | {b.duplicate_docs_sent if b else '-'} / {r.duplicate_docs_sent} | "
+            f"| {r.id} | {r.lang} | {r.turns} | {b.executed_lookups if b else '-'} | {r.executed_lookups}"
+            f"{' (' + ', '.join(map(str, r.executed_by_turn)) + ')' if r.turns > 1 else ''} | "
+            f"{sum(r.blocked_by_reason.values())} | {sum(f['reason'] != 'doc_retrieved' for f in r.false_blocks)} | "
+            f"{b.duplicate_docs_sent if b else '-'} / {r.duplicate_docs_sent} | "
             f"{'yes' if r.passed else 'NO: ' + '; '.join(r.failures)} |"
         )
     return "\n".join(lines) + "\n"

@@ -19,11 +19,12 @@ from agent.graph import build_graph
 from agent.session import TurnResult, run_turn
 from agent.state import Context
 from evals.policy import ScriptedPolicy
-from evals.scenarios_model import Scenario
+from evals.scenarios_model import Expect, Scenario, Turn
 from prompts.executor import NOTHING_FOUND
 from retrieval.relevance import Level
 
 LOOKUP = "lookup_knowledge"
+MALFORMED = ("invalid_arguments", "unknown_tool")  # refused calls, not rule blocks
 
 
 class ScenarioResult(BaseModel):
@@ -33,9 +34,13 @@ class ScenarioResult(BaseModel):
     guards: bool
     passed: bool
     failures: list[str]
+    turns: int
     proposed_lookups: int
     executed_lookups: int
+    executed_by_turn: list[int]
     blocked_by_reason: dict[str, int]
+    # blocked lookups the scenario says must run, or the repeat labels call distinct, with the reason
+    false_blocks: list[dict]
     duplicate_docs_sent: int
     same_domain_repeats: int
     precise_stop_ok: bool | None
@@ -43,60 +48,105 @@ class ScenarioResult(BaseModel):
     tool_output_chars: int
     latency_ms: float
     citations: list[str]
-    trace: list[dict]
+    trace: list[dict]  # every turn's trace, each entry with its turn number
 
 
 def _ran(entry: dict) -> bool:
     return not entry["blocked"] and not entry.get("error")
 
 
-def _batch_of(scenario: Scenario) -> list[int]:
-    return [b for b, _ in scenario.flat_proposals]
+def _key(query) -> str:
+    return " ".join(str(query or "").split()).casefold()
 
 
-def measure(scenario: Scenario, turn: TurnResult, guards: bool, scripted: bool) -> ScenarioResult:
-    trace = turn.trace
-    lookups = [t for t in trace if t["tool"] == LOOKUP]
-    executed = [t for t in lookups if _ran(t)]
-    blocked = Counter(t["dedup_reason"] for t in trace if t["blocked"])
+def distinct_pairs(labels) -> set[tuple[str, str]]:
+    """(earlier, later) query pairs the repeat labels call distinct, normalised."""
+    return {(_key(label.earlier), _key(label.later)) for label in labels or [] if label.label == "distinct"}
 
-    sent = Counter(k for t in trace for k in t.get("sent") or [])
-    duplicates = sum(n - 1 for n in sent.values() if n > 1)
 
-    seen_domains, repeats = set(), 0
-    for t in executed:
-        if t.get("domain") in seen_domains:
-            repeats += 1
-        if t.get("domain"):
-            seen_domains.add(t["domain"])
+def _batches(turn: Turn, trace: list[dict], scripted: bool) -> list[int]:
+    """The message each trace entry came in: the proposals' batches when replayed, else one per call."""
+    return [b for b, _ in turn.flat_proposals] if scripted else list(range(len(trace)))
 
-    # PRECISE-stop: nothing runs after a PRECISE result except calls planned in the same message
-    batches = _batch_of(scenario) if scripted else list(range(len(trace)))
+
+def precise_stop_ok(turn: Turn, trace: list[dict], scripted: bool) -> bool | None:
+    """Nothing runs after a PRECISE result except calls planned in the same message."""
+    batches = _batches(turn, trace, scripted)
     precise_at = next((i for i, t in enumerate(trace) if t.get("relevance_level") == Level.PRECISE), None)
-    precise_ok = None
-    if precise_at is not None:
-        precise_ok = not any(
-            i > precise_at and t["tool"] == LOOKUP and _ran(t) and batches[i] != batches[precise_at]
-            for i, t in enumerate(trace) if i < len(batches)
-        )
-
-    cited = [c["doc_key"] for c in turn.citations]
-    groups = [[p] for p in scenario.expect.cite_all] + ([scenario.expect.cite_any] if scenario.expect.cite_any else [])
-    matched = sum(any(k.startswith(p) for k in cited for p in group) for group in groups)
-    recall = matched / len(groups) if groups else None
-
-    failures = judge(scenario, turn, executed, cited, scripted)
-    return ScenarioResult(
-        id=scenario.id, lang=scenario.lang, tags=scenario.tags, guards=guards, passed=not failures, failures=failures,
-        proposed_lookups=len(lookups), executed_lookups=len(executed), blocked_by_reason=dict(blocked),
-        duplicate_docs_sent=duplicates, same_domain_repeats=repeats, precise_stop_ok=precise_ok,
-        citation_recall=recall, tool_output_chars=turn.tool_output_chars, latency_ms=turn.latency_ms,
-        citations=cited, trace=trace,
+    if precise_at is None:
+        return None
+    return not any(
+        i > precise_at and t["tool"] == LOOKUP and _ran(t) and batches[i] != batches[precise_at]
+        for i, t in enumerate(trace) if i < len(batches)
     )
 
 
-def judge(scenario: Scenario, turn: TurnResult, executed: list[dict], cited: list[str], scripted: bool) -> list[str]:
-    e, trace, out = scenario.expect, turn.trace, []
+def false_blocks(turn: Turn, trace: list[dict], earlier: list[str], distinct: set[tuple[str, str]],
+                 scripted: bool) -> list[dict]:
+    """Blocked lookups that should have run: listed in `must_allow`, or called distinct by the repeat labels
+    from a lookup that ran before them in the session (an earlier turn or an earlier message)."""
+    batches = _batches(turn, trace, scripted)
+    out = []
+    for i, t in enumerate(trace):
+        if t["tool"] != LOOKUP or not t["blocked"] or t["dedup_reason"] in MALFORMED:
+            continue
+        before = earlier + [e["query"] for j, e in enumerate(trace[:i])
+                            if e["tool"] == LOOKUP and _ran(e) and j < len(batches) and i < len(batches)
+                            and batches[j] != batches[i]]
+        against = next((q for q in before if (_key(q), _key(t["query"])) in distinct), None)
+        if (scripted and i in turn.expect.must_allow) or against is not None:
+            out.append({"query": t["query"], "reason": t["dedup_reason"], "distinct_from": against})
+    return out
+
+
+def citation_groups(e: Expect) -> list[list[str]]:
+    return [[p] for p in e.cite_all] + ([e.cite_any] if e.cite_any else [])
+
+
+def measure(scenario: Scenario, turns: list[TurnResult], guards: bool, scripted: bool,
+            distinct: set[tuple[str, str]] | None = None) -> ScenarioResult:
+    """One scenario's figures over all its turns; each turn is judged against its own `expect`."""
+    failures, trace, fb, citations, precise, recalls = [], [], [], [], [], []
+    earlier: list[str] = []
+    for n, (turn, result) in enumerate(zip(scenario.turns, turns), start=1):
+        executed = [t for t in result.trace if t["tool"] == LOOKUP and _ran(t)]
+        cited = [c["doc_key"] for c in result.citations]
+        prefix = f"turn {n}: " if len(scenario.turns) > 1 else ""
+        failures += [prefix + f for f in judge(turn, result, executed, cited, scripted)]
+        fb += [{**f, "turn": n} for f in false_blocks(turn, result.trace, earlier, distinct or set(), scripted)]
+        ok = precise_stop_ok(turn, result.trace, scripted)
+        if ok is not None:
+            precise.append(ok)
+        groups = citation_groups(turn.expect)
+        if groups:
+            recalls.append(sum(any(k.startswith(p) for k in cited for p in g) for g in groups) / len(groups))
+        earlier += [t["query"] for t in executed]
+        citations += [c for c in cited if c not in citations]
+        trace += [{**t, "turn": n} for t in result.trace]
+
+    lookups = [t for t in trace if t["tool"] == LOOKUP]
+    executed = [t for t in lookups if _ran(t)]
+    sent = Counter(k for t in trace for k in t.get("sent") or [])
+    seen_domains, repeats = set(), 0
+    for t in executed:
+        repeats += t.get("domain") in seen_domains
+        if t.get("domain"):
+            seen_domains.add(t["domain"])
+    return ScenarioResult(
+        id=scenario.id, lang=scenario.lang, tags=scenario.tags, guards=guards, passed=not failures, failures=failures,
+        turns=len(scenario.turns), proposed_lookups=len(lookups), executed_lookups=len(executed),
+        executed_by_turn=[sum(1 for t in executed if t["turn"] == n) for n in range(1, len(scenario.turns) + 1)],
+        blocked_by_reason=dict(Counter(t["dedup_reason"] for t in trace if t["blocked"])), false_blocks=fb,
+        duplicate_docs_sent=sum(n - 1 for n in sent.values() if n > 1), same_domain_repeats=repeats,
+        precise_stop_ok=all(precise) if precise else None,
+        citation_recall=round(sum(recalls) / len(recalls), 4) if recalls else None,
+        tool_output_chars=sum(r.tool_output_chars for r in turns), latency_ms=round(sum(r.latency_ms for r in turns), 1),
+        citations=citations, trace=trace,
+    )
+
+
+def judge(turn: Turn, result: TurnResult, executed: list[dict], cited: list[str], scripted: bool) -> list[str]:
+    e, trace, out = turn.expect, result.trace, []
     for t in trace:  # a backend failure is never a pass, whatever the expectations say
         if t.get("error") and not t["blocked"]:
             out.append(f"{t['tool']}({t.get('query')!r}) failed: {t['error']}")
@@ -122,25 +172,29 @@ def judge(scenario: Scenario, turn: TurnResult, executed: list[dict], cited: lis
             elif trace[i]["blocked"] or trace[i].get("error"):
                 out.append(f"proposal {i} ({trace[i].get('query')!r}) was blocked ({trace[i]['dedup_reason']})")
     if e.no_answer:
-        said = any(phrase in turn.answer for phrase in NOTHING_FOUND.values())
-        if turn.citations or (scripted and not said):
+        said = any(phrase in result.answer for phrase in NOTHING_FOUND.values())
+        if result.citations or (scripted and not said):
             out.append("expected the answer to say the knowledge base has nothing on it")
     return out
 
 
 def run_suite(rt, scenarios: list[Scenario], guards: bool, policy: str = "scripted", model=None,
-              progress: bool = True) -> list[ScenarioResult]:
+              progress: bool = True, repeat_labels=None) -> list[ScenarioResult]:
+    """Each scenario is one session: its turns run in order on one checkpointer and thread."""
+    distinct = distinct_pairs(repeat_labels)
     results = []
     for scenario in tqdm(scenarios, desc=f"eval guards {'on' if guards else 'off'}", disable=not progress, leave=False):
-        if policy == "scripted":
-            chat, mode = ScriptedPolicy(batches=[[c.model_dump() for c in b] for b in scenario.proposals]), "offline"
-        else:
-            chat, mode = model, "llm"
-        app = build_graph(rt, chat, mode, checkpointer=InMemorySaver())
+        saver, session = InMemorySaver(), f"eval-{scenario.id}-{uuid.uuid4().hex[:6]}"
         context = Context(kb=scenario.kb, lookup_budget=rt.settings.lookup_budget, guards=guards)
-        session = f"eval-{scenario.id}-{uuid.uuid4().hex[:6]}"
-        turn = run_turn(app, scenario.question, session, context, mode, max_query_chars=rt.settings.max_query_chars)
-        results.append(measure(scenario, turn, guards, policy == "scripted"))
+        turns = []
+        for turn in scenario.turns:
+            if policy == "scripted":
+                chat, mode = ScriptedPolicy(batches=[[c.model_dump() for c in b] for b in turn.proposals]), "offline"
+            else:
+                chat, mode = model, "llm"
+            app = build_graph(rt, chat, mode, checkpointer=saver)
+            turns.append(run_turn(app, turn.question, session, context, mode, max_query_chars=rt.settings.max_query_chars))
+        results.append(measure(scenario, turns, guards, policy == "scripted", distinct))
     return results
 
 
@@ -158,6 +212,11 @@ def aggregate(results: list[ScenarioResult]) -> dict:
         "mean_proposed_lookups": round(mean(r.proposed_lookups for r in results), 2),
         "mean_executed_lookups": round(mean(r.executed_lookups for r in results), 2),
         "mean_executed_lookups_storms": round(mean(r.executed_lookups for r in storms), 2) if storms else None,
+        "storm_scenarios": len(storms),
+        # doc_retrieved found only documents the session already had, and the turn answers from them
+        "false_blocks": sum(f["reason"] != "doc_retrieved" for r in results for f in r.false_blocks),
+        "distinct_answered_from_sent_documents": sum(f["reason"] == "doc_retrieved" for r in results for f in r.false_blocks),
+        "multi_turn_scenarios": sum(r.turns > 1 for r in results),
         "min_executed_lookups_storms": min((r.executed_lookups for r in storms), default=None),
         "blocked_by_reason": dict(blocked),
         "duplicate_docs_sent": sum(r.duplicate_docs_sent for r in results),

@@ -1,9 +1,11 @@
 """Eval scenarios: the YAML format, validated.
 
-A scenario is a question plus the tool calls an unconstrained LLM made for it
-(`proposals`, in order; a list inside the list is one message with several
-calls), and what must hold afterwards (`expect`). One file may hold several
-scenarios, as a YAML list or as several documents.
+A scenario is one session of `turns`, run in order: each turn is a question
+plus the tool calls an unconstrained LLM made for it (`proposals`, in order; a
+list inside the list is one message with several calls), and what must hold
+after that turn (`expect`). `question`/`proposals`/`expect` at the top level
+are a one-turn scenario. One file may hold several scenarios, as a YAML list
+or as several documents.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ from pathlib import Path
 from typing import Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from agent.errors import InputError
 
@@ -27,7 +29,7 @@ class Call(BaseModel):
 class Expect(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    max_executed_lookups: int | None = None
+    max_executed_lookups: int | None = Field(None, description="0: answered from what the session already has")
     min_executed_lookups: int | None = None
     cite_any: list[str] = Field(default_factory=list, description="doc_key prefixes; at least one must be cited")
     cite_all: list[str] = Field(default_factory=list, description="doc_key prefixes; each must be cited")
@@ -37,17 +39,12 @@ class Expect(BaseModel):
     no_answer: bool = False
 
 
-class Scenario(BaseModel):
+class Turn(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    id: str = Field(pattern=r"^[a-z0-9][a-z0-9\-]{0,63}$")
-    lang: Literal["zh", "en"]
-    kb: str = "sample"
     question: str = Field(min_length=1)
-    tags: list[str] = Field(default_factory=list)
     proposals: list[list[Call]] = Field(default_factory=list)
     expect: Expect = Field(default_factory=Expect)
-    source: str = ""
 
     @field_validator("proposals", mode="before")
     @classmethod
@@ -71,6 +68,40 @@ class Scenario(BaseModel):
     def flat_proposals(self) -> list[tuple[int, Call]]:
         """(batch number, call) in proposal order."""
         return [(b, call) for b, batch in enumerate(self.proposals) for call in batch]
+
+
+ONE_TURN_KEYS = ("question", "proposals", "expect")
+
+
+class Scenario(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    id: str = Field(pattern=r"^[a-z0-9][a-z0-9\-]{0,63}$")
+    lang: Literal["zh", "en"]
+    kb: str = "sample"
+    tags: list[str] = Field(default_factory=list)
+    turns: list[Turn] = Field(min_length=1)
+    source: str = ""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _one_turn(cls, data):
+        """Top-level question/proposals/expect are a scenario of one turn."""
+        if not isinstance(data, dict) or not any(k in data for k in ONE_TURN_KEYS):
+            return data
+        if "turns" in data:
+            raise ValueError("a scenario has either turns or question/proposals/expect, not both")
+        turn = {k: data[k] for k in ONE_TURN_KEYS if k in data}
+        return {k: v for k, v in data.items() if k not in ONE_TURN_KEYS} | {"turns": [turn]}
+
+    @property
+    def question(self) -> str:
+        return self.turns[0].question
+
+    @property
+    def flat_proposals(self) -> list[tuple[int, Call]]:
+        """(batch number, call) over all turns, in proposal order."""
+        return [p for turn in self.turns for p in turn.flat_proposals]
 
 
 def load_scenarios(paths: list[Path]) -> list[Scenario]:

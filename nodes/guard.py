@@ -35,6 +35,7 @@ def trace_entry(name: str, args) -> dict:
         "domain": None,  # where a lookup landed
         "sent": [],  # doc keys whose content went to the LLM
         "recalled": [],  # doc keys the session already had, which a deduplicated lookup pointed back to
+        "repeat_of": None,  # the earlier lookup of the session this one repeats in meaning
     }
 
 
@@ -68,7 +69,9 @@ def make_guard(rt):
             else:
                 reason, detail = block_reason(name, args, state, ctx, planned)
             if reason is None:
-                approved.append({"id": call["id"], "name": name, "args": args, "trace_index": len(trace)})
+                # batch: the message the call came in; its sibling lookups are never repeats of each other
+                approved.append({"id": call["id"], "name": name, "args": args, "trace_index": len(trace),
+                                 "batch": ai.id})
                 planned += name in RETRIEVAL
             else:
                 entry.update(blocked=True, dedup_reason=reason)

@@ -3,9 +3,9 @@
 A lookup that graph expansion should widen keeps its tool message back for
 `graph_expand`, which sends the lookup text and the expansion together.
 Calls proposed together in one message were planned before any result came
-back (sub-questions), so a PRECISE result does not block its siblings; it
-blocks what the LLM asks for after seeing it (the guard), and the domain
-rule still blocks a sibling that lands in an answered domain.
+back (sub-questions), so a PRECISE result does not block its siblings, and
+they are never repeats of each other (the lookup gets the message as its
+`batch`); documents one of them sent are still not sent again by another.
 """
 
 from __future__ import annotations
@@ -40,10 +40,9 @@ def evidence_of(result: LookupResult, source: str = "lookup") -> list[dict]:
 
 
 def recalled(result: LookupResult, session_evidence: dict[str, dict]) -> list[dict]:
-    """What a deduplicated lookup pointed at, from the session's earlier evidence (not sent to the LLM again)."""
+    """What a deduplicated lookup pointed at (the documents it found, or those of the lookup it repeats),
+    from the session's earlier evidence (not sent to the LLM again)."""
     keys = [d.doc_key for d in result.documents if d.already_returned]
-    landing = result.details.get("landing_domain")
-    keys += [k for k, e in session_evidence.items() if landing and e["domain"] == landing]
     return [{**session_evidence[k], "source": "memory"} for k in dict.fromkeys(keys) if k in session_evidence]
 
 
@@ -99,7 +98,8 @@ def make_lookup(rt):
             try:
                 if kb_row is None:
                     rt.catalog.require(ctx.kb)  # the run's knowledge base is gone: not the LLM's to fix
-                result = rt.lookup.lookup(args.query, session, ctx.kb, args.missing_dimension, rules=ctx.guards)
+                result = rt.lookup.lookup(args.query, session, ctx.kb, args.missing_dimension, rules=ctx.guards,
+                                          batch=call.get("batch"))
             except ExecutorError as exc:
                 entry["error"] = str(exc)
                 if isinstance(exc, InputError) and kb_row is not None:  # the LLM's arguments: it can fix them
@@ -117,7 +117,7 @@ def make_lookup(rt):
             remembered = [e for e in recalled(result, session_evidence) if e["doc_key"] not in sent_keys]
             entry.update(relevance_level=level or "NONE", dedup_reason=result.dedup_reason, blocked=level == Level.DEDUPED,
                          domain=result.details.get("landing_domain"), sent=sent_keys,
-                         recalled=[e["doc_key"] for e in remembered])
+                         recalled=[e["doc_key"] for e in remembered], repeat_of=result.details.get("repeat_of"))
             evidence = add_evidence(evidence, sent + remembered)
             if level == Level.DEDUPED:
                 counts["blocked_lookups"] += 1

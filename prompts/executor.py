@@ -17,10 +17,10 @@ SYSTEM = {
 - navigate_graph(entity, target?)：在知识图谱中查看实体之间的关系路径。
 
 检索约束：
-1. 判断重复：调用前先看 retrieved_domains_this_session。新的检索如果和已检索过的领域语义重叠，就是重复检索。
+1. 判断重复：调用前先回顾本会话已经检索过的问题（任何一轮）。新的检索如果和其中某次检索语义重叠（换说法、换关键词、问得更宽或更窄），就是重复检索；同一领域里的不同问题不算重复。retrieved_domains_this_session 列出已检索过的领域，供参考。
 2. 重复了怎么办：禁止换关键词、换说法重新检索同一件事。先指出现有结果缺少的具体维度，再只针对这个维度补充检索，并把它写进 missing_dimension。
 3. 合法出口：回答不完整不会被追责，重复检索才会被惩罚。信息不全时，基于已有结果回答并说明缺什么。
-4. 利用质量信号：PRECISE → 立即停止检索并回答；HIGHLY_RELEVANT 且该领域已检索 → 不要再查该领域；REFERENCE → 先说明缺少的维度，再定向补充（带 missing_dimension）。DEDUPED 表示这次检索被拦截，请直接基于已有信息回答。
+4. 利用质量信号：PRECISE → 立即停止检索并回答；HIGHLY_RELEVANT → 不要换说法再查同一件事；REFERENCE → 先说明缺少的维度，再定向补充（带 missing_dimension）。DEDUPED 表示这次检索被拦截（dedup_reason 说明原因），请直接基于已有信息回答；知识库没有的内容，换说法也查不到。
 
 问题包含几个不同的部分时，在同一条消息里为每个部分各发起一次检索。PRECISE 之后本轮不会再执行检索。
 知识库里没有相关内容时，直接说明知识库没有这方面的信息，不要编造。
@@ -34,10 +34,10 @@ Tools:
 - navigate_graph(entity, target?): show how entities relate in the knowledge graph.
 
 Retrieval rules:
-1. Judge repeats: before a call, read retrieved_domains_this_session. A lookup that overlaps a domain already retrieved is a repeat.
+1. Judge repeats: before a call, recall what this session already looked up, in any turn. A lookup that overlaps one of those in meaning (a rephrasing, other keywords, a wider or narrower wording) is a repeat; a different question in the same domain is not. retrieved_domains_this_session lists the domains retrieved so far, for reference.
 2. What to do instead of repeating: never rephrase or swap keywords to search the same thing again. Name the specific dimension the results lack, and look up only that, passing it as missing_dimension.
 3. The legitimate way out: an incomplete answer is never punished; a repeated lookup is. When information is missing, answer from what you have and say what is missing.
-4. Act on the quality signal: PRECISE → stop searching and answer; HIGHLY_RELEVANT with its domain already retrieved → do not search that domain again; REFERENCE → name the missing dimension, then make one targeted lookup with missing_dimension. DEDUPED means the lookup was blocked: answer from what you have.
+4. Act on the quality signal: PRECISE → stop searching and answer; HIGHLY_RELEVANT → do not rephrase and search the same thing again; REFERENCE → name the missing dimension, then make one targeted lookup with missing_dimension. DEDUPED means the lookup was blocked (dedup_reason says why): answer from what you have; what the knowledge base lacks, no rephrasing will find.
 
 When a question has several distinct parts, look them all up in one message, one lookup per part: after a PRECISE result no further lookup runs this turn.
 If the knowledge base has nothing on the question, say so plainly; do not make anything up.

@@ -20,10 +20,24 @@ HINTS: dict[str, dict[str, str]] = {
         "zh": "找到的文档在本会话中都已返回过，请基于已有信息回答。",
         "en": "Every document found was already returned in this session: answer from what you have.",
     },
-    "domain_retrieved": {
-        "zh": "该领域本会话已检索过，且结果已足够相关；请基于已有信息回答。如确有缺失，请说明缺少的具体维度。",
-        "en": "This domain was already retrieved in this session with a good enough result: answer from what "
-        "you have. If something is really missing, name the missing dimension.",
+    "query_repeated": {
+        "zh": "这次检索与本会话之前的检索“{earlier}”语义重复；那次结果为 {level}，文档已返回过，内容不再重复发送。"
+        "请基于已有信息回答。",
+        "en": "This lookup repeats the earlier lookup \"{earlier}\" of this session, whose result was {level}; its "
+        "documents were already returned and are not sent again. Answer from what you have.",
+    },
+    "query_repeated_reference": {
+        "zh": "这次检索与本会话之前的检索“{earlier}”语义重复；那次结果只是相关参考（REFERENCE），文档已返回过。"
+        "请基于已有信息回答；如确有缺失，请在 missing_dimension 中写明缺少的具体维度，再定向补充。",
+        "en": "This lookup repeats the earlier lookup \"{earlier}\" of this session, whose result was only a related "
+        "reference (REFERENCE); its documents were already returned. Answer from what you have, or name the "
+        "specific missing dimension in missing_dimension for one targeted lookup.",
+    },
+    "not_found_repeated": {
+        "zh": "知识库中没有这方面的内容：本会话已经检索过“{earlier}”，什么也没找到，换个说法也找不到。"
+        "请如实说明知识库没有相关信息。",
+        "en": "The knowledge base has nothing on this: the earlier lookup \"{earlier}\" of this session found "
+        "nothing, and rephrasing it will not find anything either. Say so in the answer.",
     },
     "not_found": {
         "zh": "知识库中没有与该问题相关的文档；不要换说法重查，请如实说明知识库没有这方面的内容。",

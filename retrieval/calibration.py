@@ -24,12 +24,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-import yaml
-from pydantic import BaseModel, Field, ValidationError
+from pydantic import BaseModel, Field
 
 from agent.errors import InputError
-from agent.settings import Ranker, Thresholds
+from agent.settings import Ranker, Thresholds, update_config
 from retrieval.grading import Graded, Grader
+from retrieval.label_files import load_label_list
 from retrieval.quality import Quality, Question, measure
 from retrieval.ranking import FEATURES
 from retrieval.relevance import language_of
@@ -79,21 +79,7 @@ class Calibration(BaseModel):
 
 
 def load_labels(path: Path) -> list[Label]:
-    if not path.exists():
-        raise InputError(f"{path}: no such file")
-    try:
-        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f" at line {mark.line + 1}" if mark else ""
-        raise InputError(f"{path}: not valid YAML{where} ({exc.__class__.__name__})") from exc
-    if not isinstance(raw, list) or not raw:
-        raise InputError(f"{path}: expected a list of {{query, relevant}} pairs")
-    try:
-        return [Label.model_validate(item) for item in raw]
-    except ValidationError as exc:
-        err = exc.errors()[0]
-        raise InputError(f"{path}: {'.'.join(str(p) for p in err['loc'])}: {err['msg']}") from exc
+    return load_label_list(path, Label, "{query, relevant} pairs")
 
 
 def observe(grader: Grader, catalog: Catalog, embedder: Embedder, kb: str, labels: list[Label], t: Thresholds) -> list[Observed]:
@@ -207,16 +193,7 @@ def calibrate(observed: list[Observed], sources: dict[str, int], current: Thresh
 
 def write_thresholds(config_path: Path, embedder: str, t: Thresholds) -> None:
     """Store one embedder's model and thresholds in config.yaml, keeping everything else in the file."""
-    data = {}
-    if config_path.exists():
-        data = yaml.safe_load(config_path.read_text(encoding="utf-8")) or {}
-        if not isinstance(data, dict):
-            raise InputError(f"{config_path}: expected a mapping at the top level")
-    node = data.setdefault("retrieval", {}).setdefault("normalization", {}).setdefault("embedders", {})
     entry = {"highly-relevant-threshold": t.highly_relevant_threshold, "reference-threshold": t.reference_threshold}
     if t.ranker is not None:
         entry["ranker"] = t.ranker.model_dump()
-    node.setdefault(embedder, {}).update(entry)
-    tmp = config_path.with_suffix(config_path.suffix + ".tmp")
-    tmp.write_text(yaml.safe_dump(data, allow_unicode=True, sort_keys=False), encoding="utf-8")
-    tmp.replace(config_path)  # all or nothing
+    update_config(config_path, ("retrieval", "normalization", "embedders", embedder), entry)

@@ -17,9 +17,10 @@ from prompts.framing import one_line, quoted
 from prompts.hints import ALREADY_RETURNED, hint
 from retrieval.grading import Grader
 from retrieval.ranking import Candidate
-from retrieval.relevance import DedupReason, Level, domain_block_reason, language_of
+from retrieval.relevance import Level, language_of
+from retrieval.repeats import MEANING_REASONS, DedupReason, Repeat, find_repeat, nearest, repeat_hint
 from stores.invocation_log import Invocation
-from stores.memory import SentDocument
+from stores.memory import EarlierLookup, SentDocument
 from stores.vectors import ChunkHit
 
 if TYPE_CHECKING:
@@ -126,22 +127,28 @@ class LookupService:
         kb: str = "sample",
         missing_dimension: str | None = None,
         rules: bool = True,
+        batch: str | None = None,
+        dry_run: bool = False,
     ) -> LookupResult:
-        """`rules=False` turns off the session rules (no document or domain dedup): the eval baseline."""
+        """`rules=False` turns off the session rules (no document or repeat dedup): the eval baseline.
+        `batch` names the LLM message that proposed the call: lookups of one message are never repeats
+        of each other. `dry_run` writes nothing (no session memory, no log): calibration."""
         started = time.perf_counter()
         query = clean_query(query, self.rt.settings.max_query_chars)
         check_session_id(session_id)
         if missing_dimension is not None:
             missing_dimension = clean_query(missing_dimension, 200) if missing_dimension.strip() else None
         try:
-            result = self._lookup(query, session_id, kb, missing_dimension, rules)
+            result = self._lookup(query, session_id, kb, missing_dimension, rules, batch, dry_run)
         except ExecutorError as exc:
-            self._log(session_id, kb, query, missing_dimension, started, error=str(exc))
+            if not dry_run:
+                self._log(session_id, kb, query, missing_dimension, started, error=str(exc))
             raise
-        self._log(session_id, kb, query, missing_dimension, started, result=result)
+        if not dry_run:
+            self._log(session_id, kb, query, missing_dimension, started, result=result)
         return result
 
-    def _lookup(self, query, session_id, kb, missing_dimension, rules) -> LookupResult:
+    def _lookup(self, query, session_id, kb, missing_dimension, rules, batch, dry_run) -> LookupResult:
         rt = self.rt
         kb_row = rt.catalog.require(kb)
         self._check_embedder(kb)
@@ -155,15 +162,24 @@ class LookupService:
         base = dict(query=query, session=session_id, kb=kb, missing_dimension=missing_dimension, details=details)
         sent = rt.memory.sent_documents(session_id) if rules else {}
         domain_levels = rt.memory.domain_levels(session_id)
+        domains = list(dict.fromkeys([*domain_levels, *(d.domain for d in sent.values())]))
+        earlier = rt.memory.lookups(session_id, kb, rt.embedder.name) if rules else []
+        remembered = EarlierLookup(query=query, vector=vector, level=level and level.value, batch=batch, kb=kb,
+                                   embedder=rt.embedder.name)
 
         details["relevant_docs"] = 0
         if level is None:
+            repeat = self._repeat(vector, None, earlier, batch, missing_dimension, details)
+            if repeat is not None:
+                return self._finish(self._repeated(repeat, kb, sent, lang, domains, base))
+            if not dry_run:
+                rt.memory.record_lookup(session_id, remembered)
             unknown = graded.query_terms.unknown_names
             return self._finish(
                 LookupResult(found=False, relevance_level=None,
                              completeness_hint=hint("not_mentioned", lang, names=", ".join(unknown)) if unknown
                              else hint("not_found", lang),
-                             retrieved_domains_this_session=list(domain_levels), **base)
+                             retrieved_domains_this_session=domains, **base)
             )
 
         valid = graded.relevant(thresholds)
@@ -176,32 +192,55 @@ class LookupService:
         new = [d for d in out if not d.already_returned]
 
         details["landing_domain"] = landing
-        dedup: DedupReason | None = None
+        repeat = self._repeat(vector, chosen[0], earlier, batch, missing_dimension, details) if rules else None
         if not new:
-            dedup = DedupReason.DOC_RETRIEVED
-        elif rules:
-            dedup = domain_block_reason(domain_levels.get(landing), missing_dimension)
-        if dedup is not None:
             details["blocked_level"] = level.value
             titles_only = [d.model_copy(update={"content": "", "already_returned": True}) for d in out]
-            if dedup == DedupReason.DOMAIN_RETRIEVED:
-                titles_only = []  # nothing of it is sent: the domain is answered
+            dedup = DedupReason.DOC_RETRIEVED
             result = LookupResult(
                 found=True, relevance_level=Level.DEDUPED, dedup_reason=dedup, completeness_hint=hint(dedup, lang),
-                retrieved_domains_this_session=list(domain_levels), primary=titles_only[:1],
+                retrieved_domains_this_session=domains, primary=titles_only[:1],
                 supplement=titles_only[1:], **base,
             )
             return self._finish(result)
+        if repeat is not None:
+            details["blocked_level"] = level.value
+            return self._finish(self._repeated(repeat, kb, sent, lang, domains, base))
 
-        rt.memory.record(
-            session_id, landing, level.value, [SentDocument(kb, d.doc_key, d.domain, d.title) for d in new]
-        )
-        domains = list(domain_levels) + ([landing] if landing not in domain_levels else [])
+        remembered.domain, remembered.doc_keys = landing, [d.doc_key for d in out]
+        if not dry_run:
+            rt.memory.record(
+                session_id, landing, level.value, [SentDocument(kb, d.doc_key, d.domain, d.title) for d in new]
+            )
+            rt.memory.record_lookup(session_id, remembered)
+        domains += [d for d in dict.fromkeys(d.domain for d in out) if d not in domains]
         return self._finish(
             LookupResult(
                 found=True, relevance_level=level, completeness_hint=hint(level, lang),
                 retrieved_domains_this_session=domains, primary=out[:1], supplement=out[1:], **base,
             )
+        )
+
+    def _repeat(self, vector, best_doc, earlier, batch, missing_dimension, details) -> Repeat | None:
+        """The repeat rule (retrieval/repeats.py) on the embedding this lookup already computed."""
+        name = self.rt.embedder.name
+        details["repeat_nearest"] = nearest(vector, earlier, batch)
+        repeat = find_repeat(vector, best_doc, earlier, self.rt.settings.repeat_thresholds(name), batch, missing_dimension)
+        if repeat is not None:
+            details.update(repeat_of=repeat.earlier.query, repeat_similarity=round(repeat.similarity, 4))
+        return repeat
+
+    def _repeated(self, repeat: Repeat, kb: str, sent: dict, lang: str, domains: list[str], base: dict) -> LookupResult:
+        """A blocked repeat: it points back at what the earlier lookup returned (after a miss, nothing)."""
+        pointed = []
+        for k in repeat.earlier.doc_keys:
+            if (kb, k) in sent:
+                d = sent[(kb, k)]
+                pointed.append(DocumentOut(doc_key=k, title=d.title, domain=d.domain, kb=kb, already_returned=True))
+        return LookupResult(
+            found=repeat.reason == DedupReason.QUERY_REPEATED, relevance_level=Level.DEDUPED,
+            dedup_reason=repeat.reason, completeness_hint=repeat_hint(repeat, lang),
+            retrieved_domains_this_session=domains, primary=pointed[:1], supplement=pointed[1:], **base,
         )
 
     @staticmethod
@@ -238,6 +277,6 @@ class LookupService:
         if result is not None:
             entry.relevance_level = result.relevance_level
             entry.dedup_reason = result.dedup_reason
-            entry.blocked = result.dedup_reason == DedupReason.DOMAIN_RETRIEVED
+            entry.blocked = result.dedup_reason in MEANING_REASONS
             entry.retrieval_details = result.details
         self.rt.log.write(entry)

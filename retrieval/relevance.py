@@ -20,11 +20,6 @@ class Level(StrEnum):
     DEDUPED = "DEDUPED"
 
 
-class DedupReason(StrEnum):
-    DOC_RETRIEVED = "doc_retrieved"
-    DOMAIN_RETRIEVED = "domain_retrieved"
-
-
 CJK = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]")
 
 
@@ -52,16 +47,6 @@ def grade(candidates: list[Candidate], t: Thresholds) -> Level | None:
     if best >= t.reference_threshold:
         return Level.REFERENCE
     return None
-
-
-def domain_block_reason(last_level: str | None, missing_dimension: str | None) -> DedupReason | None:
-    """A lookup landing in an already-retrieved domain is a repeat, unless it targets
-    a dimension the last (REFERENCE) result lacked."""
-    if last_level is None:
-        return None
-    if last_level == Level.REFERENCE and missing_dimension and missing_dimension.strip():
-        return None
-    return DedupReason.DOMAIN_RETRIEVED
 
 
 def language_of(text: str) -> str:

@@ -12,7 +12,9 @@ from datetime import datetime, timezone
 from functools import lru_cache
 from pathlib import Path
 
-from sqlalchemy import JSON, Boolean, DateTime, Float, Integer, String, Text, create_engine, event, inspect, text
+from sqlalchemy import (
+    JSON, Boolean, DateTime, Float, Integer, LargeBinary, String, Text, create_engine, event, inspect, text,
+)
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import OperationalError
 from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column, sessionmaker
@@ -97,6 +99,30 @@ class SessionDomain(Base):
     updated_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
 
 
+class SessionLookup(Base):
+    """Action memory: a lookup that ran in this session, for the repeat rule (retrieval/repeats.py).
+
+    The query's embedding is kept (float32 bytes, with the embedder's name) so that a later lookup,
+    in any turn or process, is compared with it without embedding it again. `level` is None when the
+    lookup found nothing; `doc_keys` are the documents it returned; `batch` is the LLM message that
+    proposed it (its siblings in that message are never repeats of it).
+    """
+
+    __tablename__ = "session_lookup"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    session_id: Mapped[str] = mapped_column(String(128), index=True)
+    kb: Mapped[str] = mapped_column(String(64))
+    query: Mapped[str] = mapped_column(Text)
+    embedder: Mapped[str] = mapped_column(String(128))
+    embedding: Mapped[bytes] = mapped_column(LargeBinary)
+    level: Mapped[str | None] = mapped_column(String(20), nullable=True)
+    domain: Mapped[str | None] = mapped_column(String(64), nullable=True)
+    doc_keys: Mapped[list] = mapped_column(JSON, default=list)
+    batch: Mapped[str | None] = mapped_column(String(128), nullable=True)
+    created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
+
+
 class ToolInvocation(Base):
     __tablename__ = "tool_invocation"
 
@@ -148,7 +174,7 @@ class Database:
             s.close()
 
 
-SCHEMA_REVISION = "0002"  # the newest migration in stores/migrations/versions
+SCHEMA_REVISION = "0003"  # the newest migration in stores/migrations/versions
 MIGRATIONS = Path(__file__).with_name("migrations")
 
 

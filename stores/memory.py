@@ -1,12 +1,13 @@
-"""Per-session action memory: which domains and documents were already retrieved."""
+"""Per-session action memory: which domains and documents were already retrieved, and which lookups ran."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
+import numpy as np
 from sqlalchemy import delete, select
 
-from stores.database import Database, SessionDocument, SessionDomain, utcnow
+from stores.database import Database, SessionDocument, SessionDomain, SessionLookup, utcnow
 
 
 @dataclass(frozen=True)
@@ -15,6 +16,20 @@ class SentDocument:
     doc_key: str
     domain: str
     title: str
+
+
+@dataclass
+class EarlierLookup:
+    """A lookup that ran in a session: what the repeat rule compares a new lookup with."""
+
+    query: str
+    vector: np.ndarray  # unit-length query embedding, from `embedder`
+    level: str | None  # None: it found nothing
+    domain: str | None = None
+    doc_keys: list[str] = field(default_factory=list)
+    batch: str | None = None
+    kb: str = "sample"
+    embedder: str = ""
 
 
 class ActionMemory:
@@ -58,8 +73,33 @@ class ActionMemory:
                 if s.get(SessionDocument, (session_id, d.kb, d.doc_key)) is None:
                     s.add(SessionDocument(session_id=session_id, kb=d.kb, doc_key=d.doc_key, domain=d.domain, title=d.title))
 
+    def record_lookup(self, session_id: str, lookup: EarlierLookup) -> None:
+        with self.db.session() as s:
+            s.add(SessionLookup(
+                session_id=session_id, kb=lookup.kb, query=lookup.query, embedder=lookup.embedder,
+                embedding=np.asarray(lookup.vector, dtype=np.float32).tobytes(), level=lookup.level,
+                domain=lookup.domain, doc_keys=list(lookup.doc_keys), batch=lookup.batch and lookup.batch[:128],
+            ))
+
+    def lookups(self, session_id: str, kb: str | None = None, embedder: str | None = None) -> list[EarlierLookup]:
+        """The session's lookups in the order they ran; only those of `kb` / `embedder` when given
+        (vectors of different embedders are not comparable)."""
+        stmt = select(SessionLookup).where(SessionLookup.session_id == session_id)
+        if kb is not None:
+            stmt = stmt.where(SessionLookup.kb == kb)
+        if embedder is not None:
+            stmt = stmt.where(SessionLookup.embedder == embedder)
+        with self.db.session() as s:
+            rows = s.scalars(stmt.order_by(SessionLookup.id)).all()
+        return [
+            EarlierLookup(query=r.query, vector=np.frombuffer(r.embedding, dtype=np.float32), level=r.level,
+                          domain=r.domain, doc_keys=list(r.doc_keys or []), batch=r.batch, kb=r.kb, embedder=r.embedder)
+            for r in rows
+        ]
+
     def clear(self, session_id: str) -> int:
         with self.db.session() as s:
             n = s.execute(delete(SessionDocument).where(SessionDocument.session_id == session_id)).rowcount
             s.execute(delete(SessionDomain).where(SessionDomain.session_id == session_id))
+            s.execute(delete(SessionLookup).where(SessionLookup.session_id == session_id))
         return n

@@ -91,7 +91,7 @@ def test_a_rephrasing_storm_runs_at_most_the_budget(sample_rt):
     blocked = [t for t in result.trace if t["blocked"]]
     assert len(blocked) == 20 - result.executed_lookups
     assert sum(t["dedup_reason"] == "budget_spent" for t in blocked) == 17
-    assert all(t["dedup_reason"] in ("budget_spent", "domain_retrieved", "doc_retrieved") for t in blocked)
+    assert all(t["dedup_reason"] in ("budget_spent", "query_repeated", "doc_retrieved") for t in blocked)
     assert result.citations[0]["domain"] == "infrastructure"
     # every blocked call is in the invocation log with its reason, like the executed ones
     rows = sample_rt.log.rows(session_id=sid, tool_name="lookup_knowledge")
@@ -151,15 +151,18 @@ def test_reference_then_a_named_missing_dimension_is_allowed(sample_rt):
 def test_reference_then_a_plain_rephrasing_is_blocked(sample_rt):
     model = ScriptedChatModel(responses=[
         tool_message(lookup_call("my service keeps restarting")),
-        tool_message(lookup_call("how do I read the logs of a crashing service")),
+        tool_message(lookup_call("my service restarts over and over")),
         AIMessage("Answer from what I have."),
     ])
     result = turn(sample_rt, model, "my service keeps restarting, what do I do?", graph_expansion=False)
     assert [(t["relevance_level"], t["dedup_reason"]) for t in result.trace] == [
-        ("REFERENCE", None), ("DEDUPED", "domain_retrieved")]
-    # the LLM saw why: the tool message of the blocked call carries the dedup reason and no document text
+        ("REFERENCE", None), ("DEDUPED", "query_repeated")]
+    assert result.trace[1]["repeat_of"] == "my service keeps restarting"
+    # the LLM saw what happened: the earlier lookup, that it was only a REFERENCE, and how to ask for more
     blocked_msg = [m for m in model.calls[-1] if isinstance(m, ToolMessage)][-1]
-    assert "DEDUPED" in blocked_msg.content and "domain_retrieved" in blocked_msg.content
+    assert "DEDUPED" in blocked_msg.content and "query_repeated" in blocked_msg.content
+    assert "my service keeps restarting" in blocked_msg.content and "REFERENCE" in blocked_msg.content
+    assert "missing_dimension" in blocked_msg.content and "good enough" not in blocked_msg.content
 
 
 def test_a_model_that_never_stops_still_ends_with_an_answer(sample_rt):

@@ -17,7 +17,7 @@ from stores.invocation_stats import invocation_stats
 KNOWN_ROWS = [  # session, level, dedup reason, top similarity
     ("s1", "PRECISE", None, 0.62),
     ("s1", "DEDUPED", "doc_retrieved", 0.61),
-    ("s1", "DEDUPED", "domain_retrieved", 0.44),
+    ("s1", "DEDUPED", "query_repeated", 0.44),
     ("s2", "HIGHLY_RELEVANT", None, 0.57),
     ("s2", "REFERENCE", None, 0.31),
     ("s3", None, None, 0.08),
@@ -28,7 +28,7 @@ def fill(db: Database) -> None:
     log = InvocationLog(db)
     for session, level, reason, sim in KNOWN_ROWS:
         log.write(Invocation(session_id=session, tool_name="lookup_knowledge", query="q", kb="sample",
-                             relevance_level=level, dedup_reason=reason, blocked=reason == "domain_retrieved",
+                             relevance_level=level, dedup_reason=reason, blocked=reason == "query_repeated",
                              retrieval_details={"l1_top_similarity": sim}))
     log.write(Invocation(session_id="s3", tool_name="lookup_knowledge", query="q", error="the query is empty"))
     log.write(Invocation(session_id="s1", tool_name="graph_expand", query="q"))  # not a lookup
@@ -37,7 +37,7 @@ def fill(db: Database) -> None:
 def check_known(stats: dict) -> None:
     assert stats["lookups"] == 7 and stats["errors"] == 1
     assert stats["relevance_levels"] == {"DEDUPED": 2, "HIGHLY_RELEVANT": 1, "NONE": 1, "PRECISE": 1, "REFERENCE": 1}
-    assert stats["dedup_reasons"] == {"doc_retrieved": 1, "domain_retrieved": 1}
+    assert stats["dedup_reasons"] == {"doc_retrieved": 1, "query_repeated": 1}
     assert stats["similarity_histogram"]["counts"] == [1, 0, 0, 1, 1, 1, 2, 0, 0, 0]  # 0.08 .31 .44 .57 .61 .62
     assert stats["lookups_per_session"] == {"s1": 3, "s2": 2, "s3": 2}
     assert stats["max_lookups_in_a_session"] == 3

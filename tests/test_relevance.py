@@ -2,7 +2,7 @@ import numpy as np
 import pytest
 
 from agent.settings import Thresholds
-from retrieval.relevance import Level, domain_block_reason, grade, language_of, similarity
+from retrieval.relevance import Level, grade, language_of, similarity
 from stores.vectors import MilvusVectorStore
 
 T = Thresholds(max_l2_distance=2.0, highly_relevant_threshold=0.75, reference_threshold=0.5)
@@ -78,22 +78,6 @@ def _candidates(*rows):
 )
 def test_level_decision_table_at_its_boundaries(rows, expected):
     assert grade(_candidates(*rows), T) == expected
-
-
-@pytest.mark.parametrize(
-    "last, missing, blocked",
-    [
-        (None, None, False),
-        ("PRECISE", None, True),
-        ("PRECISE", "rollback steps", True),
-        ("HIGHLY_RELEVANT", "rollback steps", True),
-        ("REFERENCE", None, True),
-        ("REFERENCE", "   ", True),
-        ("REFERENCE", "log analysis steps", False),
-    ],
-)
-def test_same_domain_rule(last, missing, blocked):
-    assert (domain_block_reason(last, missing) is not None) is blocked
 
 
 def test_thresholds_must_be_ordered():

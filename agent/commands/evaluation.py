@@ -19,6 +19,9 @@ def eval_(
     json_out: Annotated[Optional[Path], typer.Option("--json", help="write the results here")] = None,
     markdown: Annotated[Optional[Path], typer.Option("--markdown", help="write the guards off/on report here")] = None,
     plot: Annotated[Optional[Path], typer.Option("--plot", help="write a PNG of lookups per scenario, off vs on")] = None,
+    repeat_labels: Annotated[Optional[Path], typer.Option(
+        "--repeat-labels", help="repeat-pair labels: a blocked lookup they call distinct is a false block "
+        "(default: evals/labels/repeats.yaml)")] = None,
 ):
     """Replay the ISS-002 scenarios; exit code 1 when any scenario's expectation fails."""
     from agent.settings import REPO_ROOT
@@ -28,7 +31,10 @@ def eval_(
 
     if policy not in ("scripted", "llm") or guards not in ("on", "off"):
         raise ExecutorError("--policy is scripted or llm, --guards is on or off")
+    from retrieval.repeat_calibration import load_repeat_labels
+
     scenarios = load_scenarios(paths or [REPO_ROOT / "evals" / "scenarios"])
+    labels = load_repeat_labels(repeat_labels or REPO_ROOT / "evals" / "labels" / "repeats.yaml")
     rt = runtime()
     try:
         for kb in sorted({s.kb for s in scenarios}):
@@ -41,8 +47,8 @@ def eval_(
 
             model, _ = make_chat_model(rt.settings)
         show = sys.stderr.isatty()
-        judged = run_suite(rt, scenarios, guards == "on", policy, model, progress=show)
-        baseline = run_suite(rt, scenarios, guards != "on", policy, model, progress=show)
+        judged = run_suite(rt, scenarios, guards == "on", policy, model, progress=show, repeat_labels=labels)
+        baseline = run_suite(rt, scenarios, guards != "on", policy, model, progress=show, repeat_labels=labels)
     finally:
         rt.close()
     on, off = (judged, baseline) if guards == "on" else (baseline, judged)
@@ -59,9 +65,10 @@ def eval_(
     console.print(
         f"{agg['scenarios_passed']}/{agg['scenarios']} scenarios pass (guards {guards}, {policy}); "
         f"mean lookups executed {agg['mean_executed_lookups']} (storms {agg['mean_executed_lookups_storms']}), "
+        f"false blocks {agg['false_blocks']}, "
         f"duplicate documents sent {agg['duplicate_docs_sent']}, citation recall {agg['citation_recall']}; "
         f"baseline (guards {'off' if guards == 'on' else 'on'}): mean lookups executed "
-        f"{aggregate(baseline)['mean_executed_lookups']}",
+        f"{aggregate(baseline)['mean_executed_lookups']} (storms {aggregate(baseline)['mean_executed_lookups_storms']})",
         highlight=False, markup=False,
     )
     if agg["scenarios_failed"]:

@@ -100,7 +100,7 @@ def lookup(
 @session_app.command("show")
 @handles_errors
 def session_show(session_id: str, as_json: JsonOpt = False):
-    """Domains and documents already retrieved in a session."""
+    """Domains, documents and lookups a session already has (what the repeat rule compares with)."""
     from retrieval.lookup import check_session_id
 
     check_session_id(session_id)
@@ -109,14 +109,18 @@ def session_show(session_id: str, as_json: JsonOpt = False):
         "session": session_id,
         "domain_levels": rt.memory.domain_levels(session_id),
         "documents_by_domain": rt.memory.by_domain(session_id),
+        "lookups": [{"query": e.query, "level": e.level or "NONE", "domain": e.domain, "documents": e.doc_keys}
+                    for e in rt.memory.lookups(session_id)],
     }
     if as_json:
         print_json(data)
         return
-    if not data["domain_levels"]:
+    if not data["domain_levels"] and not data["lookups"]:
         typer.echo(f"session {session_id}: nothing retrieved yet")
     for domain, level in data["domain_levels"].items():
         typer.echo(f"{domain} (last {level}): {', '.join(data['documents_by_domain'].get(domain, [])) or '-'}")
+    for e in data["lookups"]:
+        typer.echo(f"  looked up {e['query']!r}: {e['level']}")
 
 
 @session_app.command("clear")
