@@ -18,7 +18,7 @@ import yaml
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError, model_validator
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
-from agent.errors import ConfigError, ExecutorError, InputError, register_secret
+from agent.errors import ConfigError, InputError, register_secret
 from agent.fs import private_dir
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
