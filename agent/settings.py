@@ -222,6 +222,13 @@ class Settings(BaseSettings):
     lookup_budget: int = Field(3, ge=1, le=50, description="lookups a turn may run before it must answer")
     checkpoint_url: str | None = Field(None, description="postgresql://... for a Postgres checkpointer; default SQLite in home")
 
+    # ingest bounds: a file larger than max_file_mb is not read, a document whose text (after conversion)
+    # is larger than max_document_mb is skipped with a warning, and an Office file inflating past
+    # max_unzipped_mb is refused as a zip bomb
+    max_file_mb: float = Field(64.0, gt=0, description="largest file ingest reads, in MB")
+    max_document_mb: float = Field(4.0, gt=0, description="largest document text after conversion, in MB")
+    max_unzipped_mb: float = Field(256.0, gt=0, description="largest uncompressed DOCX/PPTX/XLSX, in MB")
+
     top_k: int = Field(10, ge=1, le=100, description="chunks fetched by L1")
     max_supplement: int = Field(3, ge=0, le=20, description="documents sent after the primary one")
     max_chars_per_doc: int = Field(1200, ge=100)

@@ -1,23 +1,35 @@
-"""Markdown knowledge-base documents: front matter, defaults, and chunks."""
+"""Knowledge-base documents: front matter, defaults, doc-site clean-up, and structural chunks.
+
+Every format ends here as Markdown (`retrieval/converters.py` converts the others), is
+sanitised, and becomes a `Document`. Problems in one file (wrongly typed front matter, a domain
+that is not a valid name) become warnings on that document, never a traceback.
+"""
 
 from __future__ import annotations
 
 import hashlib
 import re
+import tomllib
 from dataclasses import dataclass, field
-from pathlib import Path
+from functools import cached_property
 
 import yaml
 
 from agent.errors import InputError
+from retrieval.chunking import chunk_markdown, headings as markdown_headings
+from retrieval.doc_site import clean_doc_site
+from retrieval.sanitize import sanitize_line, sanitize_text
 
 ERROR_CODE = re.compile(r"\b(?:ERR|E)_[A-Z0-9_]{2,}\b|\bOOMKilled\b|\bCrashLoopBackOff\b")
 # doc keys and domains end up inside Milvus expressions, which have no parameters
 # in Lite: the character set is the whitelist that keeps them literal.
 DOC_KEY = re.compile(r"^[\w][\w.\-/ ]{0,400}$")
 DOMAIN = re.compile(r"^[a-z0-9][a-z0-9_\-]{0,63}$")
-HEADING = re.compile(r"^(#{1,6})\s+(.+?)\s*#*\s*$", re.M)
-MAX_CHUNK_CHARS = 800
+# Part of every content hash: a change to cleaning or chunking re-embeds existing KBs on the
+# next ingest (their documents count as changed), with no --rebuild and no schema change.
+PARSER_VERSION = "2"
+_YAML_FRONT = re.compile(r"^---[ \t]*\n(.*?)\n---[ \t]*(?:\n|$)", re.S)
+_TOML_FRONT = re.compile(r"^\+\+\+[ \t]*\n(.*?)\n\+\+\+[ \t]*(?:\n|$)", re.S)
 
 
 @dataclass(frozen=True)
@@ -25,7 +37,7 @@ class Chunk:
     chunk_id: str
     doc_key: str
     index: int
-    text: str
+    text: str  # "heading path\nbody": what is embedded, matched by BM25 and shown
 
 
 @dataclass
@@ -33,107 +45,167 @@ class Document:
     doc_key: str
     title: str
     domain: str
-    keywords: list[str]
+    keywords: list[str]  # front-matter keywords (or tags); headings + error codes when there are none
     body: str
     entities: list[dict] = field(default_factory=list)
     relations: list[dict] = field(default_factory=list)
+    source_format: str = "md"  # md, mdx, txt, html, pdf, docx, pptx, xlsx
+    warnings: list[str] = field(default_factory=list)  # what was wrong with the file, one line each
 
     @property
     def content_hash(self) -> str:
         meta = yaml.safe_dump(
             [self.title, self.domain, self.keywords, self.entities, self.relations], allow_unicode=True
         )
-        return hashlib.sha256((meta + self.body).encode("utf-8")).hexdigest()
+        return hashlib.sha256((PARSER_VERSION + meta + self.body).encode("utf-8")).hexdigest()
 
     @property
     def error_codes(self) -> list[str]:
         return sorted(set(ERROR_CODE.findall(self.body)))
 
+    @cached_property
+    def _chunk_texts(self) -> list[str]:
+        return chunk_markdown(self.title, self.body) or [self.title]
+
     def chunks(self) -> list[Chunk]:
         return [
             Chunk(chunk_id=f"{self.doc_key}#{i}", doc_key=self.doc_key, index=i, text=text)
-            for i, text in enumerate(split_sections(self.body))
+            for i, text in enumerate(self._chunk_texts)
         ]
 
 
-def split_sections(body: str, limit: int = MAX_CHUNK_CHARS) -> list[str]:
-    """Split on headings, then pack paragraphs so no chunk exceeds `limit` characters."""
-    starts = [m.start() for m in HEADING.finditer(body)] or [0]
-    if starts[0] != 0:
-        starts.insert(0, 0)
-    sections = [body[a:b].strip() for a, b in zip(starts, starts[1:] + [len(body)])]
-    chunks: list[str] = []
-    for section in filter(None, sections):
-        current = ""
-        for para in re.split(r"\n\s*\n", section):
-            while len(para) > limit:  # one huge paragraph: cut it, there is no better boundary
-                if current:
-                    chunks.append(current)
-                    current = ""
-                chunks.append(para[:limit])
-                para = para[limit:]
-            if current and len(current) + len(para) + 2 > limit:
-                chunks.append(current)
-                current = para
-            else:
-                current = f"{current}\n\n{para}" if current else para
-        if current.strip():
-            chunks.append(current)
-    return chunks or [body.strip()[:limit]]
+def check_doc_key(doc_key: str) -> str:
+    if not DOC_KEY.match(doc_key):
+        raise InputError(f"{doc_key}: file names may hold letters, digits, '_', '-', '.', '/' and spaces only")
+    return doc_key
 
 
-def _front_matter(text: str) -> tuple[dict, str]:
-    if not text.startswith("---"):
-        return {}, text
-    match = re.match(r"^---\s*\n(.*?)\n---\s*(?:\n|$)", text, re.S)
-    if not match:
-        return {}, text
-    try:
-        meta = yaml.safe_load(match.group(1)) or {}
-    except yaml.YAMLError:
-        meta = {}
-    return (meta if isinstance(meta, dict) else {}), text[match.end():]
+def folder_domain(doc_key: str) -> str:
+    """The first folder of the doc key as a domain name (`User Guides/x.md` -> `user-guides`)."""
+    if "/" not in doc_key:
+        return "general"
+    slug = re.sub(r"[^a-z0-9_\-]+", "-", doc_key.split("/")[0].lower()).strip("-_")[:64]
+    return slug if DOMAIN.match(slug) else "general"
 
 
-def _as_list(value) -> list:
+def split_front_matter(text: str) -> tuple[dict, str, list[str]]:
+    """(metadata, body, warnings): YAML (`---`, Jekyll, Docusaurus, Hugo) or TOML (`+++`, Hugo)."""
+    for pattern, load, kind in ((_YAML_FRONT, yaml.safe_load, "YAML"), (_TOML_FRONT, tomllib.loads, "TOML")):
+        match = pattern.match(text)
+        if not match:
+            continue
+        try:
+            meta = load(match.group(1)) or {}
+        except (yaml.YAMLError, tomllib.TOMLDecodeError, ValueError) as exc:
+            return {}, text[match.end():], [f"front matter is not valid {kind} ({exc.__class__.__name__}); ignored"]
+        if not isinstance(meta, dict):
+            return {}, text[match.end():], [f"front matter is a {type(meta).__name__}, not a mapping; ignored"]
+        return meta, text[match.end():], []
+    return {}, text, []
+
+
+def _text_field(meta: dict, key: str, warnings: list[str]) -> str | None:
+    value = meta.get(key)
+    if value is None or value == "":
+        return None
+    if isinstance(value, (str, int, float)) and not isinstance(value, bool):
+        return sanitize_line(str(value)) or None
+    warnings.append(f"front matter '{key}' should be text, not a {type(value).__name__}; ignored")
+    return None
+
+
+def _list_field(meta: dict, key: str, warnings: list[str]) -> list[str]:
+    """A list of words: a list, or a comma-separated string. A bare number (`keywords: 5`) is a typo, and as a
+    keyword it would match every query holding that number, so it is refused with the rest."""
+    value = meta.get(key)
     if value is None:
         return []
     if isinstance(value, str):
-        return [v.strip() for v in value.split(",") if v.strip()]
-    return [v for v in value if v is not None]
+        items = value.split(",")
+    elif isinstance(value, list):
+        items = [str(v) for v in value if isinstance(v, (str, int, float)) and not isinstance(v, bool)]
+        if len(items) < len([v for v in value if v is not None]):
+            warnings.append(f"front matter '{key}' holds items that are not text; they were ignored")
+    else:
+        warnings.append(f"front matter '{key}' should be a list of words, not a {type(value).__name__}; ignored")
+        return []
+    return [clean for clean in (sanitize_line(v) for v in items) if clean]
 
 
-def parse_document(path: Path, root: Path) -> Document:
-    doc_key = path.relative_to(root).as_posix()
-    if not DOC_KEY.match(doc_key):
-        raise InputError(f"{doc_key}: file names may hold letters, digits, '_', '-', '.', '/' and spaces only")
-    text = path.read_text(encoding="utf-8", errors="replace").replace("\r\n", "\n")
-    meta, body = _front_matter(text)
-    headings = [m.group(2).strip() for m in HEADING.finditer(body)]
-    title = str(meta.get("title") or (headings[0] if headings else path.stem))
-    folder = doc_key.split("/")[0] if "/" in doc_key else "general"
-    domain = str(meta.get("domain") or folder).strip().lower()
-    if not DOMAIN.match(domain):
-        raise InputError(f"{doc_key}: domain {domain!r} must be lowercase letters, digits, '_' or '-'")
-    keywords = [str(k) for k in _as_list(meta.get("keywords"))]
+def _records(meta: dict, key: str, warnings: list[str], name_only: bool) -> list[dict]:
+    """Entities (a name or a mapping each) and relations (mappings only), from front matter."""
+    value = meta.get(key)
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        warnings.append(f"front matter '{key}' should be a list, not a {type(value).__name__}; ignored")
+        return []
+    out: list[dict] = []
+    for item in value:
+        if isinstance(item, dict):
+            out.append(_sanitized(item))
+        elif name_only and isinstance(item, (str, int, float)) and not isinstance(item, bool):
+            out.append({"name": str(item)})
+        elif item is not None:
+            warnings.append(f"front matter '{key}' holds a {type(item).__name__} item; ignored")
+    return out
+
+
+def _sanitized(value):
+    """YAML escapes (`"a\\0b"`) can make control characters after parsing: clean every string inside."""
+    if isinstance(value, str):
+        return sanitize_line(value)
+    if isinstance(value, dict):
+        return {_sanitized(k): _sanitized(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_sanitized(v) for v in value]
+    return value
+
+
+def parse_text(
+    doc_key: str, text: str, source_format: str = "md", meta_title: str | None = None
+) -> Document:
+    """A Document from the Markdown (or plain text) of a file; `meta_title` is the file's own metadata title."""
+    check_doc_key(doc_key)
+    text = sanitize_text(text)
+    warnings: list[str] = []
+    meta: dict = {}
+    if source_format in ("md", "mdx"):
+        meta, text, warnings = split_front_matter(text)
+        text = clean_doc_site(text, mdx=source_format == "mdx")
+    description = _text_field(meta, "description", warnings)
+    body = text.strip()
+    if description and description not in body:  # a page's summary is content a reader sees
+        body = f"{description}\n\n{body}" if body else description
+    headings = markdown_headings(body) if source_format != "txt" else []
+    stem = doc_key.rsplit("/", 1)[-1].rsplit(".", 1)[0]
+    title = (
+        _text_field(meta, "title", warnings)
+        or _text_field(meta, "sidebar_label", warnings)
+        or _text_field(meta, "linkTitle", warnings)
+        or (headings[0] if headings else None)
+        or (sanitize_line(meta_title) if meta_title else None)
+        or stem
+    )
+    domain = folder_domain(doc_key)
+    declared = _text_field(meta, "domain", warnings)
+    if declared:
+        if DOMAIN.match(declared.lower()):
+            domain = declared.lower()
+        else:
+            warnings.append(f"domain {declared!r} must be lowercase letters, digits, '_' or '-'; using {domain!r}")
+    keywords = _list_field(meta, "keywords", warnings) or _list_field(meta, "tags", warnings)
     doc = Document(
         doc_key=doc_key,
         title=title,
         domain=domain,
         keywords=keywords,
-        body=body.strip(),
-        entities=[e if isinstance(e, dict) else {"name": str(e)} for e in _as_list(meta.get("entities"))],
-        relations=[r for r in _as_list(meta.get("relations")) if isinstance(r, dict)],
+        body=body,
+        entities=_records(meta, "entities", warnings, name_only=True),
+        relations=_records(meta, "relations", warnings, name_only=False),
+        source_format=source_format,
+        warnings=warnings,
     )
     if not doc.keywords:
         doc.keywords = list(dict.fromkeys(headings[1:] + doc.error_codes))
     return doc
-
-
-def load_documents(root: Path) -> list[Document]:
-    if not root.is_dir():
-        raise InputError(f"{root}: no such folder")
-    paths = sorted(p for p in root.rglob("*.md") if p.is_file() and not p.name.startswith("."))
-    if not paths:
-        raise InputError(f"{root}: no Markdown (.md) documents found")
-    return [parse_document(p, root) for p in paths]

@@ -1,4 +1,4 @@
-"""Ingest a folder of Markdown into a knowledge base, idempotently.
+"""Ingest a folder of documents (Markdown, text, HTML, PDF, Office) into a knowledge base, idempotently.
 
 Everything is parsed and embedded before anything is written; the catalog is
 committed last, in one transaction. A failure part-way leaves the catalog as
@@ -17,7 +17,8 @@ import numpy as np
 from tqdm import tqdm
 
 from agent.errors import BackendError
-from retrieval.documents import Document, load_documents
+from retrieval.documents import Document
+from retrieval.sources import MB, SourceLimits, load_documents
 from retrieval.graph_build import build_graph_data, has_graph
 from stores.catalog import DocumentChange
 from stores.vectors import validate_kb_name
@@ -46,13 +47,20 @@ class IngestReport:
     embedder: str
     graph: dict | None = None  # entity/relation counts, or None when the KB has no graph config
     warnings: list[str] = field(default_factory=list)
+    formats: dict[str, int] = field(default_factory=dict)  # documents read per format (md, pdf, docx...)
+    skipped: int = 0  # files refused with a warning (links, limits, conversion failures)
+    unsupported: dict[str, int] = field(default_factory=dict)  # extension -> files nobody converts
 
     def to_dict(self) -> dict:
         return asdict(self)
 
 
-def _embed_text(doc: Document, chunk_text: str) -> str:
-    return f"{doc.title}\n{chunk_text}"
+def source_limits(settings) -> SourceLimits:
+    return SourceLimits(
+        max_file_bytes=int(settings.max_file_mb * MB),
+        max_document_bytes=int(settings.max_document_mb * MB),
+        max_unzipped_bytes=int(settings.max_unzipped_mb * MB),
+    )
 
 
 def ingest(
@@ -67,7 +75,8 @@ def ingest(
 ) -> IngestReport:
     started = time.perf_counter()
     validate_kb_name(kb)
-    docs = load_documents(Path(path))
+    loaded = load_documents(Path(path), source_limits(rt.settings))
+    docs = loaded.documents
     embedder = rt.embedder
     vectors = rt.vectors
 
@@ -85,16 +94,17 @@ def ingest(
 
     changed = [d for d in docs if full or d.doc_key not in existing or existing[d.doc_key].content_hash != d.content_hash]
     keys = {d.doc_key for d in docs}
-    removed = [k for k in existing if k not in keys]
+    # a file that is still there but failed to load this time keeps the version ingested before
+    removed = [k for k in existing if k not in keys and (full or k not in loaded.failed)]
 
     rows, texts = [], []
     for doc in changed:
-        for chunk in doc.chunks():
+        for chunk in doc.chunks():  # chunk text starts with the heading path, which begins with the title
             rows.append(
                 {"chunk_id": chunk.chunk_id, "doc_key": doc.doc_key, "chunk_index": chunk.index,
                  "domain": doc.domain, "title": doc.title, "keywords": doc.keywords, "text": chunk.text}
             )
-            texts.append(_embed_text(doc, chunk.text))
+            texts.append(chunk.text)
     parts = []
     with tqdm(total=len(texts), desc=f"embedding {kb}", unit="chunk", disable=not progress, leave=False) as bar:
         for i in range(0, len(texts), EMBED_BATCH):
@@ -107,11 +117,11 @@ def ingest(
     # unavailable, and the next ingest builds it.
     kb_row = rt.catalog.get(kb)
     config = kb_row.extract_config if kb_row is not None else (extract_config or {})
-    graph_counts, warnings = None, []
+    graph_counts, warnings = None, list(loaded.warnings)
     if has_graph(config):
-        llm_results, warnings = _llm_extractions(rt, kb, docs, llm_extractor, progress) if llm_extractor else ({}, [])
+        llm_results, llm_warnings = _llm_extractions(rt, kb, docs, llm_extractor, progress) if llm_extractor else ({}, [])
         data, graph_warnings = build_graph_data(docs, config, llm_results)
-        warnings += graph_warnings
+        warnings += llm_warnings + graph_warnings
         try:
             with tqdm(total=len(data.relations), desc=f"graph {kb}", unit="edge", disable=not progress, leave=False) as bar:
                 graph_counts = rt.graph.replace_kb(kb, data, progress=bar.update)
@@ -159,6 +169,9 @@ def ingest(
         embedder=embedder.name,
         graph=graph_counts,
         warnings=warnings,
+        formats=loaded.formats,
+        skipped=loaded.skipped,
+        unsupported=loaded.unsupported,
     )
 
 

@@ -16,18 +16,22 @@ session_app = typer.Typer(no_args_is_help=True, help="Inspect or clear a session
 
 @handles_errors
 def ingest(
-    path: Annotated[Optional[Path], typer.Argument(help="folder of Markdown documents (default: the bundled sample)")] = None,
+    path: Annotated[Optional[Path], typer.Argument(help="folder of documents (default: the bundled sample)")] = None,
     kb: KbOpt = "sample",
     rebuild: Annotated[bool, typer.Option(help="drop and re-embed everything (e.g. after changing embedder)")] = False,
     llm_extract: Annotated[bool, typer.Option(help="also extract entities with the LLM, when one is configured")] = True,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="list what would be read, converted or skipped; write nothing")] = False,
     as_json: JsonOpt = False,
 ):
-    """Load a folder of Markdown documents into a knowledge base, and build its graph (idempotent)."""
+    """Load a folder of documents (.md/.mdx/.txt/.html/.pdf/.docx/.pptx/.xlsx) into a knowledge base, and build its graph (idempotent)."""
     from agent.settings import SAMPLE_KB_PATH
     from retrieval.ingest import SAMPLE_EXTRACT_CONFIG, ingest as run_ingest
 
     source = path or SAMPLE_KB_PATH
     config = SAMPLE_EXTRACT_CONFIG if path is None else None
+    if dry_run:
+        _print_plan(source, kb, as_json)
+        return
     rt = runtime()
     try:
         extractor = _llm_extractor(rt, kb, config) if llm_extract else None
@@ -42,11 +46,39 @@ def ingest(
     for warning in report.warnings:
         console.print(f"warning: {warning}", style="yellow", highlight=False, markup=False)
     graph = report.graph
+    formats = ", ".join(f"{fmt} {n}" for fmt, n in sorted(report.formats.items()))
     console.print(
         f"[bold]{report.kb}[/]: {report.documents} documents ({report.added} added, {report.changed} changed, "
-        f"{report.removed} removed, {report.unchanged} unchanged), {report.chunks} chunks, "
-        f"{report.seconds:.1f} s, embedder {report.embedder}"
+        f"{report.removed} removed, {report.unchanged} unchanged; {formats}"
+        + (f"; {report.skipped} skipped" if report.skipped else "")
+        + f"), {report.chunks} chunks, {report.seconds:.1f} s, embedder {report.embedder}"
         + (f"; graph: {graph['entities']} entities, {graph['relations']} relations" if graph else "; no graph config")
+    )
+
+
+def _print_plan(source: Path, kb: str, as_json: bool) -> None:
+    """`ingest --dry-run`: the file walk alone, so nothing is opened, converted or written."""
+    from agent.settings import get_settings
+    from retrieval.ingest import source_limits
+    from retrieval.sources import plan
+    from stores.vectors import validate_kb_name
+
+    validate_kb_name(kb)
+    data = {"kb": kb, **plan(source, source_limits(get_settings()))}
+    if as_json:
+        print_json(data)
+        return
+    for f in data["files"]:
+        typer.echo(f"{f['action']:<8} {f['doc_key']} ({f['format']}, {f['bytes']:,} bytes)")
+    for s in data["skipped"]:
+        typer.echo(f"skip     {s['name']}: {s['reason']}")
+    counts = data["counts"]
+    formats = ", ".join(f"{fmt} {n}" for fmt, n in data["formats"].items()) or "none"
+    unsupported = ", ".join(f"{ext} ({n})" for ext, n in data["unsupported"].items())
+    typer.echo(
+        f"dry run for {kb}: {counts['read']} to read, {counts['convert']} to convert, {counts['skipped']} skipped"
+        + (f", {counts['unsupported']} unsupported ({unsupported})" if unsupported else "")
+        + f"; per format: {formats}; nothing written"
     )
 
 
