@@ -103,7 +103,7 @@ def chunk_markdown(title: str, markdown: str, limit: int = MAX_CHUNK_CHARS, over
 
 
 def _pack(blocks: tuple[Block, ...], limit: int, overlap: int) -> list[str]:
-    pieces = [p for b in blocks for p in _fit(b, limit)]
+    pieces = [p for b in blocks for p in _fit(b, limit, room=overlap + 3)]
     bodies: list[str] = []
     current: list[Block] = []
     size = 0
@@ -135,12 +135,16 @@ def _tail(block: Block, overlap: int) -> Block | None:
     return Block("…" + tail.strip(), atomic=False) if tail.strip() else None
 
 
-def _fit(block: Block, limit: int) -> list[Block]:
-    """A block cut to fit: prose at sentence, then word boundaries; code and tables only when huge, between lines."""
+def _fit(block: Block, limit: int, room: int) -> list[Block]:
+    """A block cut to fit: prose at sentence, then word boundaries; code and tables only when huge, between lines.
+
+    Pieces of a long paragraph leave `room` for the overlap carried in front of them.
+    """
     if block.atomic:
         return [block] if len(block.text) <= ATOMIC_MAX_CHARS else _split_atomic(block.text, limit)
     if len(block.text) <= limit:
         return [block]
+    limit = max(limit - room, limit // 2)
     parts: list[str] = []
     current = ""
     for sentence in _sentences(block.text):

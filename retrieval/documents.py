@@ -28,6 +28,7 @@ DOMAIN = re.compile(r"^[a-z0-9][a-z0-9_\-]{0,63}$")
 # Part of every content hash: a change to cleaning or chunking re-embeds existing KBs on the
 # next ingest (their documents count as changed), with no --rebuild and no schema change.
 PARSER_VERSION = "2"
+OFFICE_AND_PDF = frozenset({"pdf", "docx", "pptx", "xlsx"})
 _YAML_FRONT = re.compile(r"^---[ \t]*\n(.*?)\n---[ \t]*(?:\n|$)", re.S)
 _TOML_FRONT = re.compile(r"^\+\+\+[ \t]*\n(.*?)\n\+\+\+[ \t]*(?:\n|$)", re.S)
 
@@ -172,19 +173,25 @@ def parse_text(
     meta: dict = {}
     if source_format in ("md", "mdx"):
         meta, text, warnings = split_front_matter(text)
+    if source_format != "txt":  # converters leave HTML comments too (`<!-- Slide number: 1 -->`)
         text = clean_doc_site(text, mdx=source_format == "mdx")
     description = _text_field(meta, "description", warnings)
     body = text.strip()
-    if description and description not in body:  # a page's summary is content a reader sees
-        body = f"{description}\n\n{body}" if body else description
+    if description and description not in body:  # a page's summary is content a reader sees: under its H1
+        top = re.match(r"#[ \t]+[^\n]*\n+", body)
+        at = top.end() if top else 0
+        body = f"{body[:at]}{description}\n\n{body[at:]}".strip()
     headings = markdown_headings(body) if source_format != "txt" else []
     stem = doc_key.rsplit("/", 1)[-1].rsplit(".", 1)[0]
+    first_heading = headings[0] if headings and source_format != "xlsx" else None  # a sheet name is no title
+    file_title = sanitize_line(meta_title) if meta_title else None
+    # An author-set PDF/Office title beats the first heading; an HTML <title> often carries the site name.
+    by_file = [file_title, first_heading] if source_format in OFFICE_AND_PDF else [first_heading, file_title]
     title = (
         _text_field(meta, "title", warnings)
         or _text_field(meta, "sidebar_label", warnings)
         or _text_field(meta, "linkTitle", warnings)
-        or (headings[0] if headings else None)
-        or (sanitize_line(meta_title) if meta_title else None)
+        or next((t for t in by_file if t), None)
         or stem
     )
     domain = folder_domain(doc_key)

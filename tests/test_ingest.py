@@ -44,7 +44,7 @@ def test_missing_folder_and_empty_folder_are_clear_errors(sample_rt, tmp_path):
     with pytest.raises(InputError, match="no such folder"):
         ingest(sample_rt, tmp_path / "nope", "scratch2", progress=False)
     (tmp_path / "empty").mkdir()
-    with pytest.raises(InputError, match="no Markdown"):
+    with pytest.raises(InputError, match="no documents to ingest"):
         ingest(sample_rt, tmp_path / "empty", "scratch2", progress=False)
     with pytest.raises(InputError, match="invalid knowledge base name"):
         ingest(sample_rt, SAMPLE_KB_PATH, "Bad-Name; drop", progress=False)

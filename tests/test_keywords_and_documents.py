@@ -3,7 +3,9 @@ import pytest
 
 from agent.errors import InputError
 from agent.settings import SAMPLE_KB_PATH
-from retrieval.documents import load_documents, parse_document, split_sections
+from retrieval.chunking import chunk_markdown
+from retrieval.documents import parse_text
+from retrieval.sources import load_documents
 from retrieval.keywords import KeywordIndex
 
 from conftest import write_kb
@@ -26,7 +28,7 @@ def test_chinese_terms_match_inside_a_sentence_and_across_spaces():
 
 def test_front_matter_is_optional(tmp_path):
     root = write_kb(tmp_path, {"ops/no-meta.md": "# Disk alerts\n\nWhen ERR_DISK_FULL fires...\n\n## Cleanup steps\n\nrm old logs\n"})
-    doc = parse_document(root / "ops/no-meta.md", root)
+    [doc] = load_documents(root).documents
     assert doc.title == "Disk alerts"  # first heading
     assert doc.domain == "ops"  # folder
     assert doc.keywords == ["Cleanup steps", "ERR_DISK_FULL"]  # headings and error codes
@@ -35,20 +37,24 @@ def test_front_matter_is_optional(tmp_path):
 
 def test_chunks_are_bounded_and_stable():
     text = "# T\n\n" + "\n\n".join("段落" * 100 for _ in range(10))
-    a, b = split_sections(text), split_sections(text)
+    a, b = chunk_markdown("T", text), chunk_markdown("T", text)
     assert a == b
     assert all(len(c) <= 800 for c in a)
-    assert "".join(a).replace("\n", "").count("段落") == 1000
+    assert all(c.startswith("T\n") for c in a)  # every chunk carries its heading path
+    assert "".join(a).count("段落") >= 1000  # nothing lost (overlap may repeat some)
 
 
 def test_doc_keys_with_quotes_are_refused(tmp_path):
-    root = write_kb(tmp_path, {'bad"name.md': "# x"})
+    root = write_kb(tmp_path, {'bad"name.md': "# x", "good.md": "# fine"})
+    loaded = load_documents(root)
+    assert [d.doc_key for d in loaded.documents] == ["good.md"]
+    assert any(w.startswith('bad"name.md: file names may hold') for w in loaded.warnings)
     with pytest.raises(InputError, match="file names"):
-        load_documents(root)
+        parse_text('bad"name.md', "# x")
 
 
 def test_sample_kb_covers_what_the_product_promises():
-    docs = load_documents(SAMPLE_KB_PATH)
+    docs = load_documents(SAMPLE_KB_PATH).documents
     assert len(docs) >= 40
     domains = {d.domain for d in docs}
     assert {"infrastructure", "api", "troubleshooting", "deployment", "security", "observability"} <= domains
