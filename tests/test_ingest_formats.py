@@ -17,9 +17,9 @@ from retrieval.ingest import ingest
 from retrieval.sources import SourceLimits, load_documents
 
 from conftest import REPO, make_runtime, run_cli, write_kb
-from doc_fixtures import (
-    HTML_PAGE, MDX_PAGE, write_docx, write_encrypted_pdf, write_image_only_pdf, write_pdf, write_pptx, write_xlsx,
-    write_zip_bomb_docx,
+from doc_fixtures import HTML_PAGE, MDX_PAGE
+from evals.doc_writers import (
+    write_docx, write_encrypted_pdf, write_image_only_pdf, write_pdf, write_pptx, write_xlsx, write_zip_bomb_docx,
 )
 
 # (doc_key, title, a question about its content)
@@ -41,12 +41,12 @@ def build_team_folder(root):
                                   "it runs nightly at 02:00 UTC.\n",
         "docs/widget-operator.mdx": MDX_PAGE,
     })
-    write_pdf(root / "manuals/frobnicator.pdf", "Frobnicator vendor manual",
-              ["The frobnicator needs calibration every 90 days.", "Use calibration kit FX-200 and log the result."])
-    write_docx(root / "runbooks/key-rotation.docx", "Key rotation runbook", "Rotating the signing keys",
-               ["After rotating the signing keys, run kubeseal --re-encrypt on every sealed secret.",
-                "Then restart the sealed-secrets controller."])
-    write_pptx(root / "reviews/q3.pptx", "Quarterly review", "Latency budget", "The p99 latency budget is 300 ms per request.")
+    write_pdf(root / "manuals/frobnicator.pdf", "Frobnicator vendor manual", [("Maintenance", [
+        "The frobnicator needs calibration every 90 days.", "Use calibration kit FX-200 and log the result."])])
+    write_docx(root / "runbooks/key-rotation.docx", "Key rotation runbook", [("Rotating the signing keys", [
+        "After rotating the signing keys, run kubeseal --re-encrypt on every sealed secret.",
+        "Then restart the sealed-secrets controller."])])
+    write_pptx(root / "reviews/q3.pptx", "Quarterly review", [("Latency budget", ["The p99 latency budget is 300 ms per request."])])
     write_xlsx(root / "inventory/ports.xlsx", [["service", "port"], ["grafana", "3000"], ["prometheus", "9090"]])
     return root
 
