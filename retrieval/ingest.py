@@ -55,6 +55,13 @@ class IngestReport:
         return asdict(self)
 
 
+def _embed_text(doc: Document, chunk_text: str) -> str:
+    # The chunk already opens with its heading path (title first); the title once more in front
+    # weighs the dense vector towards what the page is about. Measured on the labelled questions
+    # (README, "What ingest reads"): better document ranking on both the sample and the Helm docs.
+    return f"{doc.title}\n{chunk_text}"
+
+
 def source_limits(settings) -> SourceLimits:
     return SourceLimits(
         max_file_bytes=int(settings.max_file_mb * MB),
@@ -99,12 +106,12 @@ def ingest(
 
     rows, texts = [], []
     for doc in changed:
-        for chunk in doc.chunks():  # chunk text starts with the heading path, which begins with the title
+        for chunk in doc.chunks():
             rows.append(
                 {"chunk_id": chunk.chunk_id, "doc_key": doc.doc_key, "chunk_index": chunk.index,
                  "domain": doc.domain, "title": doc.title, "keywords": doc.keywords, "text": chunk.text}
             )
-            texts.append(chunk.text)
+            texts.append(_embed_text(doc, chunk.text))
     parts = []
     with tqdm(total=len(texts), desc=f"embedding {kb}", unit="chunk", disable=not progress, leave=False) as bar:
         for i in range(0, len(texts), EMBED_BATCH):
