@@ -88,7 +88,11 @@ def discover(root: Path, limits: SourceLimits = SourceLimits()) -> Discovery:
     """Every file under `root` sorted into: to read, skipped with a reason, or unsupported."""
     base = check_root(root)
     found = Discovery(root=base)
-    for dirpath, dirnames, filenames in os.walk(base, followlinks=False):
+    def unreadable(exc: OSError) -> None:  # a folder we may not list is a warning, not a silent gap
+        name = Path(exc.filename).relative_to(base).as_posix() if exc.filename else "?"
+        found.skipped.append((_printable(name) + "/", _os_reason(exc)))
+
+    for dirpath, dirnames, filenames in os.walk(base, onerror=unreadable, followlinks=False):
         here = Path(dirpath)
         for name in sorted(dirnames):
             rel = _printable((here / name).relative_to(base).as_posix())
