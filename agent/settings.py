@@ -141,7 +141,10 @@ class Settings(BaseSettings):
     milvus_timeout_s: float = 30.0
     database_url: str | None = None
 
-    # The graph: Neo4j when NEO4J_URI is set, else a FalkorDB at FALKORDB_URL, else the embedded FalkorDB.
+    # The graph: with backend "sql", tables in the application database (SQLite or Postgres, no graph server);
+    # with "cypher" (the default), Neo4j when NEO4J_URI is set, else a FalkorDB at FALKORDB_URL, else the
+    # embedded FalkorDB.
+    graph_backend: Literal["cypher", "sql"] = Field("cypher", description="cypher | sql (EXECUTOR_GRAPH_BACKEND)")
     neo4j_uri: str | None = Field(None, validation_alias=AliasChoices("NEO4J_URI", "EXECUTOR_NEO4J_URI"))
     neo4j_user: str | None = Field("neo4j", validation_alias=AliasChoices("NEO4J_USER", "NEO4J_USERNAME", "EXECUTOR_NEO4J_USER"))
     neo4j_password: str | None = Field(None, validation_alias=AliasChoices("NEO4J_PASSWORD", "EXECUTOR_NEO4J_PASSWORD"))

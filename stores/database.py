@@ -145,7 +145,7 @@ class Database:
             s.close()
 
 
-SCHEMA_REVISION = "0002"  # the newest migration in stores/migrations/versions
+SCHEMA_REVISION = "0005"  # the newest migration in stores/migrations/versions
 MIGRATIONS = Path(__file__).with_name("migrations")
 
 

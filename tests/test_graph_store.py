@@ -1,4 +1,5 @@
-"""The graph store on real engines: FalkorDB (embedded server from the wheel) and Neo4j when NEO4J_URI is set."""
+"""The graph store on real engines: FalkorDB (embedded server from the wheel), the SQL backend on SQLite and on
+Postgres (when a server answers), and Neo4j when NEO4J_URI is set."""
 
 import os
 import time
@@ -15,10 +16,13 @@ from stores.graph_server import FalkorDBServer
 KB = "known"
 
 
-@pytest.fixture(params=["falkordb", "neo4j"])
+@pytest.fixture(params=["falkordb", "sql-sqlite", "sql-postgres", "neo4j"])
 def store(request):
     if request.param == "falkordb":
         yield request.getfixturevalue("falkor_store")
+        return
+    if request.param.startswith("sql-"):
+        yield request.getfixturevalue("sql_store_" + request.param[4:])
         return
     if not os.environ.get("NEO4J_URI"):
         pytest.skip("no Neo4j server: set NEO4J_URI (and NEO4J_USER, NEO4J_PASSWORD) to run these against one")
@@ -145,8 +149,7 @@ def test_replace_is_idempotent_and_scoped_to_its_kb(known):
     assert known.stats(KB) == before
 
 
-def test_dense_graph_stays_within_caps(falkor_store, falkordb_server):
-    """2,000 nodes and 40,000 edges: a 3-hop navigate stays within max_paths and max_nodes_per_hop."""
+def dense_graph_data() -> GraphData:
     rng = np.random.default_rng(7)
     data = GraphData()
     names = [f"n{i}" for i in range(2000)]
@@ -159,10 +162,28 @@ def test_dense_graph_stays_within_caps(falkor_store, falkordb_server):
         for i, (a, b, w) in enumerate(zip(src, dst, rng.uniform(0.1, 1.0, 40_000)))
         if a != b
     ]
-    falkor_store.replace_kb("dense", data)
+    return data
+
+
+def test_dense_graph_stays_within_caps(falkor_store, falkordb_server):
+    """2,000 nodes and 40,000 edges: a 3-hop navigate stays within max_paths and max_nodes_per_hop."""
+    falkor_store.replace_kb("dense", dense_graph_data())
     memory = falkordb_server_memory(falkordb_server)
     paths = falkor_store.navigate("dense", "n0", max_hops=3, max_paths=100, max_nodes_per_hop=20)
     grown = falkordb_server_memory(falkordb_server) - memory
+    # ~40 neighbours per node means ~64,000 three-hop walks; the capped search holds a few hundred rows
+    assert grown < 32 * 1024 * 1024
+    check_dense_caps(falkor_store, paths)
+
+
+@pytest.mark.parametrize("engine", ["sqlite", "postgres"])
+def test_dense_graph_stays_within_caps_in_sql(request, engine):
+    store = request.getfixturevalue(f"sql_store_{engine}")
+    store.replace_kb("dense", dense_graph_data())
+    check_dense_caps(store, store.navigate("dense", "n0", max_hops=3, max_paths=100, max_nodes_per_hop=20))
+
+
+def check_dense_caps(store, paths):
     assert 0 < len(paths) <= 100
     per_hop: dict[int, set] = {}
     for p in paths:
@@ -171,9 +192,7 @@ def test_dense_graph_stays_within_caps(falkor_store, falkordb_server):
         assert p.score == pytest.approx(np.prod([e.weight for e in p.edges]), rel=1e-6)
     assert all(len(nodes) <= 20 for nodes in per_hop.values())
     assert set(per_hop) == {1, 2, 3}  # the caps limit width, not depth
-    # ~40 neighbours per node means ~64,000 three-hop walks; the capped search holds a few hundred rows
-    assert grown < 32 * 1024 * 1024
-    between = falkor_store.navigate_between("dense", "n0", "n1", max_hops=3, max_paths=5)
+    between = store.navigate_between("dense", "n0", "n1", max_hops=3, max_paths=5)
     assert between.reachable and len(between.paths) == 5
     assert [p.score for p in between.paths] == sorted((p.score for p in between.paths), reverse=True)
 

@@ -8,36 +8,16 @@ import uuid
 import pytest
 from sqlalchemy import create_engine, text
 
+from conftest import SQL_SERVERS, fresh_database
 from stores.database import Database
 from stores.invocation_log import Invocation, InvocationLog
 from stores.memory import ActionMemory, SentDocument
 
-SERVERS = {
-    "postgres": "postgresql+psycopg://postgres@127.0.0.1:5432/test",
-    "mysql": "mysql+pymysql://root@127.0.0.1:3306/test",
-}
 
-
-@pytest.fixture(params=sorted(SERVERS))
+@pytest.fixture(params=sorted(SQL_SERVERS))
 def db_url(request):
-    admin_url = SERVERS[request.param]
-    name = f"executor_t_{uuid.uuid4().hex[:8]}"
-    try:
-        admin = create_engine(admin_url, connect_args={"connect_timeout": 3})
-        with admin.connect() as c:
-            c.execute(text(f"CREATE SCHEMA {name}" if request.param == "postgres" else f"CREATE DATABASE {name}"))
-            c.commit()
-    except Exception as exc:  # no server on this machine
-        pytest.skip(f"{request.param} at {admin_url} is not reachable: {exc.__class__.__name__}")
-    if request.param == "postgres":
-        url = f"{admin_url}?options=-csearch_path%3D{name}"
-    else:
-        url = admin_url.rsplit("/", 1)[0] + f"/{name}?charset=utf8mb4"
-    yield url
-    with admin.connect() as c:
-        c.execute(text(f"DROP SCHEMA {name} CASCADE" if request.param == "postgres" else f"DROP DATABASE {name}"))
-        c.commit()
-    admin.dispose()
+    with fresh_database(request.param) as url:
+        yield url
 
 
 def test_memory_and_log_round_trip(db_url):
