@@ -60,10 +60,7 @@ def navigate_text(rt, kb: str, entity: str, target: str | None) -> str:
     settings = rt.settings
     if target:
         hops = max(3, settings.graph_hops)
-        found = rt.graph.navigate_between(kb, entity, target, hops, None, 5)
-        if not found.reachable:
-            return f"{found.source} and {found.target} are not connected within {hops} hops."
-        return "\n".join(p.summary() for p in found.paths)
+        return rt.graph.navigate_between(kb, entity, target, hops, None, 5).summary(hops)
     paths = rt.graph.navigate(kb, entity, settings.graph_hops, None, 15, settings.graph_max_nodes_per_hop)
     return "\n".join(p.summary() for p in paths) or f"{entity} has no related entities in the graph."
 

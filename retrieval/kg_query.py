@@ -48,16 +48,19 @@ class KGHit(BaseModel):
 
 
 class KGResult(BaseModel):
+    knowledge_base_ids: list[str] = Field(default_factory=list)  # as asked, duplicates folded
     query: str
     results: list[KGHit] = Field(default_factory=list)
     count: int = 0
     kb_counts: dict[str, int] = Field(default_factory=dict)
     graph_configs: dict[str, dict] = Field(default_factory=dict)
-    has_graph_config: dict[str, bool] = Field(default_factory=dict)
+    # seed 002's contract: true when any knowledge base asked for has a graph config; the per-KB answer below
+    has_graph_config: bool = False
+    graph_config_by_kb: dict[str, bool] = Field(default_factory=dict)
     graph_data: dict = Field(default_factory=lambda: {"nodes": [], "edges": []})
     warnings: list[dict] = Field(default_factory=list)
     errors: list[dict] = Field(default_factory=list)
-    display_type: str = "list"
+    display_type: str = "graph_query_results"
 
     def to_llm_text(self) -> str:
         zh = language_of(self.query) == "zh"
@@ -98,7 +101,7 @@ class KnowledgeGraphQuery:
         query = clean_query(query, self.rt.settings.max_query_chars)
         check_session_id(session_id)
         ids = fold_ids(knowledge_base_ids)
-        out = KGResult(query=query)
+        out = KGResult(knowledge_base_ids=ids, query=query)
         known = {}
         for kb in ids:
             try:
@@ -125,7 +128,8 @@ class KnowledgeGraphQuery:
             if kb not in known:
                 continue
             config = known[kb].extract_config or {}
-            out.has_graph_config[kb] = has_graph(config)
+            out.graph_config_by_kb[kb] = has_graph(config)
+            out.has_graph_config = out.has_graph_config or has_graph(config)
             out.graph_configs[kb] = config if has_graph(config) else {}
             if not has_graph(config):
                 out.warnings.append({"knowledge_base_id": kb, "message": "no graph config: hybrid search only"})
@@ -193,7 +197,6 @@ class KnowledgeGraphQuery:
         if fresh:
             rt.memory.record(session_id, None, None, fresh)
         out.results, out.count = results, len(results)
-        out.display_type = "graph" if out.graph_data["edges"] else "list"
 
     def _log(self, out: KGResult, ids: list[str], session_id: str, started: float) -> None:
         self.rt.log.write(

@@ -121,7 +121,8 @@ def paths_between(store, kb: str, source: str, target: str, paths: list[GraphPat
     """What every backend's navigate_between returns: the paths, or unreachable with the nearest pair."""
     if paths:
         return PathsBetween(source=source, target=target, reachable=True, paths=paths)
-    names = {entity_key(n): store.require_entity(kb, n).name for n in (source, target)}
+    source, target = store.require_entity(kb, source).name, store.require_entity(kb, target).name
+    names = {entity_key(source): source, entity_key(target): target}
     nearest = nearest_pair(store, kb, entity_key(source), entity_key(target), max_hops, relation_filter, names)
     return PathsBetween(source=source, target=target, reachable=False, paths=[], nearest=nearest)
 

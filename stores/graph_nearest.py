@@ -33,11 +33,14 @@ class NearestPair(BaseModel):
     gap: int  # 0: both sides reach the same node; 1: one relation joins the two nodes
 
     def summary(self, source: str, target: str) -> str:
+        def hops(n: int) -> str:
+            return f"{n} hop" if n == 1 else f"{n} hops"
+
         if self.gap == 0:
-            return (f"Nearest: both reach {self.source_side} ({source} in {self.source_hops} hops, "
-                    f"{target} in {self.target_hops}).")
-        return (f"Nearest: {source} reaches {self.source_side} in {self.source_hops} hops, {target} reaches "
-                f"{self.target_side} in {self.target_hops}, and those two are directly related.")
+            return (f"Nearest: both reach {self.source_side} ({source} in {hops(self.source_hops)}, "
+                    f"{target} in {hops(self.target_hops)}).")
+        return (f"Nearest: {source} reaches {self.source_side} in {hops(self.source_hops)}, {target} reaches "
+                f"{self.target_side} in {hops(self.target_hops)}, and those two are directly related.")
 
 
 class Neighbours(Protocol):

@@ -33,6 +33,8 @@ def test_lookup_json_has_the_promised_fields(home):
         assert key in data
     assert data["relevance_level"] == "PRECISE"
     assert set(data["primary"][0]) >= {"doc_key", "title", "domain", "content"}
+    # seed 000's message: one line for a person, in the question's language
+    assert data["message"].startswith(f"精确命中：《{data['primary'][0]['title']}》") and "\n" not in data["message"]
 
 
 def test_session_memory_survives_a_restarted_process(home):
@@ -113,9 +115,12 @@ def test_graph_neighbors_and_path_as_json(home):
 
     only = ["--relations", "DEPENDS_ON,RELATED_TO"]
     r = run_cli(home, "graph", "path", "ComfyUI", "Kubernetes", "--hops", "1", *only, "--json")
-    assert json.loads(r.stdout) == {"source": "ComfyUI", "target": "Kubernetes", "reachable": False, "paths": []}
+    # not within 1 hop, but both sides reach Docker: the nearest reachable pair says how close they are
+    assert json.loads(r.stdout) == {"source": "ComfyUI", "target": "Kubernetes", "reachable": False, "paths": [],
+                                    "nearest": {"source_side": "Docker", "target_side": "Docker", "hops_each": 1,
+                                                "source_hops": 1, "target_hops": 1, "gap": 0}}
     r = run_cli(home, "graph", "path", "ComfyUI", "Kubernetes", "--hops", "1", *only)
-    assert "not connected within 1 hops" in r.stdout
+    assert "not connected within 1 hops. Nearest: both reach Docker" in r.stdout
     r = run_cli(home, "graph", "path", "ComfyUI", "Kubernetes", "--hops", "2", *only, "--json")
     assert [e["type"] for e in json.loads(r.stdout)["paths"][0]["edges"]] == ["DEPENDS_ON", "RELATED_TO"]
 
@@ -237,8 +242,9 @@ def test_kb_lifecycle_and_kg(home, tmp_path):
     page = tmp_path / "kg.html"
     r = run_cli(home, "kg", "Does WebApp depend on Redis?", "--kb", "runbooks,sample,ghost", "--json", "--html", str(page))
     data = json.loads(r.stdout)
-    assert {"results", "count", "kb_counts", "graph_configs", "graph_data", "has_graph_config", "errors",
-            "display_type"} <= set(data)
+    assert {"knowledge_base_ids", "results", "count", "kb_counts", "graph_configs", "graph_data", "has_graph_config",
+            "graph_config_by_kb", "errors", "display_type"} <= set(data)
+    assert data["display_type"] == "graph_query_results" and isinstance(data["has_graph_config"], bool)
     assert ("WebApp", "DEPENDS_ON", "Redis") in {(e["source"], e["type"], e["target"]) for e in data["graph_data"]["edges"]}
     assert data["errors"][0]["knowledge_base_id"] == "ghost"
     assert "<svg" in page.read_text() and "WebApp" in page.read_text()

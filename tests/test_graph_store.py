@@ -272,3 +272,22 @@ def _alive(pid: int) -> bool:
         return False
     with open(f"/proc/{pid}/stat") as fh:  # a zombie is dead for our purposes
         return fh.read().split()[2] != "Z"
+
+
+def test_unreachable_pairs_say_how_close_the_two_sides_come(known):
+    """Seed 001 E1.2: no path within the bound -> the nearest pair the two sides reach, or null if they never meet."""
+    # Redis -CONFLICTS_WITH- ComfyUI -DEPENDS_ON- Docker -DERIVED_FROM- Helm: 3 hops, beyond a bound of 2
+    far = known.navigate_between(KB, "redis", "Helm", max_hops=2)
+    assert not far.reachable and far.paths == []
+    assert far.nearest.model_dump() == {"source_side": "ComfyUI", "target_side": "Docker", "hops_each": 1,
+                                        "source_hops": 1, "target_hops": 1, "gap": 1}
+    assert far.summary(2) == ("Redis and Helm are not connected within 2 hops. Nearest: Redis reaches ComfyUI in 1 hop, "
+                              "Helm reaches Docker in 1 hop, and those two are directly related.")
+    # ComfyUI and Kubernetes are two hops apart through Docker (0.9 x 0.8) or Nginx: both sides reach Docker
+    meet = known.navigate_between(KB, "ComfyUI", "Kubernetes", max_hops=1)
+    assert meet.nearest.model_dump() == {"source_side": "Docker", "target_side": "Docker", "hops_each": 1,
+                                         "source_hops": 1, "target_hops": 1, "gap": 0}
+    assert known.navigate_between(KB, "ComfyUI", "Isolated", max_hops=4).nearest is None
+    only_conflicts = known.navigate_between(KB, "ComfyUI", "Helm", max_hops=2, relation_filter=["CONFLICTS_WITH"])
+    assert only_conflicts.nearest is None
+    assert known.navigate_between(KB, "ComfyUI", "Kubernetes", max_hops=2).nearest is None  # reachable
