@@ -74,6 +74,12 @@ class Runtime:
         return KnownEntities(self)
 
     @cached_property
+    def traversals(self):
+        from retrieval.traversal_cache import TraversalCache
+
+        return TraversalCache(self)
+
+    @cached_property
     def expander(self):
         from retrieval.expansion import GraphExpander
 

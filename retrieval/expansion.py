@@ -32,6 +32,7 @@ from retrieval.ranking import Candidate, features, rank
 from retrieval.relevance import Level, language_of, similarity
 from retrieval.vocabulary import query_terms
 from stores.graph import GraphPath, entity_key
+from retrieval.traversal_cache import new_tally
 from stores.invocation_log import Invocation
 from stores.memory import SentDocument
 
@@ -112,8 +113,10 @@ class GraphExpander:
 
         # entity -> (contribution, best path); a node reached from several seeds keeps its best path
         reached: dict[str, tuple[float, GraphPath]] = {}
+        cache = new_tally()
         for seed in seeds:
-            for path in graph.navigate(kb, seed, hops, None, settings.graph_max_paths, settings.graph_max_nodes_per_hop):
+            for path in rt.traversals.navigate(kb, seed, hops, None, settings.graph_max_paths,
+                                               settings.graph_max_nodes_per_hop, cache):
                 end = path.nodes[-1].name
                 contribution = path.score * settings.graph_hop_decay ** (path.hops - 1)
                 if end not in reached or contribution > reached[end][0]:
@@ -127,7 +130,7 @@ class GraphExpander:
         candidates = {k: v for k, v in mentioning.items() if k not in skip}
         if not candidates:
             return GraphExpansion(
-                status="nothing_new", seeds=seeds,
+                status="nothing_new", seeds=seeds, details={"traversal_cache": cache},
                 message="图谱没有找到新的文档" if zh else "the graph reaches no document not already sent",
             )
 
@@ -178,6 +181,7 @@ class GraphExpander:
                 "fused": {k: round(fused[k], 4) for k in chosen},
                 "candidates": len(candidates),
                 "reached_entities": len(reached),
+                "traversal_cache": cache,
             },
         )
 

@@ -22,6 +22,7 @@ from prompts.hints import ALREADY_RETURNED
 from retrieval.graph_build import has_graph
 from retrieval.lookup import check_session_id, clean_query
 from retrieval.relevance import Level, language_of
+from retrieval.traversal_cache import new_tally
 from stores.invocation_log import Invocation
 from stores.memory import SentDocument
 from stores.vectors import validate_kb_name
@@ -111,8 +112,9 @@ class KnowledgeGraphQuery:
                 out.errors.append({"knowledge_base_id": kb, "error": str(exc)})
         vector = self.rt.embedder.embed_query(query) if known else None
         per_kb: dict[str, tuple[list, dict]] = {}
+        cache = new_tally()
         pool = ThreadPoolExecutor(max_workers=max(1, len(known) if concurrent else 1))
-        futures = {pool.submit(self._one, kb, row.extract_config, query, vector): kb for kb, row in known.items()}
+        futures = {pool.submit(self._one, kb, row.extract_config, query, vector, cache): kb for kb, row in known.items()}
         done, pending = wait(futures, timeout=timeout_s)
         # a knowledge base past its time is reported, not waited for: its thread finishes in the background
         pool.shutdown(wait=False, cancel_futures=True)
@@ -135,10 +137,10 @@ class KnowledgeGraphQuery:
                 out.warnings.append({"knowledge_base_id": kb, "message": "no graph config: hybrid search only"})
         self._merge(out, ids, per_kb, session_id)
         out.errors.sort(key=lambda e: ids.index(e["knowledge_base_id"]))
-        self._log(out, ids, session_id, started)
+        self._log(out, ids, session_id, started, cache)
         return out
 
-    def _one(self, kb: str, config: dict, query: str, vector) -> tuple[list, dict]:
+    def _one(self, kb: str, config: dict, query: str, vector, cache: dict) -> tuple[list, dict]:
         rt = self.rt
         rt.vectors.check_embedder(kb, rt.embedder)
         t = rt.settings.thresholds(rt.embedder.name)
@@ -147,15 +149,14 @@ class KnowledgeGraphQuery:
         hits = [(h, c.score) for c in graded.relevant(t) for h in sorted(c.chunks.values(), key=lambda h: h.distance)]
         graph = {"nodes": [], "edges": []}
         if has_graph(config) and hits:
-            graph = self._graph(kb, query, [h.doc_key for h, _ in hits])
+            graph = self._graph(kb, query, [h.doc_key for h, _ in hits], cache)
         return hits, graph
 
-    def _graph(self, kb: str, query: str, doc_keys: list[str]) -> dict:
-        store = self.rt.graph
+    def _graph(self, kb: str, query: str, doc_keys: list[str], cache: dict) -> dict:
         seeds = self.rt.known_entities.seeds(kb, query, list(dict.fromkeys(doc_keys))[:5], MAX_SEEDS)
         nodes, edges = {}, {}
         for seed in seeds:
-            for path in store.navigate(kb, seed, GRAPH_HOPS, None, 15, 10):
+            for path in self.rt.traversals.navigate(kb, seed, GRAPH_HOPS, None, 15, 10, cache):
                 for n in path.nodes:
                     nodes.setdefault(n.name, {"id": f"{kb}:{n.name}", "name": n.name, "type": n.type, "kb": kb})
                 for e in path.edges:
@@ -198,7 +199,7 @@ class KnowledgeGraphQuery:
             rt.memory.record(session_id, None, None, fresh)
         out.results, out.count = results, len(results)
 
-    def _log(self, out: KGResult, ids: list[str], session_id: str, started: float) -> None:
+    def _log(self, out: KGResult, ids: list[str], session_id: str, started: float, cache: dict) -> None:
         self.rt.log.write(
             Invocation(
                 session_id=session_id, tool_name="query_knowledge_graph", query=out.query, kb=",".join(ids)[:64],
@@ -211,6 +212,7 @@ class KnowledgeGraphQuery:
                     "edges": len(out.graph_data["edges"]),
                     "warnings": out.warnings,
                     "errors": out.errors,
+                    "traversal_cache": cache,
                 },
             )
         )
