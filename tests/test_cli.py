@@ -272,3 +272,34 @@ def test_ask_with_an_openai_compatible_server(home):
     assert "lookup_knowledge('ERR_RATE_LIMITED') → PRECISE" in r.stdout
     assert answer in r.stdout and "· llm ·" in r.stdout
     assert server.requests[0]["model"] == "fake-model"
+
+
+def test_feedback_on_answers_becomes_calibration_labels(home):
+    from retrieval.calibration import Label
+    from stores.database import Database
+    from stores.feedback import FeedbackStore, labels_from_feedback
+
+    s = "fb-cli"
+    for question in ("数据库连接池怎么配置？", "my service keeps restarting"):
+        assert run_cli(home, "ask", question, "--session", s).returncode == 0
+    good = json.loads(run_cli(home, "feedback", s, "1", "good", "--json").stdout)
+    assert good["query"] == "数据库连接池怎么配置？" and good["kb"] == "sample"
+    assert good["cited"] and set(good["cited"]) <= set(good["documents"])
+    assert good["levels"][0]["tool"] == "lookup_knowledge" and good["levels"][0]["relevance_level"] in ("PRECISE", "HIGHLY_RELEVANT")
+    bad = json.loads(run_cli(home, "feedback", s, "last", "bad", "--note", "not the restart loop", "--json").stdout)
+    assert (bad["turn"], bad["note"]) == (2, "not the restart loop") and bad["documents"]
+    # a second verdict on a turn replaces the first
+    assert run_cli(home, "feedback", s, "2", "bad", "--note", "wrong runbook").returncode == 0
+    for args, message in [((s, "3", "good"), "has no turn 3 (it has 2)"), ((s, "1", "meh"), "'good' or 'bad'"),
+                          (("nobody", "1", "good"), "has no answered turn"), ((s, "0", "good"), "a turn is a number")]:
+        r = run_cli(home, "feedback", *args)
+        assert r.returncode == 2 and message in r.stderr and r.stderr.count("\n") == 1, r.stderr
+
+    rows = FeedbackStore(Database(f"sqlite:///{home / 'executor.db'}")).rows(session_id=s)
+    assert [(r.turn, r.verdict, r.note) for r in rows] == [(1, "good", None), (2, "bad", "wrong runbook")]
+    labels = labels_from_feedback(rows)
+    assert labels == [
+        {"query": "数据库连接池怎么配置？", "relevant": good["cited"], "not_relevant": []},
+        {"query": "my service keeps restarting", "relevant": [], "not_relevant": bad["documents"]},
+    ]
+    assert [Label.model_validate(label).relevant for label in labels] == [good["cited"], []]  # the label files' shape

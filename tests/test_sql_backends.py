@@ -118,3 +118,17 @@ def test_migrations_keep_rows_on_every_database(db_url):
     row = InvocationLog(db).rows(session_id="old")[0]
     assert (row.query, row.top_similarity, row.retrieval_details["l1_top_similarity"]) == ("q", 0.42, 0.42)
     engine.dispose()
+
+
+def test_feedback_round_trip(db_url):
+    from stores.feedback import FeedbackStore, TurnRecord
+
+    store = FeedbackStore(Database(db_url))
+    turn = TurnRecord(session_id="s1", turn=1, query="数据库连接池怎么配置？", kb="sample",
+                      levels=[{"tool": "lookup_knowledge", "relevance_level": "PRECISE"}],
+                      documents=["infrastructure/mysql-connection-pool.md"], cited=["infrastructure/mysql-connection-pool.md"])
+    store.record(turn, "good")
+    store.record(turn, "bad", "the pool size was wrong")  # replaces the first verdict
+    (row,) = store.rows(kb="sample")
+    assert (row.verdict, row.note, row.query, row.levels[0]["relevance_level"]) == (
+        "bad", "the pool size was wrong", "数据库连接池怎么配置？", "PRECISE")
