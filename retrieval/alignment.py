@@ -84,8 +84,8 @@ class EntityAligner:
         self,
         names: dict[str, tuple[str, str | None]],
         embed: Callable[[list[str]], np.ndarray] | None = None,
-        fuzzy_cutoff: float = 0.88,
-        embedding_threshold: float = 0.5,
+        fuzzy_cutoff: float = 0.8,
+        embedding_threshold: float = 0.9,
     ):
         """`names`: key (case-folded name or alias) -> (canonical name, type), as GraphStore.entity_names gives.
         `embed`: texts -> unit vectors (the KB's embedder); None turns the embedding step off."""
