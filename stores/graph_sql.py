@@ -101,30 +101,34 @@ class GraphRelation(Base):
     created_at: Mapped[datetime] = mapped_column(DateTime)
 
 
-# Every relation walked both ways, as the Cypher store's undirected pattern does. Entity ids are
-# unique across knowledge bases, so a walk that starts in one KB stays in it.
-_EDGES = f"""edges AS (
-  SELECT source_id AS a, target_id AS b, id AS rid, COALESCE(weight, {DEFAULT_WEIGHT}) AS w
-    FROM graph_relation WHERE type IN :types
-  UNION ALL
-  SELECT target_id, source_id, id, COALESCE(weight, {DEFAULT_WEIGHT})
-    FROM graph_relation WHERE type IN :types
-)"""
+# Every relation is walked both ways, as the Cypher store's undirected pattern does: one join on
+# "either end is here", the other end being the neighbour (an OR join the planners serve from the two
+# end indexes; a CTE of all edges in both directions would be materialised whole on every call).
+# Entity ids are unique across knowledge bases, so a walk that starts in one KB stays in it.
+def _step(frm: str) -> str:
+    return (f"JOIN graph_relation r ON (r.source_id = {frm}.node OR r.target_id = {frm}.node) AND r.type IN :types")
+
+
+_OTHER_END = "CASE WHEN r.source_id = {frm}.node THEN r.target_id ELSE r.source_id END"
+_WEIGHT = f"COALESCE(r.weight, {DEFAULT_WEIGHT})"
 
 
 def _navigate_sql(hops: int) -> str:
     """One CTE per hop: each keeps the best path to every node not reached before, then the `:fan` best."""
-    stages = [_EDGES, "hop0 AS (SELECT CAST(:start AS INTEGER) AS node, CAST(:start_path AS TEXT) AS path, "
-                      "CAST(',' AS TEXT) AS rels, CAST(1.0 AS FLOAT) AS score)"]
+    stages = ["hop0 AS (SELECT CAST(:start AS INTEGER) AS node, CAST(:start_path AS TEXT) AS path, "
+              "CAST(',' AS TEXT) AS rels, CAST(1.0 AS FLOAT) AS score)"]
     for k in range(1, hops + 1):
         seen = " UNION ALL ".join(f"SELECT node FROM hop{i}" for i in range(k))
+        other = _OTHER_END.format(frm="f")
         stages.append(
-            f"""cand{k} AS (
-  SELECT e.b AS node, f.path || CAST(e.b AS TEXT) || ',' AS path, f.rels || CAST(e.rid AS TEXT) || ',' AS rels,
-         f.score * e.w AS score,
-         ROW_NUMBER() OVER (PARTITION BY e.b ORDER BY f.score * e.w DESC, f.path) AS rn
-    FROM hop{k - 1} f JOIN edges e ON e.a = f.node
-   WHERE e.b NOT IN ({seen})
+            f"""step{k} AS (
+  SELECT {other} AS node, f.path, f.rels, f.score * {_WEIGHT} AS score, r.id AS rid
+    FROM hop{k - 1} f {_step("f")}
+),
+cand{k} AS (
+  SELECT node, path || CAST(node AS TEXT) || ',' AS path, rels || CAST(rid AS TEXT) || ',' AS rels, score,
+         ROW_NUMBER() OVER (PARTITION BY node ORDER BY score DESC, path, rid) AS rn
+    FROM step{k} WHERE node NOT IN ({seen})
 ),
 hop{k} AS (
   SELECT node, path, rels, score FROM cand{k} WHERE rn = 1 ORDER BY score DESC, node LIMIT :fan
@@ -135,20 +139,21 @@ hop{k} AS (
             "ORDER BY score DESC, hops ASC, path LIMIT :max_paths")
 
 
-_BETWEEN_SQL = f"""WITH RECURSIVE {_EDGES},
+_BETWEEN_SQL = f"""WITH RECURSIVE
 near(node, d) AS (
   SELECT CAST(:target AS INTEGER), 0
   UNION
-  SELECT e.b, n.d + 1 FROM near n JOIN edges e ON e.a = n.node WHERE n.d < :hops - 1
+  SELECT {_OTHER_END.format(frm="n")}, n.d + 1 FROM near n {_step("n")} WHERE n.d < :hops - 1
 ),
 dist AS (SELECT node, MIN(d) AS d FROM near GROUP BY node),
 walk(node, path, rels, score, hops) AS (
   SELECT CAST(:source AS INTEGER), CAST(:start_path AS TEXT), CAST(',' AS TEXT), CAST(1.0 AS FLOAT), 0
   UNION ALL
-  SELECT e.b, w.path || CAST(e.b AS TEXT) || ',', w.rels || CAST(e.rid AS TEXT) || ',', w.score * e.w, w.hops + 1
-    FROM walk w JOIN edges e ON e.a = w.node JOIN dist t ON t.node = e.b
+  SELECT t.node, w.path || CAST(t.node AS TEXT) || ',', w.rels || CAST(r.id AS TEXT) || ',', w.score * {_WEIGHT},
+         w.hops + 1
+    FROM walk w {_step("w")} JOIN dist t ON t.node = {_OTHER_END.format(frm="w")}
    WHERE w.node <> :target AND t.d <= :hops - w.hops - 1
-     AND w.path NOT LIKE '%,' || CAST(e.b AS TEXT) || ',%'
+     AND w.path NOT LIKE '%,' || CAST(t.node AS TEXT) || ',%'
 )
 SELECT path, rels, score, hops FROM walk WHERE node = :target
 ORDER BY score DESC, hops ASC, path LIMIT :max_paths"""
