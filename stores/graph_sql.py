@@ -272,14 +272,15 @@ class SqlGraphStore:
         if not keys:
             return []
         types = relation_types(relation_filter)
+        # from the named entities outwards (their kb+key index, then each end's relation index)
         statement = text(
-            "SELECT s.key AS a, t.key AS b, t.name AS name, r.type AS type FROM graph_relation r "
-            "JOIN graph_entity s ON s.id = r.source_id JOIN graph_entity t ON t.id = r.target_id "
-            "WHERE r.kb = :kb AND r.type IN :types AND s.key IN :keys "
+            "SELECT s.key AS a, t.key AS b, t.name AS name, r.type AS type FROM graph_entity s "
+            "JOIN graph_relation r ON r.source_id = s.id JOIN graph_entity t ON t.id = r.target_id "
+            "WHERE s.kb = :kb AND s.key IN :keys AND r.type IN :types "
             "UNION ALL "
-            "SELECT t.key, s.key, s.name, r.type FROM graph_relation r "
-            "JOIN graph_entity s ON s.id = r.source_id JOIN graph_entity t ON t.id = r.target_id "
-            "WHERE r.kb = :kb AND r.type IN :types AND t.key IN :keys"
+            "SELECT t.key, s.key, s.name, r.type FROM graph_entity t "
+            "JOIN graph_relation r ON r.target_id = t.id JOIN graph_entity s ON s.id = r.source_id "
+            "WHERE t.kb = :kb AND t.key IN :keys AND r.type IN :types"
         ).bindparams(bindparam("types", expanding=True), bindparam("keys", expanding=True))
         return [(r["a"], r["b"], r["name"], r["type"])
                 for r in self._rows(statement, {"kb": kb, "types": types, "keys": list(keys)})]
