@@ -41,6 +41,7 @@ from stores.graph import (
     GraphEdge,
     GraphNode,
     GraphPath,
+    GraphStore,
     PathsBetween,
     bounded,
     check_entity_name,
@@ -188,7 +189,7 @@ class SqlGraphStore:
     def _require_id(self, kb: str, name: str) -> int:
         entity_id = self._entity_id(kb, name)
         if entity_id is None:
-            raise InputError(f"no entity {name!r} in the graph of knowledge base {kb!r}")
+            self.require_entity(kb, name)  # raises the one message for an unknown entity
         return entity_id
 
     def _paths(self, rows: list) -> list[GraphPath]:
@@ -218,11 +219,7 @@ class SqlGraphStore:
                           .where(GraphEntity.kb == kb, GraphEntity.key == entity_key(check_entity_name(name))))
         return GraphNode(**rows[0]) if rows else None
 
-    def require_entity(self, kb: str, name: str) -> GraphNode:
-        node = self.entity(kb, name)
-        if node is None:
-            raise InputError(f"no entity {check_entity_name(name)!r} in the graph of knowledge base {kb!r}")
-        return node
+    require_entity = GraphStore.require_entity  # the same check and message, on this store's entity()
 
     def navigate(
         self,
