@@ -19,6 +19,7 @@ The fuzzy cutoff and the embedding threshold are calibrated by
 from __future__ import annotations
 
 import re
+import threading
 import unicodedata
 from dataclasses import dataclass
 from typing import Callable
@@ -32,6 +33,8 @@ MIN_PREFIX = 4  # ASCII letters; shorter prefixes ("doc", "log") name too many t
 MIN_PREFIX_HAN = 2
 PREFIX_SHARE = 0.4  # a prefix covers at least this share of the name: "kube" -> Kubernetes, not "roll" -> RollingUpdate
 MIN_FUZZY = 5
+# query_knowledge_graph aligns in one thread per knowledge base; the embedder is not known to be thread-safe
+_EMBED_LOCK = threading.Lock()
 # words that begin or resemble entity names but mean something else in a question
 STOPWORDS = frozenset(
     "what when where which with does from that this have how the and for are our your about into after before "
@@ -99,9 +102,13 @@ class EntityAligner:
         self._canonical = sorted(set(self.surfaces.values()))
         self._vectors: np.ndarray | None = None
 
+    def _embed(self, texts: list[str]) -> np.ndarray:
+        with _EMBED_LOCK:
+            return np.asarray(self.embed(texts), dtype=np.float32)
+
     def _name_vectors(self) -> np.ndarray:
         if self._vectors is None:
-            self._vectors = np.asarray(self.embed(self._canonical), dtype=np.float32)
+            self._vectors = self._embed(self._canonical)
         return self._vectors
 
     def candidates(self, text: str) -> list[Alignment]:
@@ -140,7 +147,7 @@ class EntityAligner:
                 if best is not None:
                     found.append(Alignment(self.surfaces[best[0]], term, "fuzzy", best[1] / 100))
         if self.embed is not None and rest and self._canonical:
-            sims = np.asarray(self.embed(rest), dtype=np.float32) @ self._name_vectors().T
+            sims = self._embed(rest) @ self._name_vectors().T
             for term, row in zip(rest, sims):
                 j = int(np.argmax(row))
                 found.append(Alignment(self._canonical[j], term, "embedding", float(row[j])))
