@@ -9,7 +9,7 @@ only for the query terms the earlier steps left unmatched:
 3. embedding: a candidate phrase whose embedding is close to a name's
    ("postgres" -> PostgreSQL, "监控告警" -> Alertmanager).
 
-Terms and names are compared after NFKC normalisation and case folding, so
+Terms and names are compared after `normalize` (NFKC and case folding), so
 full-width letters ("ＣｏｍｆｙＵＩ") and any case match. Terms are the query's
 ASCII words and its Chinese words (jieba), and runs of two or three of them.
 The fuzzy cutoff and the embedding threshold are calibrated by
@@ -20,11 +20,12 @@ from __future__ import annotations
 
 import re
 import threading
-import unicodedata
 from dataclasses import dataclass
 from typing import Callable
 
 import numpy as np
+
+from retrieval.keywords import normalize
 
 ASCII_TERM = re.compile(r"[a-z0-9][a-z0-9_.+#\-]*[a-z0-9+#]|[a-z0-9]")
 HAN = re.compile(r"[\u4e00-\u9fff]")
@@ -52,11 +53,6 @@ def _content_words(term: str) -> list[str]:
     return [w for w in term.split() if w not in STOPWORDS and (HAN.search(w) or len(w) > 2)]
 
 
-def fold(text: str) -> str:
-    """Case- and width-insensitive form: NFKC turns full-width letters and digits into ASCII, then case folding."""
-    return " ".join(unicodedata.normalize("NFKC", str(text)).casefold().split())
-
-
 @dataclass(frozen=True)
 class Alignment:
     name: str  # the canonical entity name
@@ -72,8 +68,9 @@ def query_terms(text: str) -> list[str]:
     """
     import jieba
 
+    jieba.setLogLevel(60)
     words: list[str] = []
-    for run in ASCII_OR_NOT.findall(fold(text)):
+    for run in ASCII_OR_NOT.findall(normalize(text)):
         if run.isascii():
             words += ASCII_TERM.findall(run)
         else:
@@ -94,8 +91,8 @@ class EntityAligner:
         `embed`: texts -> unit vectors (the KB's embedder); None turns the embedding step off."""
         self.surfaces: dict[str, str] = {}  # folded name or alias -> canonical name
         for key, (name, _type) in names.items():
-            self.surfaces.setdefault(fold(key), name)
-            self.surfaces.setdefault(fold(name), name)
+            self.surfaces.setdefault(normalize(key), name)
+            self.surfaces.setdefault(normalize(name), name)
         self.embed = embed
         self.fuzzy_cutoff = fuzzy_cutoff
         self.embedding_threshold = embedding_threshold

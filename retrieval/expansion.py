@@ -31,8 +31,8 @@ from retrieval.lookup import DocumentOut, LookupResult, document_content
 from retrieval.ranking import Candidate, features, rank
 from retrieval.relevance import Level, language_of, similarity
 from retrieval.vocabulary import query_terms
-from stores.graph import GraphPath, entity_key
 from retrieval.traversal_cache import new_tally
+from stores.graph import GraphPath, entity_key
 from stores.invocation_log import Invocation
 from stores.memory import SentDocument
 

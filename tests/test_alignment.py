@@ -2,7 +2,8 @@
 
 import pytest
 
-from retrieval.alignment import EntityAligner, fold, query_terms
+from retrieval.alignment import EntityAligner, query_terms
+from retrieval.keywords import normalize
 
 NAMES = {n.casefold(): (n, "Software") for n in
          ["ComfyUI", "Kubernetes", "Prometheus", "Promtail", "PostgreSQL", "Docker", "Docker Compose", "HikariCP",
@@ -14,8 +15,8 @@ def aligned(text, **kw):
     return [(a.name, a.how) for a in EntityAligner(NAMES, None, **kw).align(text)]
 
 
-def test_fold_is_case_and_width_insensitive():
-    assert fold("ＣｏｍｆｙＵＩ  Ｐｏｒｔ") == fold("comfyui port") == "comfyui port"
+def test_names_compare_case_and_width_insensitively():
+    assert normalize("ＣｏｍｆｙＵＩ  Ｐｏｒｔ") == normalize("comfyui port") == "comfyui port"
 
 
 def test_prefixes_typos_widths_and_aliases():
