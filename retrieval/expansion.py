@@ -150,7 +150,7 @@ class GraphExpander:
             return GraphExpansion(
                 status="nothing_new", seeds=seeds,
                 message="图谱找到的文档都与问题无关" if zh else "the documents the graph reaches do not answer the query",
-                details={"candidates": len(candidates), "below_reference": len(semantic)},
+                details={"candidates": len(candidates), "below_reference": len(semantic), "traversal_cache": cache},
             )
         lam = fusion_lambda(result.details.get("top_score"), t)
         fused = {k: lam * relevant[k] + (1 - lam) * graph_score[k] for k in relevant}
