@@ -11,6 +11,7 @@ from stores.embedders import Embedder, make_embedder
 from stores.graph import GraphStore
 from stores.graph_drivers import FalkorDriver, Neo4jDriver
 from stores.graph_server import FalkorDBServer
+from stores.graph_sql import SqlGraphStore
 from stores.invocation_log import InvocationLog
 from stores.memory import ActionMemory
 from stores.vectors import MilvusVectorStore
@@ -52,9 +53,12 @@ class Runtime:
         return FalkorDBServer(s.graph_folder, s.falkordb_bolt_port, s.falkordb_bolt_all_interfaces)
 
     @cached_property
-    def graph(self) -> GraphStore:
-        """Neo4j if NEO4J_URI is set, else FalkorDB at FALKORDB_URL, else the embedded FalkorDB (started on demand)."""
+    def graph(self) -> GraphStore | SqlGraphStore:
+        """The app database with EXECUTOR_GRAPH_BACKEND=sql; else Neo4j if NEO4J_URI is set, else FalkorDB at
+        FALKORDB_URL, else the embedded FalkorDB (started on demand)."""
         s = self.settings
+        if s.graph_backend == "sql":
+            return SqlGraphStore(self.db)
         if s.neo4j_uri:
             driver = Neo4jDriver(s.neo4j_uri, s.neo4j_user, s.neo4j_password, s.neo4j_database, s.graph_timeout_s)
         elif s.falkordb_url:
@@ -70,6 +74,12 @@ class Runtime:
         from retrieval.extraction import KnownEntities
 
         return KnownEntities(self)
+
+    @cached_property
+    def traversals(self):
+        from retrieval.traversal_cache import TraversalCache
+
+        return TraversalCache(self)
 
     @cached_property
     def expander(self):

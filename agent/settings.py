@@ -196,7 +196,10 @@ class Settings(BaseSettings):
     milvus_timeout_s: float = Field(30.0, gt=0)
     database_url: str | None = None
 
-    # The graph: Neo4j when NEO4J_URI is set, else a FalkorDB at FALKORDB_URL, else the embedded FalkorDB.
+    # The graph: with backend "sql", tables in the application database (SQLite or Postgres, no graph server);
+    # with "cypher" (the default), Neo4j when NEO4J_URI is set, else a FalkorDB at FALKORDB_URL, else the
+    # embedded FalkorDB.
+    graph_backend: Literal["cypher", "sql"] = Field("cypher", description="cypher | sql (EXECUTOR_GRAPH_BACKEND)")
     neo4j_uri: str | None = Field(None, validation_alias=AliasChoices("NEO4J_URI", "EXECUTOR_NEO4J_URI"))
     neo4j_user: str | None = Field("neo4j", validation_alias=AliasChoices("NEO4J_USER", "NEO4J_USERNAME", "EXECUTOR_NEO4J_USER"))
     neo4j_password: str | None = Field(None, validation_alias=AliasChoices("NEO4J_PASSWORD", "EXECUTOR_NEO4J_PASSWORD"))
@@ -212,6 +215,9 @@ class Settings(BaseSettings):
     graph_max_nodes_per_hop: int = Field(25, ge=1, le=500)
     graph_hop_decay: float = Field(0.5, gt=0, le=1, description="graph relevance of a path = score x decay^(hops-1)")
     graph_min_results: int = Field(5, ge=0, description="expand when a lookup found fewer documents than this")
+    # entity alignment of query terms with graph names (retrieval/alignment.py), from `python -m evals.entity_linking`
+    entity_fuzzy_cutoff: float = Field(0.8, ge=0, le=1, description="rapidfuzz ratio a misspelt name must reach")
+    entity_embedding_threshold: float = Field(0.9, ge=0, le=1, description="cosine a phrase must reach to a name")
     kg_timeout_s: float = Field(20.0, gt=0, description="query_knowledge_graph: each knowledge base's time limit")
 
     # The LLM: any OpenAI-compatible endpoint; with neither key nor URL set, the offline planner runs.

@@ -1,13 +1,16 @@
-"""Graph benchmark: bulk load rate, and navigate latency over the native FalkorDB client and the neo4j driver.
+"""Graph benchmark: bulk load rate, and navigate latency on FalkorDB (native client and neo4j driver) and SQL.
 
-    python -m evals.bench_graph [--nodes 10000] [--edges 100000] [--queries 100] [--json FILE]
+    python -m evals.bench_graph [--nodes 10000] [--edges 100000] [--queries 100] [--no-bolt] [--no-sql] [--json FILE]
 
 A random graph (uniform endpoints, six relation types, weights 0.1-1) is
 loaded into a throw-away FalkorDB started from the wheel, with its Bolt port
 open. The load goes through `GraphStore.replace_kb` (UNWIND batches) and is set
 against a naive one-MERGE-per-edge load of a slice of the same edges. Then
 1-, 2- and 3-hop `navigate` calls from random start nodes run through both
-drivers. Printed, never asserted.
+drivers. The same graph goes into the SQL backend (`EXECUTOR_GRAPH_BACKEND=sql`)
+on a throw-away SQLite file and, when a server answers, a throw-away Postgres
+schema, which run the same calls plus 3-hop `navigate_between` between random
+pairs. Printed side by side with FalkorDB as ratios, never asserted.
 """
 
 from __future__ import annotations
@@ -24,12 +27,14 @@ from rich.console import Console
 from rich.table import Table
 from tqdm import tqdm
 
+from stores.database import Database
 from stores.graph import RELATION_TYPES, GraphData, GraphStore
 from stores.graph_drivers import FALKORDB, FalkorDriver, Neo4jDriver
 from stores.graph_server import FalkorDBServer
 
 KB = "bench"
 NAIVE_SLICE = 2000
+POSTGRES = "postgresql+psycopg://postgres@127.0.0.1:5432/test"
 
 
 def random_graph(nodes: int, edges: int, seed: int = 11) -> GraphData:
@@ -78,27 +83,68 @@ def naive_load_rate(store: GraphStore, data: GraphData) -> float:
     return len(rels) / (time.perf_counter() - started)
 
 
+class _PostgresSchema:
+    """A schema of its own on the machine's Postgres, dropped afterwards; None where no server answers."""
+
+    def __init__(self):
+        from sqlalchemy import create_engine, text
+
+        self.name = f"bench_graph_{random.randrange(16**8):08x}"
+        self.text = text
+        try:
+            self.admin = create_engine(POSTGRES, connect_args={"connect_timeout": 3})
+            with self.admin.begin() as c:
+                c.execute(text(f"CREATE SCHEMA {self.name}"))
+            self.url = f"{POSTGRES}?options=-csearch_path%3D{self.name}"
+        except Exception as exc:  # no server here
+            self.url, self.reason = None, exc.__class__.__name__
+
+    def drop(self) -> None:
+        if self.url:
+            with self.admin.begin() as c:
+                c.execute(self.text(f"DROP SCHEMA {self.name} CASCADE"))
+            self.admin.dispose()
+
+
+def _timed_load(store, data: GraphData, label: str) -> float:
+    with tqdm(total=len(data.relations), desc=f"{label} load", unit="edge", leave=False) as bar:
+        started = time.perf_counter()
+        store.replace_kb(KB, data, progress=bar.update)
+        return time.perf_counter() - started
+
+
+def _latency(store, label: str, calls: list, run) -> dict:
+    samples, paths = [], 0
+    for args in tqdm(calls, desc=label, leave=False):
+        t = time.perf_counter()
+        paths += run(store, args)
+        samples.append((time.perf_counter() - t) * 1000)
+    p50, p95 = _pcts(samples)
+    return {"p50_ms": round(p50, 2), "p95_ms": round(p95, 2), "mean_paths": round(paths / len(calls), 1)}
+
+
 def main(
     nodes: int = typer.Option(10_000),
     edges: int = typer.Option(100_000),
     queries: int = typer.Option(100),
     max_paths: int = typer.Option(50),
     max_nodes_per_hop: int = typer.Option(25),
+    bolt_driver: bool = typer.Option(True, "--bolt/--no-bolt", help="also run the neo4j driver over FalkorDB's Bolt port"),
+    sql: bool = typer.Option(True, "--sql/--no-sql", help="also run the SQL backend on SQLite and Postgres"),
     json_out: Path = typer.Option(None, "--json"),
 ):
     console = Console()
     folder = Path(tempfile.mkdtemp(prefix="bench-graph-"))
-    server = FalkorDBServer(folder, bolt_port=_free_port(), bolt_on_all_interfaces=True)  # a throw-away server
+    server = FalkorDBServer(folder, bolt_port=_free_port() if bolt_driver else None, bolt_on_all_interfaces=True)
     server.ensure_running()
     # the Bolt port serves the graph named "falkordb" only
     native = GraphStore(FalkorDriver("falkordb", socket_path=str(server.socket_path), timeout_s=60))
-    results: dict = {"nodes": nodes, "edges": edges, "queries": queries}
+    results: dict = {"nodes": nodes, "edges": edges, "queries": queries, "load": {}, "navigate": [], "between": {}}
+    stores: dict = {"native": native}
+    postgres = None
     try:
         data = random_graph(nodes, edges)
-        with tqdm(total=len(data.relations), desc="UNWIND load", unit="edge", leave=False) as bar:
-            started = time.perf_counter()
-            native.replace_kb(KB, data, progress=bar.update)
-            load_s = time.perf_counter() - started
+        load_s = _timed_load(native, data, "FalkorDB UNWIND")
         results["load_seconds"] = round(load_s, 2)
         results["load_edges_per_s"] = round(edges / load_s)
         naive = GraphData(entities=data.entities)
@@ -106,40 +152,72 @@ def main(
         results["naive_edges_per_s"] = round(naive_load_rate(native, data))
         native.drop_kb("naive")
 
-        bolt = GraphStore(Neo4jDriver(f"bolt://127.0.0.1:{server.bolt_port}", "falkordb", "", None,
-                                      timeout_s=30, plain_bolt=True, dialect=FALKORDB))
-        starts = [f"entity-{i}" for i in random.Random(5).sample(range(nodes), queries)]
-        rows = []
+        if bolt_driver:
+            stores["bolt"] = GraphStore(Neo4jDriver(f"bolt://127.0.0.1:{server.bolt_port}", "falkordb", "", None,
+                                                    timeout_s=30, plain_bolt=True, dialect=FALKORDB))
+        if sql:
+            from stores.graph_sql import SqlGraphStore
+
+            stores["sqlite"] = SqlGraphStore(Database(f"sqlite:///{folder / 'graph.db'}"))
+            postgres = _PostgresSchema()
+            if postgres.url:
+                stores["postgres"] = SqlGraphStore(Database(postgres.url))
+            else:
+                console.print(f"[dim]no Postgres at {POSTGRES} ({postgres.reason}): SQL on SQLite only[/]")
+            for label in ("sqlite", "postgres"):
+                if label in stores:
+                    seconds = _timed_load(stores[label], data, label)
+                    results["load"][label] = {"seconds": round(seconds, 2), "edges_per_s": round(edges / seconds)}
+
+        rng = random.Random(5)
+        starts = [f"entity-{i}" for i in rng.sample(range(nodes), queries)]
         for hops in (1, 2, 3):
             row = {"hops": hops}
-            for label, store in (("native", native), ("bolt", bolt)):
-                samples, paths = [], 0
-                for name in tqdm(starts, desc=f"{label} {hops}-hop", leave=False):
-                    t = time.perf_counter()
-                    paths += len(store.navigate(KB, name, hops, None, max_paths, max_nodes_per_hop))
-                    samples.append((time.perf_counter() - t) * 1000)
-                row[f"{label}_p50_ms"], row[f"{label}_p95_ms"] = (round(v, 2) for v in _pcts(samples))
-                row[f"{label}_mean_paths"] = round(paths / len(starts), 1)
-            rows.append(row)
-        bolt.close()
-        results["navigate"] = rows
+            for label, store in stores.items():
+                row[label] = _latency(store, f"{label} {hops}-hop", starts, lambda st, name: len(
+                    st.navigate(KB, name, hops, None, max_paths, max_nodes_per_hop)))
+            results["navigate"].append(row)
+        pairs = [(f"entity-{a}", f"entity-{b}") for a, b in (rng.sample(range(nodes), 2) for _ in range(queries))]
+        for label, store in stores.items():
+            if label != "bolt":
+                results["between"][label] = _latency(store, f"{label} path", pairs, lambda st, ab: len(
+                    st.navigate_between(KB, ab[0], ab[1], 3, None, 5).paths))
     finally:
-        native.close()
+        for label, store in stores.items():
+            store.close()
         server.stop()
+        if postgres is not None:
+            postgres.drop()
 
     console.print(
-        f"[bold]load[/] {edges:,} edges + {nodes:,} nodes in {results['load_seconds']} s = "
+        f"[bold]load[/] {edges:,} edges + {nodes:,} nodes into FalkorDB in {results['load_seconds']} s = "
         f"{results['load_edges_per_s']:,} edges/s (UNWIND batches); naive per-edge MERGE "
         f"{results['naive_edges_per_s']:,} edges/s; ratio {results['load_edges_per_s'] / results['naive_edges_per_s']:.0f}x"
     )
-    table = Table(title=f"navigate, {queries} random starts, max_paths {max_paths}, max_nodes_per_hop {max_nodes_per_hop}")
-    for col in ("hops", "native p50 ms", "native p95 ms", "neo4j/Bolt p50 ms", "neo4j/Bolt p95 ms", "Bolt/native p95", "paths"):
-        table.add_column(col, justify="right")
-    for r in results["navigate"]:
-        table.add_row(
-            str(r["hops"]), f"{r['native_p50_ms']:.2f}", f"{r['native_p95_ms']:.2f}", f"{r['bolt_p50_ms']:.2f}",
-            f"{r['bolt_p95_ms']:.2f}", f"{r['bolt_p95_ms'] / r['native_p95_ms']:.1f}x", f"{r['native_mean_paths']:.0f}",
-        )
+    for label, load in results["load"].items():
+        console.print(f"[bold]load[/] the same into SQL on {label} in {load['seconds']} s = {load['edges_per_s']:,} edges/s "
+                      f"({load['edges_per_s'] / results['load_edges_per_s']:.2f}x FalkorDB)")
+    others = [label for label in stores if label != "native"]
+    table = Table(title=f"navigate, {queries} random starts, max_paths {max_paths}, max_nodes_per_hop {max_nodes_per_hop} "
+                        "(ms; ratio = p95 / FalkorDB native p95)")
+    table.add_column("hops", justify="right")
+    for label in ["native", *others]:
+        table.add_column(f"{label} p50 / p95", justify="right")
+        if label != "native":
+            table.add_column(f"{label} ratio", justify="right")
+    table.add_column("paths", justify="right")
+    rows = [(str(r["hops"]), r) for r in results["navigate"]]
+    if results["between"]:
+        rows.append(("path, 3", {**results["between"], "bolt": None}))
+    for title, r in rows:
+        cells = [title]
+        for label in ["native", *others]:
+            cell = r.get(label)
+            cells.append("-" if cell is None else f"{cell['p50_ms']:.2f} / {cell['p95_ms']:.2f}")
+            if label != "native":
+                cells.append("-" if cell is None else f"{cell['p95_ms'] / r['native']['p95_ms']:.1f}x")
+        cells.append(f"{r['native']['mean_paths']:.0f}")
+        table.add_row(*cells)
     console.print(table)
     if json_out:
         json_out.write_text(json.dumps(results, indent=2))

@@ -25,6 +25,7 @@ from retrieval.expansion import should_expand
 from retrieval.graph_build import has_graph
 from retrieval.lookup import LookupResult
 from retrieval.relevance import Level
+from retrieval.traversal_cache import new_tally
 from stores.invocation_log import Invocation
 
 # what graph_expand needs of a lookup besides what the LLM saw
@@ -56,15 +57,12 @@ def add_evidence(evidence: list[dict], new: list[dict]) -> list[dict]:
     return out
 
 
-def navigate_text(rt, kb: str, entity: str, target: str | None) -> str:
+def navigate_text(rt, kb: str, entity: str, target: str | None, cache: dict | None = None) -> str:
     settings = rt.settings
     if target:
         hops = max(3, settings.graph_hops)
-        found = rt.graph.navigate_between(kb, entity, target, hops, None, 5)
-        if not found.reachable:
-            return f"{found.source} and {found.target} are not connected within {hops} hops."
-        return "\n".join(p.summary() for p in found.paths)
-    paths = rt.graph.navigate(kb, entity, settings.graph_hops, None, 15, settings.graph_max_nodes_per_hop)
+        return rt.graph.navigate_between(kb, entity, target, hops, None, 5).summary(hops)
+    paths = rt.traversals.navigate(kb, entity, settings.graph_hops, None, 15, settings.graph_max_nodes_per_hop, cache)
     return "\n".join(p.summary() for p in paths) or f"{entity} has no related entities in the graph."
 
 
@@ -182,9 +180,9 @@ def _kg_query(rt, session: str, args, entry: dict, lang: str) -> tuple[str, list
 
 def _navigate(rt, kb: str, session: str, args, entry: dict) -> str:
     started = time.perf_counter()
-    error = None
+    error, cache = None, new_tally()
     try:
-        text = navigate_text(rt, kb, args.entity, args.target)
+        text = navigate_text(rt, kb, args.entity, args.target, cache)
     except ExecutorError as exc:
         error = str(exc)
         text = f"error: {exc}"
@@ -193,6 +191,7 @@ def _navigate(rt, kb: str, session: str, args, entry: dict) -> str:
         Invocation(
             session_id=session, tool_name="navigate_graph", query=args.entity, kb=kb,
             arguments=args.model_dump(), error=error, latency_ms=round((time.perf_counter() - started) * 1000, 2),
+            retrieval_details={"traversal_cache": cache},
         )
     )
     return text

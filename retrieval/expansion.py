@@ -32,6 +32,7 @@ from retrieval.lookup import DocumentOut, LookupResult, document_content
 from retrieval.ranking import Candidate, features, rank
 from retrieval.relevance import Level, language_of, similarity
 from retrieval.vocabulary import query_terms
+from retrieval.traversal_cache import new_tally
 from stores.graph import GraphPath, entity_key
 from stores.invocation_log import Invocation
 from stores.memory import SentDocument
@@ -113,8 +114,10 @@ class GraphExpander:
 
         # entity -> (contribution, best path); a node reached from several seeds keeps its best path
         reached: dict[str, tuple[float, GraphPath]] = {}
+        cache = new_tally()
         for seed in seeds:
-            for path in graph.navigate(kb, seed, hops, None, settings.graph_max_paths, settings.graph_max_nodes_per_hop):
+            for path in rt.traversals.navigate(kb, seed, hops, None, settings.graph_max_paths,
+                                               settings.graph_max_nodes_per_hop, cache):
                 end = path.nodes[-1].name
                 contribution = path.score * settings.graph_hop_decay ** (path.hops - 1)
                 if end not in reached or contribution > reached[end][0]:
@@ -128,7 +131,7 @@ class GraphExpander:
         candidates = {k: v for k, v in mentioning.items() if k not in skip}
         if not candidates:
             return GraphExpansion(
-                status="nothing_new", seeds=seeds,
+                status="nothing_new", seeds=seeds, details={"traversal_cache": cache},
                 message="图谱没有找到新的文档" if zh else "the graph reaches no document not already sent",
             )
 
@@ -148,7 +151,7 @@ class GraphExpander:
             return GraphExpansion(
                 status="nothing_new", seeds=seeds,
                 message="图谱找到的文档都与问题无关" if zh else "the documents the graph reaches do not answer the query",
-                details={"candidates": len(candidates), "below_reference": len(semantic)},
+                details={"candidates": len(candidates), "below_reference": len(semantic), "traversal_cache": cache},
             )
         lam = fusion_lambda(result.details.get("top_score"), t)
         fused = {k: lam * relevant[k] + (1 - lam) * graph_score[k] for k in relevant}
@@ -179,6 +182,7 @@ class GraphExpander:
                 "fused": {k: round(fused[k], 4) for k in chosen},
                 "candidates": len(candidates),
                 "reached_entities": len(reached),
+                "traversal_cache": cache,
             },
         )
 

@@ -11,6 +11,7 @@ import re
 from collections import Counter
 from dataclasses import dataclass
 
+from retrieval.alignment import EntityAligner
 from retrieval.documents import ERROR_CODE
 from stores.graph import entity_key
 
@@ -86,15 +87,16 @@ class EntityExtractor:
 
 
 class KnownEntities:
-    """Which of a knowledge base's graph entities a text names, with the extractor cached per KB version.
+    """Which of a knowledge base's graph entities a text names, with the matchers cached per KB version.
 
     Building the dictionary regex for a large graph costs more than the lookup it serves, and the
-    graph only changes at ingest, which bumps the KB's revision.
+    graph only changes at ingest, which bumps the KB's revision. Beyond the exact names, the aligner
+    finds prefixes, typos, other widths and close embeddings ("comfy 部署" -> ComfyUI).
     """
 
     def __init__(self, runtime):
         self.rt = runtime
-        self._cache: dict[str, tuple[tuple, EntityExtractor, dict]] = {}
+        self._cache: dict[str, tuple[tuple, EntityExtractor, dict, EntityAligner]] = {}
 
     def in_text(self, kb: str, text: str) -> list[str]:
         row = self.rt.catalog.require(kb)
@@ -102,11 +104,15 @@ class KnownEntities:
         cached = self._cache.get(kb)
         if cached is None or cached[0] != version:
             names = self.rt.graph.entity_names(kb)
-            cached = (version, EntityExtractor(names), names)
+            s = self.rt.settings
+            aligner = EntityAligner(names, self.rt.embedder.embed_documents, s.entity_fuzzy_cutoff,
+                                    s.entity_embedding_threshold)
+            cached = (version, EntityExtractor(names), names, aligner)
             self._cache[kb] = cached
-        _, extractor, names = cached
+        _, extractor, names, aligner = cached
         # pattern hits that are not graph entities (a CamelCase word, a port) cannot be traversed from
-        return [m.name for m in extractor.extract(text) if entity_key(m.name) in names]
+        exact = [m.name for m in extractor.extract(text) if entity_key(m.name) in names]
+        return list(dict.fromkeys(exact + [a.name for a in aligner.align(text)]))
 
     def seeds(self, kb: str, text: str, doc_keys: list[str], limit: int) -> list[str]:
         """Where a traversal starts: the graph entities the text names, then those the documents mention most."""

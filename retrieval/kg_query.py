@@ -23,6 +23,7 @@ from prompts.hints import ALREADY_RETURNED
 from retrieval.graph_build import has_graph
 from retrieval.lookup import check_session_id, clean_query
 from retrieval.relevance import Level, language_of
+from retrieval.traversal_cache import new_tally
 from stores.invocation_log import Invocation
 from stores.memory import SentDocument
 from stores.vectors import validate_kb_name
@@ -49,16 +50,19 @@ class KGHit(BaseModel):
 
 
 class KGResult(BaseModel):
+    knowledge_base_ids: list[str] = Field(default_factory=list)  # as asked, duplicates folded
     query: str
     results: list[KGHit] = Field(default_factory=list)
     count: int = 0
     kb_counts: dict[str, int] = Field(default_factory=dict)
     graph_configs: dict[str, dict] = Field(default_factory=dict)
-    has_graph_config: dict[str, bool] = Field(default_factory=dict)
+    # seed 002's contract: true when any knowledge base asked for has a graph config; the per-KB answer below
+    has_graph_config: bool = False
+    graph_config_by_kb: dict[str, bool] = Field(default_factory=dict)
     graph_data: dict = Field(default_factory=lambda: {"nodes": [], "edges": []})
     warnings: list[dict] = Field(default_factory=list)
     errors: list[dict] = Field(default_factory=list)
-    display_type: str = "list"
+    display_type: str = "graph_query_results"
     # knowledge bases whose store failed or timed out (not a wrong id): for the caller, not the LLM
     failed_stores: list[str] = Field(default_factory=list, exclude=True)
 
@@ -112,7 +116,7 @@ class KnowledgeGraphQuery:
         query = clean_query(query, self.rt.settings.max_query_chars)
         check_session_id(session_id)
         ids = fold_ids(knowledge_base_ids)
-        out = KGResult(query=query)
+        out = KGResult(knowledge_base_ids=ids, query=query)
         known = {}
         for kb in ids:
             try:
@@ -122,8 +126,9 @@ class KnowledgeGraphQuery:
                 out.add_error(kb, exc)
         vector = self.rt.embedder.embed_query(query) if known else None
         per_kb: dict[str, tuple[list, dict]] = {}
+        cache = new_tally()
         pool = ThreadPoolExecutor(max_workers=max(1, len(known) if concurrent else 1))
-        futures = {pool.submit(self._one, kb, row.extract_config, query, vector): kb for kb, row in known.items()}
+        futures = {pool.submit(self._one, kb, row.extract_config, query, vector, cache): kb for kb, row in known.items()}
         done, pending = wait(futures, timeout=timeout_s)
         # a knowledge base past its time is reported, not waited for: its thread finishes in the background
         pool.shutdown(wait=False, cancel_futures=True)
@@ -139,16 +144,17 @@ class KnowledgeGraphQuery:
             if kb not in known:
                 continue
             config = known[kb].extract_config or {}
-            out.has_graph_config[kb] = has_graph(config)
+            out.graph_config_by_kb[kb] = has_graph(config)
+            out.has_graph_config = out.has_graph_config or has_graph(config)
             out.graph_configs[kb] = config if has_graph(config) else {}
             if not has_graph(config):
                 out.warnings.append({"knowledge_base_id": kb, "message": "no graph config: hybrid search only"})
         self._merge(out, ids, per_kb, session_id)
         out.errors.sort(key=lambda e: ids.index(e["knowledge_base_id"]))
-        self._log(out, ids, session_id, started)
+        self._log(out, ids, session_id, started, cache)
         return out
 
-    def _one(self, kb: str, config: dict, query: str, vector) -> tuple[list, dict]:
+    def _one(self, kb: str, config: dict, query: str, vector, cache: dict) -> tuple[list, dict]:
         rt = self.rt
         rt.vectors.check_embedder(kb, rt.embedder)
         t = rt.settings.thresholds(rt.embedder.name)
@@ -157,15 +163,14 @@ class KnowledgeGraphQuery:
         hits = [(h, c.score) for c in graded.relevant(t) for h in sorted(c.chunks.values(), key=lambda h: h.distance)]
         graph = {"nodes": [], "edges": []}
         if has_graph(config) and hits:
-            graph = self._graph(kb, query, [h.doc_key for h, _ in hits])
+            graph = self._graph(kb, query, [h.doc_key for h, _ in hits], cache)
         return hits, graph
 
-    def _graph(self, kb: str, query: str, doc_keys: list[str]) -> dict:
-        store = self.rt.graph
+    def _graph(self, kb: str, query: str, doc_keys: list[str], cache: dict) -> dict:
         seeds = self.rt.known_entities.seeds(kb, query, list(dict.fromkeys(doc_keys))[:5], MAX_SEEDS)
         nodes, edges = {}, {}
         for seed in seeds:
-            for path in store.navigate(kb, seed, GRAPH_HOPS, None, 15, 10):
+            for path in self.rt.traversals.navigate(kb, seed, GRAPH_HOPS, None, 15, 10, cache):
                 for n in path.nodes:
                     nodes.setdefault(n.name, {"id": f"{kb}:{n.name}", "name": n.name, "type": n.type, "kb": kb})
                 for e in path.edges:
@@ -207,9 +212,8 @@ class KnowledgeGraphQuery:
         if fresh:
             rt.memory.record(session_id, None, None, fresh)
         out.results, out.count = results, len(results)
-        out.display_type = "graph" if out.graph_data["edges"] else "list"
 
-    def _log(self, out: KGResult, ids: list[str], session_id: str, started: float) -> None:
+    def _log(self, out: KGResult, ids: list[str], session_id: str, started: float, cache: dict) -> None:
         self.rt.log.write(
             Invocation(
                 session_id=session_id, tool_name="query_knowledge_graph", query=out.query, kb=",".join(ids)[:64],
@@ -222,6 +226,7 @@ class KnowledgeGraphQuery:
                     "edges": len(out.graph_data["edges"]),
                     "warnings": out.warnings,
                     "errors": out.errors,
+                    "traversal_cache": cache,
                 },
             )
         )

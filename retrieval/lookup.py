@@ -10,11 +10,12 @@ import re
 import time
 from typing import TYPE_CHECKING
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, computed_field
 
 from agent.errors import ExecutorError, InputError
 from prompts.framing import one_line, quoted
 from prompts.hints import ALREADY_RETURNED, hint
+from prompts.messages import lookup_message
 from retrieval.grading import Grader
 from retrieval.ranking import Candidate
 from retrieval.relevance import Level, language_of
@@ -57,6 +58,16 @@ class LookupResult(BaseModel):
     @property
     def documents(self) -> list[DocumentOut]:
         return self.primary + self.supplement
+
+    @computed_field
+    @property
+    def message(self) -> str:
+        """One line for a person (seed 000's LookupResult.message), in the query's language."""
+        docs = self.documents
+        fresh = sum(1 for d in docs if not d.already_returned)
+        domain = self.details.get("landing_domain") or (docs[0].domain if docs else None)
+        return lookup_message(self.relevance_level, self.dedup_reason, [d.title for d in docs], fresh, domain,
+                              language_of(self.query))
 
     def to_llm_text(self) -> str:
         lines = [
@@ -277,6 +288,7 @@ class LookupService:
         if result is not None:
             entry.relevance_level = result.relevance_level
             entry.dedup_reason = result.dedup_reason
-            entry.blocked = result.dedup_reason in MEANING_REASONS
+            # the trace's rule: a DEDUPED lookup is blocked, whichever the reason (doc_retrieved included)
+            entry.blocked = result.relevance_level == Level.DEDUPED
             entry.retrieval_details = result.details
         self.rt.log.write(entry)

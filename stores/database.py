@@ -174,7 +174,7 @@ class Database:
             s.close()
 
 
-SCHEMA_REVISION = "0003"  # the newest migration in stores/migrations/versions
+SCHEMA_REVISION = "0005"  # the newest migration in stores/migrations/versions
 MIGRATIONS = Path(__file__).with_name("migrations")
 
 

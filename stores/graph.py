@@ -21,6 +21,7 @@ from pydantic import BaseModel
 
 from agent.errors import InputError
 from stores.graph_drivers import CypherDriver, Dialect, ensure_indexes
+from stores.graph_nearest import NearestPair, nearest_pair
 
 RELATION_TYPES = ("DEPENDS_ON", "REFERENCES", "CO_OCCURS", "CONFLICTS_WITH", "DERIVED_FROM", "RELATED_TO")
 MAX_HOPS = 4
@@ -45,20 +46,25 @@ def check_entity_name(name: str) -> str:
     return name
 
 
-def relation_pattern(relation_filter: Iterable[str] | None) -> str:
-    """`A|B|C` for a relationship pattern, from the whitelist only."""
+def relation_types(relation_filter: Iterable[str] | None) -> list[str]:
+    """The relation types a filter names, from the whitelist only (all of them for no filter)."""
     if relation_filter is None:
-        return "|".join(RELATION_TYPES)
+        return list(RELATION_TYPES)
     wanted = [str(r).strip().upper() for r in relation_filter if str(r).strip()]
     if not wanted:
-        return "|".join(RELATION_TYPES)
+        return list(RELATION_TYPES)
     unknown = [r for r in wanted if r not in RELATION_TYPES]
     if unknown:
         raise InputError(f"unknown relation type {unknown[0]!r} (known: {', '.join(RELATION_TYPES)})")
-    return "|".join(dict.fromkeys(wanted))
+    return list(dict.fromkeys(wanted))
 
 
-def _bounded(value, name: str, low: int, high: int) -> int:
+def relation_pattern(relation_filter: Iterable[str] | None) -> str:
+    """`A|B|C` for a relationship pattern, from the whitelist only."""
+    return "|".join(relation_types(relation_filter))
+
+
+def bounded(value, name: str, low: int, high: int) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
         raise InputError(f"{name} must be a whole number from {low} to {high}")
     return value
@@ -100,6 +106,26 @@ class PathsBetween(BaseModel):
     target: str
     reachable: bool
     paths: list[GraphPath]
+    # when unreachable: the closest nodes the two sides reach within the hop bound (None: they never come close)
+    nearest: NearestPair | None = None
+
+    def summary(self, hops: int) -> str:
+        """The paths one per line, or why there are none (and how close the two sides come)."""
+        if self.reachable:
+            return "\n".join(p.summary() for p in self.paths)
+        line = f"{self.source} and {self.target} are not connected within {hops} hops."
+        return f"{line} {self.nearest.summary(self.source, self.target)}" if self.nearest else line
+
+
+def paths_between(store, kb: str, source: str, target: str, paths: list[GraphPath], max_hops: int,
+                  relation_filter: Iterable[str] | None) -> PathsBetween:
+    """What every backend's navigate_between returns: the paths, or unreachable with the nearest pair."""
+    if paths:
+        return PathsBetween(source=source, target=target, reachable=True, paths=paths)
+    source, target = store.require_entity(kb, source).name, store.require_entity(kb, target).name
+    names = {entity_key(source): source, entity_key(target): target}
+    nearest = nearest_pair(store, kb, entity_key(source), entity_key(target), max_hops, relation_filter, names)
+    return PathsBetween(source=source, target=target, reachable=False, paths=[], nearest=nearest)
 
 
 @dataclass
@@ -215,15 +241,15 @@ class GraphStore:
         """Paths from `entity` to the nodes around it, best score first (score = product of weights)."""
         name = check_entity_name(entity)
         query = _navigate_query(
-            self.driver.dialect, _bounded(max_hops, "hops", 1, MAX_HOPS), relation_pattern(relation_filter)
+            self.driver.dialect, bounded(max_hops, "hops", 1, MAX_HOPS), relation_pattern(relation_filter)
         )
         rows = self.driver.run(
             query,
             {
                 "kb": kb,
                 "key": entity_key(name),
-                "fan": _bounded(max_nodes_per_hop, "max_nodes_per_hop", 1, MAX_NODES_PER_HOP),
-                "max_paths": _bounded(max_paths, "max_paths", 1, MAX_PATHS),
+                "fan": bounded(max_nodes_per_hop, "max_nodes_per_hop", 1, MAX_NODES_PER_HOP),
+                "max_paths": bounded(max_paths, "max_paths", 1, MAX_PATHS),
             },
         )
         if not rows:
@@ -243,17 +269,22 @@ class GraphStore:
         a, b = check_entity_name(source), check_entity_name(target)
         if entity_key(a) == entity_key(b):
             raise InputError("source and target are the same entity")
-        query = _between_query(_bounded(max_hops, "hops", 1, MAX_HOPS), relation_pattern(relation_filter))
+        query = _between_query(bounded(max_hops, "hops", 1, MAX_HOPS), relation_pattern(relation_filter))
         rows = self.driver.run(
             query,
             {"kb": kb, "source": entity_key(a), "target": entity_key(b),
-             "max_paths": _bounded(max_paths, "max_paths", 1, MAX_PATHS)},
+             "max_paths": bounded(max_paths, "max_paths", 1, MAX_PATHS)},
         )
-        if not rows:
-            self.require_entity(kb, a)
-            self.require_entity(kb, b)
-        paths = _paths(rows)
-        return PathsBetween(source=a, target=b, reachable=bool(paths), paths=paths)
+        return paths_between(self, kb, a, b, _paths(rows), max_hops, relation_filter)
+
+    def neighbours(self, kb: str, keys: list[str], relation_filter: Iterable[str] | None = None) -> list[tuple[str, str, str, str]]:
+        """(key, neighbour key, neighbour name, relation type) for every relation touching `keys`, both ways."""
+        rows = self.driver.run(
+            f"MATCH (a:Entity {{kb: $kb}})-[r:{relation_pattern(relation_filter)}]-(b:Entity) WHERE a.key IN $keys "
+            "RETURN a.key AS a, b.key AS b, b.name AS name, type(r) AS type",
+            {"kb": kb, "keys": list(keys)},
+        )
+        return [(r["a"], r["b"], r["name"], r["type"]) for r in rows]
 
     def entity_names(self, kb: str) -> dict[str, tuple[str, str | None]]:
         rows = self.driver.run(

@@ -53,6 +53,26 @@ def invocation_stats(db: Database, session: str | None = None, since: datetime |
     }
 
 
+GRAPH_TOOLS = ("graph_expand", "query_knowledge_graph", "navigate_graph")
+
+
+def traversal_cache_stats(db: Database, session: str | None = None, since: datetime | None = None) -> dict:
+    """Hits and misses of the graph traversal cache, totalled over the graph calls' logged tallies."""
+    t = ToolInvocation
+    stmt = select(t.retrieval_details).where(t.tool_name.in_(GRAPH_TOOLS), t.retrieval_details.is_not(None))
+    if session is not None:
+        stmt = stmt.where(t.session_id == session)
+    if since is not None:
+        stmt = stmt.where(t.created_at >= since)
+    hits = misses = 0
+    with db.session() as s:
+        for (details,) in s.execute(stmt):  # JSON read in Python: the same code on every database
+            tally = (details or {}).get("traversal_cache") or {}
+            hits, misses = hits + int(tally.get("hits", 0)), misses + int(tally.get("misses", 0))
+    total = hits + misses
+    return {"hits": hits, "misses": misses, "hit_rate": round(hits / total, 4) if total else None}
+
+
 def plot_stats(stats: dict, path) -> None:
     import matplotlib
 

@@ -1,6 +1,8 @@
 import os
 import subprocess
 import sys
+import uuid
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -102,3 +104,59 @@ def falkor_store(falkordb_server, request):
     yield store
     driver.delete_graph()
     store.close()
+
+
+# -- production databases ----------------------------------------------------
+SQL_SERVERS = {
+    "postgres": "postgresql+psycopg://postgres@127.0.0.1:5432/test",
+    "mysql": "mysql+pymysql://root@127.0.0.1:3306/test",
+}
+
+
+@contextmanager
+def fresh_database(kind: str):
+    """The URL of a schema (Postgres) or database (MySQL) of its own, dropped afterwards; skips where no server answers."""
+    from sqlalchemy import create_engine, text
+
+    admin_url = SQL_SERVERS[kind]
+    name = f"executor_t_{uuid.uuid4().hex[:8]}"
+    try:
+        admin = create_engine(admin_url, connect_args={"connect_timeout": 3})
+        with admin.connect() as c:
+            c.execute(text(f"CREATE SCHEMA {name}" if kind == "postgres" else f"CREATE DATABASE {name}"))
+            c.commit()
+    except Exception as exc:  # no server on this machine
+        pytest.skip(f"{kind} at {admin_url} is not reachable: {exc.__class__.__name__}")
+    if kind == "postgres":
+        url = f"{admin_url}?options=-csearch_path%3D{name}"
+    else:
+        url = admin_url.rsplit("/", 1)[0] + f"/{name}?charset=utf8mb4"
+    try:
+        yield url
+    finally:
+        from stores.database import _engine
+
+        _engine(url).dispose()
+        with admin.connect() as c:
+            c.execute(text(f"DROP SCHEMA {name} CASCADE" if kind == "postgres" else f"DROP DATABASE {name}"))
+            c.commit()
+        admin.dispose()
+
+
+@pytest.fixture
+def sql_store_sqlite(tmp_path):
+    """The SQL graph backend on a SQLite file of its own."""
+    from stores.database import Database
+    from stores.graph_sql import SqlGraphStore
+
+    yield SqlGraphStore(Database(f"sqlite:///{tmp_path / 'graph.db'}"))
+
+
+@pytest.fixture
+def sql_store_postgres():
+    """The SQL graph backend on a Postgres schema of its own (skips where no server answers)."""
+    from stores.database import Database
+    from stores.graph_sql import SqlGraphStore
+
+    with fresh_database("postgres") as url:
+        yield SqlGraphStore(Database(url))

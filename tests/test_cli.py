@@ -33,6 +33,8 @@ def test_lookup_json_has_the_promised_fields(home):
         assert key in data
     assert data["relevance_level"] == "PRECISE"
     assert set(data["primary"][0]) >= {"doc_key", "title", "domain", "content"}
+    # seed 000's message: one line for a person, in the question's language
+    assert data["message"].startswith(f"精确命中：《{data['primary'][0]['title']}》") and "\n" not in data["message"]
 
 
 def test_session_memory_survives_a_restarted_process(home):
@@ -127,9 +129,12 @@ def test_graph_neighbors_and_path_as_json(home):
 
     only = ["--relations", "DEPENDS_ON,RELATED_TO"]
     r = run_cli(home, "graph", "path", "ComfyUI", "Kubernetes", "--hops", "1", *only, "--json")
-    assert json.loads(r.stdout) == {"source": "ComfyUI", "target": "Kubernetes", "reachable": False, "paths": []}
+    # not within 1 hop, but both sides reach Docker: the nearest reachable pair says how close they are
+    assert json.loads(r.stdout) == {"source": "ComfyUI", "target": "Kubernetes", "reachable": False, "paths": [],
+                                    "nearest": {"source_side": "Docker", "target_side": "Docker", "hops_each": 1,
+                                                "source_hops": 1, "target_hops": 1, "gap": 0}}
     r = run_cli(home, "graph", "path", "ComfyUI", "Kubernetes", "--hops", "1", *only)
-    assert "not connected within 1 hops" in r.stdout
+    assert "not connected within 1 hops. Nearest: both reach Docker" in r.stdout
     r = run_cli(home, "graph", "path", "ComfyUI", "Kubernetes", "--hops", "2", *only, "--json")
     assert [e["type"] for e in json.loads(r.stdout)["paths"][0]["edges"]] == ["DEPENDS_ON", "RELATED_TO"]
 
@@ -251,8 +256,9 @@ def test_kb_lifecycle_and_kg(home, tmp_path):
     page = tmp_path / "kg.html"
     r = run_cli(home, "kg", "Does WebApp depend on Redis?", "--kb", "runbooks,sample,ghost", "--json", "--html", str(page))
     data = json.loads(r.stdout)
-    assert {"results", "count", "kb_counts", "graph_configs", "graph_data", "has_graph_config", "errors",
-            "display_type"} <= set(data)
+    assert {"knowledge_base_ids", "results", "count", "kb_counts", "graph_configs", "graph_data", "has_graph_config",
+            "graph_config_by_kb", "errors", "display_type"} <= set(data)
+    assert data["display_type"] == "graph_query_results" and isinstance(data["has_graph_config"], bool)
     assert ("WebApp", "DEPENDS_ON", "Redis") in {(e["source"], e["type"], e["target"]) for e in data["graph_data"]["edges"]}
     assert data["errors"][0]["knowledge_base_id"] == "ghost"
     assert "<svg" in page.read_text() and "WebApp" in page.read_text()
@@ -280,3 +286,34 @@ def test_ask_with_an_openai_compatible_server(home):
     assert "lookup_knowledge('ERR_RATE_LIMITED') → PRECISE" in r.stdout
     assert answer in r.stdout and "· llm ·" in r.stdout
     assert server.requests[0]["model"] == "fake-model"
+
+
+def test_feedback_on_answers_becomes_calibration_labels(home):
+    from retrieval.calibration import Label
+    from stores.database import Database
+    from stores.feedback import FeedbackStore, labels_from_feedback
+
+    s = "fb-cli"
+    for question in ("数据库连接池怎么配置？", "my service keeps restarting"):
+        assert run_cli(home, "ask", question, "--session", s).returncode == 0
+    good = json.loads(run_cli(home, "feedback", s, "1", "good", "--json").stdout)
+    assert good["query"] == "数据库连接池怎么配置？" and good["kb"] == "sample"
+    assert good["cited"] and set(good["cited"]) <= set(good["documents"])
+    assert good["levels"][0]["tool"] == "lookup_knowledge" and good["levels"][0]["relevance_level"] in ("PRECISE", "HIGHLY_RELEVANT")
+    bad = json.loads(run_cli(home, "feedback", s, "last", "bad", "--note", "not the restart loop", "--json").stdout)
+    assert (bad["turn"], bad["note"]) == (2, "not the restart loop") and bad["documents"]
+    # a second verdict on a turn replaces the first
+    assert run_cli(home, "feedback", s, "2", "bad", "--note", "wrong runbook").returncode == 0
+    for args, message in [((s, "3", "good"), "has no turn 3 (it has 2)"), ((s, "1", "meh"), "'good' or 'bad'"),
+                          (("nobody", "1", "good"), "has no answered turn"), ((s, "0", "good"), "a turn is a number")]:
+        r = run_cli(home, "feedback", *args)
+        assert r.returncode == 2 and message in r.stderr and r.stderr.count("\n") == 1, r.stderr
+
+    rows = FeedbackStore(Database(f"sqlite:///{home / 'executor.db'}")).rows(session_id=s)
+    assert [(r.turn, r.verdict, r.note) for r in rows] == [(1, "good", None), (2, "bad", "wrong runbook")]
+    labels = labels_from_feedback(rows)
+    assert labels == [
+        {"query": "数据库连接池怎么配置？", "relevant": good["cited"], "not_relevant": []},
+        {"query": "my service keeps restarting", "relevant": [], "not_relevant": bad["documents"]},
+    ]
+    assert [Label.model_validate(label).relevant for label in labels] == [good["cited"], []]  # the label files' shape

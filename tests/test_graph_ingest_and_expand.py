@@ -113,11 +113,14 @@ def test_expansion_after_a_reference_result(sample_rt):
     again = sample_rt.expander.expand(result)
     assert not sent & {d.doc_key for d in again.documents}
     assert sent <= {k for (_, k) in sample_rt.memory.sent_documents("expand-1")}
-    row = sample_rt.log.rows(session_id="expand-1", tool_name="graph_expand")[0]
+    row, second = sample_rt.log.rows(session_id="expand-1", tool_name="graph_expand")
     assert row.retrieval_details["status"] == "expanded" and 0 < row.retrieval_details["lambda"] < 1
     assert set(row.retrieval_details["fused"]) == sent
     t = sample_rt.settings.thresholds(sample_rt.embedder.name)
     assert all(v >= t.reference_threshold for v in row.retrieval_details["semantic"].values())
+    # the second expansion traversed from the same seeds: every traversal came from the cache
+    seeds = len(second.retrieval_details["seeds"])
+    assert second.retrieval_details["traversal_cache"] == {"hits": seeds, "misses": 0} and seeds > 0
 
 
 def test_no_expansion_after_precise():
@@ -198,5 +201,32 @@ def test_ingest_goes_on_without_the_graph_when_it_is_down(tmp_path):
         report = ingest(rt, kb_dir, "nograph", progress=False, extract_config=SAMPLE_EXTRACT_CONFIG)
         assert report.graph is None and report.warnings[0].startswith("graph not built: graph unavailable")
         assert rt.lookup.lookup("Alpha Docker", "ng-1", kb="nograph").documents
+    finally:
+        rt.close()
+
+
+def test_traversal_cache_hits_and_an_ingest_invalidates_it(tmp_path):
+    """Seed 001 L3, on the SQL graph backend: a repeated traversal is served from the cache until the next ingest."""
+    from retrieval.traversal_cache import new_tally
+
+    doc = "---\nrelations: [{{source: Alpha, type: DEPENDS_ON, target: {target}, weight: 0.8}}]\n---\n# Alpha\nAlpha."
+    kb_dir = write_kb(tmp_path / "kb", {"ops/a.md": doc.format(target="Beta")})
+    rt = make_runtime(tmp_path / "home", graph_backend="sql")
+    try:
+        ingest(rt, kb_dir, "small", progress=False, extract_config=SAMPLE_EXTRACT_CONFIG)
+        tally = new_tally()
+        first = rt.traversals.navigate("small", "Alpha", 2, None, 20, 25, tally)
+        assert [p.summary() for p in first] == ["Alpha -DEPENDS_ON-> Beta"]
+        assert rt.traversals.navigate("small", " alpha ", 2, None, 20, 25, tally) == first
+        assert tally == {"hits": 1, "misses": 1}
+        rt.traversals.navigate("small", "Alpha", 1, None, 20, 25, tally)  # other hops
+        rt.traversals.navigate("small", "Alpha", 2, ["DEPENDS_ON"], 20, 25, tally)  # other relation filter
+        rt.traversals.navigate("small", "Alpha", 2, ["depends_on"], 20, 25, tally)  # the same filter
+        assert tally == {"hits": 2, "misses": 3}
+
+        write_kb(kb_dir, {"ops/a.md": doc.format(target="Gamma")})
+        ingest(rt, kb_dir, "small", progress=False)
+        after = rt.traversals.navigate("small", "Alpha", 2, None, 20, 25, tally)
+        assert [p.summary() for p in after] == ["Alpha -DEPENDS_ON-> Gamma"] and tally["misses"] == 4
     finally:
         rt.close()

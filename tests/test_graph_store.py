@@ -1,4 +1,5 @@
-"""The graph store on real engines: FalkorDB (embedded server from the wheel) and Neo4j when NEO4J_URI is set."""
+"""The graph store on real engines: FalkorDB (embedded server from the wheel), the SQL backend on SQLite and on
+Postgres (when a server answers), and Neo4j when NEO4J_URI is set."""
 
 import os
 import time
@@ -15,10 +16,13 @@ from stores.graph_server import FalkorDBServer
 KB = "known"
 
 
-@pytest.fixture(params=["falkordb", "neo4j"])
+@pytest.fixture(params=["falkordb", "sql-sqlite", "sql-postgres", "neo4j"])
 def store(request):
     if request.param == "falkordb":
         yield request.getfixturevalue("falkor_store")
+        return
+    if request.param.startswith("sql-"):
+        yield request.getfixturevalue("sql_store_" + request.param[4:])
         return
     if not os.environ.get("NEO4J_URI"):
         pytest.skip("no Neo4j server: set NEO4J_URI (and NEO4J_USER, NEO4J_PASSWORD) to run these against one")
@@ -145,8 +149,7 @@ def test_replace_is_idempotent_and_scoped_to_its_kb(known):
     assert known.stats(KB) == before
 
 
-def test_dense_graph_stays_within_caps(falkor_store, falkordb_server):
-    """2,000 nodes and 40,000 edges: a 3-hop navigate stays within max_paths and max_nodes_per_hop."""
+def dense_graph_data() -> GraphData:
     rng = np.random.default_rng(7)
     data = GraphData()
     names = [f"n{i}" for i in range(2000)]
@@ -159,10 +162,28 @@ def test_dense_graph_stays_within_caps(falkor_store, falkordb_server):
         for i, (a, b, w) in enumerate(zip(src, dst, rng.uniform(0.1, 1.0, 40_000)))
         if a != b
     ]
-    falkor_store.replace_kb("dense", data)
+    return data
+
+
+def test_dense_graph_stays_within_caps(falkor_store, falkordb_server):
+    """2,000 nodes and 40,000 edges: a 3-hop navigate stays within max_paths and max_nodes_per_hop."""
+    falkor_store.replace_kb("dense", dense_graph_data())
     memory = falkordb_server_memory(falkordb_server)
     paths = falkor_store.navigate("dense", "n0", max_hops=3, max_paths=100, max_nodes_per_hop=20)
     grown = falkordb_server_memory(falkordb_server) - memory
+    # ~40 neighbours per node means ~64,000 three-hop walks; the capped search holds a few hundred rows
+    assert grown < 32 * 1024 * 1024
+    check_dense_caps(falkor_store, paths)
+
+
+@pytest.mark.parametrize("engine", ["sqlite", "postgres"])
+def test_dense_graph_stays_within_caps_in_sql(request, engine):
+    store = request.getfixturevalue(f"sql_store_{engine}")
+    store.replace_kb("dense", dense_graph_data())
+    check_dense_caps(store, store.navigate("dense", "n0", max_hops=3, max_paths=100, max_nodes_per_hop=20))
+
+
+def check_dense_caps(store, paths):
     assert 0 < len(paths) <= 100
     per_hop: dict[int, set] = {}
     for p in paths:
@@ -171,9 +192,7 @@ def test_dense_graph_stays_within_caps(falkor_store, falkordb_server):
         assert p.score == pytest.approx(np.prod([e.weight for e in p.edges]), rel=1e-6)
     assert all(len(nodes) <= 20 for nodes in per_hop.values())
     assert set(per_hop) == {1, 2, 3}  # the caps limit width, not depth
-    # ~40 neighbours per node means ~64,000 three-hop walks; the capped search holds a few hundred rows
-    assert grown < 32 * 1024 * 1024
-    between = falkor_store.navigate_between("dense", "n0", "n1", max_hops=3, max_paths=5)
+    between = store.navigate_between("dense", "n0", "n1", max_hops=3, max_paths=5)
     assert between.reachable and len(between.paths) == 5
     assert [p.score for p in between.paths] == sorted((p.score for p in between.paths), reverse=True)
 
@@ -366,3 +385,22 @@ def test_the_bolt_port_is_refused_unless_its_exposure_is_accepted(tmp_path):
     with pytest.raises(BackendError, match="cannot be limited to 127.0.0.1"):
         server.ensure_running()
     assert server.pid() is None
+
+
+def test_unreachable_pairs_say_how_close_the_two_sides_come(known):
+    """Seed 001 E1.2: no path within the bound -> the nearest pair the two sides reach, or null if they never meet."""
+    # Redis -CONFLICTS_WITH- ComfyUI -DEPENDS_ON- Docker -DERIVED_FROM- Helm: 3 hops, beyond a bound of 2
+    far = known.navigate_between(KB, "redis", "Helm", max_hops=2)
+    assert not far.reachable and far.paths == []
+    assert far.nearest.model_dump() == {"source_side": "ComfyUI", "target_side": "Docker", "hops_each": 1,
+                                        "source_hops": 1, "target_hops": 1, "gap": 1}
+    assert far.summary(2) == ("Redis and Helm are not connected within 2 hops. Nearest: Redis reaches ComfyUI in 1 hop, "
+                              "Helm reaches Docker in 1 hop, and those two are directly related.")
+    # ComfyUI and Kubernetes are two hops apart through Docker (0.9 x 0.8) or Nginx: both sides reach Docker
+    meet = known.navigate_between(KB, "ComfyUI", "Kubernetes", max_hops=1)
+    assert meet.nearest.model_dump() == {"source_side": "Docker", "target_side": "Docker", "hops_each": 1,
+                                         "source_hops": 1, "target_hops": 1, "gap": 0}
+    assert known.navigate_between(KB, "ComfyUI", "Isolated", max_hops=4).nearest is None
+    only_conflicts = known.navigate_between(KB, "ComfyUI", "Helm", max_hops=2, relation_filter=["CONFLICTS_WITH"])
+    assert only_conflicts.nearest is None
+    assert known.navigate_between(KB, "ComfyUI", "Kubernetes", max_hops=2).nearest is None  # reachable

@@ -26,7 +26,10 @@ def kbs(sample_rt, tmp_path_factory):
 def test_one_failing_kb_never_fails_the_others(kbs):
     result = kbs.kg.query(["sample", "plain", "broken", "nope", "sample", "plain"], "Docker 镜像怎么构建", "kg-1")
     assert list(result.kb_counts) == ["sample", "plain"]  # duplicates folded, order kept
-    assert result.has_graph_config == {"sample": True, "plain": False, "broken": False}
+    assert result.knowledge_base_ids == ["sample", "plain", "broken", "nope"]
+    assert result.has_graph_config is True  # seed 002: one flag for the call; the per-KB answer beside it
+    assert result.graph_config_by_kb == {"sample": True, "plain": False, "broken": False}
+    assert kbs.kg.query(["plain"], "Docker 镜像怎么构建", "kg-1b").has_graph_config is False
     assert {"knowledge_base_id": "plain", "message": "no graph config: hybrid search only"} in result.warnings
     assert [e["knowledge_base_id"] for e in result.errors] == ["broken", "nope"]
     assert "unknown knowledge base 'nope'" in result.errors[1]["error"]
@@ -44,7 +47,7 @@ def test_edges_are_real_when_the_graph_connects_the_entities(kbs):
     names = {n["name"] for n in result.graph_data["nodes"]}
     assert {"ComfyUI", "Docker"} <= names and all(e["source"] in names and e["target"] in names
                                                   for e in result.graph_data["edges"])
-    assert result.display_type == "graph"
+    assert result.display_type == "graph_query_results"
     text = result.to_llm_text()
     assert "ComfyUI -DEPENDS_ON-> Docker" in text and "score" not in text
 

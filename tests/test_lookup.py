@@ -37,6 +37,10 @@ def test_pool_question_lands_in_infrastructure_and_repeat_is_deduped(sample_rt):
     assert again.dedup_reason == "doc_retrieved"
     assert all(d.already_returned and d.content == "" for d in again.documents)
     assert "已返回" in again.to_llm_text()
+    # the log and the trace agree: a DEDUPED lookup is blocked, doc_retrieved included
+    assert [r.blocked for r in sample_rt.log.rows(session_id=s)] == [False, True]
+    assert first.message.startswith(("精确命中：《", "高度相关：《")) and "infrastructure" in first.message
+    assert again.message == f"找到的 {len(again.documents)} 篇文档本会话都已返回过。"
 
     other = sample_rt.lookup.lookup("数据库连接池怎么配置？", new_session())
     assert other.relevance_level == first.relevance_level
@@ -83,6 +87,10 @@ def test_nothing_found_says_so(sample_rt):
     r = sample_rt.lookup.lookup("how to bake sourdough bread", new_session())
     assert r.found is False and r.relevance_level is None
     assert r.primary == [] and "nothing relevant" in r.completeness_hint
+    assert r.message == "Nothing relevant in the knowledge base."
+    helm = sample_rt.lookup.lookup("How do I roll back a Helm release?", new_session())
+    names = {"PRECISE": "Precise match", "HIGHLY_RELEVANT": "Highly relevant", "REFERENCE": "Related references"}
+    assert helm.message.startswith(f'{names[helm.relevance_level]}: "{helm.primary[0].title}" ({helm.primary[0].domain})')
 
 
 def test_scores_never_reach_the_llm_but_reach_the_log(sample_rt):

@@ -65,6 +65,19 @@ def test_stats_command_json_and_plot(tmp_path):
     assert r.returncode == 2 and "not a date" in r.stderr
 
 
+def test_stats_report_the_traversal_cache_hit_rate(tmp_path):
+    home = tmp_path / "home"
+    log = InvocationLog(make_runtime(home).db)
+    for tool, tally in [("graph_expand", {"hits": 0, "misses": 3}), ("graph_expand", {"hits": 3, "misses": 0}),
+                        ("query_knowledge_graph", {"hits": 2, "misses": 2}), ("navigate_graph", {"hits": 1, "misses": 1})]:
+        log.write(Invocation(session_id="s1", tool_name=tool, query="q", retrieval_details={"traversal_cache": tally}))
+    r = run_cli(home, "stats", "--json")
+    assert json.loads(r.stdout)["traversal_cache"] == {"hits": 6, "misses": 6, "hit_rate": 0.5}
+    assert "graph traversal cache: 6 hits, 6 misses, hit rate 50%" in run_cli(home, "stats").stdout
+    empty = run_cli(tmp_path / "empty", "stats", "--json")
+    assert json.loads(empty.stdout)["traversal_cache"] == {"hits": 0, "misses": 0, "hit_rate": None}
+
+
 # -- migrations --------------------------------------------------------------------
 FIRST_RELEASE_DDL = """
 CREATE TABLE knowledge_base (name VARCHAR(64) PRIMARY KEY, description TEXT NOT NULL, extract_config JSON NOT NULL,

@@ -8,36 +8,16 @@ import uuid
 import pytest
 from sqlalchemy import create_engine, text
 
+from conftest import SQL_SERVERS, fresh_database
 from stores.database import Database
 from stores.invocation_log import Invocation, InvocationLog
 from stores.memory import ActionMemory, SentDocument
 
-SERVERS = {
-    "postgres": "postgresql+psycopg://postgres@127.0.0.1:5432/test",
-    "mysql": "mysql+pymysql://root@127.0.0.1:3306/test",
-}
 
-
-@pytest.fixture(params=sorted(SERVERS))
+@pytest.fixture(params=sorted(SQL_SERVERS))
 def db_url(request):
-    admin_url = SERVERS[request.param]
-    name = f"executor_t_{uuid.uuid4().hex[:8]}"
-    try:
-        admin = create_engine(admin_url, connect_args={"connect_timeout": 3})
-        with admin.connect() as c:
-            c.execute(text(f"CREATE SCHEMA {name}" if request.param == "postgres" else f"CREATE DATABASE {name}"))
-            c.commit()
-    except Exception as exc:  # no server on this machine
-        pytest.skip(f"{request.param} at {admin_url} is not reachable: {exc.__class__.__name__}")
-    if request.param == "postgres":
-        url = f"{admin_url}?options=-csearch_path%3D{name}"
-    else:
-        url = admin_url.rsplit("/", 1)[0] + f"/{name}?charset=utf8mb4"
-    yield url
-    with admin.connect() as c:
-        c.execute(text(f"DROP SCHEMA {name} CASCADE" if request.param == "postgres" else f"DROP DATABASE {name}"))
-        c.commit()
-    admin.dispose()
+    with fresh_database(request.param) as url:
+        yield url
 
 
 def test_memory_and_log_round_trip(db_url):
@@ -138,3 +118,17 @@ def test_migrations_keep_rows_on_every_database(db_url):
     row = InvocationLog(db).rows(session_id="old")[0]
     assert (row.query, row.top_similarity, row.retrieval_details["l1_top_similarity"]) == ("q", 0.42, 0.42)
     engine.dispose()
+
+
+def test_feedback_round_trip(db_url):
+    from stores.feedback import FeedbackStore, TurnRecord
+
+    store = FeedbackStore(Database(db_url))
+    turn = TurnRecord(session_id="s1", turn=1, query="数据库连接池怎么配置？", kb="sample",
+                      levels=[{"tool": "lookup_knowledge", "relevance_level": "PRECISE"}],
+                      documents=["infrastructure/mysql-connection-pool.md"], cited=["infrastructure/mysql-connection-pool.md"])
+    store.record(turn, "good")
+    store.record(turn, "bad", "the pool size was wrong")  # replaces the first verdict
+    (row,) = store.rows(kb="sample")
+    assert (row.verdict, row.note, row.query, row.levels[0]["relevance_level"]) == (
+        "bad", "the pool size was wrong", "数据库连接池怎么配置？", "PRECISE")

@@ -86,7 +86,7 @@ def stats(
     from datetime import datetime
 
     from retrieval.lookup import check_session_id
-    from stores.invocation_stats import invocation_stats, plot_stats
+    from stores.invocation_stats import invocation_stats, plot_stats, traversal_cache_stats
 
     if session:
         check_session_id(session)
@@ -94,7 +94,9 @@ def stats(
         start = datetime.fromisoformat(since) if since else None
     except ValueError:
         raise ExecutorError(f"--since {since!r} is not a date (YYYY-MM-DD) or an ISO time") from None
-    data = invocation_stats(runtime().db, session=session, since=start)
+    db = runtime().db
+    data = invocation_stats(db, session=session, since=start)
+    data["traversal_cache"] = traversal_cache_stats(db, session=session, since=start)
     if plot:
         plot_stats(data, plot)
     if as_json:
@@ -108,3 +110,6 @@ def stats(
     peak = max(hist["counts"]) or 1
     for lo, n in zip(hist["bins"], hist["counts"]):
         typer.echo(f"  {lo:.1f}-{lo + 0.1:.1f} {'█' * round(30 * n / peak):<30} {n}")
+    cache = data["traversal_cache"]
+    rate = "-" if cache["hit_rate"] is None else f"{cache['hit_rate']:.0%}"
+    typer.echo(f"graph traversal cache: {cache['hits']} hits, {cache['misses']} misses, hit rate {rate}")

@@ -72,7 +72,7 @@ def graph_path(
         print_json(found.model_dump())
         return
     if not found.reachable:
-        typer.echo(f"{found.source} and {found.target} are not connected within {hops} hops")
+        typer.echo(found.summary(hops))
     for p in found.paths:
         echo(f"{p.score:.3f}  {p.summary()}")
 
