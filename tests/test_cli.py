@@ -149,10 +149,11 @@ def test_graph_show_writes_a_self_contained_page(home, tmp_path):
 
 
 def test_lookup_shows_graph_expansion_after_a_reference_result(home):
-    data = lookup(home, "web server timeouts", "--session", "cli-expand")
+    data = lookup(home, "my service keeps restarting", "--session", "cli-expand", EXECUTOR_REFERENCE_THRESHOLD="0.15")
     assert data["relevance_level"] == "REFERENCE"
     assert data["graph_expansion"]["status"] == "expanded" and data["graph_expansion"]["documents"]
-    plain = lookup(home, "web server timeouts", "--session", "cli-expand-2", "--no-graph")
+    plain = lookup(home, "my service keeps restarting", "--session", "cli-expand-2", "--no-graph",
+                   EXECUTOR_REFERENCE_THRESHOLD="0.15")
     assert plain["graph_expansion"] is None
 
 
