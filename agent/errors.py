@@ -7,6 +7,13 @@ def first_line(exc, limit: int = 300) -> str:
     return text.splitlines()[0][:limit]
 
 
+def printable(text: str) -> str:
+    """One line a terminal shows as it is: control characters (ESC, OSC, ...) and lone surrogates escaped."""
+    flat = " ".join(str(text).split())
+    flat = "".join(c if c.isprintable() else f"\\x{ord(c):02x}" for c in flat)
+    return flat.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
 class ExecutorError(Exception):
     """Raised for anything a person can fix: bad input, a backend down, a mismatch."""
 

@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from agent.commands.common import JsonOpt, KbOpt, SessionOpt, console, handles_errors, print_json, runtime
+from agent.commands.common import JsonOpt, KbOpt, SessionOpt, console, print_json, runtime
 from agent.errors import ExecutorError
 
 def _trace_line(entry: dict) -> str:
@@ -65,7 +65,6 @@ def _agent_turns(kb: str):
     return run, mode, stack
 
 
-@handles_errors
 def ask(
     question: Annotated[str, typer.Argument(help="the question")],
     session: SessionOpt = None,
@@ -109,7 +108,6 @@ def _print_sources(result) -> None:
     )
 
 
-@handles_errors
 def chat(session: SessionOpt = None, kb: KbOpt = "sample"):
     """Chat with the executor; each tool call shows live with its level, or why it was blocked."""
     session = session or f"chat-{uuid.uuid4().hex[:12]}"
