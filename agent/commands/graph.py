@@ -7,7 +7,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from agent.commands.common import JsonOpt, KbOpt, csv_list, print_json, runtime, sub_app
+from agent.commands.common import JsonOpt, KbOpt, csv_list, print_json, runtime, sub_app, write_text
 from agent.errors import ExecutorError
 
 graph_app = sub_app(help="Explore a knowledge base's graph.")
@@ -93,10 +93,7 @@ def graph_show(
         paths = rt.graph.navigate(kb, entity, hops, csv_list(relations), 60, rt.settings.graph_max_nodes_per_hop)
     finally:
         rt.close()
-    try:
-        html.write_text(render(f"{node.name} — {kb}", node.name, paths), encoding="utf-8")
-    except OSError as exc:
-        raise ExecutorError(f"cannot write {html}: {exc.strerror}") from exc
+    write_text(html, render(f"{node.name} — {kb}", node.name, paths))
     typer.echo(f"wrote {html} ({len(paths)} paths)")
 
 

@@ -8,7 +8,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from agent.commands.common import JsonOpt, KbArg, SessionOpt, console, csv_list, print_json, runtime, sub_app
+from agent.commands.common import JsonOpt, KbArg, SessionOpt, console, csv_list, print_json, runtime, sub_app, write_text
 from agent.errors import ExecutorError
 
 kb_app = sub_app(help="Create, list, show and drop knowledge bases.")
@@ -167,10 +167,7 @@ def kg(
         rt.close()
     data = result.model_dump(mode="json")
     if html:
-        try:
-            html.write_text(render_graph_data(f"{query} — {kb}", data["graph_data"], data["results"]), encoding="utf-8")
-        except OSError as exc:
-            raise ExecutorError(f"cannot write {html}: {exc.strerror}") from exc
+        write_text(html, render_graph_data(f"{query} — {kb}", data["graph_data"], data["results"]))
     if as_json:
         print_json(data)
         return
