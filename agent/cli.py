@@ -22,31 +22,12 @@ from typing import Annotated, Optional
 import typer
 from typer.core import TyperGroup
 
-from agent.commands import evaluation, graph, kb, knowledge, retrieval_quality, turns
+from agent.commands import chat, evaluation, graph, kb, knowledge, retrieval_quality, turns
 from agent.commands.common import sub_app
-from agent.errors import ExecutorError, InputError, first_line, printable
-
-EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 1, 2, 130
-
+from agent.errors import EXIT_USAGE, describe, printable
 
 def _before_dashdash(argv: list[str]) -> list[str]:
     return argv[: argv.index("--")] if "--" in argv else argv
-
-
-def describe(exc: BaseException) -> tuple[str, int]:
-    """(one line for a person, exit code) for anything a command can raise."""
-    if hasattr(exc, "format_message") and isinstance(getattr(exc, "exit_code", None), int):
-        # click's exceptions (which Typer vendors): usage errors carry exit code 2 and the command's context
-        ctx = getattr(exc, "ctx", None)
-        where = f" (see '{ctx.command_path} -h')" if exc.exit_code == EXIT_USAGE and ctx is not None else ""
-        return exc.format_message() + where, exc.exit_code
-    if isinstance(exc, (typer.Abort, KeyboardInterrupt)):
-        return "interrupted", EXIT_INTERRUPTED
-    if isinstance(exc, InputError):
-        return str(exc), EXIT_USAGE
-    if isinstance(exc, ExecutorError):
-        return str(exc), EXIT_FAILED
-    return f"{exc.__class__.__name__}: {first_line(exc)} (run 'executor --debug ...' for the traceback)", EXIT_FAILED
 
 
 def report(exc: BaseException, argv: list[str]) -> int:
@@ -113,7 +94,7 @@ def main(
 app.command()(knowledge.ingest)
 app.command()(knowledge.lookup)
 app.command()(turns.ask)
-app.command()(turns.chat)
+app.command()(chat.chat)
 app.command("eval")(evaluation.eval_)
 app.command()(kb.kg)
 app.command()(evaluation.stats)

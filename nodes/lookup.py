@@ -56,16 +56,21 @@ def add_evidence(evidence: list[dict], new: list[dict]) -> list[dict]:
     return out
 
 
-def navigate_text(rt, kb: str, entity: str, target: str | None) -> str:
+def navigate_text(rt, kb: str, entity: str, target: str | None, relations: list[str] | None = None,
+                  outgoing: bool = False) -> str:
     settings = rt.settings
     if target:
         hops = max(3, settings.graph_hops)
-        found = rt.graph.navigate_between(kb, entity, target, hops, None, 5)
+        found = rt.graph.navigate_between(kb, entity, target, hops, relations, 5)
         if not found.reachable:
             return f"{found.source} and {found.target} are not connected within {hops} hops."
         return "\n".join(p.summary() for p in found.paths)
-    paths = rt.graph.navigate(kb, entity, settings.graph_hops, None, 15, settings.graph_max_nodes_per_hop)
-    return "\n".join(p.summary() for p in paths) or f"{entity} has no related entities in the graph."
+    paths = rt.graph.navigate(kb, entity, settings.graph_hops, relations, 15, settings.graph_max_nodes_per_hop)
+    paths = [p for p in paths if p.forward] if outgoing else paths
+    if not paths:
+        related = f"{', '.join(relations)} relations" if relations else "related entities"
+        return f"{entity} has no {related} in the graph."
+    return "\n".join(p.summary() for p in paths)
 
 
 def make_lookup(rt):
@@ -166,7 +171,7 @@ def _navigate(rt, kb: str, session: str, args, entry: dict) -> str:
     started = time.perf_counter()
     error = None
     try:
-        text = navigate_text(rt, kb, args.entity, args.target)
+        text = navigate_text(rt, kb, args.entity, args.target, args.relations, args.outgoing)
     except ExecutorError as exc:
         error = str(exc)
         text = f"error: {exc}"

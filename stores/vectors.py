@@ -257,6 +257,12 @@ class MilvusVectorStore:
         )
         return [self._hit(h["entity"], vector, rank) for rank, h in enumerate(result[0])]
 
+    def document_text(self, kb: str, doc_key: str) -> str:
+        """A document's chunks in order, joined (for quoting a sentence the chunk sent did not hold)."""
+        rows = self.client.query(self.collection_name(kb), filter=f"doc_key == {_literal(doc_key)}",
+                                 output_fields=["chunk_index", "text"], **self._kw())
+        return "\n\n".join(r["text"] for r in sorted(rows, key=lambda r: r["chunk_index"]))
+
     def get_chunks(self, kb: str, chunk_ids: list[str], vector: np.ndarray) -> list[ChunkHit]:
         if not chunk_ids:
             return []
