@@ -104,5 +104,5 @@ app.add_typer(knowledge.session_app, name="session")
 app.add_typer(graph.graph_app, name="graph")
 app.add_typer(kb.kb_app, name="kb")
 
-if __name__ == "__main__":  # pragma: no cover
-    app()
+if __name__ == "__main__":  # pragma: no cover  (`python -m agent.cli` is the same program as `executor`)
+    app(prog_name="executor")

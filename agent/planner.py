@@ -33,7 +33,7 @@ def _substantial(part: str) -> bool:
 # a name a later part may refer back to: CamelCase (ComfyUI), codes (ERR_TIMEOUT, HTTP2), Capitalised words
 NAME = re.compile(r"[A-Za-z][A-Za-z0-9_.+-]*")
 NOT_NAMES = {"i", "how", "what", "why", "when", "where", "which", "who", "does", "do", "is", "are", "can", "and"}
-PRONOUN_EN = re.compile(r"\b(?:it|they|them|this|that)\b", re.I)
+PRONOUN_EN = re.compile(r"\b(?:its|it|their|they|them|this|that)\b", re.I)
 PRONOUN_ZH = re.compile(r"它们|它|其|这个|该")
 ZH_TOPIC = re.compile(r"^(?P<x>[\u3400-\u9fffA-Za-z0-9_ .-]{2,}?)(?:怎么|如何|是什么|为什么|有哪些|哪些|多少|的)")
 # "what does X depend on" / "X 依赖什么": a question for the graph, not for a text search

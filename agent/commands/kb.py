@@ -159,7 +159,7 @@ def kg(
     """query_knowledge_graph: several knowledge bases at once, with real graph traversal."""
     from agent.graph_page import render_graph_data
 
-    rt = runtime()
+    rt = runtime("lookup")  # a person calling the tool directly, like `lookup`
     session = session or f"kg-{uuid.uuid4().hex[:12]}"
     try:
         result = rt.kg.query(csv_list(kb), query, session)

@@ -75,7 +75,7 @@ def lookup(
     """Run lookup_knowledge once (and graph_expand when it applies) and print what the LLM would see."""
     from retrieval.expansion import should_expand
 
-    rt = runtime()
+    rt = runtime("lookup")
     session = session or f"cli-{uuid.uuid4().hex[:12]}"
     try:
         result = rt.lookup.lookup(query, session, kb=kb, missing_dimension=missing_dimension)
