@@ -94,3 +94,33 @@ def test_a_refused_collection_is_one_line():
     with pytest.raises(BackendError) as err:
         store(server).create("sample", Embedder())
     assert "\n" not in str(err.value) and "cannot create the collection for 'sample'" in str(err.value)
+
+
+# -- a real Milvus 2.3.5 standalone server (the `milvus` wheel) -----------------------------------------
+@pytest.fixture(scope="module")
+def old_milvus(tmp_path_factory):
+    milvus = pytest.importorskip("milvus", reason="the `milvus` wheel (a Milvus 2.3.5 server) is not installed")
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    server = milvus.MilvusServer()
+    server.set_base_dir(str(tmp_path_factory.mktemp("milvus-2.3")))
+    server.listen_port = port
+    server.start()
+    yield f"http://127.0.0.1:{port}"
+    server.stop()
+
+
+def test_ingest_and_lookup_on_a_real_milvus_2_3_server(old_milvus, tmp_path):
+    from conftest import run_cli
+
+    home = tmp_path / "home"
+    r = run_cli(home, "ingest", MILVUS_URI=old_milvus, timeout=600)
+    assert r.returncode == 0, r.stderr
+    assert "warning: Milvus server 2.3 has no BM25 function (needs 2.5+)" in " ".join(r.stdout.split())
+    r = run_cli(home, "lookup", "ERR_TIMEOUT 是什么？", "--json", MILVUS_URI=old_milvus)
+    assert r.returncode == 0, r.stderr
+    data = json.loads(r.stdout)
+    assert data["relevance_level"] == "PRECISE" and data["primary"][0]["doc_key"] == "troubleshooting/err-timeout.md"
