@@ -114,7 +114,7 @@ def _vis_data(nodes: list[dict], edges: list[dict]) -> dict:
             "from": e["source"], "to": e["target"], "label": label, "arrows": "to",
             "title": f"{e['source']} -{e['type']}-> {e['target']} (weight {e['weight']:.2f})",
             "color": {"color": color}, "width": 1 + 3 * float(e["weight"]),
-            "font": {"size": 13, "color": color, "strokeWidth": 4, "strokeColor": "#ffffff", "align": "middle"},
+            "font": {"size": 13, "color": color, "strokeWidth": 4, "strokeColor": "#ffffff", "align": "top"},
             "dashes": e["type"] == "CO_OCCURS",
         })
     return {"nodes": out_nodes, "edges": out_edges}

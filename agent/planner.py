@@ -17,6 +17,7 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
 
 from agent.tools import LOOKUP, NAVIGATE
+from retrieval.extractive import subject_matched
 
 MAX_SUBQUERIES = 3
 # sentence ends and explicit conjunctions between questions
@@ -74,11 +75,7 @@ def with_subject(parts: list[str]) -> list[str]:
 
 
 def dependency_subject(part: str) -> str | None:
-    for pattern in DEPENDS:
-        m = pattern.match(part.strip())
-        if m and m.group("x").strip():
-            return m.group("x").strip()
-    return None
+    return subject_matched(DEPENDS, part)
 
 
 def plan(question: str) -> list[dict]:

@@ -17,7 +17,7 @@ import yaml
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, model_validator
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
-from agent.errors import ExecutorError
+from agent.errors import ExecutorError, InputError
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 SAMPLE_KB_PATH = REPO_ROOT / "kb" / "sample"
@@ -222,9 +222,25 @@ class Settings(BaseSettings):
         return self.home
 
 
+def setting_error(exc: ValueError) -> str:
+    """A settings validation error as one line that names the setting (never its value: it may be a secret)."""
+    from pydantic import ValidationError
+
+    if not isinstance(exc, ValidationError) or not exc.errors():
+        return f"invalid settings: {exc}".splitlines()[0]
+    err = exc.errors()[0]
+    path = ".".join(str(p) for p in err["loc"])
+    field = Settings.model_fields.get(str(err["loc"][0])) if err["loc"] else None
+    alias = getattr(field, "validation_alias", None) if field else None
+    names = list(getattr(alias, "choices", [])) if alias else []
+    env = names[0] if names else f"EXECUTOR_{str(err['loc'][0]).upper()}" if field else None
+    where = f"{env} ({path})" if env and "." not in path else path
+    return f"invalid setting {where}: {err['msg']}"
+
+
 @lru_cache(maxsize=1)
 def get_settings() -> Settings:
     try:
         return Settings()
     except ValueError as exc:
-        raise ExecutorError(f"invalid settings: {exc}".splitlines()[0]) from exc
+        raise InputError(setting_error(exc)) from exc

@@ -60,12 +60,17 @@ SENTENCE_END = re.compile(r"(?<=[。！？!?])|(?<=\.)\s+|\n+")
 FACTS = {"zh": "知识图谱：", "en": "From the knowledge graph:"}
 
 
-def defined_term(question: str) -> str | None:
-    for pattern in DEFINITION_QUESTIONS:
+def subject_matched(patterns: list[re.Pattern], question: str) -> str | None:
+    """The `x` group of the first pattern that matches the whole question (what it asks about)."""
+    for pattern in patterns:
         m = pattern.match(question.strip())
         if m and m.group("x").strip():
             return m.group("x").strip()
     return None
+
+
+def defined_term(question: str) -> str | None:
+    return subject_matched(DEFINITION_QUESTIONS, question)
 
 
 def defining_sentence(term: str, text: str) -> str | None:

@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from conftest import REPO, run_cli
+from conftest import REPO, ingested_home
 from fake_openai import FakeOpenAI
 
 pexpect = pytest.importorskip("pexpect", reason="pexpect drives the chat through a pseudo-terminal")
@@ -17,10 +17,7 @@ PROMPT = "you>"  # prompt_toolkit draws the space by moving the cursor
 
 @pytest.fixture(scope="module")
 def home(tmp_path_factory):
-    home = tmp_path_factory.mktemp("chat-home")
-    r = run_cli(home, "ingest", "--json")
-    assert r.returncode == 0, r.stderr
-    return home
+    return ingested_home(tmp_path_factory, "chat-home")
 
 
 class Transcript:

@@ -11,15 +11,12 @@ import typer
 from typer.main import get_command
 
 from agent.cli import ExecutorGroup, app
-from conftest import REPO, run_cli
+from conftest import REPO, ingested_home, run_cli
 
 
 @pytest.fixture(scope="module")
 def home(tmp_path_factory):
-    home = tmp_path_factory.mktemp("conventions-home")
-    r = run_cli(home, "ingest", "--json")
-    assert r.returncode == 0, r.stderr
-    return home
+    return ingested_home(tmp_path_factory, "conventions-home")
 
 
 def one_error_line(r, code: int) -> str:
@@ -91,6 +88,12 @@ def test_runtime_failures_exit_1_and_json_errors_carry_the_same_code(tmp_path):
     assert data["code"] == 1 and data["error"].startswith("cannot open the database")
     r = run_cli(tmp_path, "lookup", "x", "--kb", "nope", "--json")  # rejected input under --json: code 2
     assert json.loads(r.stdout)["code"] == 2 and r.returncode == 2
+
+
+def test_a_bad_setting_is_named(tmp_path):
+    line = one_error_line(run_cli(tmp_path, "stats", EXECUTOR_LOOKUP_BUDGET="lots", OPENAI_API_KEY="sk-secret"), 2)
+    assert line.startswith("error: invalid setting EXECUTOR_LOOKUP_BUDGET (lookup_budget): Input should be a valid")
+    assert "lots" not in line and "sk-secret" not in line
 
 
 def boundary_app() -> typer.Typer:
