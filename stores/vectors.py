@@ -274,6 +274,8 @@ class MilvusVectorStore:
     ) -> list[tuple[ChunkHit, float]]:
         """The lexical layer alone (BM25, or bge-m3's lexical weights) with its raw scores, which
         hybrid search's RRF would replace by ranks; each hit still carries its dense distance."""
+        if not self.has_lexical(kb):  # a dense-only collection (an old server): no lexical layer to ask
+            return []
         if embedder.has_lexical_weights:
             data, metric = [embedder.lexical_weights([query])[0] or {0: 0.0}], "IP"
         else:
