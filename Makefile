@@ -28,7 +28,7 @@ test: setup
 # The ISS-002 suite, scripted, guards on (judged) against guards off; fails if any scenario does.
 eval: setup
 	$(EXE) ingest
-	$(EXE) eval --json $(REPORTS)/eval.json --markdown $(REPORTS)/eval.md --plot $(REPORTS)/eval.png; \
+	$(EXE) eval --report-json $(REPORTS)/eval.json --markdown $(REPORTS)/eval.md --plot $(REPORTS)/eval.png; \
 	rc=$$?; $(EXE) graph stop > /dev/null; exit $$rc
 
 bench: setup

@@ -1,16 +1,99 @@
-"""The `executor` command line. Every command has `--json`; errors are one line on stderr, exit 2."""
+"""The `executor` command line, and the one error boundary every command runs inside.
+
+Exit codes (also in the README and in `executor -h`):
+  0  done
+  1  the command ran and failed: a backend down or locked, an LLM endpoint unreachable, a failed eval
+  2  it was asked wrongly: an unknown option, a missing argument, input the command rejects, a bad setting
+ 130 interrupted (Ctrl-C)
+
+Whatever a command raises becomes one line on stderr (`error: ...`), and under
+`--json` also `{"error": ..., "code": ...}` on stdout; `executor --debug ...`
+(or EXECUTOR_DEBUG=1) adds the traceback. Commands added to `app` inherit this.
+"""
 
 from __future__ import annotations
 
+import json
+import os
+import sys
+import traceback
+from typing import Annotated, Optional
+
 import typer
+from typer.core import TyperGroup
 
-from agent.commands import evaluation, feedback, graph, kb, knowledge, repeats, retrieval_quality, turns
+from agent.commands import chat, evaluation, feedback, graph, kb, knowledge, repeats, retrieval_quality, turns
+from agent.commands.common import sub_app
+from agent.errors import EXIT_USAGE, describe, printable, redact
 
-app = typer.Typer(no_args_is_help=True, add_completion=False, help="Answers from team knowledge bases, without the retrieval loop.")
+def _before_dashdash(argv: list[str]) -> list[str]:
+    return argv[: argv.index("--")] if "--" in argv else argv
+
+
+def report(exc: BaseException, argv: list[str]) -> int:
+    if type(exc).__name__ == "NoArgsIsHelpError":  # `executor` or `executor graph` alone: the help, as asked
+        sys.stdout.write(exc.format_message() + "\n")
+        return EXIT_USAGE
+    message, code = describe(exc)
+    flags = _before_dashdash(argv)
+    if "--debug" in flags or os.environ.get("EXECUTOR_DEBUG", "").lower() in ("1", "true", "yes"):
+        traceback.print_exception(exc, file=sys.stderr)
+    line = printable(redact(message))  # click echoes option values, which may hold a secret
+    if "--json" in flags:
+        sys.stdout.write(json.dumps({"error": line, "code": code}, ensure_ascii=False) + "\n")
+        sys.stdout.flush()
+    sys.stderr.write(f"error: {line}\n")
+    sys.stderr.flush()
+    return code
+
+
+class ExecutorGroup(TyperGroup):
+    """Runs the commands with click's own exception handling off, so that `report` sees every failure."""
+
+    def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True, **extra):
+        argv = list(sys.argv[1:] if args is None else args)
+        try:
+            # shell completion and click's EPIPE handling end in SystemExit, which passes through untouched
+            rv = super().main(argv, prog_name, complete_var, standalone_mode=False, **extra)
+            code = rv if isinstance(rv, int) and not isinstance(rv, bool) else 0
+        except Exception as exc:
+            code = report(exc, argv)
+        except KeyboardInterrupt as exc:
+            code = report(exc, argv)
+        if standalone_mode:
+            sys.exit(code)
+        return code
+
+
+app = sub_app(
+    cls=ExecutorGroup,
+    help="Answers from team knowledge bases, without the retrieval loop.\n\n"
+    "Exit codes: 0 done; 1 the command ran and failed (a backend down, a failed eval); "
+    "2 it was asked wrongly (bad option, argument, input or setting); 130 interrupted.",
+)
+
+
+def _version(value: bool) -> None:
+    if value:
+        from importlib.metadata import version
+
+        typer.echo(f"executor {version('executor')}")
+        raise typer.Exit()
+
+
+@app.callback()
+def main(
+    version: Annotated[Optional[bool], typer.Option("--version", callback=_version, is_eager=True,
+                                                    help="print the version and exit")] = None,
+    debug: Annotated[bool, typer.Option("--debug", help="print the traceback of an error (also EXECUTOR_DEBUG=1)")] = False,
+):
+    # --debug is read by `report` from the command line itself: it must work for errors raised while parsing
+    pass
+
 app.command()(knowledge.ingest)
 app.command()(knowledge.lookup)
 app.command()(turns.ask)
-app.command()(turns.chat)
+app.command()(chat.chat)
 app.command("eval")(evaluation.eval_)
 app.command()(kb.kg)
 app.command()(evaluation.stats)
@@ -22,5 +105,5 @@ app.add_typer(knowledge.session_app, name="session")
 app.add_typer(graph.graph_app, name="graph")
 app.add_typer(kb.kb_app, name="kb")
 
-if __name__ == "__main__":  # pragma: no cover
-    app()
+if __name__ == "__main__":  # pragma: no cover  (`python -m agent.cli` is the same program as `executor`)
+    app(prog_name="executor")

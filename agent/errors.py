@@ -54,6 +54,32 @@ def first_line(exc, limit: int = 300) -> str:
     return text.splitlines()[0][:limit]
 
 
+EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 1, 2, 130
+
+
+def describe(exc: BaseException) -> tuple[str, int]:
+    """(one line for a person, exit code) for anything a command can raise; see agent/cli.py."""
+    if hasattr(exc, "format_message") and isinstance(getattr(exc, "exit_code", None), int):
+        # click's exceptions (which Typer vendors): usage errors carry exit code 2 and the command's context
+        ctx = getattr(exc, "ctx", None)
+        where = f" (see '{ctx.command_path} -h')" if exc.exit_code == EXIT_USAGE and ctx is not None else ""
+        return exc.format_message() + where, exc.exit_code
+    if isinstance(exc, KeyboardInterrupt) or type(exc).__name__ == "Abort":
+        return "interrupted", EXIT_INTERRUPTED
+    if isinstance(exc, (InputError, ConfigError)):  # asked wrongly: the input, or a setting, must change
+        return str(exc), EXIT_USAGE
+    if isinstance(exc, ExecutorError):
+        return str(exc), EXIT_FAILED
+    return f"{exc.__class__.__name__}: {first_line(exc)} (run 'executor --debug ...' for the traceback)", EXIT_FAILED
+
+
+def printable(text: str) -> str:
+    """One line a terminal shows as it is: control characters (ESC, OSC, ...) and lone surrogates escaped."""
+    flat = " ".join(str(text).split())
+    flat = "".join(c if c.isprintable() else f"\\x{ord(c):02x}" for c in flat)
+    return flat.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
 class ExecutorError(Exception):
     """Raised for anything a person can fix: bad input, a backend down, a mismatch."""
 

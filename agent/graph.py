@@ -45,7 +45,7 @@ def build_graph(rt, model: BaseChatModel, mode: str, checkpointer=None):
     graph.add_node("guard", make_guard(rt))
     graph.add_node("lookup", make_lookup(rt))
     graph.add_node("graph_expand", make_graph_expand(rt))
-    graph.add_node("answer", make_answer(model, mode))
+    graph.add_node("answer", make_answer(model, mode, read_document=rt.vectors.document_text))
     graph.add_node("fail", fail)
 
     graph.add_edge(START, "begin_turn")

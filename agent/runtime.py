@@ -18,8 +18,11 @@ from stores.vectors import MilvusVectorStore
 
 
 class Runtime:
-    def __init__(self, settings: Settings | None = None):
+    """`source` names the surface this process serves (chat, ask, eval, ...): every invocation row records it."""
+
+    def __init__(self, settings: Settings | None = None, source: str | None = None):
         self.settings = settings or get_settings()
+        self.source = source
 
     @cached_property
     def db(self) -> Database:
@@ -36,7 +39,7 @@ class Runtime:
 
     @cached_property
     def log(self) -> InvocationLog:
-        return InvocationLog(self.db)
+        return InvocationLog(self.db, self.source)
 
     @cached_property
     def vectors(self) -> MilvusVectorStore:

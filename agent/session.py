@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from typing import Callable
 
-from langchain_core.messages import AIMessageChunk, HumanMessage
+from langchain_core.messages import AIMessage, AIMessageChunk, HumanMessage, ToolMessage
 from pydantic import BaseModel
 
 from agent.routing import recursion_limit
@@ -73,3 +73,23 @@ def run_turn(
         latency_ms=round((time.perf_counter() - started) * 1000, 1),
         tool_output_chars=tool_chars,
     )
+
+
+CANCELLED = "(cancelled)"
+
+
+def close_cancelled_turn(app, session: str) -> None:
+    """After a turn was interrupted (Ctrl-C): answer the tool calls it left open and end it.
+
+    The checkpoint keeps everything the finished steps did (and the action memory already recorded it), so
+    the session stays consistent with what was retrieved; an OpenAI-style endpoint rejects a conversation
+    with a tool call that has no result, so each gets one saying it was cancelled."""
+    config = {"configurable": {"thread_id": session}}
+    state = app.get_state(config)
+    messages = (state.values or {}).get("messages", [])
+    answered = {m.tool_call_id for m in messages if isinstance(m, ToolMessage)}
+    closing = [ToolMessage("cancelled by the user", tool_call_id=call["id"], name=call["name"])
+               for m in messages if isinstance(m, AIMessage) for call in m.tool_calls if call["id"] not in answered]
+    if not (state.next or closing or (messages and isinstance(messages[-1], HumanMessage))):
+        return  # nothing was left half done
+    app.update_state(config, {"messages": [*closing, AIMessage(CANCELLED)], "answer": CANCELLED}, as_node="answer")

@@ -330,7 +330,8 @@ def settings_error(exc: ValidationError) -> ConfigError:
     """A pydantic error as one line that names the setting (never its value: it may be a secret)."""
     err = exc.errors()[0]
     loc = [str(p) for p in err.get("loc", ())]
-    where = env_name(loc[0]) if loc and loc[0] in Settings.model_fields and len(loc) == 1 else ".".join(loc) or "settings"
+    path = ".".join(loc) or "settings"
+    where = f"{env_name(loc[0])} ({path})" if len(loc) == 1 and loc[0] in Settings.model_fields else path
     return ConfigError(f"invalid setting {where}: {err['msg']}")
 
 

@@ -9,6 +9,6 @@ from agent.graph import build_graph
 from agent.llm import make_chat_model
 from agent.runtime import Runtime
 
-_runtime = Runtime()
+_runtime = Runtime(source="studio")
 _model, _mode = make_chat_model(_runtime.settings)
 graph = build_graph(_runtime, _model, _mode)

@@ -19,6 +19,11 @@ class navigate_graph(BaseModel):  # noqa: N801
 
     entity: str = Field(description="an entity name, e.g. a product, error code or concept", min_length=1, max_length=200)
     target: str | None = Field(None, description="a second entity: show the paths between the two", max_length=200)
+    relations: list[str] | None = Field(
+        None, description="only these relation types, e.g. [\"DEPENDS_ON\"] for what the entity depends on", max_length=6
+    )
+    outgoing: bool = Field(False, description="only relations that point away from the entity (what it depends on, "
+                                              "not what depends on it)")
 
 
 class query_knowledge_graph(BaseModel):  # noqa: N801
@@ -31,6 +36,7 @@ class query_knowledge_graph(BaseModel):  # noqa: N801
 TOOLS: dict[str, type[BaseModel]] = {t.__name__: t for t in (lookup_knowledge, query_knowledge_graph, navigate_graph)}
 LOOKUP = lookup_knowledge.__name__
 KG_QUERY = query_knowledge_graph.__name__
+NAVIGATE = navigate_graph.__name__
 RETRIEVAL = (LOOKUP, KG_QUERY)  # the tools the lookup budget and the PRECISE stop apply to
 
 

@@ -7,10 +7,11 @@ by the LLM from the evidence, or extractively offline.
 
 from __future__ import annotations
 
-from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
+from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
 
 from agent.errors import BackendError
 from agent.state import ExecutorState
+from agent.tools import NAVIGATE
 from nodes.common import invoke_llm, lang_of, last_ai, text_of
 from prompts.executor import ANSWER
 from prompts.framing import one_line, quoted
@@ -30,7 +31,16 @@ def fail(state: ExecutorState) -> ExecutorState:
     raise BackendError(state["failure"])
 
 
-def make_answer(model, mode: str):
+def graph_facts(state: ExecutorState) -> list[str]:
+    """What graph navigation answered this turn (not its errors), for the offline answer."""
+    messages = state.get("messages", [])
+    start = max((i for i, m in enumerate(messages) if isinstance(m, HumanMessage)), default=-1)
+    return [text_of(m) for m in messages[start + 1:]
+            if isinstance(m, ToolMessage) and m.name == NAVIGATE and not text_of(m).startswith("error:")]
+
+
+def make_answer(model, mode: str, read_document=None):
+    """`read_document(kb, doc_key)`: a document's full text, where the offline answer looks for a definition."""
     def answer(state: ExecutorState) -> ExecutorState:
         lang, question, evidence = lang_of(state), state.get("question", ""), state.get("evidence", [])
         last = last_ai(state)
@@ -45,7 +55,8 @@ def make_answer(model, mode: str):
             # each lookup's best document: the one it sent first, or the first it pointed back to
             parts = [(t["query"], ((t.get("sent") or []) + (t.get("recalled") or []) + [None])[0])
                      for t in state.get("trace", []) if t["tool"] == "lookup_knowledge" and t.get("query")]
-            final = extractive_answer(question, evidence, lang, parts=parts)
+            final = extractive_answer(question, evidence, lang, parts=parts, graph_facts=graph_facts(state),
+                                      read_document=read_document)
         # an empty closing message from the executor is replaced, not followed, by the answer
         message = AIMessage(final, id=last.id) if finished and last.id else AIMessage(final)
         return {"answer": final, "citations": cited(final, evidence), "messages": [message]}

@@ -57,13 +57,19 @@ def add_evidence(evidence: list[dict], new: list[dict]) -> list[dict]:
     return out
 
 
-def navigate_text(rt, kb: str, entity: str, target: str | None, cache: dict | None = None) -> str:
+def navigate_text(rt, kb: str, entity: str, target: str | None, relations: list[str] | None = None,
+                  outgoing: bool = False, cache: dict | None = None) -> str:
     settings = rt.settings
     if target:
         hops = max(3, settings.graph_hops)
-        return rt.graph.navigate_between(kb, entity, target, hops, None, 5).summary(hops)
-    paths = rt.traversals.navigate(kb, entity, settings.graph_hops, None, 15, settings.graph_max_nodes_per_hop, cache)
-    return "\n".join(p.summary() for p in paths) or f"{entity} has no related entities in the graph."
+        return rt.graph.navigate_between(kb, entity, target, hops, relations, 5).summary(hops)
+    paths = rt.traversals.navigate(kb, entity, settings.graph_hops, relations, 15, settings.graph_max_nodes_per_hop,
+                                   cache)
+    paths = [p for p in paths if p.forward] if outgoing else paths
+    if not paths:
+        related = f"{', '.join(relations)} relations" if relations else "related entities"
+        return f"{entity} has no {related} in the graph."
+    return "\n".join(p.summary() for p in paths)
 
 
 def make_lookup(rt):
@@ -182,7 +188,7 @@ def _navigate(rt, kb: str, session: str, args, entry: dict) -> str:
     started = time.perf_counter()
     error, cache = None, new_tally()
     try:
-        text = navigate_text(rt, kb, args.entity, args.target, cache)
+        text = navigate_text(rt, kb, args.entity, args.target, args.relations, args.outgoing, cache)
     except ExecutorError as exc:
         error = str(exc)
         text = f"error: {exc}"

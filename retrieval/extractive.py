@@ -48,17 +48,76 @@ def pick_documents(evidence: list[dict], parts: list[tuple[str, str | None]], n:
     return chosen[: max(n, len(parts))]
 
 
+# "X 是什么 / what is X": the answer about X opens with the sentence that says what X is
+DEFINITION_QUESTIONS = [
+    re.compile(r"^(?:什么是|何为)\s*(?P<x>.+?)\W*$"),
+    re.compile(r"^(?P<x>.+?)\s*(?:是什么意思|是什么|是啥|指什么)\W*$"),
+    re.compile(r"^what\s+does\s+(?P<x>.+?)\s+mean\W*$", re.I),
+    re.compile(r"^what(?:'s|\s+is|\s+are)\s+(?:an?\s+|the\s+)?(?P<x>.+?)\W*$", re.I),
+]
+DEFINING = re.compile(r"\s*(?:[（(][^）)]*[）)])?\s*(?:是|表示|指的?是|意味着|代表|(?:is|are|means|refers\s+to|stands\s+for)\b)", re.I)
+SENTENCE_END = re.compile(r"(?<=[。！？!?])|(?<=\.)\s+|\n+")
+FACTS = {"zh": "知识图谱：", "en": "From the knowledge graph:"}
+
+
+def subject_matched(patterns: list[re.Pattern], question: str) -> str | None:
+    """The `x` group of the first pattern that matches the whole question (what it asks about)."""
+    for pattern in patterns:
+        m = pattern.match(question.strip())
+        if m and m.group("x").strip():
+            return m.group("x").strip()
+    return None
+
+
+def defined_term(question: str) -> str | None:
+    return subject_matched(DEFINITION_QUESTIONS, question)
+
+
+def defining_sentence(term: str, text: str) -> str | None:
+    """The first sentence in which `term` is followed by a defining verb (是 / 表示 / is / means ...)."""
+    plain = text.replace("`", "").replace("**", "")
+    for sentence in SENTENCE_END.split(plain):
+        sentence = sentence.strip().lstrip("#>-* ").strip()
+        at = sentence.casefold().find(term.casefold())
+        if at >= 0 and DEFINING.match(sentence, at + len(term)):
+            return sentence
+    return None
+
+
+def _section(doc: dict, question: str, terms: list[str], read_document) -> str | None:
+    passages = best_passages(question, doc["content"])
+    for term in terms:
+        if term.casefold() not in f"{doc['title']} {doc['content']}".casefold():
+            continue
+        sentence = defining_sentence(term, doc["content"])
+        if sentence is None and read_document is not None:  # the chunk sent may not be the one that defines it
+            sentence = defining_sentence(term, read_document(doc.get("kb"), doc["doc_key"]))
+        if sentence:
+            passages = [sentence] + [p for p in passages if sentence not in p.replace("`", "").replace("**", "")]
+            break
+    if not passages:
+        return None
+    return f"**{doc['title']}** [{doc['doc_key']}]\n" + "\n\n".join(passages)
+
+
 def extractive_answer(question: str, evidence: list[dict], lang: str,
-                      parts: list[tuple[str, str | None]] | None = None) -> str:
-    """`parts`: (sub-question, the doc_key its lookup returned first, if any), in the order they were asked."""
+                      parts: list[tuple[str, str | None]] | None = None, graph_facts: list[str] | None = None,
+                      read_document=None) -> str:
+    """`parts`: (sub-question, the doc_key its lookup returned first, if any), in the order they were asked;
+    `graph_facts`: what graph navigation said this turn; `read_document(kb, doc_key)`: a document's full text,
+    where a definition is looked for when the evidence sent lacks it."""
     key = "zh" if lang == "zh" else "en"
-    if not evidence:
+    if not evidence and not graph_facts:
         return f"{NOTHING_FOUND[key]}\n{OFFLINE_SHORT[key]}"
+    parts = parts or [(question, None)]
+    terms = [t for t in dict.fromkeys(defined_term(q) for q, _ in [(question, None), *parts]) if t]
     out = [OFFLINE_NOTE[key]]
-    for doc in pick_documents(evidence, parts or [(question, None)]):
-        passages = best_passages(question, doc["content"])
-        if passages:
-            out.append(f"**{doc['title']}** [{doc['doc_key']}]\n" + "\n\n".join(passages))
+    for doc in pick_documents(evidence, parts) if evidence else []:
+        section = _section(doc, question, terms, read_document)
+        if section:
+            out.append(section)
+    if graph_facts:
+        out.append(FACTS[key] + "\n" + "\n".join(f"- {line}" for fact in graph_facts for line in fact.splitlines()))
     return "\n\n".join(out)
 
 

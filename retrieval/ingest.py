@@ -138,7 +138,9 @@ def ingest(
     if full and recorded is not None:
         vectors.drop(kb)
     if not vectors.has(kb):
-        vectors.create(kb, embedder)
+        warning = vectors.create(kb, embedder)
+        if warning:
+            warnings.append(warning)
     stale = [d.doc_key for d in changed if d.doc_key in existing and not full] + removed
     if stale:
         vectors.delete_docs(kb, stale)

@@ -168,11 +168,14 @@ class KnowledgeGraphQuery:
 
     def _graph(self, kb: str, query: str, doc_keys: list[str], cache: dict) -> dict:
         seeds = self.rt.known_entities.seeds(kb, query, list(dict.fromkeys(doc_keys))[:5], MAX_SEEDS)
+        named = {n.casefold() for n in self.rt.known_entities.in_text(kb, query)}
         nodes, edges = {}, {}
         for seed in seeds:
             for path in self.rt.traversals.navigate(kb, seed, GRAPH_HOPS, None, 15, 10, cache):
                 for n in path.nodes:
-                    nodes.setdefault(n.name, {"id": f"{kb}:{n.name}", "name": n.name, "type": n.type, "kb": kb})
+                    # in_query: the question names it, so a drawing can put it in the middle
+                    nodes.setdefault(n.name, {"id": f"{kb}:{n.name}", "name": n.name, "type": n.type, "kb": kb,
+                                              "in_query": n.name.casefold() in named})
                 for e in path.edges:
                     edges.setdefault((e.source, e.type, e.target),
                                      {"source": e.source, "target": e.target, "type": e.type, "weight": e.weight, "kb": kb})

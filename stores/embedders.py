@@ -139,6 +139,12 @@ class BgeM3Embedder:
 _CACHE: dict[tuple, Embedder] = {}
 
 
+def embedder_name(kind: str, path: Path | None = None) -> str:
+    """The name `make_embedder(kind, path)` would report, without loading a model (for thresholds in stats)."""
+    names = {"use": UseEmbedder.name, "bge-m3": BgeM3Embedder.name}
+    return names.get(kind) or f"flag:{Path(path or '').name}"
+
+
 def make_embedder(kind: str, path: Path | None = None) -> Embedder:
     """Build (once per process) the embedder named by settings: use | bge-m3 | flag."""
     key = (kind, str(path) if path else None)

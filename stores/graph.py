@@ -91,6 +91,11 @@ class GraphPath(BaseModel):
     def hops(self) -> int:
         return len(self.edges)
 
+    @property
+    def forward(self) -> bool:
+        """Every edge points away from the start (A -DEPENDS_ON-> B -DEPENDS_ON-> C: what A depends on)."""
+        return all(e.source == n.name for n, e in zip(self.nodes, self.edges))
+
     def summary(self) -> str:
         """'ComfyUI -DEPENDS_ON-> Docker <-RELATED_TO- Kubernetes', arrows as the edges point."""
         parts = [self.nodes[0].name]

@@ -9,6 +9,10 @@ from sqlalchemy import select
 from agent.errors import redact
 from stores.database import Database, ToolInvocation
 
+# who makes tool calls; stats report real use (everything but TEST_SOURCES) unless asked for a source
+SOURCES = ("chat", "ask", "lookup", "mcp", "studio", "eval", "calibrate")
+TEST_SOURCES = ("eval", "calibrate")
+
 
 @dataclass
 class Invocation:
@@ -23,18 +27,24 @@ class Invocation:
     error: str | None = None
     latency_ms: float = 0.0
     retrieval_details: dict | None = None
+    source: str | None = None  # None: the log's own source
 
 
 class InvocationLog:
-    def __init__(self, db: Database):
+    """Writes rows tagged with `source`, the surface this process serves (one of SOURCES, or None if unknown)."""
+
+    def __init__(self, db: Database, source: str | None = None):
+        if source is not None and source not in SOURCES:
+            raise ValueError(f"unknown invocation source {source!r}")
         self.db = db
+        self.source = source
 
     def write(self, entry: Invocation) -> int:
         if entry.error:  # errors from libraries may quote a URL with its password
             entry.error = redact(entry.error)
         with self.db.session() as s:
             top = (entry.retrieval_details or {}).get("l1_top_similarity")
-            row = ToolInvocation(**entry.__dict__, top_similarity=top)
+            row = ToolInvocation(**{**entry.__dict__, "source": entry.source or self.source}, top_similarity=top)
             s.add(row)
             s.flush()
             return row.id

@@ -26,6 +26,24 @@ warnings.filterwarnings("ignore", message="pkg_resources is deprecated", categor
 TEXT_MAX = 16_384
 DESCRIPTION_PREFIX = "executor:"
 OUTPUT_FIELDS = ["chunk_id", "doc_key", "chunk_index", "domain", "title", "text", "dense"]
+# sparse vectors came with Milvus 2.4, the BM25 function with 2.5; older servers (2.3 is still in the field)
+# get a dense-only collection and a warning instead of an error
+SPARSE_SINCE, BM25_SINCE = (2, 4), (2, 5)
+
+
+def server_version(text: str) -> tuple[int, int] | None:
+    """(major, minor) from a Milvus version string such as 'v2.3.5' or '2.5.4-gpu'; None if unreadable."""
+    import re
+
+    m = re.match(r"v?(\d+)\.(\d+)", (text or "").strip())
+    return (int(m.group(1)), int(m.group(2))) if m else None
+
+
+def lexical_support(version: tuple[int, int] | None, needs_bm25: bool) -> bool:
+    """Whether a server of this version can keep the lexical half of hybrid search (unknown: assume it can)."""
+    if version is None:
+        return True
+    return version >= (BM25_SINCE if needs_bm25 else SPARSE_SINCE)
 
 
 @dataclass(frozen=True)
@@ -60,6 +78,7 @@ class MilvusVectorStore:
         self._timeout = timeout_s
         self._client = None
         self._lock = HeldLock(self.lock_path) if self.is_lite else None
+        self._lexical: dict[str, bool] = {}  # kb -> whether its collection has the sparse half
 
     # -- connection ---------------------------------------------------------
     @property
@@ -183,12 +202,33 @@ class MilvusVectorStore:
                 f"back, or re-ingest with --rebuild"
             )
 
-    def create(self, kb: str, embedder: Embedder) -> None:
-        from pymilvus import DataType, Function, FunctionType
+    def server_version(self) -> tuple[int, int] | None:
+        if self.is_lite:
+            return None  # Lite 2.5.1: sparse vectors and BM25 included
+        try:
+            return server_version(self.client.get_server_version(**self._kw()))
+        except Exception:  # an old server without the call, or a proxy in front: try the full schema
+            return None
 
+    def has_lexical(self, kb: str) -> bool:
+        """Whether the KB's collection has the sparse half of hybrid search (dense-only on an old server)."""
+        if kb not in self._lexical:
+            meta = self.recorded_embedder(kb) or {}
+            self._lexical[kb] = meta.get("lexical", True)
+        return self._lexical[kb]
+
+    def create(self, kb: str, embedder: Embedder) -> str | None:
+        """Create the KB's collection; returns a warning when the server is too old for the lexical half."""
+        from pymilvus import DataType, Function, FunctionType
+        from pymilvus.exceptions import MilvusException
+
+        bm25 = not embedder.has_lexical_weights
+        version = self.server_version()
+        lexical = lexical_support(version, needs_bm25=bm25)
         schema = self.client.create_schema(
             auto_id=False,
-            description=DESCRIPTION_PREFIX + json.dumps({"embedder": embedder.name, "dim": embedder.dim}),
+            description=DESCRIPTION_PREFIX + json.dumps({"embedder": embedder.name, "dim": embedder.dim,
+                                                         "lexical": lexical}),
         )
         schema.add_field("chunk_id", DataType.VARCHAR, is_primary=True, max_length=1024)
         schema.add_field("doc_key", DataType.VARCHAR, max_length=1024)
@@ -196,12 +236,12 @@ class MilvusVectorStore:
         schema.add_field("domain", DataType.VARCHAR, max_length=128)
         schema.add_field("title", DataType.VARCHAR, max_length=2048)
         schema.add_field("keywords", DataType.VARCHAR, max_length=4096)
-        bm25 = not embedder.has_lexical_weights
-        text_opts = {"enable_analyzer": True, "analyzer_params": {"tokenizer": "jieba"}} if bm25 else {}
+        text_opts = {"enable_analyzer": True, "analyzer_params": {"tokenizer": "jieba"}} if bm25 and lexical else {}
         schema.add_field("text", DataType.VARCHAR, max_length=TEXT_MAX, **text_opts)
         schema.add_field("dense", DataType.FLOAT_VECTOR, dim=embedder.dim)
-        schema.add_field("sparse", DataType.SPARSE_FLOAT_VECTOR)
-        if bm25:
+        if lexical:
+            schema.add_field("sparse", DataType.SPARSE_FLOAT_VECTOR)
+        if bm25 and lexical:
             schema.add_function(
                 Function(
                     name="text_bm25",
@@ -212,10 +252,22 @@ class MilvusVectorStore:
             )
         index = self.client.prepare_index_params()
         index.add_index("dense", index_type=self.dense_index, metric_type="L2")
-        index.add_index("sparse", index_type="SPARSE_INVERTED_INDEX", metric_type="BM25" if bm25 else "IP")
-        self.client.create_collection(self.collection_name(kb), schema=schema, index_params=index, **self._kw())
+        if lexical:
+            index.add_index("sparse", index_type="SPARSE_INVERTED_INDEX", metric_type="BM25" if bm25 else "IP")
+        try:
+            self.client.create_collection(self.collection_name(kb), schema=schema, index_params=index, **self._kw())
+        except MilvusException as exc:
+            raise BackendError(f"Milvus at {self.uri} cannot create the collection for {kb!r}: {exc.message}") from exc
+        self._lexical[kb] = lexical
+        if lexical:
+            return None
+        found = ".".join(map(str, version)) if version else "unknown"
+        need = ".".join(map(str, BM25_SINCE if bm25 else SPARSE_SINCE))
+        return (f"Milvus server {found} has no {'BM25 function' if bm25 else 'sparse vectors'} (needs {need}+): "
+                f"knowledge base {kb!r} is searched by dense vectors only (no keyword half in hybrid search)")
 
     def drop(self, kb: str) -> None:
+        self._lexical.pop(kb, None)
         if self.has(kb):
             self.client.drop_collection(self.collection_name(kb))
 
@@ -240,7 +292,7 @@ class MilvusVectorStore:
                 "text": _truncate_utf8(row["text"], TEXT_MAX - 16),
                 "dense": vectors[i].astype(np.float32).tolist(),
             }
-            if lexical is not None:
+            if lexical is not None and self.has_lexical(kb):
                 item["sparse"] = lexical[i] or {0: 0.0}
             data.append(item)
         for i in range(0, len(data), 500):
@@ -258,9 +310,12 @@ class MilvusVectorStore:
 
     # -- reads --------------------------------------------------------------
     def search(self, kb: str, query: str, vector: np.ndarray, embedder: Embedder, limit: int) -> list[ChunkHit]:
-        """Hybrid dense + sparse search (RRF); every hit carries its dense squared-L2 distance."""
+        """Hybrid dense + sparse search (RRF); every hit carries its dense squared-L2 distance.
+        A collection made dense-only (an old server) is searched by its dense vectors."""
         from pymilvus import AnnSearchRequest, RRFRanker
 
+        if not self.has_lexical(kb):
+            return self.dense_search(kb, vector, limit)
         name = self.collection_name(kb)
         dense = AnnSearchRequest([vector.tolist()], "dense", {"metric_type": "L2"}, limit)
         if embedder.has_lexical_weights:
@@ -278,6 +333,8 @@ class MilvusVectorStore:
     ) -> list[tuple[ChunkHit, float]]:
         """The lexical layer alone (BM25, or bge-m3's lexical weights) with its raw scores, which
         hybrid search's RRF would replace by ranks; each hit still carries its dense distance."""
+        if not self.has_lexical(kb):  # a dense-only collection (an old server): no lexical layer to ask
+            return []
         if embedder.has_lexical_weights:
             data, metric = [embedder.lexical_weights([query])[0] or {0: 0.0}], "IP"
         else:
@@ -315,6 +372,12 @@ class MilvusVectorStore:
             **self._kw(),
         )
         return [self._hit(h["entity"], vector, rank) for rank, h in enumerate(result[0])]
+
+    def document_text(self, kb: str, doc_key: str) -> str:
+        """A document's chunks in order, joined (for quoting a sentence the chunk sent did not hold)."""
+        rows = self.client.query(self.collection_name(kb), filter=f"doc_key == {_literal(doc_key)}",
+                                 output_fields=["chunk_index", "text"], **self._kw())
+        return "\n\n".join(r["text"] for r in sorted(rows, key=lambda r: r["chunk_index"]))
 
     def get_chunks(self, kb: str, chunk_ids: list[str], vector: np.ndarray) -> list[ChunkHit]:
         if not chunk_ids:

@@ -46,6 +46,14 @@ def run_cli(home: Path, *args: str, timeout: int = 180, **env_extra) -> subproce
     )
 
 
+def ingested_home(tmp_path_factory, name: str) -> Path:
+    """A fresh EXECUTOR_HOME with the sample KB ingested through the command line."""
+    home = tmp_path_factory.mktemp(name)
+    r = run_cli(home, "ingest", "--json")
+    assert r.returncode == 0, r.stderr
+    return home
+
+
 def write_kb(root: Path, files: dict[str, str]) -> Path:
     for rel, text in files.items():
         p = root / rel

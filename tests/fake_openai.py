@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 
 class FakeOpenAI:
-    """`script`: replies in order; each is {"content": str} or {"tool_calls": [(name, arguments_dict), ...]}."""
+    """`script`: replies in order; each is {"content": str} or {"tool_calls": [(name, arguments_dict), ...]},
+    optionally with "delay_s" before it is sent."""
 
     def __init__(self, script: list[dict]):
         self.script = list(script)
@@ -28,10 +30,14 @@ class FakeOpenAI:
                     self.wfile.write(b'{"error": {"message": "the fake server has no reply scripted"}}')
                     return
                 reply = fake.script.pop(0)
-                if body.get("stream"):
-                    self._stream(reply, body)
-                else:
-                    self._whole(reply)
+                time.sleep(reply.get("delay_s", 0))  # a slow model, for cancelling a turn mid-way
+                try:
+                    if body.get("stream"):
+                        self._stream(reply, body)
+                    else:
+                        self._whole(reply)
+                except (BrokenPipeError, ConnectionResetError):  # the client gave up (a cancelled turn)
+                    pass
 
             def _whole(self, reply):
                 message = {"role": "assistant", "content": reply.get("content")}

@@ -8,7 +8,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 
 from agent import routing
 from agent.graph import build_graph
-from agent.planner import OfflinePlanner, split_question
+from agent.planner import OfflinePlanner, plan, split_question
 from agent.session import run_turn
 from agent.state import Context
 from scripted_model import EndlessLookups, ScriptedChatModel, lookup_call, raw_call, tool_message
@@ -206,6 +206,41 @@ def test_split_question():
     assert split_question("How do I roll back a Helm release and how do I rotate secrets in Vault?") == [
         "How do I roll back a Helm release", "how do I rotate secrets in Vault"]
     assert split_question("Redis and Kafka") == ["Redis and Kafka"]
+
+
+@pytest.mark.parametrize("question, calls", [
+    ("How do I expose ComfyUI on port 8188 and what does it depend on?",
+     [("lookup_knowledge", "How do I expose ComfyUI on port 8188"), ("navigate_graph", "ComfyUI")]),
+    ("ComfyUI 怎么部署，以及它依赖什么？", [("lookup_knowledge", "ComfyUI 怎么部署"), ("navigate_graph", "ComfyUI")]),
+    ("ComfyUI 依赖什么", [("navigate_graph", "ComfyUI")]),
+    ("How do I roll back a Helm release and how do I rotate its secrets?",
+     [("lookup_knowledge", "How do I roll back a Helm release"), ("lookup_knowledge", "how do I rotate Helm secrets")]),
+    ("ERR_TIMEOUT 是什么？", [("lookup_knowledge", "ERR_TIMEOUT 是什么")]),
+])
+def test_the_planner_keeps_the_subject_and_sends_dependency_questions_to_the_graph(question, calls):
+    planned = plan(question)
+    assert [(c["name"], c["args"].get("query") or c["args"].get("entity")) for c in planned] == calls
+    walks = [c["args"] for c in planned if c["name"] == "navigate_graph"]
+    assert all(w["relations"] == ["DEPENDS_ON"] and w["outgoing"] for w in walks)
+
+
+def test_offline_answer_names_what_the_subject_depends_on(sample_rt):
+    result = turn(sample_rt, OfflinePlanner(), "How do I expose ComfyUI on port 8188 and what does it depend on?",
+                  mode="offline")
+    assert [(t["tool"], t["query"]) for t in result.trace] == [
+        ("lookup_knowledge", "How do I expose ComfyUI on port 8188"), ("navigate_graph", "ComfyUI")]
+    graph_part = result.answer.split("From the knowledge graph:")[1]
+    assert "- ComfyUI -DEPENDS_ON-> Docker" in graph_part
+    assert "<-" not in graph_part  # only what ComfyUI depends on, not what depends on its dependencies
+    assert "8188" in result.answer.split("From the knowledge graph:")[0]
+
+
+def test_offline_definition_answer_opens_with_the_defining_sentence(sample_rt):
+    """The ERR_TIMEOUT document reaches the turn as a supplement chunk of steps; the answer still opens its
+    section with the sentence that says what ERR_TIMEOUT is."""
+    result = turn(sample_rt, OfflinePlanner(), "数据库连接池怎么配置，以及 ERR_TIMEOUT 是什么？", mode="offline")
+    section = result.answer.split("[troubleshooting/err-timeout.md]\n")[1]
+    assert section.startswith("ERR_TIMEOUT 表示服务在规定时间内没有完成请求。")
 
 
 def test_offline_mode_end_to_end(sample_rt):

@@ -50,6 +50,13 @@ def test_edges_are_real_when_the_graph_connects_the_entities(kbs):
     assert result.display_type == "graph_query_results"
     text = result.to_llm_text()
     assert "ComfyUI -DEPENDS_ON-> Docker" in text and "score" not in text
+    assert {n["name"] for n in result.graph_data["nodes"] if n["in_query"]} == {"ComfyUI", "Docker"}
+
+
+def test_an_off_topic_query_has_no_results_and_no_graph(kbs):
+    result = kbs.kg.query(["sample"], "weather forecast for the weekend picnic", "kg-off-topic")
+    assert result.count == 0 and result.results == []
+    assert result.graph_data == {"nodes": [], "edges": []} and result.display_type == "graph_query_results"
 
 
 def test_results_merge_by_chunk_id_across_kbs(kbs, tmp_path):

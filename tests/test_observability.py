@@ -60,7 +60,7 @@ def test_stats_command_json_and_plot(tmp_path):
     check_known(json.loads(r.stdout))
     assert page.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and page.stat().st_size > 10_000
     r = run_cli(home, "stats")
-    assert "7 lookups in 3 sessions (1 errors)" in r.stdout
+    assert "7 lookups in 3 sessions (1 error; real use" in r.stdout
     r = run_cli(home, "stats", "--since", "last tuesday")
     assert r.returncode == 2 and "not a date" in r.stderr
 
@@ -118,6 +118,27 @@ def test_a_database_from_the_first_release_is_upgraded_with_its_rows(tmp_path):
 
     assert ActionMemory(db).by_domain("s1") == {"ops": ["a.md"]}
     Database(f"sqlite:///{path}")  # opening it again is a no-op
+
+
+def test_the_source_column_is_backfilled_from_session_prefixes_and_eval_rows_leave_real_use(tmp_path):
+    path = tmp_path / "old.db"
+    with sqlite3.connect(path) as conn:
+        conn.executescript(FIRST_RELEASE_DDL)
+        for session in ("eval-storm-1-abc123", "chat-1a2b", "ask-9f", "cli-77", "kg-5", "studio-thread"):
+            conn.execute("INSERT INTO tool_invocation (session_id, tool_name, kb, query, arguments, relevance_level, "
+                         "blocked, latency_ms, created_at) VALUES (?, 'lookup_knowledge', 'sample', 'q', '{}', "
+                         "'REFERENCE', 0, 1.0, '2026-11-01 10:00:00')", (session,))
+    db = Database(f"sqlite:///{path}")
+    with sqlite3.connect(path) as conn:
+        sources = dict(conn.execute("SELECT session_id, source FROM tool_invocation").fetchall())
+    assert sources == {"eval-storm-1-abc123": "eval", "chat-1a2b": "chat", "ask-9f": "ask", "cli-77": "lookup",
+                       "kg-5": "lookup", "studio-thread": None}
+    real = invocation_stats(db)
+    assert real["lookups"] == 5 and real["by_source"] == {"ask": 1, "chat": 1, "lookup": 2, "unknown": 1}
+    assert invocation_stats(db, sources=["eval"])["lookups"] == 1
+    assert invocation_stats(db, sources=["unknown"])["lookups"] == 1
+    InvocationLog(db, "calibrate").write(Invocation(session_id="c1", tool_name="lookup_knowledge", query="q"))
+    assert invocation_stats(db)["lookups"] == 5 and invocation_stats(db, sources=["all"])["lookups"] == 7
 
 
 def test_schema_revision_is_the_newest_migration():

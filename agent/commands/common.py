@@ -1,9 +1,12 @@
-"""What every command shares: options, the runtime, JSON output, and one-line errors with exit code 2."""
+"""What every command shares: options, the runtime, JSON output, and how their Typer apps are made.
+
+Errors are not handled here: `agent/cli.py` turns whatever a command raises into one line and an exit code.
+"""
 
 from __future__ import annotations
 
-import functools
 import json
+from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
@@ -12,28 +15,24 @@ from rich.console import Console
 from agent.errors import ExecutorError, terminal_safe
 
 console = Console()
+err_console = Console(stderr=True)
 
 JsonOpt = Annotated[bool, typer.Option("--json", help="print one JSON object for scripts")]
 KbOpt = Annotated[str, typer.Option("--kb", help="knowledge base name")]
 SessionOpt = Annotated[Optional[str], typer.Option("--session", help="session id; reuse it to resume the session")]
+SessionArg = Annotated[str, typer.Argument(help="the session id (as given to --session, or printed by ask/chat)")]
+KbArg = Annotated[str, typer.Argument(help="knowledge base name")]
 
 
-def _fail(message: str) -> None:
-    typer.echo(f"error: {message}", err=True)
-    raise typer.Exit(2)
-
-
-def handles_errors(fn):
-    @functools.wraps(fn)
-    def wrapper(*args, **kwargs):
-        try:
-            return fn(*args, **kwargs)
-        except ExecutorError as exc:
-            _fail(str(exc))
-        except KeyboardInterrupt:
-            _fail("interrupted")
-
-    return wrapper
+def sub_app(**kwargs) -> typer.Typer:
+    """A Typer app with the conventions of every `executor` command: -h, completion, help text taken literally
+    (rich markup off, so `[doc_key, ...]` in a help text prints as written)."""
+    return typer.Typer(
+        no_args_is_help=True,
+        rich_markup_mode=None,
+        context_settings={"help_option_names": ["-h", "--help"]},
+        **kwargs,
+    )
 
 
 def echo(text: str, **kwargs) -> None:
@@ -41,14 +40,23 @@ def echo(text: str, **kwargs) -> None:
     typer.echo(terminal_safe(text), **kwargs)
 
 
-def runtime():
+def runtime(source: str | None = None):
+    """The stores for one command; `source` tags its rows in the invocation log (chat, ask, lookup, eval, ...)."""
     from agent.runtime import Runtime
 
-    return Runtime()
+    return Runtime(source=source)
 
 
 def print_json(data) -> None:
     typer.echo(json.dumps(data, ensure_ascii=False, indent=2, default=str))
+
+
+def write_text(path: Path, text: str) -> None:
+    """A page or report the user asked for; an unwritable path is one line, not a traceback."""
+    try:
+        path.write_text(text, encoding="utf-8")
+    except OSError as exc:
+        raise ExecutorError(f"cannot write {path}: {exc.strerror or exc}") from exc
 
 
 def csv_list(value: str | None) -> list[str]:

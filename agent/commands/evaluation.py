@@ -1,4 +1,4 @@
-"""Measuring: `eval`, `stats` and `calibrate`."""
+"""Measuring: `eval` and `stats`."""
 
 from __future__ import annotations
 
@@ -8,34 +8,37 @@ from typing import Annotated, Optional
 
 import typer
 
-from agent.commands.common import JsonOpt, KbOpt, SessionOpt, console, handles_errors, print_json, runtime
-from agent.errors import ExecutorError
+from agent.commands.common import JsonOpt, SessionOpt, console, csv_list, print_json, runtime, write_text
+from agent.errors import ExecutorError, InputError
 
-@handles_errors
+
 def eval_(
     paths: Annotated[Optional[list[Path]], typer.Argument(help="scenario files or folders (default: evals/scenarios)")] = None,
     policy: Annotated[str, typer.Option(help="scripted: replay the proposals; llm: ask the configured model")] = "scripted",
     guards: Annotated[str, typer.Option(help="on: the code rules; off: the same graph without them (baseline)")] = "on",
-    json_out: Annotated[Optional[Path], typer.Option("--json", help="write the results here")] = None,
+    report_json: Annotated[Optional[Path], typer.Option("--report-json", help="write the full results to this file")] = None,
     markdown: Annotated[Optional[Path], typer.Option("--markdown", help="write the guards off/on report here")] = None,
     plot: Annotated[Optional[Path], typer.Option("--plot", help="write a PNG of lookups per scenario, off vs on")] = None,
     repeat_labels: Annotated[Optional[Path], typer.Option(
         "--repeat-labels", help="repeat-pair labels: a blocked lookup they call distinct is a false block "
         "(default: evals/labels/repeats.yaml)")] = None,
+    as_json: JsonOpt = False,
 ):
-    """Replay the ISS-002 scenarios; exit code 1 when any scenario's expectation fails."""
+    """Replay the ISS-002 scenarios; exit code 1 when any scenario's expectation fails.
+
+    Its tool calls are logged with source 'eval', which `executor stats` leaves out unless asked."""
     from agent.settings import REPO_ROOT
     from evals import report
     from evals.runner import aggregate, run_suite
     from evals.scenarios_model import load_scenarios
 
     if policy not in ("scripted", "llm") or guards not in ("on", "off"):
-        raise ExecutorError("--policy is scripted or llm, --guards is on or off")
+        raise InputError("--policy is scripted or llm, --guards is on or off")
     from retrieval.repeat_calibration import load_repeat_labels
 
     scenarios = load_scenarios(paths or [REPO_ROOT / "evals" / "scenarios"])
     labels = load_repeat_labels(repeat_labels or REPO_ROOT / "evals" / "labels" / "repeats.yaml")
-    rt = runtime()
+    rt = runtime("eval")
     try:
         for kb in sorted({s.kb for s in scenarios}):
             rt.catalog.require(kb)
@@ -46,19 +49,25 @@ def eval_(
             from agent.llm import make_chat_model
 
             model, _ = make_chat_model(rt.settings)
-        show = sys.stderr.isatty()
+        show = sys.stderr.isatty() and not as_json
         judged = run_suite(rt, scenarios, guards == "on", policy, model, progress=show, repeat_labels=labels)
         baseline = run_suite(rt, scenarios, guards != "on", policy, model, progress=show, repeat_labels=labels)
     finally:
         rt.close()
     on, off = (judged, baseline) if guards == "on" else (baseline, judged)
-    if json_out:
-        report.write_json(report.to_json(judged, baseline, policy), json_out)
+    full = report.to_json(judged, baseline, policy)
+    if report_json:
+        report.write_json(full, report_json)
     if markdown:
-        markdown.write_text(report.markdown(on, off, policy), encoding="utf-8")
+        write_text(markdown, report.markdown(on, off, policy))
     if plot:
         report.plot(on, off, plot)
     agg = aggregate(judged)
+    if as_json:
+        print_json(full)
+        if agg["scenarios_failed"]:
+            raise typer.Exit(1)
+        return
     for r in judged:
         if not r.passed:
             console.print(f"FAIL {r.id}: {'; '.join(r.failures)}", style="red", highlight=False, markup=False)
@@ -75,10 +84,12 @@ def eval_(
         raise typer.Exit(1)
 
 
-@handles_errors
 def stats(
     session: SessionOpt = None,
     since: Annotated[Optional[str], typer.Option(help="only lookups from this date on (YYYY-MM-DD or ISO time)")] = None,
+    source: Annotated[Optional[str], typer.Option(
+        "--source", help="comma-separated sources: chat, ask, lookup, mcp, studio, eval, calibrate, unknown, or all "
+                         "(default: real use, everything but eval and calibrate)")] = None,
     plot: Annotated[Optional[Path], typer.Option("--plot", help="write a PNG with the four panels")] = None,
     as_json: JsonOpt = False,
 ):
@@ -86,6 +97,7 @@ def stats(
     from datetime import datetime
 
     from retrieval.lookup import check_session_id
+    from stores.embedders import embedder_name
     from stores.invocation_stats import invocation_stats, plot_stats, traversal_cache_stats
 
     if session:
@@ -93,23 +105,34 @@ def stats(
     try:
         start = datetime.fromisoformat(since) if since else None
     except ValueError:
-        raise ExecutorError(f"--since {since!r} is not a date (YYYY-MM-DD) or an ISO time") from None
-    db = runtime().db
-    data = invocation_stats(db, session=session, since=start)
-    data["traversal_cache"] = traversal_cache_stats(db, session=session, since=start)
+        raise InputError(f"--since {since!r} is not a date (YYYY-MM-DD) or an ISO time") from None
+    rt = runtime()
+    t = rt.settings.thresholds(embedder_name(rt.settings.embedder, rt.settings.embedder_path))
+    thresholds = {"highly_relevant": t.highly_relevant_threshold, "reference": t.reference_threshold}
+    data = invocation_stats(rt.db, session=session, since=start, sources=csv_list(source), thresholds=thresholds)
+    data["traversal_cache"] = traversal_cache_stats(rt.db, session=session, since=start)
     if plot:
         plot_stats(data, plot)
     if as_json:
         print_json(data)
         return
-    typer.echo(f"{data['lookups']} lookups in {data['sessions']} sessions ({data['errors']} errors); "
-               f"at most {data['max_lookups_in_a_session']} in one session, median {data['median_lookups_per_session']}")
-    typer.echo("levels: " + ", ".join(f"{k} {v}" for k, v in data["relevance_levels"].items()))
-    typer.echo("dedup:  " + (", ".join(f"{k} {v}" for k, v in data["dedup_reasons"].items()) or "-"))
+    scope = data["sources"] if isinstance(data["sources"], str) else ", ".join(data["sources"])
+    typer.echo(f"{_count(data['lookups'], 'lookup')} in {_count(data['sessions'], 'session')} "
+               f"({_count(data['errors'], 'error')}; {scope}); at most {data['max_lookups_in_a_session']} in one "
+               f"session, median {data['median_lookups_per_session']}")
+    typer.echo("sources: " + (", ".join(f"{k} {v}" for k, v in data["by_source"].items()) or "-"))
+    typer.echo("levels:  " + (", ".join(f"{k} {v}" for k, v in data["relevance_levels"].items()) or "-"))
+    typer.echo("dedup:   " + (", ".join(f"{k} {v}" for k, v in data["dedup_reasons"].items()) or "-"))
     hist = data["similarity_histogram"]
     peak = max(hist["counts"]) or 1
+    marks = {name: value for name, value in thresholds.items()}
     for lo, n in zip(hist["bins"], hist["counts"]):
-        typer.echo(f"  {lo:.1f}-{lo + 0.1:.1f} {'█' * round(30 * n / peak):<30} {n}")
+        inside = [f"← {name} {v:.2f}" for name, v in marks.items() if lo <= v < lo + 0.1]
+        typer.echo(f"  {lo:.1f}-{lo + 0.1:.1f} {'█' * round(30 * n / peak):<30} {n:>4} {' '.join(inside)}".rstrip())
     cache = data["traversal_cache"]
     rate = "-" if cache["hit_rate"] is None else f"{cache['hit_rate']:.0%}"
     typer.echo(f"graph traversal cache: {cache['hits']} hits, {cache['misses']} misses, hit rate {rate}")
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}" + ("" if n == 1 else "s")

@@ -6,10 +6,9 @@ from typing import Annotated, Optional
 
 import typer
 
-from agent.commands.common import JsonOpt, handles_errors, print_json, runtime
+from agent.commands.common import JsonOpt, print_json, runtime
 
 
-@handles_errors
 def feedback(
     session: Annotated[str, typer.Argument(help="the session id the answer was given in")],
     turn: Annotated[str, typer.Argument(help="which answer: 1 for the session's first question, or 'last'")],

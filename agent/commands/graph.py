@@ -7,12 +7,13 @@ from typing import Annotated, Optional
 
 import typer
 
-from agent.commands.common import JsonOpt, KbOpt, csv_list, echo, handles_errors, print_json, runtime
+from agent.commands.common import JsonOpt, KbOpt, csv_list, echo, print_json, runtime, sub_app, write_text
 from agent.errors import ExecutorError
 
-graph_app = typer.Typer(no_args_is_help=True, help="Explore a knowledge base's graph.")
+graph_app = sub_app(help="Explore a knowledge base's graph.")
 
 HopsOpt = Annotated[int, typer.Option("--hops", help="how many relations deep (1-4)")]
+EntityArg = Annotated[str, typer.Argument(help="an entity name (a product, error code, concept ...); case does not matter")]
 RelationsOpt = Annotated[Optional[str], typer.Option("--relations", help="comma-separated relation types, e.g. DEPENDS_ON,RELATED_TO")]
 
 
@@ -27,9 +28,8 @@ def _graph_runtime(kb: str):
 
 
 @graph_app.command("neighbors")
-@handles_errors
 def graph_neighbors(
-    entity: str,
+    entity: EntityArg,
     kb: KbOpt = "sample",
     hops: HopsOpt = 2,
     relations: RelationsOpt = None,
@@ -52,10 +52,9 @@ def graph_neighbors(
 
 
 @graph_app.command("path")
-@handles_errors
 def graph_path(
-    source: str,
-    target: str,
+    source: Annotated[str, typer.Argument(help="the entity to start from")],
+    target: Annotated[str, typer.Argument(help="the entity to reach")],
     kb: KbOpt = "sample",
     hops: HopsOpt = 3,
     relations: RelationsOpt = None,
@@ -78,9 +77,8 @@ def graph_path(
 
 
 @graph_app.command("show")
-@handles_errors
 def graph_show(
-    entity: str,
+    entity: EntityArg,
     html: Annotated[Path, typer.Option("--html", help="write the page here")],
     kb: KbOpt = "sample",
     hops: HopsOpt = 2,
@@ -95,15 +93,11 @@ def graph_show(
         paths = rt.graph.navigate(kb, entity, hops, csv_list(relations), 60, rt.settings.graph_max_nodes_per_hop)
     finally:
         rt.close()
-    try:
-        html.write_text(render(f"{node.name} — {kb}", node.name, paths), encoding="utf-8")
-    except OSError as exc:
-        raise ExecutorError(f"cannot write {html}: {exc.strerror}") from exc
+    write_text(html, render(f"{node.name} — {kb}", node.name, paths))
     typer.echo(f"wrote {html} ({len(paths)} paths)")
 
 
 @graph_app.command("stop")
-@handles_errors
 def graph_stop(as_json: JsonOpt = False):
     """Stop the embedded FalkorDB server of this EXECUTOR_HOME (it starts again on demand)."""
     stopped = runtime().graph_server.stop()

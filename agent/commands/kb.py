@@ -8,16 +8,15 @@ from typing import Annotated, Optional
 
 import typer
 
-from agent.commands.common import JsonOpt, SessionOpt, csv_list, echo, handles_errors, print_json, runtime
+from agent.commands.common import JsonOpt, KbArg, SessionOpt, console, csv_list, echo, print_json, runtime, sub_app, write_text
 from agent.errors import ExecutorError
 
-kb_app = typer.Typer(no_args_is_help=True, help="Create, list, show and drop knowledge bases.")
+kb_app = sub_app(help="Create, list, show and drop knowledge bases.")
 
 
 @kb_app.command("create")
-@handles_errors
 def kb_create(
-    name: str,
+    name: Annotated[str, typer.Argument(help="a name of lowercase letters, digits and '_', starting with a letter")],
     description: Annotated[str, typer.Option(help="what the knowledge base holds")] = "",
     entities: Annotated[Optional[str], typer.Option(help="entity types for its graph, e.g. Software,Database")] = None,
     relations: Annotated[Optional[str], typer.Option(help="relation types for its graph, e.g. DEPENDS_ON,RELATED_TO")] = None,
@@ -69,7 +68,6 @@ def _kb_info(rt, name: str, with_graph: bool = True) -> dict:
 
 
 @kb_app.command("list")
-@handles_errors
 def kb_list(as_json: JsonOpt = False):
     """Every knowledge base, with its size and whether it has a graph."""
     rt = runtime()
@@ -85,8 +83,7 @@ def kb_list(as_json: JsonOpt = False):
 
 
 @kb_app.command("show")
-@handles_errors
-def kb_show(name: str, as_json: JsonOpt = False):
+def kb_show(name: KbArg, as_json: JsonOpt = False):
     """One knowledge base in detail, with its graph's size."""
     rt = runtime()
     try:
@@ -96,13 +93,41 @@ def kb_show(name: str, as_json: JsonOpt = False):
     if as_json:
         print_json(info)
         return
-    for key, value in info.items():
-        typer.echo(f"{key}: {value}")
+    _print_kb(info)
+
+
+def _print_kb(info: dict) -> None:
+    from rich.table import Table
+
+    config = info["extract_config"]
+    graph = info.get("graph")
+    if not info["has_graph_config"]:
+        graph_text = "none (no graph config)"
+    elif graph and "error" in graph:
+        graph_text = f"unavailable: {graph['error']}"
+    else:
+        graph_text = ", ".join(f"{v} {k}" for k, v in (graph or {}).items())
+    table = Table(title=info["name"] + (f" — {info['description']}" if info["description"] else ""),
+                  show_header=False, title_justify="left")
+    table.add_column(style="bold")
+    table.add_column()
+    for key, value in (
+        ("documents", f"{info['documents']} ({info['chunks']} chunks)"),
+        ("domains", ", ".join(info["domains"]) or "-"),
+        ("embedder", info["embedder"] or "- (not ingested yet)"),
+        ("entity types", ", ".join(config.get("entity_types") or []) or "-"),
+        ("relation types", ", ".join(config.get("relation_types") or []) or "-"),
+        ("graph", graph_text),
+        ("source", info["source_path"] or "-"),
+        ("revision", str(info["revision"])),
+        ("created", info["created_at"]),
+    ):
+        table.add_row(key, value)
+    console.print(table, highlight=False, markup=False)
 
 
 @kb_app.command("drop")
-@handles_errors
-def kb_drop(name: str, yes: Annotated[bool, typer.Option("--yes", help="do not ask")] = False, as_json: JsonOpt = False):
+def kb_drop(name: KbArg, yes: Annotated[bool, typer.Option("--yes", help="do not ask")] = False, as_json: JsonOpt = False):
     """Remove a knowledge base: its vectors, its graph and its catalog row."""
     from retrieval.graph_build import has_graph
 
@@ -124,7 +149,6 @@ def kb_drop(name: str, yes: Annotated[bool, typer.Option("--yes", help="do not a
         typer.echo(f"dropped {name}")
 
 
-@handles_errors
 def kg(
     query: Annotated[str, typer.Argument(help="what to look for")],
     kb: Annotated[str, typer.Option("--kb", help="comma-separated knowledge bases (at most 10)")] = "sample",
@@ -135,7 +159,7 @@ def kg(
     """query_knowledge_graph: several knowledge bases at once, with real graph traversal."""
     from agent.graph_page import render_graph_data
 
-    rt = runtime()
+    rt = runtime("lookup")  # a person calling the tool directly, like `lookup`
     session = session or f"kg-{uuid.uuid4().hex[:12]}"
     try:
         result = rt.kg.query(csv_list(kb), query, session)
@@ -145,10 +169,7 @@ def kg(
         raise ExecutorError("; ".join(f"{e['knowledge_base_id']}: {e['error']}" for e in result.errors))
     data = result.model_dump(mode="json")
     if html:
-        try:
-            html.write_text(render_graph_data(f"{query} — {kb}", data["graph_data"], data["results"]), encoding="utf-8")
-        except OSError as exc:
-            raise ExecutorError(f"cannot write {html}: {exc.strerror}") from exc
+        write_text(html, render_graph_data(f"{query} — {kb}", data["graph_data"], data["results"]))
     if as_json:
         print_json(data)
         return

@@ -9,12 +9,11 @@ from typing import Annotated, Optional
 
 import typer
 
-from agent.commands.common import JsonOpt, KbOpt, console, echo, handles_errors, print_json, runtime
+from agent.commands.common import JsonOpt, KbOpt, SessionArg, console, echo, print_json, runtime, sub_app
 
-session_app = typer.Typer(no_args_is_help=True, help="Inspect or clear a session's action memory.")
+session_app = sub_app(help="Inspect or clear a session's action memory.")
 
 
-@handles_errors
 def ingest(
     path: Annotated[Optional[Path], typer.Argument(help="folder of documents (default: the bundled sample)")] = None,
     kb: KbOpt = "sample",
@@ -97,7 +96,6 @@ def _llm_extractor(rt, kb: str, config: dict | None):
     return LLMExtractor(model, rt.settings.model, config.get("entity_types") or [], config.get("relation_types") or [])
 
 
-@handles_errors
 def lookup(
     query: Annotated[str, typer.Argument(help="what to look up")],
     session: Annotated[Optional[str], typer.Option(help="session id; repeat it to see action memory at work")] = None,
@@ -109,7 +107,7 @@ def lookup(
     """Run lookup_knowledge once (and graph_expand when it applies) and print what the LLM would see."""
     from retrieval.expansion import should_expand
 
-    rt = runtime()
+    rt = runtime("lookup")
     session = session or f"cli-{uuid.uuid4().hex[:12]}"
     try:
         result = rt.lookup.lookup(query, session, kb=kb, missing_dimension=missing_dimension)
@@ -130,8 +128,7 @@ def lookup(
 
 
 @session_app.command("show")
-@handles_errors
-def session_show(session_id: str, as_json: JsonOpt = False):
+def session_show(session_id: SessionArg, as_json: JsonOpt = False):
     """Domains, documents and lookups a session already has (what the repeat rule compares with)."""
     from retrieval.lookup import check_session_id
 
@@ -147,17 +144,26 @@ def session_show(session_id: str, as_json: JsonOpt = False):
     if as_json:
         print_json(data)
         return
-    if not data["domain_levels"] and not data["lookups"]:
+    levels, docs = data["domain_levels"], data["documents_by_domain"]
+    if not levels and not docs and not data["lookups"]:
         typer.echo(f"session {session_id}: nothing retrieved yet")
-    for domain, level in data["domain_levels"].items():
-        typer.echo(f"{domain} (last {level}): {', '.join(data['documents_by_domain'].get(domain, [])) or '-'}")
+        return
+    from rich.table import Table
+
+    # documents found by graph expansion or query_knowledge_graph have a domain but no graded lookup there
+    table = Table(title=f"session {session_id}", title_justify="left")
+    for col in ("domain", "last lookup there", "documents sent"):
+        table.add_column(col)
+    for domain in [*levels, *(d for d in docs if d not in levels)]:
+        table.add_row(domain, levels.get(domain, "- (no lookup landed here)"), "\n".join(docs.get(domain, [])) or "-")
+    if levels or docs:
+        console.print(table, highlight=False)
     for e in data["lookups"]:
-        typer.echo(f"  looked up {e['query']!r}: {e['level']}")
+        echo(f"  looked up {e['query']!r}: {e['level']}")
 
 
 @session_app.command("clear")
-@handles_errors
-def session_clear(session_id: str, as_json: JsonOpt = False):
+def session_clear(session_id: SessionArg, as_json: JsonOpt = False):
     """Forget what a session retrieved, and its conversation."""
     from retrieval.lookup import check_session_id
 

@@ -7,10 +7,9 @@ from typing import Annotated
 
 import typer
 
-from agent.commands.common import JsonOpt, KbOpt, console, handles_errors, print_json, runtime
+from agent.commands.common import JsonOpt, KbOpt, console, print_json, runtime
 
 
-@handles_errors
 def calibrate_repeats(
     labels: Annotated[Path, typer.Option("--labels", help="YAML list of {earlier, later, label: repeat|distinct}")],
     kb: KbOpt = "sample",

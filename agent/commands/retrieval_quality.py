@@ -8,10 +8,10 @@ from typing import Annotated, Optional
 import typer
 from rich.table import Table
 
-from agent.commands.common import JsonOpt, console, handles_errors, print_json, runtime
+from agent.commands.common import JsonOpt, console, print_json, runtime
 from agent.errors import InputError
 
-LabelsOpt = Annotated[list[Path], typer.Option("--labels", help="YAML list of {query, relevant: \\[doc_key, ...]}; repeat for several files")]
+LabelsOpt = Annotated[list[Path], typer.Option("--labels", help="YAML list of {query, relevant: [doc_key, ...]}; repeat for several files")]
 KbsOpt = Annotated[Optional[list[str]], typer.Option("--kb", help="the KB of each --labels file, in the same order (one name: all of them)")]
 FIGURES = [
     ("hit_at_1", "hit@1"),
@@ -88,7 +88,6 @@ def quality_table(title: str, qualities: dict) -> Table:
     return table
 
 
-@handles_errors
 def eval_retrieval(
     labels: LabelsOpt,
     kb: KbsOpt = None,
@@ -100,7 +99,7 @@ def eval_retrieval(
     from retrieval.quality import measure
 
     pairs = _pair(labels, kb)
-    rt = runtime()
+    rt = runtime("eval")
     try:
         observed, sources, t = _observe(rt, pairs)
     finally:
@@ -116,7 +115,6 @@ def eval_retrieval(
     console.print(quality_table(f"{rt.embedder.name}: {names}", {"": quality}))
 
 
-@handles_errors
 def calibrate(
     labels: LabelsOpt,
     kb: KbsOpt = None,
@@ -128,7 +126,7 @@ def calibrate(
     from retrieval.calibration import calibrate as run_calibration, write_thresholds
 
     pairs = _pair(labels, kb)
-    rt = runtime()
+    rt = runtime("calibrate")
     try:
         observed, sources, current = _observe(rt, pairs)
     finally:

@@ -1,0 +1,132 @@
+"""`executor chat` in a real terminal (pexpect): editing prompt, live trace, Markdown answers, Ctrl-C, /new, Ctrl-D."""
+
+import json
+import os
+import re
+import sys
+
+import pytest
+
+from conftest import REPO, ingested_home
+from fake_openai import FakeOpenAI
+
+pexpect = pytest.importorskip("pexpect", reason="pexpect drives the chat through a pseudo-terminal")
+ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07|\r")
+PROMPT = "you>"  # prompt_toolkit draws the space by moving the cursor
+
+
+@pytest.fixture(scope="module")
+def home(tmp_path_factory):
+    return ingested_home(tmp_path_factory, "chat-home")
+
+
+class Transcript:
+    """What the terminal showed, with escape sequences removed."""
+
+    def __init__(self):
+        self.raw = []
+
+    def write(self, text):
+        self.raw.append(text)
+
+    def flush(self):
+        pass
+
+    @property
+    def text(self) -> str:
+        return ANSI.sub("", "".join(self.raw))
+
+
+def spawn_chat(home, server, *args):
+    env = {**os.environ, "EXECUTOR_HOME": str(home), "OPENAI_BASE_URL": server.base_url, "OPENAI_API_KEY": "test",
+           "EXECUTOR_MODEL": "fake-model", "TERM": "xterm-256color", "PROMPT_TOOLKIT_NO_CPR": "1"}
+    child = pexpect.spawn(sys.executable, ["-m", "agent.cli", "chat", *args], env=env, cwd=str(REPO),
+                          encoding="utf-8", timeout=120, dimensions=(50, 140))
+    child.logfile_read = Transcript()
+    return child
+
+
+def open_tool_calls(messages: list[dict]) -> list[str]:
+    """Tool calls in a conversation sent to the model that have no tool result after them."""
+    answered = {m.get("tool_call_id") for m in messages if m["role"] == "tool"}
+    return [c["id"] for m in messages if m["role"] == "assistant" for c in m.get("tool_calls") or []
+            if c["id"] not in answered]
+
+
+def test_a_chat_session_in_a_terminal(home):
+    script = [
+        {"tool_calls": [("lookup_knowledge", {"query": "ERR_RATE_LIMITED"})]},
+        {"content": "**ERR_RATE_LIMITED** means *too many requests*. [api/rate-limiting.md]"},
+        {"content": "Wait for the `Retry-After` header."},
+        {"tool_calls": [("lookup_knowledge", {"query": "ERR_TIMEOUT"})], "delay_s": 12},  # cancelled
+        {"content": "Still here after the cancel."},
+        {"content": "A fresh session."},
+    ]
+    with FakeOpenAI(script) as server:
+        child = spawn_chat(home, server, "--session", "pty-chat")
+        try:
+            child.expect("starting")  # a status line while the embedder loads
+            child.expect(PROMPT)
+            child.sendline("What does ERR_RATE_LIMITED mean?")
+            child.expect(r"looked up .ERR_RATE_LIMITED.: one document answers it exactly \[PRECISE\]")
+            child.expect("sources:")
+            child.expect(PROMPT)
+            child.sendline("")  # an empty line does not quit
+            child.expect(PROMPT)
+            child.sendline("And how long should I wait?")
+            child.expect("Retry-After")
+            child.expect(PROMPT)
+
+            child.sendline("What is ERR_TIMEOUT?")  # the model takes 12 s: Ctrl-C cancels the turn at once
+            child.expect("thinking")
+            child.sendintr()
+            child.expect("cancelled", timeout=8)
+            child.expect(PROMPT, timeout=8)
+            assert child.isalive()
+
+            child.sendline("Are you still there?")  # same session, after the cancel
+            child.expect("Still here after the cancel")
+            child.expect(PROMPT)
+            child.sendline("/new")
+            child.expect("new session chat-")
+            child.expect(PROMPT)
+            child.sendline("Hello again")
+            child.expect("A fresh session")
+            child.expect(PROMPT)
+            child.sendeof()  # Ctrl-D
+            child.expect("bye")
+            child.expect(pexpect.EOF)
+        finally:
+            child.close()
+        transcript = child.logfile_read.text
+    assert child.exitstatus == 0, transcript[-2000:]
+    # Markdown rendered, not printed raw
+    assert "ERR_RATE_LIMITED means too many requests" in re.sub(r"\s+", " ", transcript)
+    assert "**ERR_RATE_LIMITED**" not in transcript and "`Retry-After`" not in transcript
+    assert "error" not in transcript.lower() and "Traceback" not in transcript
+    # the conversation after the cancel is valid: every tool call the model made has its result
+    after_cancel = server.requests[4]["messages"]
+    assert open_tool_calls(after_cancel) == [] and any(m["role"] == "tool" for m in after_cancel)
+    assert after_cancel[-1] == {"role": "user", "content": "Are you still there?"}
+    fresh = [m for m in server.requests[5]["messages"] if m["role"] != "system"]
+    assert fresh == [{"role": "user", "content": "Hello again"}]  # /new: nothing of the old session
+
+
+def test_chat_slash_commands_and_a_pipe(home, tmp_path):
+    """Without a terminal the chat reads lines; /kb checks the name, /trace hides tool calls."""
+    import subprocess
+
+    env = {**os.environ, "EXECUTOR_HOME": str(home)}
+    env.pop("OPENAI_BASE_URL", None)
+    env.pop("OPENAI_API_KEY", None)
+    lines = "/kb nope\n/kb\n/trace\nERR_TIMEOUT 是什么？\n/help\n/exit\nnever asked\n"
+    r = subprocess.run([sys.executable, "-m", "agent.cli", "chat"], input=lines, capture_output=True, text=True,
+                       env=env, cwd=REPO, timeout=180)
+    assert r.returncode == 0, r.stderr
+    assert r.stderr.strip() == "error: unknown knowledge base 'nope' (known: sample)"
+    assert "knowledge base: sample" in r.stdout and "tool calls hidden" in r.stdout
+    assert "looked up" not in r.stdout  # /trace hid it
+    answer = re.sub(r"\s+", "", r.stdout.split("tool calls hidden")[1])  # rich wraps lines at the width
+    assert "[troubleshooting/err-timeout.md]ERR_TIMEOUT表示服务在规定时间内没有完成请求" in answer  # definition first
+    assert "/new" in r.stdout  # /help listed the commands
+    assert r.stdout.count("you> ") == 6 and r.stdout.rstrip().endswith("bye")  # /exit quit before the last line
