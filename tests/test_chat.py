@@ -130,3 +130,42 @@ def test_chat_slash_commands_and_a_pipe(home, tmp_path):
     assert "[troubleshooting/err-timeout.md]ERR_TIMEOUT表示服务在规定时间内没有完成请求" in answer  # definition first
     assert "/new" in r.stdout  # /help listed the commands
     assert r.stdout.count("you> ") == 6 and r.stdout.rstrip().endswith("bye")  # /exit quit before the last line
+
+
+def test_chat_good_and_bad_record_feedback_on_the_last_answer(home):
+    """/good and /bad [note] store a verdict on the session's last answer, as `executor feedback` does."""
+    import subprocess
+
+    from stores.database import Database
+    from stores.feedback import FeedbackStore
+
+    env = {**os.environ, "EXECUTOR_HOME": str(home)}
+    env.pop("OPENAI_BASE_URL", None)
+    env.pop("OPENAI_API_KEY", None)
+    lines = "/good\nERR_TIMEOUT 是什么？\n/good\n数据库连接池怎么配置？\n/bad not the pool sizes\n/exit\n"
+    r = subprocess.run([sys.executable, "-m", "agent.cli", "chat", "--session", "chat-fb"], input=lines,
+                       capture_output=True, text=True, env=env, cwd=REPO, timeout=180)
+    assert r.returncode == 0, r.stderr
+    # /good before any answer: one line saying there is nothing to rate, and the chat goes on
+    assert r.stderr.count("\n") == 1 and "has no answered turn" in r.stderr, r.stderr
+    out = " ".join(r.stdout.split())
+    assert "recorded good for turn 1 of chat-fb: ERR_TIMEOUT 是什么？" in out
+    assert "recorded bad for turn 2 of chat-fb: 数据库连接池怎么配置？" in out
+    rows = FeedbackStore(Database(f"sqlite:///{home / 'executor.db'}")).rows(session_id="chat-fb")
+    assert [(row.turn, row.verdict, row.note) for row in rows] == [(1, "good", None), (2, "bad", "not the pool sizes")]
+
+
+def test_a_failed_turn_makes_the_chat_exit_1_after_going_on(home):
+    """A turn that fails (an unreachable LLM) prints one line, the chat goes on, and it exits 1 at the end."""
+    import subprocess
+
+    env = {**os.environ, "EXECUTOR_HOME": str(home), "OPENAI_BASE_URL": "http://127.0.0.1:9/v1",
+           "OPENAI_API_KEY": "sk-chatsecret123", "EXECUTOR_LLM_TIMEOUT_S": "5"}
+    r = subprocess.run([sys.executable, "-m", "agent.cli", "chat"], input="ERR_TIMEOUT 是什么？\n/help\n",
+                       capture_output=True, text=True, env=env, cwd=REPO, timeout=180)
+    assert r.returncode == 1, (r.stdout, r.stderr)
+    errors = r.stderr.strip().splitlines()
+    assert len(errors) == 2 and "the LLM is unavailable" in errors[0], r.stderr
+    assert errors[1].startswith("error: 1 turn(s) of session chat-") and "failed" in errors[1]
+    assert "/good" in r.stdout and r.stdout.rstrip().endswith("bye")  # it went on after the failed turn
+    assert "sk-chatsecret123" not in r.stdout + r.stderr
