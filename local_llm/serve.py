@@ -1,0 +1,78 @@
+"""Running the endpoint: in the foreground (`executor llm serve`) or in a thread of this process for as
+long as a command runs (EXECUTOR_LOCAL_MODEL)."""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+from pathlib import Path
+
+import uvicorn
+
+from agent.errors import ExecutorError
+from local_llm.app import ChatService, create_app
+from local_llm.engine import EngineOptions, LlamaEngine
+
+START_TIMEOUT_S = 60
+
+
+def _bind(port: int) -> socket.socket:
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind(("127.0.0.1", port))
+    except OSError as exc:
+        sock.close()
+        raise ExecutorError(f"cannot listen on 127.0.0.1:{port}: {exc.strerror}") from None
+    return sock
+
+
+def _server(options: EngineOptions) -> tuple[uvicorn.Server, ChatService]:
+    service = ChatService(LlamaEngine(options))
+    config = uvicorn.Config(create_app(service), log_level="warning", access_log=False, lifespan="on")
+    return uvicorn.Server(config), service
+
+
+class LocalEndpoint:
+    """The endpoint on a free loopback port in a background thread; `base_url` is what ChatOpenAI takes."""
+
+    def __init__(self, options: EngineOptions, port: int = 0):
+        self.options = options
+        self._sock = _bind(port)
+        self.port = self._sock.getsockname()[1]
+        self.base_url = f"http://127.0.0.1:{self.port}/v1"
+        self._server, self.service = _server(options)
+        self._thread = threading.Thread(target=self._server.run, kwargs={"sockets": [self._sock]},
+                                        name="local-llm", daemon=True)
+
+    def start(self) -> "LocalEndpoint":
+        self._thread.start()
+        deadline = time.monotonic() + START_TIMEOUT_S
+        while not self._server.started:
+            if not self._thread.is_alive() or time.monotonic() > deadline:
+                raise ExecutorError(f"the local model endpoint did not start on 127.0.0.1:{self.port}")
+            time.sleep(0.02)
+        return self
+
+    def stop(self) -> None:
+        self._server.should_exit = True
+        self._thread.join(timeout=10)
+        self._sock.close()
+
+    def __enter__(self) -> "LocalEndpoint":
+        return self.start()
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+
+def serve_forever(options: EngineOptions, port: int) -> None:
+    """Serve until Ctrl-C (uvicorn handles the signal and shuts down cleanly)."""
+    sock = _bind(port)
+    server, _ = _server(options)
+    server.run(sockets=[sock])
+
+
+def engine_options(model: Path, alias: str | None, n_ctx: int, threads: int, timeout_s: float) -> EngineOptions:
+    return EngineOptions(model=model, alias=alias or model.stem, n_ctx=n_ctx, threads=threads, timeout_s=timeout_s)
