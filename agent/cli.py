@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from agent.commands import evaluation, graph, kb, knowledge, retrieval_quality, turns
+from agent.commands import evaluation, graph, kb, knowledge, llm, retrieval_quality, turns
 
 app = typer.Typer(no_args_is_help=True, add_completion=False, help="Answers from team knowledge bases, without the retrieval loop.")
 app.command()(knowledge.ingest)
@@ -19,6 +19,7 @@ app.command("eval-retrieval")(retrieval_quality.eval_retrieval)
 app.add_typer(knowledge.session_app, name="session")
 app.add_typer(graph.graph_app, name="graph")
 app.add_typer(kb.kb_app, name="kb")
+app.add_typer(llm.llm_app, name="llm")
 
 if __name__ == "__main__":  # pragma: no cover
     app()

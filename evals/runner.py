@@ -12,10 +12,13 @@ from collections import Counter
 from statistics import mean
 
 from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.errors import GraphRecursionError
 from pydantic import BaseModel
 from tqdm import tqdm
 
+from agent.errors import ExecutorError
 from agent.graph import build_graph
+from agent.tools import RETRIEVAL
 from agent.session import TurnResult, run_turn
 from agent.state import Context
 from evals.policy import ScriptedPolicy
@@ -42,6 +45,10 @@ class ScenarioResult(BaseModel):
     citation_recall: float | None
     tool_output_chars: int
     latency_ms: float
+    rounds: int  # LLM rounds the turn took (the executor node's calls)
+    executed_retrievals: int  # lookup_knowledge and query_knowledge_graph calls that ran: what the budget counts
+    lookup_budget: int
+    within_budget: bool  # the bound the guards promise: executed retrievals never exceed the budget
     citations: list[str]
     trace: list[dict]
 
@@ -54,10 +61,11 @@ def _batch_of(scenario: Scenario) -> list[int]:
     return [b for b, _ in scenario.flat_proposals]
 
 
-def measure(scenario: Scenario, turn: TurnResult, guards: bool, scripted: bool) -> ScenarioResult:
+def measure(scenario: Scenario, turn: TurnResult, guards: bool, scripted: bool, budget: int) -> ScenarioResult:
     trace = turn.trace
     lookups = [t for t in trace if t["tool"] == LOOKUP]
     executed = [t for t in lookups if _ran(t)]
+    retrievals = [t for t in trace if t["tool"] in RETRIEVAL and _ran(t)]
     blocked = Counter(t["dedup_reason"] for t in trace if t["blocked"])
 
     sent = Counter(k for t in trace for k in t.get("sent") or [])
@@ -91,7 +99,8 @@ def measure(scenario: Scenario, turn: TurnResult, guards: bool, scripted: bool) 
         proposed_lookups=len(lookups), executed_lookups=len(executed), blocked_by_reason=dict(blocked),
         duplicate_docs_sent=duplicates, same_domain_repeats=repeats, precise_stop_ok=precise_ok,
         citation_recall=recall, tool_output_chars=turn.tool_output_chars, latency_ms=turn.latency_ms,
-        citations=cited, trace=trace,
+        rounds=turn.rounds, executed_retrievals=len(retrievals), lookup_budget=budget,
+        within_budget=len(retrievals) <= budget, citations=cited, trace=trace,
     )
 
 
@@ -129,7 +138,7 @@ def judge(scenario: Scenario, turn: TurnResult, executed: list[dict], cited: lis
 
 
 def run_suite(rt, scenarios: list[Scenario], guards: bool, policy: str = "scripted", model=None,
-              progress: bool = True) -> list[ScenarioResult]:
+              progress: bool = True, max_rounds: int | None = None) -> list[ScenarioResult]:
     results = []
     for scenario in tqdm(scenarios, desc=f"eval guards {'on' if guards else 'off'}", disable=not progress, leave=False):
         if policy == "scripted":
@@ -137,10 +146,15 @@ def run_suite(rt, scenarios: list[Scenario], guards: bool, policy: str = "script
         else:
             chat, mode = model, "llm"
         app = build_graph(rt, chat, mode, checkpointer=InMemorySaver())
-        context = Context(kb=scenario.kb, lookup_budget=rt.settings.lookup_budget, guards=guards)
+        context = Context(kb=scenario.kb, lookup_budget=rt.settings.lookup_budget, guards=guards,
+                          **({"max_rounds": max_rounds} if max_rounds else {}))
         session = f"eval-{scenario.id}-{uuid.uuid4().hex[:6]}"
-        turn = run_turn(app, scenario.question, session, context, mode, max_query_chars=rt.settings.max_query_chars)
-        results.append(measure(scenario, turn, guards, policy == "scripted"))
+        try:
+            turn = run_turn(app, scenario.question, session, context, mode, max_query_chars=rt.settings.max_query_chars)
+        except GraphRecursionError:  # the rounds bound exists so that this never happens: say so, loudly
+            raise ExecutorError(f"{scenario.id} (guards {'on' if guards else 'off'}): the turn ended in a "
+                                "recursion error instead of an answer") from None
+        results.append(measure(scenario, turn, guards, policy == "scripted", context.lookup_budget))
     return results
 
 
@@ -157,6 +171,11 @@ def aggregate(results: list[ScenarioResult]) -> dict:
         "scenarios_failed": sum(not r.passed for r in results),
         "mean_proposed_lookups": round(mean(r.proposed_lookups for r in results), 2),
         "mean_executed_lookups": round(mean(r.executed_lookups for r in results), 2),
+        "mean_executed_retrievals": round(mean(r.executed_retrievals for r in results), 2),
+        "max_executed_retrievals": max((r.executed_retrievals for r in results), default=None),
+        "turns_over_budget": sum(not r.within_budget for r in results),
+        "mean_rounds": round(mean(r.rounds for r in results), 2),
+        "max_rounds": max((r.rounds for r in results), default=None),
         "mean_executed_lookups_storms": round(mean(r.executed_lookups for r in storms), 2) if storms else None,
         "min_executed_lookups_storms": min((r.executed_lookups for r in storms), default=None),
         "blocked_by_reason": dict(blocked),

@@ -27,9 +27,10 @@ def free_port() -> int:
 class EngineOptions:
     model: Path
     alias: str
-    n_ctx: int = 8192
+    n_ctx: int = 4096
     threads: int = 2
     timeout_s: float = 120.0
+    max_tokens: int = 256  # a reply's length when the request does not say: the answer node does not
     seed: int = 0
 
 

@@ -14,10 +14,13 @@ from typing import Any
 
 from local_llm.protocol import ChatRequest, FunctionSpec, Message, Reply
 
-# Bounds on what the grammar lets the model generate: a 135M model at temperature 0 can fill a
-# free string or list until n_predict runs out, and a cut-off JSON reply is worth nothing.
-MAX_STRING = 400
-MAX_ITEMS = 16
+# Bounds on what the grammar lets the model generate: a 135M model at temperature 0 fills a free
+# string with digits or a list with items until n_predict runs out (seen), and a cut-off JSON reply is
+# worth nothing. With these bounds a reply fits in CONSTRAINED_TOKENS.
+MAX_STRING = 80
+MAX_ITEMS = 8
+MAX_ANSWER = 800
+CONSTRAINED_TOKENS = 512
 _DROP_KEYS = {"title", "default", "examples"}
 
 
@@ -110,7 +113,7 @@ def reply_schema(tools: list[FunctionSpec], must_call: bool) -> dict | None:
         return tool_branch
     answer_branch = {
         "type": "object",
-        "properties": {"answer": {"type": "string"}},
+        "properties": {"answer": {"type": "string", "maxLength": MAX_ANSWER}},
         "required": ["answer"],
         "additionalProperties": False,
     }
@@ -118,14 +121,14 @@ def reply_schema(tools: list[FunctionSpec], must_call: bool) -> dict | None:
 
 
 def parse_reply(text: str, constrained: bool, truncated: bool) -> Reply:
-    """The model's text as an OpenAI reply. A constrained reply cut off by the token limit is returned
-    as text with finish_reason "length", never as a half tool call."""
+    """The model's text as an OpenAI reply. A constrained reply cut off by the token limit becomes an empty
+    reply with finish_reason "length": never half a tool call, and never its JSON passed off as an answer."""
     if not constrained:
         return Reply(content=text.strip(), finish_reason="length" if truncated else "stop")
     try:
         data = json.loads(text)
     except json.JSONDecodeError:
-        return Reply(content=text.strip(), finish_reason="length")
+        return Reply(content="", finish_reason="length")
     if isinstance(data, dict) and isinstance(data.get("tool_call"), dict):
         call = data["tool_call"]
         return Reply(tool_name=call.get("name"), tool_arguments=call.get("arguments") or {}, finish_reason="tool_calls")

@@ -13,6 +13,7 @@ import uvicorn
 from agent.errors import ExecutorError
 from local_llm.app import ChatService, create_app
 from local_llm.engine import EngineOptions, LlamaEngine
+from local_llm.model_file import resolve_model
 
 START_TIMEOUT_S = 60
 
@@ -74,5 +75,8 @@ def serve_forever(options: EngineOptions, port: int) -> None:
     server.run(sockets=[sock])
 
 
-def engine_options(model: Path, alias: str | None, n_ctx: int, threads: int, timeout_s: float) -> EngineOptions:
-    return EngineOptions(model=model, alias=alias or model.stem, n_ctx=n_ctx, threads=threads, timeout_s=timeout_s)
+def engine_options(settings, model: str | Path | None) -> EngineOptions:
+    """The engine's options from the settings object, for a model path, "bundled" or None (bundled)."""
+    path = resolve_model(model)
+    return EngineOptions(model=path, alias=path.stem, n_ctx=settings.local_model_ctx, threads=settings.local_model_threads,
+                         timeout_s=settings.local_model_timeout_s, max_tokens=settings.local_model_max_tokens)
