@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import sys
 import uuid
+from contextlib import ExitStack
 from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
 
 from agent.commands.common import JsonOpt, KbOpt, console, handles_errors, print_json, runtime
+from agent.commands.llm import use_local_model
 
 session_app = typer.Typer(no_args_is_help=True, help="Inspect or clear a session's action memory.")
 
@@ -29,13 +31,14 @@ def ingest(
     source = path or SAMPLE_KB_PATH
     config = SAMPLE_EXTRACT_CONFIG if path is None else None
     rt = runtime()
-    try:
+    with ExitStack() as stack:
+        stack.callback(rt.close)
+        if llm_extract:
+            use_local_model(rt, stack)
         extractor = _llm_extractor(rt, kb, config) if llm_extract else None
         report = run_ingest(rt, source, kb, rebuild=rebuild, progress=not as_json and sys.stderr.isatty(),
                             description="bundled sample knowledge base" if path is None else "", extract_config=config,
                             llm_extractor=extractor)
-    finally:
-        rt.close()
     if as_json:
         print_json(report.to_dict())
         return
