@@ -9,6 +9,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from agent.errors import validation_line
+
 
 class FunctionCall(BaseModel):
     name: str = Field(min_length=1)
@@ -114,9 +116,7 @@ def parse_request(body: bytes) -> ChatRequest:
     try:
         request = ChatRequest.model_validate(data)
     except ValidationError as exc:
-        err = exc.errors()[0]
-        where = ".".join(str(p) for p in err["loc"]) or "body"
-        raise RequestError(f"{where}: {err['msg']}") from None
+        raise RequestError(validation_line(exc, "body")) from None
     if request.tool_choice not in (None, "none", "auto") and not request.tools:
         raise RequestError("tool_choice asks for a tool call, but the request has no tools")
     request.active_tools()  # a named tool that is not there
