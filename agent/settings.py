@@ -167,7 +167,7 @@ class Settings(BaseSettings):
     local_model_threads: int = Field(2, ge=1, le=256, description="CPU threads llama.cpp uses")
     local_model_ctx: int = Field(4096, ge=512, le=262144, description="the local model's context, in tokens")
     local_model_max_tokens: int = Field(256, ge=16, le=32768, description="tokens a reply may have unless the request says")
-    local_model_timeout_s: float = Field(120.0, gt=0, description="per request to the local model")
+    local_model_timeout_s: float = Field(300.0, gt=0, description="per request to the local model")
     lookup_budget: int = Field(3, ge=1, le=50, description="lookups a turn may run before it must answer")
     checkpoint_url: str | None = Field(None, description="postgresql://... for a Postgres checkpointer; default SQLite in home")
 

@@ -29,7 +29,7 @@ class EngineOptions:
     alias: str
     n_ctx: int = 4096
     threads: int = 2
-    timeout_s: float = 120.0
+    timeout_s: float = 300.0
     max_tokens: int = 256  # a reply's length when the request does not say: the answer node does not
     seed: int = 0
 
