@@ -23,8 +23,8 @@ _END = "<|im_end|>\n"
 
 
 class ChatService:
-    """Turns one chat request into one constrained completion. `last_prompt` is the prompt last sent to
-    the model (what `executor llm serve --show-prompts` prints, and what tests look at)."""
+    """Turns one chat request into one (constrained) completion. `last_prompt` is the prompt last sent to
+    the model, for whoever runs the service in-process (tests look at it)."""
 
     def __init__(self, engine: LlamaEngine):
         self.engine = engine

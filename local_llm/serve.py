@@ -3,6 +3,7 @@ long as a command runs (EXECUTOR_LOCAL_MODEL)."""
 
 from __future__ import annotations
 
+import logging
 import socket
 import threading
 import time
@@ -69,8 +70,11 @@ class LocalEndpoint:
 
 
 def serve_forever(options: EngineOptions, port: int) -> None:
-    """Serve until Ctrl-C (uvicorn handles the signal and shuts down cleanly)."""
+    """Serve until Ctrl-C (uvicorn handles the signal and shuts down cleanly); one line per request on
+    stderr with its tokens and speed."""
     sock = _bind(port)
+    logging.basicConfig(format="%(asctime)s %(message)s")
+    logging.getLogger("local_llm").setLevel(logging.INFO)
     server, _ = _server(options)
     server.run(sockets=[sock])
 
