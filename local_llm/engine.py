@@ -93,4 +93,6 @@ class LlamaEngine:
         return data
 
     async def aclose(self) -> None:
+        """Close the client and stop llama.cpp's server: xllamacpp stops it when the object goes away."""
         await self._client.aclose()
+        self._server = None
