@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from agent.commands import evaluation, feedback, graph, kb, knowledge, repeats, retrieval_quality, turns
+from agent.commands import evaluation, feedback, graph, kb, knowledge, llm, repeats, retrieval_quality, turns
 
 app = typer.Typer(no_args_is_help=True, add_completion=False, help="Answers from team knowledge bases, without the retrieval loop.")
 app.command()(knowledge.ingest)
@@ -21,6 +21,7 @@ app.command()(feedback.feedback)
 app.add_typer(knowledge.session_app, name="session")
 app.add_typer(graph.graph_app, name="graph")
 app.add_typer(kb.kb_app, name="kb")
+app.add_typer(llm.llm_app, name="llm")
 
 if __name__ == "__main__":  # pragma: no cover
     app()

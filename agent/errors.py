@@ -54,6 +54,13 @@ def first_line(exc, limit: int = 300) -> str:
     return text.splitlines()[0][:limit]
 
 
+def validation_line(exc, where_default: str) -> str:
+    """A pydantic ValidationError's first error as one line: `messages.0.role: Input should be ...`."""
+    err = exc.errors()[0]
+    where = ".".join(str(p) for p in err["loc"]) or where_default
+    return f"{where}: {err['msg']}"
+
+
 class ExecutorError(Exception):
     """Raised for anything a person can fix: bad input, a backend down, a mismatch."""
 

@@ -25,6 +25,7 @@ class TurnResult(BaseModel):
     mode: str
     latency_ms: float
     tool_output_chars: int  # characters of tool messages the LLM was sent this turn
+    rounds: int = 0  # LLM rounds (executor node calls) this turn
 
 
 def run_turn(
@@ -72,4 +73,5 @@ def run_turn(
         mode=mode,
         latency_ms=round((time.perf_counter() - started) * 1000, 1),
         tool_output_chars=tool_chars,
+        rounds=state.get("rounds", 0),
     )

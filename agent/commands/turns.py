@@ -51,10 +51,13 @@ def _agent_turns(kb: str):
     from agent.session import run_turn
     from agent.state import Context
 
+    from agent.commands.llm import use_local_model
+
     rt = runtime()
     stack = ExitStack()
     stack.callback(rt.close)
     rt.catalog.require(kb)
+    use_local_model(rt, stack)
     model, mode = make_chat_model(rt.settings)
     app = build_graph(rt, model, mode, checkpointer=stack.enter_context(open_checkpointer(rt.settings)))
     context = Context(kb=kb, lookup_budget=rt.settings.lookup_budget)
