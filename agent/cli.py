@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from agent.commands import evaluation, graph, kb, knowledge, retrieval_quality, turns
+from agent.commands import evaluation, graph, kb, knowledge, mcp, retrieval_quality, turns
 
 app = typer.Typer(no_args_is_help=True, add_completion=False, help="Answers from team knowledge bases, without the retrieval loop.")
 app.command()(knowledge.ingest)
@@ -16,6 +16,7 @@ app.command()(kb.kg)
 app.command()(evaluation.stats)
 app.command()(retrieval_quality.calibrate)
 app.command("eval-retrieval")(retrieval_quality.eval_retrieval)
+app.command()(mcp.mcp)
 app.add_typer(knowledge.session_app, name="session")
 app.add_typer(graph.graph_app, name="graph")
 app.add_typer(kb.kb_app, name="kb")

@@ -18,12 +18,11 @@ from tqdm import tqdm
 from agent.graph import build_graph
 from agent.session import TurnResult, run_turn
 from agent.state import Context
+from agent.tools import LOOKUP
 from evals.policy import ScriptedPolicy
 from evals.scenarios_model import Scenario
 from prompts.executor import NOTHING_FOUND
 from retrieval.relevance import Level
-
-LOOKUP = "lookup_knowledge"
 
 
 class ScenarioResult(BaseModel):

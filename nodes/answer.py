@@ -10,6 +10,7 @@ from __future__ import annotations
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
 
 from agent.state import ExecutorState
+from agent.tools import LOOKUP
 from nodes.common import lang_of, last_ai, text_of
 from prompts.executor import ANSWER
 from retrieval.extractive import cited, extractive_answer
@@ -35,7 +36,7 @@ def make_answer(model, mode: str):
         else:
             # each lookup's best document: the one it sent first, or the first it pointed back to
             parts = [(t["query"], ((t.get("sent") or []) + (t.get("recalled") or []) + [None])[0])
-                     for t in state.get("trace", []) if t["tool"] == "lookup_knowledge" and t.get("query")]
+                     for t in state.get("trace", []) if t["tool"] == LOOKUP and t.get("query")]
             final = extractive_answer(question, evidence, lang, parts=parts)
         # an empty closing message from the executor is replaced, not followed, by the answer
         message = AIMessage(final, id=last.id) if finished and last.id else AIMessage(final)

@@ -1,0 +1,84 @@
+"""The handlers behind the tool registry (`agent/tools.py`): validated arguments in, a `ToolOutput` out.
+
+They run the same services the CLI runs (lookup, query_knowledge_graph, the
+graph store, the catalog); the LangGraph lookup node and the MCP server both
+call them through `agent.tools.invoke`.
+"""
+
+from __future__ import annotations
+
+from agent.tool_call import ToolCall, ToolOutput
+from retrieval.expansion import should_expand
+from retrieval.knowledge_bases import knowledge_bases
+from retrieval.lookup import LookupResult
+from retrieval.relevance import Level
+
+
+def evidence_of(result: LookupResult, source: str = "lookup") -> list[dict]:
+    return [
+        {"doc_key": d.doc_key, "title": d.title, "domain": d.domain, "kb": d.kb, "content": d.content, "source": source}
+        for d in result.documents
+        if not d.already_returned and d.content
+    ]
+
+
+def lookup(call: ToolCall, args) -> ToolOutput:
+    rt = call.rt
+    result = rt.lookup.lookup(args.query, call.session, call.kb, args.missing_dimension, rules=call.rules)
+    level = result.relevance_level
+    deduped = level == Level.DEDUPED
+    landing = result.details.get("landing_domain")
+    sent = evidence_of(result)
+    return ToolOutput(
+        text=result.to_llm_text(),
+        result=result,
+        trace={"relevance_level": level or "NONE", "dedup_reason": result.dedup_reason, "blocked": deduped,
+               "domain": landing, "sent": [e["doc_key"] for e in sent]},
+        evidence=sent,
+        pointed_back=[d.doc_key for d in result.documents if d.already_returned],
+        domain=landing,
+        attempted=True,
+        executed=not deduped,
+        deduped=deduped,
+        level=None if deduped else (level or "NONE"),
+        precise=level == Level.PRECISE,
+        expandable=result if not deduped and should_expand(result, rt.settings.graph_min_results) else None,
+    )
+
+
+def kg_query(call: ToolCall, args) -> ToolOutput:
+    result = call.rt.kg.query(args.knowledge_base_ids, args.query, call.session)
+    levels = [h.relevance_level for h in result.results]
+    found, seen = [], set()
+    for h in result.results:
+        if h.content and not h.already_returned and h.doc_key not in seen:
+            seen.add(h.doc_key)
+            found.append({"doc_key": h.doc_key, "title": h.title, "domain": h.domain, "kb": h.knowledge_bases[0],
+                          "content": h.content, "source": "query_knowledge_graph"})
+    level = (Level.HIGHLY_RELEVANT.value if Level.HIGHLY_RELEVANT in levels else
+             Level.REFERENCE.value if levels else "NONE")
+    return ToolOutput(text=result.to_llm_text(), result=result, evidence=found, attempted=True, executed=True,
+                      trace={"relevance_level": level, "sent": [e["doc_key"] for e in found]})
+
+
+def navigate(call: ToolCall, args) -> ToolOutput:
+    """Paths from an entity (or between two) in the run's knowledge base; relations and hops as the CLI checks them."""
+    rt, kb = call.rt, call.kb
+    settings = rt.settings
+    if args.target:
+        hops = args.hops or max(3, settings.graph_hops)
+        found = rt.graph.navigate_between(kb, args.entity, args.target, hops, args.relations, 5)
+        if not found.reachable:
+            return ToolOutput(text=f"{found.source} and {found.target} are not connected within {hops} hops.", result=found)
+        return ToolOutput(text="\n".join(p.summary() for p in found.paths), result=found)
+    hops = args.hops or settings.graph_hops
+    paths = rt.graph.navigate(kb, args.entity, hops, args.relations, 15, settings.graph_max_nodes_per_hop)
+    text = "\n".join(p.summary() for p in paths) or f"{args.entity} has no related entities in the graph."
+    return ToolOutput(text=text, result=paths)
+
+
+def list_kbs(call: ToolCall, args) -> ToolOutput:
+    kbs = knowledge_bases(call.rt.catalog)
+    if not kbs:
+        return ToolOutput(text="There are no knowledge bases yet.", result=[])
+    return ToolOutput(text="\n".join(f"- {k.line()}" for k in kbs), result=[k.model_dump() for k in kbs])
