@@ -1,4 +1,4 @@
-"""What each knowledge base is, in a few words: for `executor kb list`, the `list_knowledge_bases` tool and the prompt."""
+"""What each knowledge base is, in a few words: for the `list_knowledge_bases` tool, the MCP resource and the system prompt."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ class KnowledgeBaseInfo(BaseModel):
     has_graph: bool
 
     def line(self) -> str:
-        """One line for the LLM (the prompt and `list_knowledge_bases`) and for `executor kb list`."""
+        """One line for the LLM (the system prompt and `list_knowledge_bases`)."""
         graph = "knowledge graph" if self.has_graph else "no knowledge graph"
         return f"{self.name}: {self.documents} documents, {graph}" + (f" — {self.description}" if self.description else "")
 
