@@ -16,7 +16,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.memory import create_connected_server_and_client_session
 
 from agent.mcp_server import ExecutorMCP
-from conftest import run_cli
+from conftest import free_port, run_cli, stop_process
 
 pytestmark = pytest.mark.timeout(300)
 PRECISE_QUESTION = "ERR_TIMEOUT 是什么？"
@@ -174,12 +174,6 @@ def test_stdio_server_as_a_subprocess(mcp_home):
     assert level(other) == "relevance_level: PRECISE"
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture
 def http_server(mcp_home):
     port = free_port()
@@ -199,12 +193,7 @@ def http_server(mcp_home):
         proc.kill()
         pytest.fail("executor mcp --http did not listen within 120 s")
     yield f"http://127.0.0.1:{port}/mcp"
-    proc.terminate()
-    try:
-        proc.wait(timeout=20)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-    log.close()
+    stop_process(proc, log)
 
 
 @asynccontextmanager

@@ -7,7 +7,6 @@ The server runs in a temporary directory (it writes its thread state to
 import json
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import time
@@ -16,15 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from conftest import REPO, run_cli
+from conftest import REPO, free_port, run_cli, stop_process
 
 pytestmark = pytest.mark.timeout(300)
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @pytest.fixture(scope="module")
@@ -66,12 +59,7 @@ def studio(tmp_path_factory):
         proc.kill()
         pytest.fail(f"langgraph dev did not answer on {url} within 120 s")
     yield url, workdir
-    proc.terminate()
-    try:
-        proc.wait(timeout=20)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-    log.close()
+    stop_process(proc, log)
     run_cli(home, "graph", "stop")
 
 
