@@ -21,7 +21,6 @@ class ToolOutput:
     """A tool's result: the text the LLM sees, plus what the graph's state and the trace need of it."""
 
     text: str
-    result: Any = None  # the service's own result (LookupResult, KGResult, ...)
     trace: dict = field(default_factory=dict)  # fields of the call's trace entry
     evidence: list[dict] = field(default_factory=list)  # documents whose content was sent
     pointed_back: list[str] = field(default_factory=list)  # doc keys the session already had, named again

@@ -31,7 +31,6 @@ def lookup(call: ToolCall, args) -> ToolOutput:
     sent = evidence_of(result)
     return ToolOutput(
         text=result.to_llm_text(),
-        result=result,
         trace={"relevance_level": level or "NONE", "dedup_reason": result.dedup_reason, "blocked": deduped,
                "domain": landing, "sent": [e["doc_key"] for e in sent]},
         evidence=sent,
@@ -57,7 +56,7 @@ def kg_query(call: ToolCall, args) -> ToolOutput:
                           "content": h.content, "source": "query_knowledge_graph"})
     level = (Level.HIGHLY_RELEVANT.value if Level.HIGHLY_RELEVANT in levels else
              Level.REFERENCE.value if levels else "NONE")
-    return ToolOutput(text=result.to_llm_text(), result=result, evidence=found, attempted=True, executed=True,
+    return ToolOutput(text=result.to_llm_text(), evidence=found, attempted=True, executed=True,
                       trace={"relevance_level": level, "sent": [e["doc_key"] for e in found]})
 
 
@@ -69,16 +68,16 @@ def navigate(call: ToolCall, args) -> ToolOutput:
         hops = args.hops or max(3, settings.graph_hops)
         found = rt.graph.navigate_between(kb, args.entity, args.target, hops, args.relations, 5)
         if not found.reachable:
-            return ToolOutput(text=f"{found.source} and {found.target} are not connected within {hops} hops.", result=found)
-        return ToolOutput(text="\n".join(p.summary() for p in found.paths), result=found)
+            return ToolOutput(text=f"{found.source} and {found.target} are not connected within {hops} hops.")
+        return ToolOutput(text="\n".join(p.summary() for p in found.paths))
     hops = args.hops or settings.graph_hops
     paths = rt.graph.navigate(kb, args.entity, hops, args.relations, 15, settings.graph_max_nodes_per_hop)
     text = "\n".join(p.summary() for p in paths) or f"{args.entity} has no related entities in the graph."
-    return ToolOutput(text=text, result=paths)
+    return ToolOutput(text=text)
 
 
 def list_kbs(call: ToolCall, args) -> ToolOutput:
     kbs = knowledge_bases(call.rt.catalog)
     if not kbs:
-        return ToolOutput(text="There are no knowledge bases yet.", result=[])
-    return ToolOutput(text="\n".join(f"- {k.line()}" for k in kbs), result=[k.model_dump() for k in kbs])
+        return ToolOutput(text="There are no knowledge bases yet.")
+    return ToolOutput(text="\n".join(f"- {k.line()}" for k in kbs))

@@ -101,14 +101,7 @@ def unregister(name: str) -> None:
     TOOLS.pop(name, None)
 
 
-def retrieval_tools() -> tuple[str, ...]:
-    return tuple(name for name, t in TOOLS.items() if t.retrieval)
-
-
-LOOKUP = lookup_knowledge.__name__
-KG_QUERY = query_knowledge_graph.__name__
-NAVIGATE = navigate_graph.__name__
-LIST_KBS = list_knowledge_bases.__name__
+LOOKUP = lookup_knowledge.__name__  # the tool the eval and the offline planner count and propose
 
 
 def parse_arguments(name: str, args) -> BaseModel:
