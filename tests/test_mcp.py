@@ -105,8 +105,12 @@ def test_list_knowledge_bases(mcp_server, sample_rt):
 
     result, resource = anyio.run(main)
     assert not result.isError
-    assert text(result).splitlines() == ["- sample: 42 documents, knowledge graph"]  # the fixture gives no description
-    assert json.loads(resource.contents[0].text) == [{"name": "sample", "description": "", "documents": 42, "has_graph": True}]
+    lines = text(result).splitlines()  # other tests add knowledge bases to the shared home
+    assert "- sample: 42 documents, knowledge graph" in lines  # the fixture gives no description
+    assert [line.split(":")[0] for line in lines] == [f"- {name}" for name in sample_rt.catalog.names()]
+    listed = {k["name"]: k for k in json.loads(resource.contents[0].text)}
+    assert listed["sample"] == {"name": "sample", "description": "", "documents": 42, "has_graph": True}
+    assert set(listed) == set(sample_rt.catalog.names())
     assert [r.tool_name for r in sample_rt.log.rows(session_id="mcp-kbs")] == ["list_knowledge_bases"]
 
 
