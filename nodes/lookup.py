@@ -20,9 +20,6 @@ from agent.tools import invoke
 from nodes.common import session_of
 from retrieval.graph_build import has_graph
 
-# what graph_expand needs of a lookup besides what the LLM saw
-EXPANSION_DETAILS = ("l1_top_similarity", "relevant_docs")
-
 
 def recalled(pointed_back: list[str], landing: str | None, session_evidence: dict[str, dict]) -> list[dict]:
     """What a lookup pointed back at, from the session's earlier evidence (not sent to the LLM again)."""
@@ -72,7 +69,8 @@ def make_lookup(rt):
                 expansions.append({
                     "id": call["id"], "trace_index": call["trace_index"], "text": out.text,
                     "result": result.model_dump(mode="json"),
-                    "details": {k: result.details.get(k) for k in EXPANSION_DETAILS},
+                    # graph_expand reads the lookup's scores (top score, background similarity, ...) from these
+                    "details": result.details,
                 })
             else:
                 messages.append(ToolMessage(out.text, tool_call_id=call["id"], name=call["name"]))
