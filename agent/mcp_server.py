@@ -93,13 +93,14 @@ class ExecutorMCP:
             return text
 
     def warm_up(self) -> None:
-        """Load the embedder, open the vector store and the KB's keyword index before the first call."""
+        """Load the embedder, open the vector store and build the KB's keyword index and vocabulary before the first call."""
         with self._lock:
             self.rt.embedder.embed_query("warm up")
             row = self.rt.catalog.get(self.kb)
             if row is not None:
                 self.rt.vectors.check_embedder(self.kb, self.rt.embedder)
-                self.rt.lookup.keyword_index(self.kb, row.revision)
+                self.rt.lookup.grader.keyword_index(self.kb, row.revision)
+                self.rt.lookup.grader.vocabulary(self.kb, row.revision)
 
     def _register(self) -> None:
         server = self.server

@@ -178,25 +178,38 @@ def test_stdio_server_as_a_subprocess(mcp_home):
     assert level(other) == "relevance_level: PRECISE"
 
 
-@pytest.fixture
-def http_server(mcp_home):
+def start_http_server(home, log):
+    """`executor mcp --http` on a free port, once it listens; None if it exited (the port was taken meanwhile,
+    or the previous test's server had not yet let go of the Milvus Lite file)."""
     port = free_port()
-    log = open(mcp_home / "http-server.log", "w")
     proc = subprocess.Popen([sys.executable, "-m", "agent.cli", "mcp", "--http", "--host", "127.0.0.1", "--port", str(port)],
-                            env=server_env(mcp_home), cwd=str(mcp_home), stdout=log, stderr=subprocess.STDOUT)
+                            env=server_env(home), cwd=str(home), stdout=log, stderr=subprocess.STDOUT)
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:
         if proc.poll() is not None:
-            pytest.fail(f"executor mcp --http exited with {proc.returncode}: see {mcp_home / 'http-server.log'}")
+            return None, None
         try:
             socket.create_connection(("127.0.0.1", port), timeout=1).close()
-            break
+            return proc, f"http://127.0.0.1:{port}/mcp"
         except OSError:
             time.sleep(0.3)
+    proc.kill()
+    pytest.fail("executor mcp --http did not listen within 120 s")
+
+
+@pytest.fixture
+def http_server(mcp_home):
+    path = mcp_home / "http-server.log"
+    log = open(path, "w")
+    for _ in range(3):
+        proc, url = start_http_server(mcp_home, log)
+        if proc is not None:
+            break
+        time.sleep(2)
     else:
-        proc.kill()
-        pytest.fail("executor mcp --http did not listen within 120 s")
-    yield f"http://127.0.0.1:{port}/mcp"
+        log.close()
+        pytest.fail(f"executor mcp --http exited three times: {path.read_text().strip()[-500:]}")
+    yield url
     stop_process(proc, log)
 
 

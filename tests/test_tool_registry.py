@@ -101,6 +101,6 @@ def test_the_agent_discovers_knowledge_bases_and_navigates_with_relations_and_ho
     assert "- sample: 42 documents, knowledge graph" in model.calls[0][0].content  # the prompt names this run's KBs
     messages = app.get_state({"configurable": {"thread_id": sid}}).values["messages"]
     kbs, paths = [m.content for m in messages if isinstance(m, ToolMessage)][-2:]
-    assert kbs == "- sample: 42 documents, knowledge graph"
+    assert "- sample: 42 documents, knowledge graph" in kbs.splitlines()  # other tests add KBs to the shared home
     assert paths.splitlines() and all(line.startswith("ComfyUI -DEPENDS_ON-> ") for line in paths.splitlines())
     assert turn.trace[2]["dedup_reason"] == "invalid_arguments" and "unknown relation type 'LIKES'" in turn.trace[2]["error"]
