@@ -36,3 +36,4 @@ bench: setup
 	$(PY) -m evals.bench_graph
 	$(PY) -m evals.bench_kg
 	$(PY) -m evals.bench_retrieval
+	$(PY) -m evals.bench_mcp

@@ -18,12 +18,12 @@ from tqdm import tqdm
 from agent.graph import build_graph
 from agent.session import TurnResult, run_turn
 from agent.state import Context
+from agent.tools import LOOKUP
 from evals.policy import ScriptedPolicy
 from evals.scenarios_model import Expect, Scenario, Turn
 from prompts.executor import NOTHING_FOUND
 from retrieval.relevance import Level
 
-LOOKUP = "lookup_knowledge"
 MALFORMED = ("invalid_arguments", "unknown_tool")  # refused calls, not rule blocks
 
 
