@@ -20,7 +20,6 @@ from agent.errors import InputError
 from agent.tools import TOOLS
 
 
-
 class Call(BaseModel):
     tool: str
     args: dict
