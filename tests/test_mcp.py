@@ -97,6 +97,35 @@ def test_an_explicit_session_is_shared_across_connections_and_logged(mcp_server,
     assert rows[0].retrieval_details["l1_top_similarity"] is not None  # raw scores go to the log, not the host
 
 
+def test_a_broken_store_is_an_unavailable_tool_error_never_nothing_found(sample_rt):
+    """issue 13's rule through the registry: a configuration or store failure is not the host's to fix and must
+    not read as an empty result; a knowledge base the host named wrongly is its own error, said plainly."""
+    from agent.runtime import Runtime
+
+    broken = Runtime(sample_rt.settings.model_copy(update={"reference_threshold": 0.9}))
+    broken.__dict__["vectors"] = sample_rt.vectors  # one Lite client per file in this process
+
+    async def main():
+        async with connected(ExecutorMCP(broken, kb="sample")) as client:
+            failed = await lookup(client)
+            failed_kg = await client.call_tool("query_knowledge_graph", {"knowledge_base_ids": ["sample"], "query": "Docker"})
+        async with connected(ExecutorMCP(sample_rt, kb="no_such_kb")) as client:
+            gone = await lookup(client)
+            wrong_id = await client.call_tool("query_knowledge_graph", {"knowledge_base_ids": ["nope1"], "query": "Docker"})
+        return failed, failed_kg, gone, wrong_id
+
+    failed, failed_kg, gone, wrong_id = anyio.run(main)
+    for result in (failed, failed_kg, gone):
+        assert result.isError and "\n" not in text(result)
+        assert text(result).startswith("error: the knowledge base is unavailable"), text(result)
+        assert "nothing on" not in text(result) and "relevance_level" not in text(result)
+    assert "reference-threshold" in text(failed) and "reference-threshold" in text(failed_kg)
+    assert "unknown knowledge base 'no_such_kb'" in text(gone)
+    # a wrong id is the host's to fix: it comes back in the result, as it does to the agent's LLM
+    assert not wrong_id.isError and "unavailable" not in text(wrong_id)
+    assert "error: nope1: unknown knowledge base 'nope1'" in text(wrong_id)
+
+
 def test_list_knowledge_bases(mcp_server, sample_rt):
     async def main():
         async with connected(mcp_server) as client:
