@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from agent.commands import evaluation, feedback, graph, kb, knowledge, llm, repeats, retrieval_quality, turns
+from agent.commands import evaluation, feedback, graph, kb, knowledge, llm, mcp, repeats, retrieval_quality, turns
 
 app = typer.Typer(no_args_is_help=True, add_completion=False, help="Answers from team knowledge bases, without the retrieval loop.")
 app.command()(knowledge.ingest)
@@ -18,6 +18,7 @@ app.command()(retrieval_quality.calibrate)
 app.command("eval-retrieval")(retrieval_quality.eval_retrieval)
 app.command("calibrate-repeats")(repeats.calibrate_repeats)
 app.command()(feedback.feedback)
+app.command()(mcp.mcp)
 app.add_typer(knowledge.session_app, name="session")
 app.add_typer(graph.graph_app, name="graph")
 app.add_typer(kb.kb_app, name="kb")

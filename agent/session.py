@@ -10,6 +10,7 @@ from pydantic import BaseModel
 
 from agent.routing import recursion_limit
 from agent.state import Context
+from agent.tools import LOOKUP
 from retrieval.lookup import check_session_id, clean_query
 
 
@@ -67,7 +68,7 @@ def run_turn(
         trace=trace,
         executed_lookups=state.get("executed_lookups", 0),
         blocked_lookups=state.get("blocked_lookups", 0),
-        proposed_lookups=sum(1 for t in trace if t["tool"] == "lookup_knowledge"),
+        proposed_lookups=sum(1 for t in trace if t["tool"] == LOOKUP),
         graph_paths=state.get("graph_paths", []),
         session=session,
         mode=mode,

@@ -27,14 +27,17 @@ class _LiveTrace:
     """Prints each tool call once, as soon as the graph has decided about it."""
 
     def __init__(self):
+        from agent.tools import LOOKUP  # the registry's name for the one tool graph expansion holds back
+
         self.shown: set[int] = set()
+        self.lookup = LOOKUP
 
     def __call__(self, node: str, update: dict) -> None:
         if node not in ("guard", "lookup", "graph_expand"):
             return
         for i, entry in enumerate(update.get("trace", [])):
-            settled = entry.get("blocked") or entry.get("relevance_level") or entry.get("error") or entry["tool"] != "lookup_knowledge"
-            if node == "lookup" and entry["tool"] == "lookup_knowledge" and update.get("pending_expansions"):
+            settled = entry.get("blocked") or entry.get("relevance_level") or entry.get("error") or entry["tool"] != self.lookup
+            if node == "lookup" and entry["tool"] == self.lookup and update.get("pending_expansions"):
                 settled = settled and not any(p["trace_index"] == i for p in update["pending_expansions"])
             if settled and i not in self.shown:
                 self.shown.add(i)
