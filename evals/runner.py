@@ -20,7 +20,7 @@ from agent.errors import ExecutorError
 from agent.graph import build_graph
 from agent.session import TurnResult, run_turn
 from agent.state import Context
-from agent.tools import LOOKUP, RETRIEVAL
+from agent.tools import LOOKUP, TOOLS
 from evals.policy import ScriptedPolicy
 from evals.scenarios_model import Expect, Scenario, Turn
 from prompts.executor import NOTHING_FOUND
@@ -132,7 +132,7 @@ def measure(scenario: Scenario, turns: list[TurnResult], guards: bool, scripted:
 
     lookups = [t for t in trace if t["tool"] == LOOKUP]
     executed = [t for t in lookups if _ran(t)]
-    retrievals = [sum(1 for t in r.trace if t["tool"] in RETRIEVAL and _ran(t)) for r in turns]
+    retrievals = [sum(1 for t in r.trace if t["tool"] in TOOLS and TOOLS[t["tool"]].retrieval and _ran(t)) for r in turns]
     sent = Counter(k for t in trace for k in t.get("sent") or [])
     seen_domains, repeats = set(), 0
     for t in executed:

@@ -20,8 +20,8 @@ def home(tmp_path_factory):
     return home
 
 
-def lookup(home, *args):
-    r = run_cli(home, "lookup", *args, "--json")
+def lookup(home, *args, **env):
+    r = run_cli(home, "lookup", *args, "--json", **env)
     assert r.returncode == 0, r.stderr
     return json.loads(r.stdout)
 
