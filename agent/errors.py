@@ -78,6 +78,11 @@ def printable(text: str) -> str:
     flat = " ".join(str(text).split())
     flat = "".join(c if c.isprintable() else f"\\x{ord(c):02x}" for c in flat)
     return flat.encode("utf-8", "backslashreplace").decode("utf-8")
+def validation_line(exc, where_default: str) -> str:
+    """A pydantic ValidationError's first error as one line: `messages.0.role: Input should be ...`."""
+    err = exc.errors()[0]
+    where = ".".join(str(p) for p in err["loc"]) or where_default
+    return f"{where}: {err['msg']}"
 
 
 class ExecutorError(Exception):

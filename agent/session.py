@@ -10,6 +10,7 @@ from pydantic import BaseModel
 
 from agent.routing import recursion_limit
 from agent.state import Context
+from agent.tools import LOOKUP
 from retrieval.lookup import check_session_id, clean_query
 
 
@@ -25,6 +26,7 @@ class TurnResult(BaseModel):
     mode: str
     latency_ms: float
     tool_output_chars: int  # characters of tool messages the LLM was sent this turn
+    rounds: int = 0  # LLM rounds (executor node calls) this turn
 
 
 def run_turn(
@@ -66,12 +68,13 @@ def run_turn(
         trace=trace,
         executed_lookups=state.get("executed_lookups", 0),
         blocked_lookups=state.get("blocked_lookups", 0),
-        proposed_lookups=sum(1 for t in trace if t["tool"] == "lookup_knowledge"),
+        proposed_lookups=sum(1 for t in trace if t["tool"] == LOOKUP),
         graph_paths=state.get("graph_paths", []),
         session=session,
         mode=mode,
         latency_ms=round((time.perf_counter() - started) * 1000, 1),
         tool_output_chars=tool_chars,
+        rounds=state.get("rounds", 0),
     )
 
 

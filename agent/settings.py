@@ -225,6 +225,12 @@ class Settings(BaseSettings):
     openai_base_url: str | None = Field(None, validation_alias=AliasChoices("OPENAI_BASE_URL", "EXECUTOR_OPENAI_BASE_URL"))
     model: str = Field("gpt-4o-mini", description="the chat model name (EXECUTOR_MODEL)")
     llm_timeout_s: float = Field(60.0, gt=0)
+    # A local GGUF served for the length of a command (local_llm/): overrides OPENAI_BASE_URL and EXECUTOR_MODEL.
+    local_model: str | None = Field(None, description="EXECUTOR_LOCAL_MODEL: a .gguf path, or 'bundled' for SmolLM2-135M")
+    local_model_threads: int = Field(2, ge=1, le=256, description="CPU threads llama.cpp uses")
+    local_model_ctx: int = Field(4096, ge=512, le=262144, description="the local model's context, in tokens")
+    local_model_max_tokens: int = Field(256, ge=16, le=32768, description="tokens a reply may have unless the request says")
+    local_model_timeout_s: float = Field(300.0, gt=0, description="per request to the local model")
     lookup_budget: int = Field(3, ge=1, le=50, description="lookups a turn may run before it must answer")
     checkpoint_url: str | None = Field(None, description="postgresql://... for a Postgres checkpointer; default SQLite in home")
 

@@ -2,16 +2,34 @@
 
 State is checkpointed per thread (thread id = session id). The session part
 survives turns; the turn part is reset by `begin_turn` when a new user
-message arrives. Context holds the per-run knobs Studio shows as a form.
+message arrives. A run takes `ExecutorInput` and returns `ExecutorOutput`
+(the full state stays readable through the thread). Context holds the
+per-run knobs Studio shows as a form.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Annotated, TypedDict
+from typing import Annotated
 
 from langchain_core.messages import AnyMessage
 from langgraph.graph.message import add_messages
+# typing.TypedDict on Python < 3.12 gives LangGraph's schema endpoints (and so Studio's form) nothing to read
+from typing_extensions import TypedDict
+
+
+class ExecutorInput(TypedDict):
+    """What a run takes: the user's message (Studio's input form)."""
+
+    messages: Annotated[list[AnyMessage], add_messages]
+
+
+class ExecutorOutput(TypedDict, total=False):
+    """What a run returns: the answer, the documents it cites, and one trace entry per proposed tool call."""
+
+    answer: str
+    citations: list[dict]
+    trace: list[dict]
 
 
 class ExecutorState(TypedDict, total=False):

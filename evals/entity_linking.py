@@ -22,7 +22,7 @@ from pydantic import BaseModel, Field
 
 from agent.settings import SAMPLE_KB_PATH
 from retrieval.alignment import Alignment, EntityAligner
-from retrieval.documents import load_documents
+from retrieval.sources import load_documents
 from retrieval.extraction import EntityExtractor
 from retrieval.graph_build import build_graph_data
 from retrieval.ingest import SAMPLE_EXTRACT_CONFIG
@@ -41,7 +41,7 @@ class LinkLabel(BaseModel):
 
 def sample_entity_names() -> dict[str, tuple[str, str | None]]:
     """key -> (name, type) for the sample KB's graph, aliases included, as GraphStore.entity_names gives it."""
-    data, _ = build_graph_data(load_documents(SAMPLE_KB_PATH), SAMPLE_EXTRACT_CONFIG)
+    data, _ = build_graph_data(load_documents(SAMPLE_KB_PATH).documents, SAMPLE_EXTRACT_CONFIG)
     names = {k: (e["name"], e["type"]) for k, e in data.entities.items()}
     for e in data.entities.values():
         for alias in e["aliases"]:

@@ -12,18 +12,20 @@ from collections import Counter
 from statistics import mean
 
 from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.errors import GraphRecursionError
 from pydantic import BaseModel
 from tqdm import tqdm
 
+from agent.errors import ExecutorError
 from agent.graph import build_graph
 from agent.session import TurnResult, run_turn
 from agent.state import Context
+from agent.tools import LOOKUP, TOOLS
 from evals.policy import ScriptedPolicy
 from evals.scenarios_model import Expect, Scenario, Turn
 from prompts.executor import NOTHING_FOUND
 from retrieval.relevance import Level
 
-LOOKUP = "lookup_knowledge"
 MALFORMED = ("invalid_arguments", "unknown_tool")  # refused calls, not rule blocks
 
 
@@ -47,6 +49,10 @@ class ScenarioResult(BaseModel):
     citation_recall: float | None
     tool_output_chars: int
     latency_ms: float
+    rounds_by_turn: list[int]  # LLM rounds each turn took (the executor node's calls)
+    retrievals_by_turn: list[int]  # lookup_knowledge and query_knowledge_graph calls that ran: what the budget counts
+    lookup_budget: int
+    within_budget: bool  # the bound the guards promise: no turn runs more retrievals than the budget
     citations: list[str]
     trace: list[dict]  # every turn's trace, each entry with its turn number
 
@@ -104,7 +110,7 @@ def citation_groups(e: Expect) -> list[list[str]]:
 
 
 def measure(scenario: Scenario, turns: list[TurnResult], guards: bool, scripted: bool,
-            distinct: set[tuple[str, str]] | None = None) -> ScenarioResult:
+            distinct: set[tuple[str, str]] | None = None, budget: int = 3) -> ScenarioResult:
     """One scenario's figures over all its turns; each turn is judged against its own `expect`."""
     failures, trace, fb, citations, precise, recalls = [], [], [], [], [], []
     earlier: list[str] = []
@@ -126,6 +132,7 @@ def measure(scenario: Scenario, turns: list[TurnResult], guards: bool, scripted:
 
     lookups = [t for t in trace if t["tool"] == LOOKUP]
     executed = [t for t in lookups if _ran(t)]
+    retrievals = [sum(1 for t in r.trace if t["tool"] in TOOLS and TOOLS[t["tool"]].retrieval and _ran(t)) for r in turns]
     sent = Counter(k for t in trace for k in t.get("sent") or [])
     seen_domains, repeats = set(), 0
     for t in executed:
@@ -141,7 +148,8 @@ def measure(scenario: Scenario, turns: list[TurnResult], guards: bool, scripted:
         precise_stop_ok=all(precise) if precise else None,
         citation_recall=round(sum(recalls) / len(recalls), 4) if recalls else None,
         tool_output_chars=sum(r.tool_output_chars for r in turns), latency_ms=round(sum(r.latency_ms for r in turns), 1),
-        citations=citations, trace=trace,
+        rounds_by_turn=[r.rounds for r in turns], retrievals_by_turn=retrievals, lookup_budget=budget,
+        within_budget=all(n <= budget for n in retrievals), citations=citations, trace=trace,
     )
 
 
@@ -179,13 +187,14 @@ def judge(turn: Turn, result: TurnResult, executed: list[dict], cited: list[str]
 
 
 def run_suite(rt, scenarios: list[Scenario], guards: bool, policy: str = "scripted", model=None,
-              progress: bool = True, repeat_labels=None) -> list[ScenarioResult]:
+              progress: bool = True, repeat_labels=None, max_rounds: int | None = None) -> list[ScenarioResult]:
     """Each scenario is one session: its turns run in order on one checkpointer and thread."""
     distinct = distinct_pairs(repeat_labels)
     results = []
     for scenario in tqdm(scenarios, desc=f"eval guards {'on' if guards else 'off'}", disable=not progress, leave=False):
         saver, session = InMemorySaver(), f"eval-{scenario.id}-{uuid.uuid4().hex[:6]}"
-        context = Context(kb=scenario.kb, lookup_budget=rt.settings.lookup_budget, guards=guards)
+        context = Context(kb=scenario.kb, lookup_budget=rt.settings.lookup_budget, guards=guards,
+                          **({"max_rounds": max_rounds} if max_rounds else {}))
         turns = []
         for turn in scenario.turns:
             if policy == "scripted":
@@ -193,8 +202,13 @@ def run_suite(rt, scenarios: list[Scenario], guards: bool, policy: str = "script
             else:
                 chat, mode = model, "llm"
             app = build_graph(rt, chat, mode, checkpointer=saver)
-            turns.append(run_turn(app, turn.question, session, context, mode, max_query_chars=rt.settings.max_query_chars))
-        results.append(measure(scenario, turns, guards, policy == "scripted", distinct))
+            try:
+                turns.append(run_turn(app, turn.question, session, context, mode,
+                                      max_query_chars=rt.settings.max_query_chars))
+            except GraphRecursionError:  # the rounds bound exists so that this never happens: say so, loudly
+                raise ExecutorError(f"{scenario.id} (guards {'on' if guards else 'off'}): a turn ended in a "
+                                    "recursion error instead of an answer") from None
+        results.append(measure(scenario, turns, guards, policy == "scripted", distinct, context.lookup_budget))
     return results
 
 
@@ -225,4 +239,9 @@ def aggregate(results: list[ScenarioResult]) -> dict:
         "citation_recall": round(mean(recalls), 3) if recalls else None,
         "mean_tool_output_chars": round(mean(r.tool_output_chars for r in results)),
         "mean_latency_ms": round(mean(r.latency_ms for r in results), 1),
+        "mean_executed_retrievals": round(mean(sum(r.retrievals_by_turn) for r in results), 2),
+        "max_executed_retrievals": max((n for r in results for n in r.retrievals_by_turn), default=None),
+        "turns_over_budget": sum(n > r.lookup_budget for r in results for n in r.retrievals_by_turn),
+        "mean_rounds": round(mean(n for r in results for n in r.rounds_by_turn), 2),
+        "max_rounds": max((n for r in results for n in r.rounds_by_turn), default=None),
     }

@@ -17,8 +17,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from agent.errors import InputError
-
-TOOL_NAMES = ("lookup_knowledge", "query_knowledge_graph", "navigate_graph")
+from agent.tools import TOOLS
 
 
 class Call(BaseModel):
@@ -58,7 +57,7 @@ class Turn(BaseModel):
                 if not (isinstance(call, dict) and len(call) == 1):
                     raise ValueError("each proposal is a mapping of one tool name to its arguments")
                 (tool, args), = call.items()
-                if tool not in TOOL_NAMES:
+                if tool not in TOOLS:
                     raise ValueError(f"unknown tool {tool!r} in proposals")
                 batch.append({"tool": tool, "args": args if isinstance(args, dict) else {}})
             batches.append(batch)

@@ -11,7 +11,7 @@ from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, Tool
 
 from agent.errors import BackendError
 from agent.state import ExecutorState
-from agent.tools import NAVIGATE
+from agent.tools import LOOKUP, NAVIGATE
 from nodes.common import invoke_llm, lang_of, last_ai, text_of
 from prompts.executor import ANSWER
 from prompts.framing import one_line, quoted
@@ -54,7 +54,7 @@ def make_answer(model, mode: str, read_document=None):
         else:
             # each lookup's best document: the one it sent first, or the first it pointed back to
             parts = [(t["query"], ((t.get("sent") or []) + (t.get("recalled") or []) + [None])[0])
-                     for t in state.get("trace", []) if t["tool"] == "lookup_knowledge" and t.get("query")]
+                     for t in state.get("trace", []) if t["tool"] == LOOKUP and t.get("query")]
             final = extractive_answer(question, evidence, lang, parts=parts, graph_facts=graph_facts(state),
                                       read_document=read_document)
         # an empty closing message from the executor is replaced, not followed, by the answer

@@ -3,18 +3,23 @@
 from __future__ import annotations
 
 from langchain_core.messages import SystemMessage
+from langgraph.runtime import Runtime as RunContext
 
-from agent.state import ExecutorState
+from agent.state import Context, ExecutorState
 from agent.tools import TOOLS
 from nodes.common import invoke_llm, lang_of
-from prompts.executor import SYSTEM
+from prompts.executor import system_prompt
+from retrieval.knowledge_bases import knowledge_bases
 
 
-def make_executor(model):
-    bound = model.bind_tools(list(TOOLS.values()))
+def make_executor(model, rt):
+    bound = model.bind_tools([t.args for t in TOOLS.values()])
 
-    def executor(state: ExecutorState) -> ExecutorState:
-        reply = invoke_llm(bound, [SystemMessage(SYSTEM[lang_of(state)]), *state["messages"]])
+    def executor(state: ExecutorState, runtime: RunContext[Context]) -> ExecutorState:
+        lang, ctx = lang_of(state), runtime.context or Context()
+        prompt = system_prompt(lang, [t.prompt["zh" if lang == "zh" else "en"] for t in TOOLS.values()],
+                               [k.line() for k in knowledge_bases(rt.catalog)], ctx.kb)
+        reply = invoke_llm(bound, [SystemMessage(prompt), *state["messages"]])
         return {"messages": [reply], "rounds": state.get("rounds", 0) + 1}
 
     return executor

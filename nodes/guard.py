@@ -12,21 +12,21 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.runtime import Runtime as RunContext
 
 from agent.state import Context, ExecutorState
-from agent.tools import LOOKUP, RETRIEVAL, TOOLS, parse_arguments
+from agent.tools import LOOKUP, TOOLS, log_call, parse_arguments
 from nodes.common import lang_of, last_ai, session_of
 from prompts.executor import blocked_message
 from retrieval.relevance import Level
-from stores.invocation_log import Invocation
 
 # reasons that stop a well-formed lookup (rules); the others are malformed calls
 RULE_REASONS = ("precise_reached", "budget_spent")
 
 
 def trace_entry(name: str, args) -> dict:
+    tool = TOOLS.get(name)
     args = args if isinstance(args, dict) else {}
     return {
         "tool": name,
-        "query": args.get("query") if "query" in args else args.get("entity"),
+        "query": tool.query_of(args) if tool else args.get("query"),
         "missing_dimension": args.get("missing_dimension"),
         "relevance_level": None,
         "dedup_reason": None,
@@ -46,7 +46,7 @@ def block_reason(name: str, args, state: ExecutorState, ctx: Context, planned: i
         parse_arguments(name, args)
     except ValueError as exc:
         return "invalid_arguments", str(exc)
-    if name in RETRIEVAL and ctx.guards:
+    if TOOLS[name].retrieval and ctx.guards:
         if state.get("precise"):
             return "precise_reached", ""
         if state.get("attempted_lookups", 0) + planned >= ctx.lookup_budget:
@@ -72,7 +72,7 @@ def make_guard(rt):
                 # batch: the message the call came in; its sibling lookups are never repeats of each other
                 approved.append({"id": call["id"], "name": name, "args": args, "trace_index": len(trace),
                                  "batch": ai.id})
-                planned += name in RETRIEVAL
+                planned += TOOLS[name].retrieval
             else:
                 entry.update(blocked=True, dedup_reason=reason)
                 if reason in RULE_REASONS:
@@ -81,14 +81,8 @@ def make_guard(rt):
                     entry["error"] = blocked_message(reason, lang, detail)
                 blocked += name == LOOKUP
                 messages.append(ToolMessage(blocked_message(reason, lang, detail), tool_call_id=call["id"], name=name))
-                rt.log.write(
-                    Invocation(
-                        session_id=session, tool_name=str(name)[:64], query=str(entry["query"] or "")[:2000], kb=ctx.kb,
-                        arguments=args if isinstance(args, dict) else {"raw": str(args)[:500]},
-                        relevance_level=entry["relevance_level"], dedup_reason=reason, blocked=True,
-                        error=entry["error"],
-                    )
-                )
+                log_call(rt, session, name, ctx.kb, args, relevance_level=entry["relevance_level"],
+                         dedup_reason=reason, blocked=True, error=entry["error"])
             trace.append(entry)
         return {"pending": approved, "messages": messages, "trace": trace, "blocked_lookups": blocked}
 

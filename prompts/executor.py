@@ -12,9 +12,9 @@ SYSTEM = {
     "zh": """你是团队知识库的问答执行者。需要外部信息时调用工具，但必须遵守下面的检索约束。
 
 可用工具：
-- lookup_knowledge(query, missing_dimension?)：检索知识库。结果带 relevance_level、completeness_hint 和 retrieved_domains_this_session。
-- query_knowledge_graph(knowledge_base_ids, query)：同时检索多个知识库（最多 10 个），返回结果以及图谱中的节点和关系。
-- navigate_graph(entity, target?)：在知识图谱中查看实体之间的关系路径。
+{{tools}}
+
+{{kbs}}
 
 检索约束：
 1. 判断重复：调用前先回顾本会话已经检索过的问题（任何一轮）。新的检索如果和其中某次检索语义重叠（换说法、换关键词、问得更宽或更窄），就是重复检索；同一领域里的不同问题不算重复。retrieved_domains_this_session 列出已检索过的领域，供参考。
@@ -29,9 +29,9 @@ SYSTEM = {
     "en": """You answer questions from the team's knowledge bases. Call tools when you need outside information, but follow the retrieval rules below.
 
 Tools:
-- lookup_knowledge(query, missing_dimension?): search the knowledge base. Each result carries relevance_level, completeness_hint and retrieved_domains_this_session.
-- query_knowledge_graph(knowledge_base_ids, query): search several knowledge bases at once (up to 10); returns results plus graph nodes and edges.
-- navigate_graph(entity, target?): show how entities relate in the knowledge graph.
+{{tools}}
+
+{{kbs}}
 
 Retrieval rules:
 1. Judge repeats: before a call, recall what this session already looked up, in any turn. A lookup that overlaps one of those in meaning (a rephrasing, other keywords, a wider or narrower wording) is a repeat; a different question in the same domain is not. retrieved_domains_this_session lists the domains retrieved so far, for reference.
@@ -44,6 +44,26 @@ If the knowledge base has nothing on the question, say so plainly; do not make a
 Cite the documents you use as [doc_key].
 {quoted_rule}""".format(quoted_rule=QUOTED_RULE["en"]),
 }
+
+KNOWLEDGE_BASES = {
+    "zh": "本次可用的知识库（lookup_knowledge 和 navigate_graph 检索 {default}）：\n{lines}",
+    "en": "Knowledge bases available this run (lookup_knowledge and navigate_graph search {default}):\n{lines}",
+}
+
+# the four retrieval rules alone, for an MCP host's LLM (the server serves them as a prompt and a resource);
+# its tool results frame documents the same way, so the quoted-material rule goes with them
+RULES = {
+    lang: text[text.index(start):].split("\n\n")[0] + "\n" + QUOTED_RULE[lang]
+    for lang, text, start in (("zh", SYSTEM["zh"], "检索约束："), ("en", SYSTEM["en"], "Retrieval rules:"))
+}
+
+
+def system_prompt(lang: str, tools: list[str], kbs: list[str], default_kb: str) -> str:
+    """The executor's system prompt: the tool list and the knowledge bases come from the registry and the catalog."""
+    lang = "zh" if lang == "zh" else "en"
+    kb_text = KNOWLEDGE_BASES[lang].format(default=default_kb, lines="\n".join(f"- {k}" for k in kbs) or "-")
+    return SYSTEM[lang].format(tools="\n".join(f"- {t}" for t in tools), kbs=kb_text)
+
 
 ANSWER = {
     "zh": """根据下面检索到的资料回答用户的问题。只使用资料中的信息；每个要点后用 [doc_key] 标注来源。

@@ -197,10 +197,11 @@ def _llm_extractions(rt, kb: str, docs: list[Document], extractor, progress: boo
         cached = rt.catalog.cached_extraction(kb, doc.doc_key, key)
         if cached is None:
             try:
-                extraction = extractor.extract(doc.title, doc.body)
+                extraction, dropped = extractor.extract(doc.title, doc.body)
             except Exception as exc:  # any model or transport failure: the rule-based graph still stands
                 warnings.append(f"{doc.doc_key}: LLM extraction failed ({exc.__class__.__name__}: {str(exc)[:120]})")
                 continue
+            warnings += [f"{doc.doc_key}: {line}" for line in dropped]
             cached = extraction.model_dump()
             rt.catalog.store_extraction(kb, doc.doc_key, key, cached)
         results[doc.doc_key] = Extraction.model_validate(cached)

@@ -39,12 +39,39 @@ class Extraction(BaseModel):
     relations: list[ExtractedRelation] = Field(default_factory=list)
 
 
-def constrain(extraction: Extraction, entity_types: list[str], relation_types: list[str]) -> Extraction:
-    """Drop whatever the model returned outside the allowed types (models do not always obey)."""
+def constrain(extraction: Extraction, entity_types: list[str], relation_types: list[str],
+              text: str) -> tuple[Extraction, list[str]]:
+    """Keep only what fits the knowledge base: entities of an allowed type whose name occurs in the
+    document, relations of an allowed type between two kept entities. Models do not always obey (a small
+    one returns nonsense), and whatever is dropped is said, so it becomes a warning and never a node.
+    Returns the kept extraction and one line per kind of thing dropped."""
     allowed_rel = [r for r in relation_types or RELATION_TYPES if r in RELATION_TYPES]
-    entities = [e for e in extraction.entities if not entity_types or e.type in entity_types]
-    relations = [r.model_copy(update={"type": r.type.upper()}) for r in extraction.relations]
-    return Extraction(entities=entities, relations=[r for r in relations if r.type in allowed_rel and r.source != r.target])
+    haystack = text.casefold()
+    dropped: dict[str, list[str]] = {}
+    entities: dict[str, ExtractedEntity] = {}
+    for e in extraction.entities:
+        name = e.name.strip()
+        if entity_types and e.type not in entity_types:
+            dropped.setdefault(f"entity type not allowed ({', '.join(entity_types)})", []).append(f"{name} ({e.type})")
+        elif not name or name.casefold() not in haystack:
+            dropped.setdefault("entity not in the document", []).append(name)
+        else:
+            entities.setdefault(name.casefold(), e.model_copy(update={"name": name}))
+    relations = []
+    for r in extraction.relations:
+        rel = r.model_copy(update={"type": r.type.strip().upper(), "source": r.source.strip(), "target": r.target.strip()})
+        what = f"{rel.source} -{rel.type}-> {rel.target}"
+        if rel.type not in allowed_rel:
+            dropped.setdefault(f"relation type not allowed ({', '.join(allowed_rel)})", []).append(what)
+        elif rel.source.casefold() not in entities or rel.target.casefold() not in entities:
+            dropped.setdefault("relation between names that are not kept entities", []).append(what)
+        elif rel.source.casefold() == rel.target.casefold():
+            dropped.setdefault("relation of an entity to itself", []).append(what)
+        else:
+            relations.append(rel)
+    warnings = [f"LLM extraction dropped {len(items)} × {why}: {', '.join(repr(i[:60]) for i in items[:3])}"
+                + (" ..." if len(items) > 3 else "") for why, items in dropped.items()]
+    return Extraction(entities=list(entities.values()), relations=relations), warnings
 
 
 class LLMExtractor:
@@ -54,13 +81,15 @@ class LLMExtractor:
         self.entity_types = list(entity_types)
         self.relation_types = list(relation_types or RELATION_TYPES)
 
-    def extract(self, title: str, body: str) -> Extraction:
+    def extract(self, title: str, body: str) -> tuple[Extraction, list[str]]:
+        """What the model found that fits this KB, and a warning line per kind of thing it got wrong."""
         prompt = PROMPT.format(entity_types=", ".join(self.entity_types) or "any",
                                relation_types=", ".join(self.relation_types))
-        result = self.structured.invoke([SystemMessage(prompt), HumanMessage(f"# {title}\n\n{body[:MAX_DOC_CHARS]}")])
+        text = f"# {title}\n\n{body[:MAX_DOC_CHARS]}"
+        result = self.structured.invoke([SystemMessage(prompt), HumanMessage(text)])
         if isinstance(result, dict):
             result = Extraction.model_validate(result)
-        return constrain(result, self.entity_types, self.relation_types)
+        return constrain(result, self.entity_types, self.relation_types, text)
 
     def cache_key(self, content_hash: str) -> str:
         return json.dumps([self.model_name, content_hash, self.entity_types, self.relation_types])

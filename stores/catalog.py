@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from sqlalchemy import delete, select
+from sqlalchemy import delete, func, select
 
 from agent.errors import InputError
 from stores.database import Database, DocumentRow, KnowledgeBase, LlmExtraction, SessionDocument, utcnow
@@ -35,6 +35,14 @@ class Catalog:
     def names(self) -> list[str]:
         with self.db.session() as s:
             return list(s.scalars(select(KnowledgeBase.name).order_by(KnowledgeBase.name)))
+
+    def rows(self) -> list[KnowledgeBase]:
+        with self.db.session() as s:
+            return list(s.scalars(select(KnowledgeBase).order_by(KnowledgeBase.name)))
+
+    def document_counts(self) -> dict[str, int]:
+        with self.db.session() as s:
+            return dict(s.execute(select(DocumentRow.kb, func.count()).group_by(DocumentRow.kb)).all())
 
     def require(self, name: str) -> KnowledgeBase:
         validate_kb_name(name)

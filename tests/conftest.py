@@ -52,6 +52,23 @@ def ingested_home(tmp_path_factory, name: str) -> Path:
     r = run_cli(home, "ingest", "--json")
     assert r.returncode == 0, r.stderr
     return home
+def free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def stop_process(proc: subprocess.Popen, log=None) -> None:
+    """Terminate a server a test started (kill it if it does not stop), and close its log."""
+    proc.terminate()
+    try:
+        proc.wait(timeout=20)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+    if log is not None:
+        log.close()
 
 
 def write_kb(root: Path, files: dict[str, str]) -> Path:

@@ -31,8 +31,12 @@ def test_precise_lookup_then_a_streamed_answer(sample_rt):
     assert len(tokens) > 1 and "".join(tokens) == answer  # it streamed
     first, second = server.requests
     assert first["model"] == "fake-model" and first["stream"] is True
-    assert {t["function"]["name"] for t in first["tools"]} == {"lookup_knowledge", "query_knowledge_graph", "navigate_graph"}
-    assert first["messages"][0]["role"] == "system" and "PRECISE" in first["messages"][0]["content"]
+    tools = {t["function"]["name"]: t["function"] for t in first["tools"]}
+    assert set(tools) == {"lookup_knowledge", "query_knowledge_graph", "navigate_graph", "list_knowledge_bases"}
+    assert {"relations", "hops"} <= set(tools["navigate_graph"]["parameters"]["properties"])
+    system = first["messages"][0]
+    assert system["role"] == "system" and "PRECISE" in system["content"]
+    assert "- sample: 42 documents, knowledge graph" in system["content"]  # the KBs of this run
     # PRECISE sent the turn to the answer node: the second call has no tools and carries the evidence
     assert "tools" not in second
     assert "troubleshooting/err-timeout.md" in second["messages"][-1]["content"]

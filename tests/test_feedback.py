@@ -20,3 +20,33 @@ def test_good_cites_are_relevant_and_bad_documents_are_not():
         {"query": "q2", "relevant": [], "not_relevant": ["c.md", "d.md"]},
     ]
     assert labels_from_feedback([]) == []
+
+
+def test_calibrate_learns_from_good_answers_as_labels(tmp_path):
+    """`calibrate --feedback KB`: questions users called well answered join the label files; bad ones do not
+    become off-topic questions (a bad answer does not say the KB cannot answer)."""
+    import json
+
+    import yaml
+
+    from conftest import REPO, run_cli
+    from stores.database import Database
+    from stores.feedback import FeedbackStore, TurnRecord
+
+    home = tmp_path / "home"
+    assert run_cli(home, "ingest").returncode == 0
+    rows = yaml.safe_load((REPO / "evals" / "labels" / "sample.yaml").read_text(encoding="utf-8"))
+    labels = tmp_path / "labels.yaml"
+    labels.write_text(yaml.safe_dump(rows[:12], allow_unicode=True), encoding="utf-8")
+    db = Database(f"sqlite:///{home / 'executor.db'}")
+    store = FeedbackStore(db)
+    store.record(TurnRecord("s1", 1, "Redis 缓存的过期时间怎么设置？", "sample", documents=["infrastructure/redis-cache-expiry.md"],
+                            cited=["infrastructure/redis-cache-expiry.md"]), "good")
+    store.record(TurnRecord("s1", 2, "证书快过期了怎么办？", "sample", documents=["api/authentication.md"]), "bad")
+    db.engine.dispose()
+    out = run_cli(home, "calibrate", "--labels", str(labels), "--kb", "sample", "--feedback", "sample", "--json")
+    assert out.returncode == 0, out.stderr
+    data = json.loads(out.stdout)
+    assert data["labels"] == {str(labels): 12, "feedback on sample": 1}
+    assert data["held_out"]["overall"]["questions"] == 13 and data["held_out"]["overall"]["off_topic"] == 0
+    run_cli(home, "graph", "stop")

@@ -1,8 +1,12 @@
-"""`langgraph dev` serves the executor graph from langgraph.json; one thread is driven through langgraph-sdk."""
+"""`langgraph dev` serves the executor graph from langgraph.json; one thread is driven through langgraph-sdk.
 
+The server runs in a temporary directory (it writes its thread state to
+`.langgraph_api/` in its working directory), never in the checkout.
+"""
+
+import json
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import time
@@ -11,15 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from conftest import REPO, run_cli
+from conftest import REPO, free_port, run_cli, stop_process
 
 pytestmark = pytest.mark.timeout(300)
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @pytest.fixture(scope="module")
@@ -34,10 +32,17 @@ def studio(tmp_path_factory):
            "LANGGRAPH_NO_VERSION_CHECK": "true", "LANGSMITH_TRACING": "false"}
     for key in ("OPENAI_API_KEY", "OPENAI_BASE_URL"):
         env.pop(key, None)
+    # the checkout's langgraph.json, with its paths made absolute, in a directory of its own
+    workdir = tmp_path_factory.mktemp("studio-cwd")
+    config = json.loads((REPO / "langgraph.json").read_text())
+    config["dependencies"] = [str(REPO)]
+    config["graphs"] = {name: str(REPO / spec.removeprefix("./")) for name, spec in config["graphs"].items()}
+    (workdir / "langgraph.json").write_text(json.dumps(config))
     log = open(home / "langgraph-dev.log", "w")
     proc = subprocess.Popen(
-        [str(langgraph), "dev", "--no-browser", "--no-reload", "--host", "127.0.0.1", "--port", str(port)],
-        cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT,
+        [str(langgraph), "dev", "--no-browser", "--no-reload", "--host", "127.0.0.1", "--port", str(port),
+         "--config", str(workdir / "langgraph.json")],
+        cwd=workdir, env=env, stdout=log, stderr=subprocess.STDOUT,
     )
     url = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 120
@@ -53,20 +58,29 @@ def studio(tmp_path_factory):
     else:
         proc.kill()
         pytest.fail(f"langgraph dev did not answer on {url} within 120 s")
-    yield url
-    proc.terminate()
-    try:
-        proc.wait(timeout=20)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-    log.close()
+    yield url, workdir
+    stop_process(proc, log)
     run_cli(home, "graph", "stop")
 
 
-def test_studio_runs_a_thread_as_a_session(studio):
+def test_studio_reads_the_input_and_output_schemas(studio):
+    url, _ = studio
     from langgraph_sdk import get_sync_client
 
-    client = get_sync_client(url=studio)
+    client = get_sync_client(url=url)
+    (assistant,) = [a for a in client.assistants.search() if a["graph_id"] == "executor"]
+    with urllib.request.urlopen(f"{url}/assistants/{assistant['assistant_id']}/schemas", timeout=30) as r:
+        schemas = json.load(r)
+    assert schemas["input_schema"] is not None and "messages" in schemas["input_schema"]["properties"]
+    assert set(schemas["output_schema"]["properties"]) == {"answer", "citations", "trace"}
+    assert {"kb", "lookup_budget", "guards"} <= set(schemas["context_schema"]["properties"])
+
+
+def test_studio_runs_a_thread_as_a_session(studio):
+    url, workdir = studio
+    from langgraph_sdk import get_sync_client
+
+    client = get_sync_client(url=url)
     assert "executor" in {a["graph_id"] for a in client.assistants.search()}
     thread = client.threads.create()
     ask = {"messages": [{"role": "human", "content": "ERR_TIMEOUT 是什么？"}]}
@@ -75,4 +89,9 @@ def test_studio_runs_a_thread_as_a_session(studio):
     assert "troubleshooting/err-timeout.md" in first["answer"]
     again = client.runs.wait(thread["thread_id"], "executor", input=ask, context={"kb": "sample"})
     assert again["trace"][0]["dedup_reason"] == "doc_retrieved"  # the thread is the session
-    assert again["executed_lookups"] == 0 and again["citations"][0]["doc_key"] == "troubleshooting/err-timeout.md"
+    assert not any(t["sent"] for t in again["trace"])  # nothing sent twice
+    assert again["citations"][0]["doc_key"] == "troubleshooting/err-timeout.md"
+    state = client.threads.get_state(thread["thread_id"])["values"]
+    assert state["executed_lookups"] == 0
+    assert [m["type"] for m in state["messages"]].count("human") == 2  # two turns, one thread
+    assert (workdir / ".langgraph_api").is_dir() and not (REPO / ".langgraph_api").exists()

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import sys
+from contextlib import ExitStack
 from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
 
 from agent.commands.common import JsonOpt, SessionOpt, console, csv_list, print_json, runtime, write_text
+from agent.commands.llm import use_local_model
 from agent.errors import ExecutorError, InputError
 
 
@@ -22,9 +24,13 @@ def eval_(
     repeat_labels: Annotated[Optional[Path], typer.Option(
         "--repeat-labels", help="repeat-pair labels: a blocked lookup they call distinct is a false block "
         "(default: evals/labels/repeats.yaml)")] = None,
+    max_rounds: Annotated[Optional[int], typer.Option(min=1, max=200, help="LLM rounds a turn may take, guards on "
+                                                      "or off (default: the context's 25)")] = None,
+    judge: Annotated[str, typer.Option(help="expectations: each scenario's expect block; bound: only that no "
+                                       "guarded turn runs more lookups than the budget (for weak real models)")] = "expectations",
     as_json: JsonOpt = False,
 ):
-    """Replay the ISS-002 scenarios; exit code 1 when any scenario's expectation fails.
+    """Replay the ISS-002 scenarios; exit code 1 when any judged scenario fails.
 
     Its tool calls are logged with source 'eval', which `executor stats` leaves out unless asked."""
     from agent.settings import REPO_ROOT
@@ -32,28 +38,30 @@ def eval_(
     from evals.runner import aggregate, run_suite
     from evals.scenarios_model import load_scenarios
 
-    if policy not in ("scripted", "llm") or guards not in ("on", "off"):
-        raise InputError("--policy is scripted or llm, --guards is on or off")
+    if policy not in ("scripted", "llm") or guards not in ("on", "off") or judge not in ("expectations", "bound"):
+        raise InputError("--policy is scripted or llm, --guards is on or off, --judge is expectations or bound")
     from retrieval.repeat_calibration import load_repeat_labels
 
     scenarios = load_scenarios(paths or [REPO_ROOT / "evals" / "scenarios"])
     labels = load_repeat_labels(repeat_labels or REPO_ROOT / "evals" / "labels" / "repeats.yaml")
     rt = runtime("eval")
-    try:
+    with ExitStack() as stack:
+        stack.callback(rt.close)
         for kb in sorted({s.kb for s in scenarios}):
             rt.catalog.require(kb)
         model = None
         if policy == "llm":
+            use_local_model(rt, stack)
             if not rt.settings.llm_configured:
-                raise ExecutorError("--policy llm needs OPENAI_API_KEY or OPENAI_BASE_URL")
+                raise ExecutorError("--policy llm needs EXECUTOR_LOCAL_MODEL, OPENAI_API_KEY or OPENAI_BASE_URL")
             from agent.llm import make_chat_model
 
             model, _ = make_chat_model(rt.settings)
         show = sys.stderr.isatty() and not as_json
-        judged = run_suite(rt, scenarios, guards == "on", policy, model, progress=show, repeat_labels=labels)
-        baseline = run_suite(rt, scenarios, guards != "on", policy, model, progress=show, repeat_labels=labels)
-    finally:
-        rt.close()
+        judged = run_suite(rt, scenarios, guards == "on", policy, model, progress=show, repeat_labels=labels,
+                           max_rounds=max_rounds)
+        baseline = run_suite(rt, scenarios, guards != "on", policy, model, progress=show, repeat_labels=labels,
+                             max_rounds=max_rounds)
     on, off = (judged, baseline) if guards == "on" else (baseline, judged)
     full = report.to_json(judged, baseline, policy)
     if report_json:
@@ -63,24 +71,29 @@ def eval_(
     if plot:
         report.plot(on, off, plot)
     agg = aggregate(judged)
+    failed = [r for r in judged if (not r.within_budget if judge == "bound" else not r.passed)]
     if as_json:
         print_json(full)
-        if agg["scenarios_failed"]:
+        if failed:
             raise typer.Exit(1)
         return
-    for r in judged:
-        if not r.passed:
-            console.print(f"FAIL {r.id}: {'; '.join(r.failures)}", style="red", highlight=False, markup=False)
+    for r in failed:
+        why = (f"{max(r.retrievals_by_turn)} retrieval calls ran in one turn, the budget is {r.lookup_budget}"
+               if judge == "bound" else "; ".join(r.failures))
+        console.print(f"FAIL {r.id}: {why}", style="red", highlight=False, markup=False)
     console.print(
         f"{agg['scenarios_passed']}/{agg['scenarios']} scenarios pass (guards {guards}, {policy}); "
         f"mean lookups executed {agg['mean_executed_lookups']} (storms {agg['mean_executed_lookups_storms']}), "
         f"false blocks {agg['false_blocks']}, "
         f"duplicate documents sent {agg['duplicate_docs_sent']}, citation recall {agg['citation_recall']}; "
         f"baseline (guards {'off' if guards == 'on' else 'on'}): mean lookups executed "
-        f"{aggregate(baseline)['mean_executed_lookups']} (storms {aggregate(baseline)['mean_executed_lookups_storms']})",
+        f"{aggregate(baseline)['mean_executed_lookups']} (storms {aggregate(baseline)['mean_executed_lookups_storms']}); "
+        f"most retrieval calls in one turn {agg['max_executed_retrievals']} "
+        f"(off: {aggregate(baseline)['max_executed_retrievals']}), mean LLM rounds {agg['mean_rounds']} "
+        f"(off: {aggregate(baseline)['mean_rounds']})",
         highlight=False, markup=False,
     )
-    if agg["scenarios_failed"]:
+    if failed:
         raise typer.Exit(1)
 
 

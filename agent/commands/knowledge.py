@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import sys
 import uuid
+from contextlib import ExitStack
 from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
 
 from agent.commands.common import JsonOpt, KbOpt, SessionArg, console, echo, print_json, runtime, sub_app
+from agent.commands.llm import use_local_model
 
 session_app = sub_app(help="Inspect or clear a session's action memory.")
 
@@ -32,13 +34,14 @@ def ingest(
         _print_plan(source, kb, as_json)
         return
     rt = runtime()
-    try:
+    with ExitStack() as stack:
+        stack.callback(rt.close)
+        if llm_extract:
+            use_local_model(rt, stack)
         extractor = _llm_extractor(rt, kb, config) if llm_extract else None
         report = run_ingest(rt, source, kb, rebuild=rebuild, progress=not as_json and sys.stderr.isatty(),
                             description="bundled sample knowledge base" if path is None else "", extract_config=config,
                             llm_extractor=extractor)
-    finally:
-        rt.close()
     if as_json:
         print_json(report.to_dict())
         return

@@ -36,16 +36,30 @@ def _pair(labels: list[Path], kbs: list[str] | None) -> list[tuple[Path, str]]:
     return list(zip(labels, kbs))
 
 
-def _observe(rt, pairs):
-    from retrieval.calibration import load_labels, observe
+def _observe(pairs, source: str, feedback_kbs: list[str] = ()):
+    """Grade every labelled question once (label files, then users' feedback on the given KBs); the runtime
+    is closed before the figures are computed. Returns (observed, sources, thresholds, embedder name)."""
+    from retrieval.calibration import Label, load_labels, observe
+    from stores.feedback import FeedbackStore, labels_from_feedback
 
-    t = rt.settings.thresholds(rt.embedder.name)
-    loaded = [(path, kb, load_labels(path)) for path, kb in pairs]  # every file checked before any search
-    observed, sources = [], {}
-    for path, kb, labels in loaded:
-        observed += observe(rt.grader, rt.catalog, rt.embedder, kb, labels, t)
-        sources[str(path)] = len(labels)
-    return observed, sources, t
+    loaded = [(str(path), kb, load_labels(path)) for path, kb in pairs]  # every file checked before any search
+    rt = runtime(source)
+    try:
+        t = rt.settings.thresholds(rt.embedder.name)
+        for kb in feedback_kbs:
+            # only answers someone called good name relevant documents; a bad answer says what is not
+            # relevant but not whether the KB could answer, so it is no off-topic label either
+            found = [Label(query=f["query"], relevant=f["relevant"])
+                     for f in labels_from_feedback(FeedbackStore(rt.db).rows(kb=kb)) if f["relevant"]]
+            if found:
+                loaded.append((f"feedback on {kb}", kb, found))
+        observed, sources = [], {}
+        for source, kb, labels in loaded:
+            observed += observe(rt.grader, rt.catalog, rt.embedder, kb, labels, t)
+            sources[source] = len(labels)
+        return observed, sources, t, rt.embedder.name
+    finally:
+        rt.close()
 
 
 def _cell(fig, key: str) -> str:
@@ -98,40 +112,30 @@ def eval_retrieval(
     from retrieval.calibration import regrade
     from retrieval.quality import measure
 
-    pairs = _pair(labels, kb)
-    rt = runtime("eval")
-    try:
-        observed, sources, t = _observe(rt, pairs)
-    finally:
-        rt.close()
+    observed, sources, t, embedder = _observe(_pair(labels, kb), "eval")
     quality = measure(regrade(observed, t))
     if markdown is not None:
         _write_markdown(markdown, {"": quality})
     if as_json:
-        print_json({"embedder": rt.embedder.name, "labels": sources, **quality.model_dump(),
+        print_json({"embedder": embedder, "labels": sources, **quality.model_dump(),
                     "questions": [q.model_dump() for q in quality.questions]})
         return
-    names = ", ".join(f"{p.name} on {k}" for p, k in pairs)
-    console.print(quality_table(f"{rt.embedder.name}: {names}", {"": quality}))
+    console.print(quality_table(f"{embedder}: " + ", ".join(sources), {"": quality}))
 
 
 def calibrate(
     labels: LabelsOpt,
     kb: KbsOpt = None,
     write: Annotated[bool, typer.Option("--write", help="store the fitted model and thresholds in config.yaml for this embedder")] = False,
+    feedback: Annotated[Optional[list[str]], typer.Option("--feedback", help="also learn from users' good/bad answers on this KB (executor feedback); repeat for several")] = None,
     as_json: JsonOpt = False,
 ):
     """Fit the grading model and thresholds for the active embedder from labelled questions (k-fold figures)."""
     from agent.settings import Thresholds, config_path
     from retrieval.calibration import calibrate as run_calibration, write_thresholds
 
-    pairs = _pair(labels, kb)
-    rt = runtime("calibrate")
-    try:
-        observed, sources, current = _observe(rt, pairs)
-    finally:
-        rt.close()
-    result = run_calibration(observed, sources, current, rt.embedder.name)
+    observed, sources, current, embedder = _observe(_pair(labels, kb), "calibrate", feedback or [])
+    result = run_calibration(observed, sources, current, embedder)
     if write:
         write_thresholds(config_path(), result.embedder, Thresholds(
             max_l2_distance=current.max_l2_distance, highly_relevant_threshold=result.highly_relevant_threshold,

@@ -9,7 +9,9 @@ from typing import Annotated
 import typer
 
 from agent.commands.common import JsonOpt, KbOpt, SessionOpt, console, echo, print_json, runtime
+from agent.commands.llm import use_local_model
 from agent.errors import terminal_safe
+from agent.tools import KG_QUERY, LOOKUP, NAVIGATE
 
 # what the executor's decisions mean, for a person; the code name follows in brackets
 LEVEL_WORDS = {
@@ -34,9 +36,9 @@ GRAPH_WORDS = {
     "no_graph": "this knowledge base has no graph",
 }
 TOOL_WORDS = {  # (what was done, what it is called when it was not)
-    "lookup_knowledge": ("looked up", "lookup"),
-    "query_knowledge_graph": ("searched the knowledge bases for", "knowledge-base search"),
-    "navigate_graph": ("followed the knowledge graph from", "graph walk"),
+    LOOKUP: ("looked up", "lookup"),
+    KG_QUERY: ("searched the knowledge bases for", "knowledge-base search"),
+    NAVIGATE: ("followed the knowledge graph from", "graph walk"),
 }
 
 
@@ -73,9 +75,9 @@ class LiveTrace:
             return
         for i, entry in enumerate(update.get("trace", [])):
             # other tools have no level: they are settled once they ran (or were refused)
-            ran = node != "guard" and entry["tool"] != "lookup_knowledge"
+            ran = node != "guard" and entry["tool"] != LOOKUP
             settled = entry.get("blocked") or entry.get("relevance_level") or entry.get("error") or ran
-            if node == "lookup" and entry["tool"] == "lookup_knowledge" and update.get("pending_expansions"):
+            if node == "lookup" and entry["tool"] == LOOKUP and update.get("pending_expansions"):
                 settled = settled and not any(p["trace_index"] == i for p in update["pending_expansions"])
             if settled and i not in self.shown:
                 self.shown.add(i)
@@ -113,6 +115,7 @@ class Turns:
         self.rt = runtime(source)
         self.stack.callback(self.rt.close)
         try:
+            use_local_model(self.rt, self.stack)
             self.model, self.mode = make_chat_model(self.rt.settings)
             self.saver = self.stack.enter_context(open_checkpointer(self.rt.settings))
             self.app = build_graph(self.rt, self.model, self.mode, checkpointer=self.saver)

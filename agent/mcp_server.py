@@ -1,0 +1,185 @@
+"""The executor's tools as an MCP server (official `mcp` SDK): stdio, or streamable HTTP as a resident process.
+
+Tools come from the registry (`agent/tools.py`) with their schemas, and run
+through `agent.tools.invoke` like the graph's: the same argument checks, the
+same grading, action memory and `tool_invocation` rows; a store failure
+behind a retrieval tool is a tool error saying the knowledge base is
+unavailable. What the server cannot do is the graph's per-turn rules (lookup
+budget, PRECISE stop): it does not see a host's turns. The session rules (a
+document is never sent twice, a lookup that repeats an earlier one in
+meaning is DEDUPED) hold per MCP session: the transport's session id over
+HTTP, one session per connection over stdio, or the `session` argument when
+a host wants several connections to share one.
+The four retrieval rules reach the host's LLM as the server's instructions,
+a prompt and a resource.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import uuid
+import weakref
+
+import anyio
+import mcp.types as types
+from mcp.server.lowlevel import Server
+
+from agent.tool_call import ToolCall
+from agent.tools import TOOLS, invoke
+from prompts.executor import RULES
+from retrieval.graph_build import has_graph
+from retrieval.knowledge_bases import knowledge_bases
+from retrieval.lookup import SESSION_ID, check_session_id
+
+SESSION_ARG = {
+    "type": "string",
+    "pattern": SESSION_ID.pattern,
+    "description": "share action memory with other connections under this session id (default: this MCP session)",
+}
+RULES_URI = "executor://retrieval-rules"
+KBS_URI = "executor://knowledge-bases"
+
+
+class ToolFailed(Exception):
+    """A tool call the host gets back as an error result (one line); the server goes on."""
+
+
+def input_schema(name: str) -> dict:
+    schema = TOOLS[name].args.model_json_schema()
+    schema.setdefault("properties", {})["session"] = SESSION_ARG
+    schema.pop("title", None)
+    return schema
+
+
+class ExecutorMCP:
+    def __init__(self, rt, kb: str = "sample"):
+        self.rt, self.kb = rt, kb
+        # the stores and the embedder are shared by every session; one call at a time uses them
+        self._lock = threading.Lock()
+        self._connections: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+        self.server = Server("executor", instructions=RULES["en"])
+        self._register()
+
+    # -- sessions -------------------------------------------------------------
+    def session_id(self, explicit: str | None) -> str:
+        if explicit is not None:
+            try:
+                return check_session_id(explicit)
+            except Exception as exc:
+                raise ToolFailed(f"session: {exc}") from None
+        ctx = self.server.request_context
+        request = ctx.request
+        transport_id = request.headers.get("mcp-session-id") if request is not None else None
+        if transport_id:
+            return f"mcp-{transport_id}"[:128]
+        # stdio and in-memory connections have no transport id: one session per connection
+        if ctx.session not in self._connections:
+            self._connections[ctx.session] = f"mcp-{uuid.uuid4().hex}"
+        return self._connections[ctx.session]
+
+    # -- tools --------------------------------------------------------------
+    def call(self, name: str, session: str, args: dict) -> str:
+        """Run one tool as the graph does; a lookup the graph would widen is widened here, in the same answer."""
+        with self._lock:
+            try:
+                out = invoke(name, ToolCall(self.rt, session, self.kb), args)
+            except ValueError as exc:  # arguments the schema allows but the tool does not (blank query, ...)
+                raise ToolFailed(f"invalid arguments: {exc}") from None
+            if out.failure is not None:  # a store failed: "unavailable", never read as "nothing found"
+                raise ToolFailed(out.text)
+            if out.error is not None:
+                raise ToolFailed(out.error)
+            text = out.text
+            row = self.rt.catalog.get(self.kb) if out.expandable is not None else None
+            if row is not None and has_graph(row.extract_config):
+                text += "\n\n" + self.rt.expander.expand(out.expandable).to_llm_text()
+            return text
+
+    def warm_up(self) -> None:
+        """Load the embedder, open the vector store and build the KB's keyword index and vocabulary before the first call."""
+        with self._lock:
+            self.rt.embedder.embed_query("warm up")
+            row = self.rt.catalog.get(self.kb)
+            if row is not None:
+                self.rt.vectors.check_embedder(self.kb, self.rt.embedder)
+                self.rt.lookup.grader.keyword_index(self.kb, row.revision)
+                self.rt.lookup.grader.vocabulary(self.kb, row.revision)
+
+    def _register(self) -> None:
+        server = self.server
+
+        @server.list_tools()
+        async def list_tools() -> list[types.Tool]:
+            return [types.Tool(name=name, description=t.description, inputSchema=input_schema(name))
+                    for name, t in TOOLS.items()]
+
+        @server.call_tool()
+        async def call_tool(name: str, arguments: dict | None):
+            if name not in TOOLS:
+                raise ToolFailed(f"there is no tool named {name!r}")
+            args = dict(arguments or {})
+            session = self.session_id(args.pop("session", None))
+            text = await anyio.to_thread.run_sync(self.call, name, session, args)
+            return [types.TextContent(type="text", text=text)]
+
+        @server.list_prompts()
+        async def list_prompts() -> list[types.Prompt]:
+            return [types.Prompt(
+                name="retrieval_rules", description="The four rules for calling lookup_knowledge without repeating yourself",
+                arguments=[types.PromptArgument(name="lang", description="en or zh", required=False)],
+            )]
+
+        @server.get_prompt()
+        async def get_prompt(name: str, arguments: dict[str, str] | None) -> types.GetPromptResult:
+            if name != "retrieval_rules":
+                raise ValueError(f"there is no prompt named {name!r}")
+            lang = "zh" if (arguments or {}).get("lang") == "zh" else "en"
+            return types.GetPromptResult(
+                description="retrieval rules",
+                messages=[types.PromptMessage(role="user", content=types.TextContent(type="text", text=RULES[lang]))],
+            )
+
+        @server.list_resources()
+        async def list_resources() -> list[types.Resource]:
+            return [
+                types.Resource(uri=RULES_URI, name="retrieval rules", mimeType="text/plain",
+                               description="the four retrieval rules, in English and Chinese"),
+                types.Resource(uri=KBS_URI, name="knowledge bases", mimeType="application/json",
+                               description="the knowledge bases: name, description, documents, graph or not"),
+            ]
+
+        @server.read_resource()
+        async def read_resource(uri) -> str:
+            if str(uri) == RULES_URI:
+                return f"{RULES['en']}\n\n{RULES['zh']}"
+            if str(uri) == KBS_URI:
+                kbs = await anyio.to_thread.run_sync(lambda: knowledge_bases(self.rt.catalog))
+                return json.dumps([k.model_dump() for k in kbs], ensure_ascii=False)
+            raise ValueError(f"there is no resource {uri}")
+
+    # -- transports ---------------------------------------------------------
+    async def run_stdio(self) -> None:
+        from mcp.server.stdio import stdio_server
+
+        async with stdio_server() as (read, write):
+            await self.server.run(read, write, self.server.create_initialization_options())
+
+    def http_app(self, host: str = "127.0.0.1"):
+        """A Starlette app serving streamable HTTP at /mcp, with one action-memory session per MCP session."""
+        from mcp.server.fastmcp.server import StreamableHTTPASGIApp
+        from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+        from mcp.server.transport_security import TransportSecuritySettings
+        from starlette.applications import Starlette
+        from starlette.routing import Route
+
+        security = None
+        if host in ("127.0.0.1", "localhost", "::1"):  # a loopback server refuses other Host headers (DNS rebinding)
+            security = TransportSecuritySettings(
+                enable_dns_rebinding_protection=True,
+                allowed_hosts=["127.0.0.1:*", "localhost:*", "[::1]:*"],
+                allowed_origins=["http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*"],
+            )
+        manager = StreamableHTTPSessionManager(app=self.server, security_settings=security)
+        return Starlette(routes=[Route("/mcp", endpoint=StreamableHTTPASGIApp(manager))],
+                         lifespan=lambda app: manager.run())

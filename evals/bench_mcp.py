@@ -1,0 +1,142 @@
+"""lookup_knowledge through the resident MCP server (streamable HTTP) against the same call in process, and a CLI call.
+
+    python -m evals.bench_mcp [--calls 60] [--cli-calls 3]
+
+Ingests the bundled sample into a throw-away EXECUTOR_HOME, then times the
+same lookups three ways, one after another (a Milvus Lite file is open in one
+process at a time): in process (`ExecutorMCP.call`, the server's own code
+path, embedder and stores warm), through `executor mcp --http` with the SDK's
+client (warm: the server loaded everything before its first call), and as a
+fresh `executor lookup` process (start-up included). Every lookup uses a
+session of its own, so each one searches and grades (none is cut short as a
+repeat). Printed, never asserted.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import anyio
+import numpy as np
+import typer
+from rich.console import Console
+from tqdm import tqdm
+
+from agent.mcp_server import ExecutorMCP
+from agent.runtime import Runtime
+from agent.settings import Settings
+from evals.bench_kg import QUERIES
+
+WARM_UP = 5
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _in_process(home: Path, calls: int) -> list[float]:
+    rt = Runtime(Settings(home=home))
+    try:
+        server = ExecutorMCP(rt)
+        server.warm_up()
+        for i in range(WARM_UP):
+            server.call("lookup_knowledge", f"bench-warm-{i}", {"query": QUERIES[i % len(QUERIES)]})
+        timings = []
+        for i in tqdm(range(calls), desc="in process", leave=False):
+            t = time.perf_counter()
+            server.call("lookup_knowledge", f"bench-inproc-{i}", {"query": QUERIES[i % len(QUERIES)]})
+            timings.append((time.perf_counter() - t) * 1000)
+        return timings
+    finally:
+        rt.close()
+
+
+async def _through_mcp(url: str, calls: int) -> list[float]:
+    from mcp import ClientSession
+    from mcp.client.streamable_http import streamable_http_client
+
+    timings = []
+    async with streamable_http_client(url) as (read, write, _), ClientSession(read, write) as client:
+        await client.initialize()
+        for i in range(WARM_UP):
+            await client.call_tool("lookup_knowledge", {"query": QUERIES[i % len(QUERIES)], "session": f"bench-mwarm-{i}"})
+        for i in tqdm(range(calls), desc="through MCP", leave=False):
+            t = time.perf_counter()
+            result = await client.call_tool("lookup_knowledge", {"query": QUERIES[i % len(QUERIES)], "session": f"bench-mcp-{i}"})
+            timings.append((time.perf_counter() - t) * 1000)
+            if result.isError:
+                raise RuntimeError(result.content[0].text)
+    return timings
+
+
+def _mcp_server(home: Path, calls: int) -> tuple[list[float], float]:
+    """Timings through the HTTP server, and its start-up time until it listens (embedder and stores loaded)."""
+    port = _free_port()
+    env = {**os.environ, "EXECUTOR_HOME": str(home)}
+    started = time.perf_counter()
+    log = home / "mcp-server.log"
+    with open(log, "w") as out:
+        proc = subprocess.Popen([sys.executable, "-m", "agent.cli", "mcp", "--http", "--port", str(port)], env=env,
+                                cwd=home, stdout=subprocess.DEVNULL, stderr=out)
+    try:
+        while True:
+            if proc.poll() is not None:
+                raise RuntimeError(f"executor mcp --http exited with {proc.returncode}: {log.read_text().strip()[-300:]}")
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                time.sleep(0.1)
+        startup = time.perf_counter() - started
+        return anyio.run(_through_mcp, f"http://127.0.0.1:{port}/mcp", calls), startup
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+
+
+def _cli(home: Path, *args: str) -> None:
+    subprocess.run([sys.executable, "-m", "agent.cli", *args], env={**os.environ, "EXECUTOR_HOME": str(home)},
+                   cwd=home, check=True, capture_output=True)
+
+
+def _cli_calls(home: Path, calls: int) -> list[float]:
+    timings = []
+    for i in tqdm(range(calls), desc="CLI", leave=False):
+        t = time.perf_counter()
+        _cli(home, "lookup", QUERIES[i % len(QUERIES)], "--session", f"bench-cli-{i}", "--json")
+        timings.append((time.perf_counter() - t) * 1000)
+    return timings
+
+
+def main(calls: int = typer.Option(60, min=10), cli_calls: int = typer.Option(3, min=1)):
+    console = Console()
+    home = Path(tempfile.mkdtemp(prefix="bench-mcp-"))
+    try:
+        # a Milvus Lite file serves one process until that process exits: this process opens it last
+        _cli(home, "ingest", "--json")
+        mcp, startup = _mcp_server(home, calls)
+        cli = _cli_calls(home, cli_calls)
+        inproc = _in_process(home, calls)
+    finally:
+        _cli(home, "graph", "stop")
+    p = {name: (np.percentile(v, 50), np.percentile(v, 95)) for name, v in
+         (("in process", inproc), ("through MCP (HTTP)", mcp), ("CLI call", cli))}
+    console.print(f"lookup_knowledge on the sample KB, {calls} warm calls, {cli_calls} CLI calls (ms, p50 / p95):")
+    for name, (p50, p95) in p.items():
+        console.print(f"  {name:<20} {p50:8.1f} / {p95:8.1f}")
+    base, served, cold = p["in process"], p["through MCP (HTTP)"], p["CLI call"]
+    console.print(f"  MCP / in process: {served[0] / base[0]:.2f}x at p50, {served[1] / base[1]:.2f}x at p95; "
+                  f"a CLI call is {cold[0] / served[0]:.0f}x the MCP call at p50")
+    console.print(f"  the HTTP server listened {startup:.1f} s after it was started (embedder and stores loaded)")
+
+
+if __name__ == "__main__":
+    typer.run(main)
