@@ -260,13 +260,15 @@ def test_kb_lifecycle_and_kg(home, tmp_path):
     assert {"sample", "runbooks"} <= set(listed) and listed["runbooks"]["description"] == "ops runbooks"
 
     page = tmp_path / "kg.html"
-    r = run_cli(home, "kg", "Does WebApp depend on Redis?", "--kb", "runbooks,sample,ghost", "--json", "--html", str(page))
+    # a generous per-KB time limit: a busy CI machine must not turn a slow first search into an error here
+    r = run_cli(home, "kg", "Does WebApp depend on Redis?", "--kb", "runbooks,sample,ghost", "--json", "--html", str(page),
+                EXECUTOR_KG_TIMEOUT_S="180")
     data = json.loads(r.stdout)
     assert {"knowledge_base_ids", "results", "count", "kb_counts", "graph_configs", "graph_data", "has_graph_config",
             "graph_config_by_kb", "errors", "display_type"} <= set(data)
     assert data["display_type"] == "graph_query_results" and isinstance(data["has_graph_config"], bool)
     assert ("WebApp", "DEPENDS_ON", "Redis") in {(e["source"], e["type"], e["target"]) for e in data["graph_data"]["edges"]}
-    assert data["errors"][0]["knowledge_base_id"] == "ghost"
+    assert [e["knowledge_base_id"] for e in data["errors"]] == ["ghost"], data["errors"]
     assert "new vis.Network" in page.read_text() and "WebApp" in page.read_text()
 
     assert run_cli(home, "kb", "drop", "runbooks", "--yes").returncode == 0
