@@ -196,14 +196,12 @@ class LookupService:
         valid = graded.relevant(thresholds)
         details["relevant_docs"] = len(valid)
         chosen = valid[: 1 + rt.settings.max_supplement]
-        docs = {c.doc_key: c for c in chosen}
-        chosen = [c.doc_key for c in chosen]
-        landing = docs[chosen[0]].domain
-        out = [self._document_out(kb, docs[k], vector, sent) for k in chosen]
+        landing = chosen[0].domain
+        out = [self._document_out(kb, c, sent) for c in chosen]
         new = [d for d in out if not d.already_returned]
 
         details["landing_domain"] = landing
-        repeat = self._repeat(vector, chosen[0], earlier, batch, missing_dimension, details) if rules else None
+        repeat = self._repeat(vector, chosen[0].doc_key, earlier, batch, missing_dimension, details) if rules else None
         if not new:
             details["blocked_level"] = level.value
             titles_only = [d.model_copy(update={"content": "", "already_returned": True}) for d in out]
@@ -265,7 +263,7 @@ class LookupService:
         )
         return result
 
-    def _document_out(self, kb: str, doc: Candidate, vector, sent) -> DocumentOut:
+    def _document_out(self, kb: str, doc: Candidate, sent) -> DocumentOut:
         already = (kb, doc.doc_key) in sent
         content = "" if already else self._content(doc)
         return DocumentOut(
