@@ -154,7 +154,8 @@ def invoke(name: str, call: ToolCall, args) -> ToolOutput:
     parsed = parse_arguments(name, args)
     started = time.perf_counter()
     try:
-        out = tool.handler(call, parsed)
+        with call.rt.catalog.reading():  # one read of each KB row per call, however many steps need it
+            out = tool.handler(call, parsed)
     except ExecutorError as exc:
         error = str(exc)
         if tool.retrieval and not isinstance(exc, InputError):

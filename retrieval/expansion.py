@@ -88,6 +88,12 @@ class GraphExpander:
         started = time.perf_counter()
         hops = hops or self.rt.settings.graph_hops
         zh = language_of(result.query) == "zh"
+        with self.rt.catalog.reading():  # the KB row once for the whole expansion (seeds, traversals, scores)
+            expansion = self._expand_or_explain(result, hops, zh)
+        self._log(result, hops, expansion, started)
+        return expansion
+
+    def _expand_or_explain(self, result: LookupResult, hops: int, zh: bool) -> GraphExpansion:
         if not has_graph(self.rt.catalog.require(result.kb).extract_config):
             expansion = GraphExpansion(
                 status="no_graph",
@@ -99,7 +105,6 @@ class GraphExpander:
             except BackendError as exc:
                 message = str(exc) if str(exc).startswith("graph unavailable") else f"graph unavailable: {exc}"
                 expansion = GraphExpansion(status="unavailable", message=message, details={"error": message})
-        self._log(result, hops, expansion, started)
         return expansion
 
     def _expand(self, result: LookupResult, hops: int, zh: bool) -> GraphExpansion:

@@ -128,7 +128,7 @@ class KnowledgeGraphQuery:
         per_kb: dict[str, tuple[list, dict]] = {}
         cache = new_tally()
         pool = ThreadPoolExecutor(max_workers=max(1, len(known) if concurrent else 1))
-        futures = {pool.submit(self._one, kb, row.extract_config, query, vector, cache): kb for kb, row in known.items()}
+        futures = {pool.submit(self._one, kb, row, query, vector, cache): kb for kb, row in known.items()}
         done, pending = wait(futures, timeout=timeout_s)
         # a knowledge base past its time is reported, not waited for: its thread finishes in the background
         pool.shutdown(wait=False, cancel_futures=True)
@@ -154,11 +154,17 @@ class KnowledgeGraphQuery:
         self._log(out, ids, session_id, started, cache)
         return out
 
-    def _one(self, kb: str, config: dict, query: str, vector, cache: dict) -> tuple[list, dict]:
+    def _one(self, kb: str, row, query: str, vector, cache: dict) -> tuple[list, dict]:
+        """One knowledge base, on a worker thread; `row` is its catalog row, read once by the caller."""
+        with self.rt.catalog.reading():  # this thread's reads of the KB row (seeds, traversals) once
+            return self._one_kb(kb, row, query, vector, cache)
+
+    def _one_kb(self, kb: str, row, query: str, vector, cache: dict) -> tuple[list, dict]:
         rt = self.rt
-        rt.vectors.check_embedder(kb, rt.embedder)
+        config = row.extract_config
+        rt.lookup.check_embedder(kb)
         t = rt.settings.thresholds(rt.embedder.name)
-        graded = rt.grader.grade(kb, rt.catalog.require(kb).revision, query, vector, t)
+        graded = rt.grader.grade(kb, row.revision, query, vector, t)
         # every chunk found for a relevant document, with its document's calibrated score
         hits = [(h, c.score) for c in graded.relevant(t) for h in sorted(c.chunks.values(), key=lambda h: h.distance)]
         graph = {"nodes": [], "edges": []}

@@ -124,7 +124,8 @@ class LookupService:
     def grader(self) -> Grader:
         return self.rt.grader
 
-    def _check_embedder(self, kb: str) -> None:
+    def check_embedder(self, kb: str) -> None:
+        """The KB was embedded with the active embedder (asked of the vector store once per KB and process)."""
         key = (kb, self.rt.embedder.name)
         if key not in self._checked:
             self.rt.vectors.check_embedder(kb, self.rt.embedder)
@@ -162,7 +163,7 @@ class LookupService:
     def _lookup(self, query, session_id, kb, missing_dimension, rules, batch, dry_run) -> LookupResult:
         rt = self.rt
         kb_row = rt.catalog.require(kb)
-        self._check_embedder(kb)
+        self.check_embedder(kb)
         thresholds = rt.settings.thresholds(rt.embedder.name)
         lang = language_of(query)
 

