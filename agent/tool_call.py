@@ -1,9 +1,12 @@
-"""What a tool's handler gets (where the call runs) and gives back (the text the LLM sees, and what the graph needs)."""
+"""What a tool's handler gets (where the call runs) and gives back (the text the LLM sees, and what the graph needs),
+and the one writer of `tool_invocation` rows (`log_call`), which `agent.tools.invoke` and the guard use."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Any
+
+from stores.invocation_log import Invocation
 
 
 @dataclass
@@ -35,4 +38,21 @@ class ToolOutput:
     error: str | None = None
     # a store or the configuration failed (not the caller's arguments): the turn ends in this error
     failure: str | None = None
-    details: dict = field(default_factory=dict)  # for the tool_invocation row of a tool that does not log itself
+    # the call's tool_invocation row: raw scores and what explains the result (never sent to the LLM) ...
+    details: dict = field(default_factory=dict)
+    # ... and the row's other fields the handler knows (the cleaned query, level, dedup reason, blocked, partial errors)
+    row: dict = field(default_factory=dict)
+    result: Any = None  # the service's own result (LookupResult, KGResult), for a caller that prints it whole
+
+
+def log_call(rt, session: str, name: str, kb: str | None, args, query_field: str | None = None, **fields) -> None:
+    """Write one `tool_invocation` row: every tool call, run or blocked, goes through here."""
+    query = fields.pop("query", None)
+    if query is None and isinstance(args, dict):
+        query = args.get(query_field) if query_field else args.get("query")
+    rt.log.write(
+        Invocation(
+            session_id=session, tool_name=str(name)[:64], query=str(query or "")[:2000], kb=kb,
+            arguments=args if isinstance(args, dict) else {"raw": str(args)[:500]}, **fields,
+        )
+    )

@@ -55,6 +55,10 @@ def lookup(call: ToolCall, args) -> ToolOutput:
         level=None if deduped else (level or "NONE"),
         precise=level == Level.PRECISE,
         expandable=result if not deduped and should_expand(result, rt.settings.graph_min_results) else None,
+        details=result.details,
+        # the trace's rule: a DEDUPED lookup is blocked, whichever the reason (doc_retrieved included)
+        row={"query": result.query, "relevance_level": level, "dedup_reason": result.dedup_reason, "blocked": deduped},
+        result=result,
     )
 
 
@@ -72,8 +76,12 @@ def kg_query(call: ToolCall, args) -> ToolOutput:
                           "content": h.content, "source": "query_knowledge_graph"})
     level = (Level.HIGHLY_RELEVANT.value if Level.HIGHLY_RELEVANT in levels else
              Level.REFERENCE.value if levels else "NONE")
+    # the knowledge bases that failed while others answered: in the row, not a failed call
+    errors = "; ".join(f"{e['knowledge_base_id']}: {e['error']}" for e in result.errors) or None
     return ToolOutput(text=result.to_llm_text(), evidence=found, attempted=True, executed=True,
-                      trace={"relevance_level": level, "sent": [e["doc_key"] for e in found]})
+                      trace={"relevance_level": level, "sent": [e["doc_key"] for e in found]},
+                      details=result.details, row={"query": result.query, "kb": ",".join(result.knowledge_base_ids)[:64],
+                                                   "error": errors}, result=result)
 
 
 def navigate(call: ToolCall, args) -> ToolOutput:

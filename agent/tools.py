@@ -6,7 +6,8 @@ whether the tool counts against the lookup budget and the PRECISE stop, and
 one prompt line per language. The graph's guard and lookup node, the system
 prompt, the MCP server and the eval's tool names all read this table; adding
 a tool is one `register(Tool(...))` plus its handler (`agent/tool_handlers.py`).
-`invoke` is the one way a tool runs, and writes its `tool_invocation` row.
+`invoke` is the one way a tool runs, and writes its `tool_invocation` row (the handlers' services write
+none: they hand the row's raw scores back in `ToolOutput.details`).
 """
 
 from __future__ import annotations
@@ -20,9 +21,10 @@ from pydantic import BaseModel, Field, ValidationError, field_validator
 from agent import tool_handlers as _h
 from agent.errors import ExecutorError, InputError
 from agent.tool_call import ToolCall, ToolOutput
+from agent.tool_call import log_call as _log_call
 from prompts.executor import unavailable_message
+from retrieval.lookup import check_session_id
 from stores.graph import MAX_HOPS, RELATION_TYPES, relation_pattern
-from stores.invocation_log import Invocation
 
 
 class lookup_knowledge(BaseModel):  # noqa: N801 - the class name is the tool name the LLM sees
@@ -79,7 +81,6 @@ class Tool:
     prompt: dict[str, str]  # one line per language for the system prompt's tool list
     retrieval: bool = False  # counts against the lookup budget; the PRECISE stop applies
     query_field: str | None = None  # the argument the trace and the log show as the call's query
-    logs_itself: bool = False  # its service writes its own tool_invocation row (with the raw scores)
 
     @property
     def name(self) -> str:
@@ -131,15 +132,33 @@ def parse_arguments(name: str, args) -> BaseModel:
 
 
 def log_call(rt, session: str, name: str, kb: str | None, args, **fields) -> None:
-    """One `tool_invocation` row for a call that no service logged (blocked, malformed, or a tool without scores)."""
+    """The `tool_invocation` row of a call the guard blocked or refused (it never reached `invoke`)."""
     tool = TOOLS.get(name)
-    query = (tool.query_of(args) if tool else None) or (args.get("query") if isinstance(args, dict) else None)
-    rt.log.write(
-        Invocation(
-            session_id=session, tool_name=str(name)[:64], query=str(query or "")[:2000], kb=kb,
-            arguments=args if isinstance(args, dict) else {"raw": str(args)[:500]}, **fields,
-        )
-    )
+    _log_call(rt, session, name, kb, args, query_field=tool.query_field if tool else None, **fields)
+
+
+def run(name: str, call: ToolCall, args: BaseModel) -> ToolOutput:
+    """Run one tool on arguments already parsed, and write its `tool_invocation` row whatever happens: the one
+    place rows of calls that ran are written. An ExecutorError is logged, then raised to the caller.
+
+    The CLI's `lookup` and `kg` call this directly (their arguments checked by the services' own messages);
+    everything else goes through `invoke`."""
+    tool = TOOLS[name]
+    check_session_id(call.session)  # before the row: a session id that is not one is not written anywhere
+    started = time.perf_counter()
+    out, error = None, None
+    try:
+        with call.rt.catalog.reading():  # one read of each KB row per call, however many steps need it
+            out = tool.handler(call, args)
+        return out
+    except ExecutorError as exc:
+        error = str(exc)
+        raise
+    finally:
+        row = {"error": error, "kb": call.kb, **(out.row if out else {})}
+        _log_call(call.rt, call.session, name, row.pop("kb"), args.model_dump(), query_field=tool.query_field, **row,
+                  latency_ms=round((time.perf_counter() - started) * 1000, 2),
+                  retrieval_details=(out.details if out else None) or None)
 
 
 def invoke(name: str, call: ToolCall, args) -> ToolOutput:
@@ -152,33 +171,26 @@ def invoke(name: str, call: ToolCall, args) -> ToolOutput:
     """
     tool = TOOLS[name]
     parsed = parse_arguments(name, args)
-    started = time.perf_counter()
     try:
-        with call.rt.catalog.reading():  # one read of each KB row per call, however many steps need it
-            out = tool.handler(call, parsed)
+        return run(name, call, parsed)
     except ExecutorError as exc:
         error = str(exc)
         if tool.retrieval and not isinstance(exc, InputError):
-            out = ToolOutput(text=unavailable_message(call.lang, error), error=error, failure=error,
-                             trace={"error": error})
-        else:
-            out = ToolOutput(text=f"error: {exc}", error=error, trace={"error": error})
-    if not tool.logs_itself:
-        log_call(call.rt, call.session, name, call.kb, parsed.model_dump(), error=out.error,
-                 latency_ms=round((time.perf_counter() - started) * 1000, 2), retrieval_details=out.details or None)
-    return out
+            return ToolOutput(text=unavailable_message(call.lang, error), error=error, failure=error,
+                              trace={"error": error})
+        return ToolOutput(text=f"error: {exc}", error=error, trace={"error": error})
 
 
 # The four tools of the executor.
 register(Tool(
-    lookup_knowledge, _h.lookup, retrieval=True, query_field="query", logs_itself=True,
+    lookup_knowledge, _h.lookup, retrieval=True, query_field="query",
     prompt={
         "zh": "lookup_knowledge(query, missing_dimension?)：检索知识库。结果带 relevance_level、completeness_hint 和 retrieved_domains_this_session。",
         "en": "lookup_knowledge(query, missing_dimension?): search the knowledge base. Each result carries relevance_level, completeness_hint and retrieved_domains_this_session.",
     },
 ))
 register(Tool(
-    query_knowledge_graph, _h.kg_query, retrieval=True, query_field="query", logs_itself=True,
+    query_knowledge_graph, _h.kg_query, retrieval=True, query_field="query",
     prompt={
         "zh": "query_knowledge_graph(knowledge_base_ids, query)：同时检索多个知识库（最多 10 个），返回结果以及图谱中的节点和关系。",
         "en": "query_knowledge_graph(knowledge_base_ids, query): search several knowledge bases at once (up to 10); returns results plus graph nodes and edges.",

@@ -6,12 +6,12 @@ returning real nodes and edges. A KB without a graph config gets hybrid
 search and a warning; a failing or unknown KB becomes an error entry. One
 KB's failure never fails the call. Results are merged across KBs by chunk id
 (best score kept, every KB recorded) and graded like lookup: the LLM sees
-levels, never scores.
+levels, never scores (they go to `KGResult.details`, which the tool wrapper,
+`agent.tools.invoke`, writes to the `tool_invocation` row).
 """
 
 from __future__ import annotations
 
-import time
 from concurrent.futures import ThreadPoolExecutor, wait
 from typing import TYPE_CHECKING
 
@@ -24,7 +24,6 @@ from retrieval.graph_build import has_graph
 from retrieval.lookup import check_session_id, clean_query
 from retrieval.relevance import Level, language_of
 from retrieval.traversal_cache import new_tally
-from stores.invocation_log import Invocation
 from stores.memory import SentDocument
 from stores.vectors import validate_kb_name
 
@@ -65,6 +64,8 @@ class KGResult(BaseModel):
     display_type: str = "graph_query_results"
     # knowledge bases whose store failed or timed out (not a wrong id): for the caller, not the LLM
     failed_stores: list[str] = Field(default_factory=list, exclude=True)
+    # raw scores and counts for the tool_invocation row (written by the tool wrapper), never the LLM
+    details: dict = Field(default_factory=dict, exclude=True)
 
     def add_error(self, kb: str, exc: Exception | str) -> None:
         self.errors.append({"knowledge_base_id": kb, "error": exc if isinstance(exc, str) else first_line(exc)})
@@ -111,7 +112,6 @@ class KnowledgeGraphQuery:
 
     def query(self, knowledge_base_ids, query: str, session_id: str, timeout_s: float | None = None,
               concurrent: bool = True) -> KGResult:
-        started = time.perf_counter()
         timeout_s = timeout_s or self.rt.settings.kg_timeout_s
         query = clean_query(query, self.rt.settings.max_query_chars)
         check_session_id(session_id)
@@ -151,7 +151,14 @@ class KnowledgeGraphQuery:
                 out.warnings.append({"knowledge_base_id": kb, "message": "no graph config: hybrid search only"})
         self._merge(out, ids, per_kb, session_id)
         out.errors.sort(key=lambda e: ids.index(e["knowledge_base_id"]))
-        self._log(out, ids, session_id, started, cache)
+        out.details = {
+            "kb_counts": out.kb_counts,
+            "scores": {h.chunk_id: round(h.score, 4) for h in out.results},
+            "edges": len(out.graph_data["edges"]),
+            "warnings": out.warnings,
+            "errors": out.errors,
+            "traversal_cache": cache,
+        }
         return out
 
     def _one(self, kb: str, row, query: str, vector, cache: dict) -> tuple[list, dict]:
@@ -221,21 +228,3 @@ class KnowledgeGraphQuery:
         if fresh:
             rt.memory.record(session_id, None, None, fresh)
         out.results, out.count = results, len(results)
-
-    def _log(self, out: KGResult, ids: list[str], session_id: str, started: float, cache: dict) -> None:
-        self.rt.log.write(
-            Invocation(
-                session_id=session_id, tool_name="query_knowledge_graph", query=out.query, kb=",".join(ids)[:64],
-                arguments={"knowledge_base_ids": ids, "query": out.query},
-                error="; ".join(f"{e['knowledge_base_id']}: {e['error']}" for e in out.errors) or None,
-                latency_ms=round((time.perf_counter() - started) * 1000, 2),
-                retrieval_details={
-                    "kb_counts": out.kb_counts,
-                    "scores": {h.chunk_id: round(h.score, 4) for h in out.results},
-                    "edges": len(out.graph_data["edges"]),
-                    "warnings": out.warnings,
-                    "errors": out.errors,
-                    "traversal_cache": cache,
-                },
-            )
-        )

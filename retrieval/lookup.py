@@ -1,18 +1,18 @@
 """`lookup_knowledge`: L0 keywords + L1 vectors, graded, deduplicated against the session.
 
 Only levels and hints go to the LLM; raw distances and similarities go to the
-invocation log (`LookupResult.details`, excluded from every serialisation).
+invocation log (`LookupResult.details`, excluded from every serialisation,
+written by the one tool wrapper, `agent.tools.invoke`).
 """
 
 from __future__ import annotations
 
 import re
-import time
 from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, Field, computed_field
 
-from agent.errors import ExecutorError, InputError
+from agent.errors import InputError
 from prompts.framing import one_line, quoted
 from prompts.hints import ALREADY_RETURNED, hint
 from prompts.messages import lookup_message
@@ -20,7 +20,6 @@ from retrieval.grading import Grader
 from retrieval.ranking import Candidate
 from retrieval.relevance import Level, language_of
 from retrieval.repeats import MEANING_REASONS, DedupReason, Repeat, find_repeat, nearest, repeat_hint
-from stores.invocation_log import Invocation
 from stores.memory import EarlierLookup, SentDocument
 from stores.vectors import ChunkHit
 
@@ -144,21 +143,13 @@ class LookupService:
     ) -> LookupResult:
         """`rules=False` turns off the session rules (no document or repeat dedup): the eval baseline.
         `batch` names the LLM message that proposed the call: lookups of one message are never repeats
-        of each other. `dry_run` writes nothing (no session memory, no log): calibration."""
-        started = time.perf_counter()
+        of each other. `dry_run` writes no session memory: calibration. The `tool_invocation` row is written
+        by the tool's caller (`agent.tools.invoke`) from `details`."""
         query = clean_query(query, self.rt.settings.max_query_chars)
         check_session_id(session_id)
         if missing_dimension is not None:
             missing_dimension = clean_query(missing_dimension, 200) if missing_dimension.strip() else None
-        try:
-            result = self._lookup(query, session_id, kb, missing_dimension, rules, batch, dry_run)
-        except ExecutorError as exc:
-            if not dry_run:
-                self._log(session_id, kb, query, missing_dimension, started, error=str(exc))
-            raise
-        if not dry_run:
-            self._log(session_id, kb, query, missing_dimension, started, result=result)
-        return result
+        return self._lookup(query, session_id, kb, missing_dimension, rules, batch, dry_run)
 
     def _lookup(self, query, session_id, kb, missing_dimension, rules, batch, dry_run) -> LookupResult:
         rt = self.rt
@@ -273,21 +264,3 @@ class LookupService:
 
     def _content(self, doc: Candidate) -> str:
         return document_content(doc.chunks.values(), self.rt.settings.max_chars_per_doc)
-
-    def _log(self, session_id, kb, query, missing_dimension, started, result: LookupResult | None = None, error=None):
-        entry = Invocation(
-            session_id=session_id,
-            tool_name="lookup_knowledge",
-            query=query,
-            kb=kb,
-            arguments={"query": query, "missing_dimension": missing_dimension, "kb": kb},
-            latency_ms=round((time.perf_counter() - started) * 1000, 2),
-            error=error,
-        )
-        if result is not None:
-            entry.relevance_level = result.relevance_level
-            entry.dedup_reason = result.dedup_reason
-            # the trace's rule: a DEDUPED lookup is blocked, whichever the reason (doc_retrieved included)
-            entry.blocked = result.relevance_level == Level.DEDUPED
-            entry.retrieval_details = result.details
-        self.rt.log.write(entry)

@@ -93,9 +93,14 @@ def test_bad_calls_are_rejected_clearly(kbs, ids, query, message):
 
 
 def test_every_call_is_logged(kbs):
-    kbs.kg.query(["sample", "nope"], "Helm rollback", "kg-6")
-    row = kbs.log.rows(session_id="kg-6", tool_name="query_knowledge_graph")[0]
+    from agent.tool_call import ToolCall
+    from agent.tools import KG_QUERY, invoke
+
+    out = invoke(KG_QUERY, ToolCall(kbs, "kg-6"), {"knowledge_base_ids": ["sample", "nope"], "query": "Helm rollback"})
+    assert out.error is None and "nope" in out.text  # one unknown knowledge base does not fail the call
+    (row,) = kbs.log.rows(session_id="kg-6", tool_name="query_knowledge_graph")
     assert row.arguments["knowledge_base_ids"] == ["sample", "nope"] and "nope" in row.error
+    assert row.kb == "sample,nope" and row.latency_ms > 0
     assert row.retrieval_details["kb_counts"]["sample"] > 0 and row.retrieval_details["scores"]
 
 

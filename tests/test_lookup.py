@@ -7,11 +7,18 @@ import uuid
 import pytest
 
 from agent.errors import InputError
+from agent.tool_call import ToolCall
+from agent.tools import LOOKUP, invoke
 from stores.database import SessionDocument
 
 
 def new_session() -> str:
     return f"t-{uuid.uuid4().hex[:10]}"
+
+
+def tool_lookup(rt, query: str, session: str, kb: str = "sample"):
+    """The lookup as the agent, MCP and the CLI run it: through the tool wrapper, which writes the log row."""
+    return invoke(LOOKUP, ToolCall(rt, session, kb), {"query": query})
 
 
 def test_unique_error_code_is_precise(sample_rt):
@@ -24,7 +31,7 @@ def test_unique_error_code_is_precise(sample_rt):
 
 def test_pool_question_lands_in_infrastructure_and_repeat_is_deduped(sample_rt):
     s = new_session()
-    first = sample_rt.lookup.lookup("数据库连接池怎么配置？", s)
+    first = tool_lookup(sample_rt, "数据库连接池怎么配置？", s).result
     assert first.relevance_level in ("HIGHLY_RELEVANT", "PRECISE")
     assert first.primary[0].domain == "infrastructure"
     # the landing domain first, then the domains of the supplement documents (the issue: they were left out)
@@ -32,7 +39,7 @@ def test_pool_question_lands_in_infrastructure_and_repeat_is_deduped(sample_rt):
     assert len(first.retrieved_domains_this_session) > 1
     assert first.primary[0].content
 
-    again = sample_rt.lookup.lookup("数据库连接池怎么配置？", s)
+    again = tool_lookup(sample_rt, "数据库连接池怎么配置？", s).result
     assert again.relevance_level == "DEDUPED"
     assert again.dedup_reason == "doc_retrieved"
     assert all(d.already_returned and d.content == "" for d in again.documents)
@@ -95,7 +102,9 @@ def test_nothing_found_says_so(sample_rt):
 
 def test_scores_never_reach_the_llm_but_reach_the_log(sample_rt):
     s = new_session()
-    r = sample_rt.lookup.lookup("How do I roll back a Helm release?", s)
+    out = tool_lookup(sample_rt, "How do I roll back a Helm release?", s)
+    r = out.result
+    assert out.text == r.to_llm_text()
     text, payload = r.to_llm_text(), json.dumps(r.model_dump(mode="json"), ensure_ascii=False)
     for leak in ("distance", "similarity", "l1_", "score"):
         assert leak not in text and leak not in payload
@@ -112,10 +121,20 @@ def test_scores_never_reach_the_llm_but_reach_the_log(sample_rt):
 
 def test_every_lookup_is_logged_including_errors(sample_rt):
     s = new_session()
+    out = tool_lookup(sample_rt, "anything", s, kb="nope")
+    assert "unknown knowledge base 'nope'" in out.failure
+    blank = tool_lookup(sample_rt, "\x00", s)
+    assert blank.error == "the query contains control characters"
+    assert [row.error for row in sample_rt.log.rows(session_id=s)] == [out.failure, blank.error]
+
+
+def test_the_service_itself_writes_no_row(sample_rt):
+    """One wrapper writes every tool_invocation row: a service called on its own (calibration does) logs nothing."""
+    s = new_session()
+    assert sample_rt.lookup.lookup("ERR_TIMEOUT 是什么？", s).relevance_level == "PRECISE"
     with pytest.raises(InputError, match="unknown knowledge base 'nope'"):
         sample_rt.lookup.lookup("anything", s, kb="nope")
-    (row,) = sample_rt.log.rows(session_id=s)
-    assert "unknown knowledge base" in row.error
+    assert sample_rt.log.rows(session_id=s) == []
 
 
 @pytest.mark.parametrize(

@@ -159,10 +159,15 @@ def kg(
     """query_knowledge_graph: several knowledge bases at once, with real graph traversal."""
     from agent.graph_page import render_graph_data
 
+    from agent.tool_call import ToolCall
+    from agent.tools import KG_QUERY, query_knowledge_graph, run
+
     rt = runtime("lookup")  # a person calling the tool directly, like `lookup`
     session = session or f"kg-{uuid.uuid4().hex[:12]}"
     try:
-        result = rt.kg.query(csv_list(kb), query, session)
+        # the tool's own path (and its tool_invocation row); the service checks the arguments with its own messages
+        args = query_knowledge_graph.model_construct(knowledge_base_ids=csv_list(kb), query=query)
+        result = run(KG_QUERY, ToolCall(rt, session), args).result
     finally:
         rt.close()
     if result.errors and not result.kb_counts:  # every knowledge base failed: that is not "no results"

@@ -108,12 +108,16 @@ def lookup(
     as_json: JsonOpt = False,
 ):
     """Run lookup_knowledge once (and graph_expand when it applies) and print what the LLM would see."""
+    from agent.tool_call import ToolCall
+    from agent.tools import LOOKUP, lookup_knowledge, run
     from retrieval.expansion import should_expand
 
     rt = runtime("lookup")
     session = session or f"cli-{uuid.uuid4().hex[:12]}"
     try:
-        result = rt.lookup.lookup(query, session, kb=kb, missing_dimension=missing_dimension)
+        # the tool's own path (and its tool_invocation row); the lookup checks the arguments with its own messages
+        args = lookup_knowledge.model_construct(query=query, missing_dimension=missing_dimension)
+        result = run(LOOKUP, ToolCall(rt, session, kb), args).result
         expansion = None
         if graph and should_expand(result, rt.settings.graph_min_results):
             expansion = rt.expander.expand(result)
