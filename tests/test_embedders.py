@@ -44,3 +44,47 @@ def test_model_embedders_need_a_local_folder(tmp_path):
         make_embedder("flag", tmp_path)
     with pytest.raises(ConfigError, match="unknown embedder"):
         make_embedder("word2vec")
+
+
+def test_the_use_state_kept_under_the_home_gives_the_same_vectors(tmp_path):
+    """The first load stores the model's state; the next start reads it back and embeds exactly as the package does."""
+    from stores.use_state import load_use, state_dir
+
+    texts = ["数据库连接池怎么配置？", "How do I roll back a Helm release?", "ERR_TIMEOUT"]
+    own = load_use(2, None).encode(texts)
+    first = load_use(2, tmp_path).encode(texts)  # builds the state and stores it
+    assert (state_dir(tmp_path) / "tokenizer.pickle").is_file()
+    again = load_use(2, tmp_path).encode(texts)  # reads it back
+    assert np.array_equal(first, own) and np.array_equal(again, own)
+
+
+def test_a_damaged_use_state_is_rebuilt(tmp_path):
+    from stores.use_state import load_use, state_dir
+
+    load_use(2, tmp_path)
+    (state_dir(tmp_path) / "tokenizer.pickle").write_bytes(b"not a pickle")
+    (state_dir(tmp_path) / "table.npy").write_bytes(b"")
+    vectors = load_use(2, tmp_path).encode(["ERR_TIMEOUT"])
+    assert np.array_equal(vectors, load_use(2, None).encode(["ERR_TIMEOUT"]))
+    assert (state_dir(tmp_path) / "table.npy").stat().st_size > 60_000_000  # stored again, whole
+
+
+def test_a_text_is_embedded_once_and_callers_get_copies():
+    from stores.embedders import EmbeddingCache
+
+    calls = []
+
+    def encode(texts):
+        calls.append(list(texts))
+        return np.eye(4, dtype=np.float32)[: len(texts)]
+
+    cache = EmbeddingCache(maxsize=2)
+    a = cache.embed(["a", "b", "a"], encode, 4)
+    b = cache.embed(["b", "c"], encode, 4)
+    assert calls == [["a", "b"], ["c"]]  # duplicates and known texts are not embedded again
+    assert np.array_equal(a[0], a[2]) and np.array_equal(a[1], b[0])
+    got = cache.embed(["c"], encode, 4)
+    got[0][0] = 5.0  # a caller changing its copy does not change what the next caller gets
+    assert np.array_equal(cache.embed(["c"], encode, 4), b[1:])
+    cache.embed(["a"], encode, 4)  # "a" was the oldest of three in a cache of two: embedded again
+    assert calls[-1] == ["a"]
