@@ -83,8 +83,11 @@ class UseEmbedder:
     dim = 512
     has_lexical_weights = False
 
-    def __init__(self, threads: int = 2, cache_dir: Path | None = None):
-        """`cache_dir`: where the model's loaded state is kept between starts (stores/use_state.py).
+    def __init__(self, threads: int = 1, cache_dir: Path | None = None):
+        """`threads`: BLAS threads per encode. One: a query's matrices are small, and with two, OpenBLAS threads
+        spin against each other on a loaded 2-core machine (measured: a query 6-9 ms p50 with one, 45-345 ms
+        with two, while other processes ran).
+        `cache_dir`: where the model's loaded state is kept between starts (stores/use_state.py).
         The model loads on a thread of its own: a command opens its stores meanwhile; the first embedding waits."""
         from concurrent.futures import ThreadPoolExecutor
 
