@@ -44,6 +44,7 @@ eval-llm: setup
 	rc=$$?; $(EXE) graph stop > /dev/null; exit $$rc
 
 bench: setup
+	$(PY) -m evals.bench_turn
 	$(PY) -m evals.bench_lookup
 	$(PY) -m evals.bench_graph
 	$(PY) -m evals.bench_kg

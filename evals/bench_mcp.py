@@ -8,13 +8,15 @@ process at a time): in process (`ExecutorMCP.call`, the server's own code
 path, embedder and stores warm), through `executor mcp --http` with the SDK's
 client (warm: the server loaded everything before its first call), and as a
 fresh `executor lookup` process (start-up included). Every lookup uses a
-session of its own, so each one searches and grades (none is cut short as a
-repeat). Printed, never asserted.
+session of its own and a query of its own (the sample KB's labelled queries,
+none asked twice), so each one searches and grades: none is cut short as a
+repeat or served from the embedder's cache. Beside the figures, the same run
+on the code before issue 17 (`evals/baseline.py`). Printed, never asserted.
 """
 
 from __future__ import annotations
 
-import os
+import json
 import socket
 import subprocess
 import sys
@@ -31,9 +33,11 @@ from tqdm import tqdm
 from agent.mcp_server import ExecutorMCP
 from agent.runtime import Runtime
 from agent.settings import Settings
-from evals.bench_kg import QUERIES
+from evals.baseline import BEFORE_ISSUE_17, REPO, code_env, run_on
+from evals.bench_turn import questions
 
 WARM_UP = 5
+QUERIES = questions()  # warm-up calls take the last ones, measured calls the first ones: never the same query
 
 
 def _free_port() -> int:
@@ -48,7 +52,7 @@ def _in_process(home: Path, calls: int) -> list[float]:
         server = ExecutorMCP(rt)
         server.warm_up()
         for i in range(WARM_UP):
-            server.call("lookup_knowledge", f"bench-warm-{i}", {"query": QUERIES[i % len(QUERIES)]})
+            server.call("lookup_knowledge", f"bench-warm-{i}", {"query": QUERIES[-1 - i]})
         timings = []
         for i in tqdm(range(calls), desc="in process", leave=False):
             t = time.perf_counter()
@@ -67,7 +71,7 @@ async def _through_mcp(url: str, calls: int) -> list[float]:
     async with streamable_http_client(url) as (read, write, _), ClientSession(read, write) as client:
         await client.initialize()
         for i in range(WARM_UP):
-            await client.call_tool("lookup_knowledge", {"query": QUERIES[i % len(QUERIES)], "session": f"bench-mwarm-{i}"})
+            await client.call_tool("lookup_knowledge", {"query": QUERIES[-1 - i], "session": f"bench-mwarm-{i}"})
         for i in tqdm(range(calls), desc="through MCP", leave=False):
             t = time.perf_counter()
             result = await client.call_tool("lookup_knowledge", {"query": QUERIES[i % len(QUERIES)], "session": f"bench-mcp-{i}"})
@@ -80,7 +84,7 @@ async def _through_mcp(url: str, calls: int) -> list[float]:
 def _mcp_server(home: Path, calls: int) -> tuple[list[float], float]:
     """Timings through the HTTP server, and its start-up time until it listens (embedder and stores loaded)."""
     port = _free_port()
-    env = {**os.environ, "EXECUTOR_HOME": str(home)}
+    env = {**code_env(REPO), "EXECUTOR_HOME": str(home)}  # this checkout's code, whatever is installed
     started = time.perf_counter()
     log = home / "mcp-server.log"
     with open(log, "w") as out:
@@ -103,7 +107,7 @@ def _mcp_server(home: Path, calls: int) -> tuple[list[float], float]:
 
 
 def _cli(home: Path, *args: str) -> None:
-    subprocess.run([sys.executable, "-m", "agent.cli", *args], env={**os.environ, "EXECUTOR_HOME": str(home)},
+    subprocess.run([sys.executable, "-m", "agent.cli", *args], env={**code_env(REPO), "EXECUTOR_HOME": str(home)},
                    cwd=home, check=True, capture_output=True)
 
 
@@ -116,8 +120,7 @@ def _cli_calls(home: Path, calls: int) -> list[float]:
     return timings
 
 
-def main(calls: int = typer.Option(60, min=10), cli_calls: int = typer.Option(3, min=1)):
-    console = Console()
+def measure(calls: int, cli_calls: int) -> dict:
     home = Path(tempfile.mkdtemp(prefix="bench-mcp-"))
     try:
         # a Milvus Lite file serves one process until that process exits: this process opens it last
@@ -127,15 +130,40 @@ def main(calls: int = typer.Option(60, min=10), cli_calls: int = typer.Option(3,
         inproc = _in_process(home, calls)
     finally:
         _cli(home, "graph", "stop")
-    p = {name: (np.percentile(v, 50), np.percentile(v, 95)) for name, v in
-         (("in process", inproc), ("through MCP (HTTP)", mcp), ("CLI call", cli))}
-    console.print(f"lookup_knowledge on the sample KB, {calls} warm calls, {cli_calls} CLI calls (ms, p50 / p95):")
-    for name, (p50, p95) in p.items():
-        console.print(f"  {name:<20} {p50:8.1f} / {p95:8.1f}")
-    base, served, cold = p["in process"], p["through MCP (HTTP)"], p["CLI call"]
-    console.print(f"  MCP / in process: {served[0] / base[0]:.2f}x at p50, {served[1] / base[1]:.2f}x at p95; "
+    pcts = {name: (float(np.percentile(v, 50)), float(np.percentile(v, 95))) for name, v in
+            (("in process", inproc), ("through MCP (HTTP)", mcp), ("CLI call", cli))}
+    return {"calls": calls, "cli_calls": cli_calls, "p50_p95": pcts, "startup_s": startup}
+
+
+def main(
+    calls: int = typer.Option(60, min=10, max=len(QUERIES) - WARM_UP),
+    cli_calls: int = typer.Option(3, min=1),
+    baseline_ref: str = typer.Option(BEFORE_ISSUE_17, help="git ref whose code is the baseline"),
+    no_baseline: bool = typer.Option(False, "--no-baseline", help="measure this code only"),
+    json_out: Path = typer.Option(None, "--json", help="also write the numbers here"),
+):
+    now = measure(calls, cli_calls)
+    base = None if no_baseline else run_on(baseline_ref, __file__, ["--calls", str(calls), "--cli-calls", str(cli_calls)])
+    if json_out:
+        json_out.write_text(json.dumps({"current": now, "baseline": base, "baseline_ref": baseline_ref}, indent=2),
+                            encoding="utf-8")
+        if no_baseline:
+            return  # the baseline's own run: its figures go to the JSON only
+    console = Console()
+    console.print(f"lookup_knowledge on the sample KB, {calls} warm calls, {cli_calls} CLI calls (ms, p50 / p95)"
+                  + ("" if base is None else f"; before = {baseline_ref}, ratio = before p95 / this p95") + ":")
+    for name, (p50, p95) in now["p50_p95"].items():
+        line = f"  {name:<20} {p50:8.1f} / {p95:8.1f}"
+        if base is not None:
+            b50, b95 = base["p50_p95"][name]
+            line += f"   before {b50:8.1f} / {b95:8.1f}   {b95 / p95:5.2f}x"
+        console.print(line)
+    p = now["p50_p95"]
+    inproc, served, cold = p["in process"], p["through MCP (HTTP)"], p["CLI call"]
+    console.print(f"  MCP / in process: {served[0] / inproc[0]:.2f}x at p50, {served[1] / inproc[1]:.2f}x at p95; "
                   f"a CLI call is {cold[0] / served[0]:.0f}x the MCP call at p50")
-    console.print(f"  the HTTP server listened {startup:.1f} s after it was started (embedder and stores loaded)")
+    console.print(f"  the HTTP server listened {now['startup_s']:.1f} s after it was started (embedder and stores loaded)"
+                  + ("" if base is None else f"; before: {base['startup_s']:.1f} s"))
 
 
 if __name__ == "__main__":

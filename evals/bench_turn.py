@@ -9,23 +9,16 @@ grades. Questions cycle through the sample KB's labelled queries (zh + en,
 some with nothing in the KB). A node's time is the time from the previous
 node's update to its own (its work plus LangGraph's step overhead); turns are
 timed whole. The baseline is the same benchmark run on another commit's code
-(default: main before the per-turn work of issue 17), exported with
-`git archive` into a temporary folder and run there in a subprocess, one
-after the other, so the two see the same machine. Printed, never asserted.
+(default: main before issue 17's per-turn work; `evals/baseline.py`), one
+after the other on the same machine. Printed, never asserted.
 """
 
 from __future__ import annotations
 
 import json
-import os
-import shutil
-import subprocess
-import sys
-import tarfile
 import tempfile
 import time
 import uuid
-from io import BytesIO
 from pathlib import Path
 
 import numpy as np
@@ -34,10 +27,9 @@ import yaml
 from rich.console import Console
 from rich.table import Table
 
-REPO = Path(__file__).resolve().parents[1]
+from evals.baseline import BEFORE_ISSUE_17, REPO, run_on
+
 LABELS = REPO / "evals" / "labels" / "sample.yaml"
-# main as it was before issue 17's per-turn work: the fixed point the ratio is measured against
-BASELINE_REF = "0dc13db"
 WARM_UP = 5
 NODES = ("begin_turn", "executor", "guard", "lookup", "graph_expand", "answer")
 
@@ -95,45 +87,21 @@ def measure(home: Path, turns: int) -> dict:
     return {"turns": turns, "turn": _pcts(totals), "nodes": {n: {"runs": len(v), "p50_p95": _pcts(v)} for n, v in nodes.items()}}
 
 
-def baseline(ref: str, turns: int) -> dict | None:
-    """The same benchmark on `ref`'s code, in a subprocess; None (with the reason printed) when it cannot run."""
-    with tempfile.TemporaryDirectory(prefix="bench-turn-baseline-") as tmp:
-        src = Path(tmp) / "src"
-        try:
-            archive = subprocess.run(["git", "-C", str(REPO), "archive", ref], capture_output=True, check=True).stdout
-        except (OSError, subprocess.CalledProcessError) as exc:
-            print(f"baseline {ref}: cannot export it from git ({exc}); no baseline", file=sys.stderr)
-            return None
-        with tarfile.open(fileobj=BytesIO(archive)) as tar:
-            tar.extractall(src, filter="data")
-        shutil.copy(__file__, src / "evals" / "bench_turn.py")
-        out = Path(tmp) / "baseline.json"
-        env = {**os.environ, "PYTHONPATH": str(src), "EXECUTOR_HOME": str(Path(tmp) / "home")}
-        cmd = [sys.executable, "-m", "evals.bench_turn", "--turns", str(turns), "--no-baseline", "--json", str(out),
-               "--home", str(Path(tmp) / "home"), "--quiet"]
-        done = subprocess.run(cmd, cwd=src, env=env, capture_output=True, text=True)
-        if done.returncode != 0:
-            print(f"baseline {ref} failed: {(done.stderr or done.stdout).strip().splitlines()[-1:]}", file=sys.stderr)
-            return None
-        return json.loads(out.read_text(encoding="utf-8"))["current"]
-
-
 def main(
     turns: int = typer.Option(60, help="turns timed (after a few warm-up turns)"),
-    baseline_ref: str = typer.Option(BASELINE_REF, help="git ref whose code is the baseline"),
+    baseline_ref: str = typer.Option(BEFORE_ISSUE_17, help="git ref whose code is the baseline"),
     no_baseline: bool = typer.Option(False, "--no-baseline", help="time this code only"),
     json_out: Path = typer.Option(None, "--json", help="also write the numbers here"),
     home: Path = typer.Option(None, help="EXECUTOR_HOME to ingest into (default: a temporary folder)"),
-    quiet: bool = typer.Option(False, help="print nothing (for the baseline subprocess)"),
 ):
     with tempfile.TemporaryDirectory(prefix="bench-turn-") as tmp:
         now = measure(home or Path(tmp) / "home", turns)
-    base = None if no_baseline else baseline(baseline_ref, turns)
+    base = None if no_baseline else run_on(baseline_ref, __file__, ["--turns", str(turns)])
     if json_out:
         json_out.write_text(json.dumps({"current": now, "baseline": base, "baseline_ref": baseline_ref}, indent=2),
                             encoding="utf-8")
-    if quiet:
-        return
+    if no_baseline and json_out:
+        return  # the baseline's own run: its figures go to the JSON only
     fmt = lambda p: f"{p[0]:.1f} / {p[1]:.1f}"  # noqa: E731
     table = Table(title=f"one turn, offline planner, sample KB, fresh sessions, {turns} turns: ms p50 / p95"
                         + ("" if base is None else f"; ratio = baseline ({baseline_ref}) p95 / this p95"))
