@@ -151,8 +151,8 @@ def run(name: str, call: ToolCall, args: BaseModel) -> ToolOutput:
         with call.rt.catalog.reading():  # one read of each KB row per call, however many steps need it
             out = tool.handler(call, args)
         return out
-    except ExecutorError as exc:
-        error = str(exc)
+    except Exception as exc:  # a bug too: its row says the call failed
+        error = str(exc) if isinstance(exc, ExecutorError) else f"{exc.__class__.__name__}: {exc}"
         raise
     finally:
         row = {"error": error, "kb": call.kb, **(out.row if out else {})}
