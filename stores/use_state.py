@@ -69,25 +69,31 @@ def _load(folder: Path, threads: int):
 
 
 def _save(folder: Path, model) -> None:
-    tmp = Path(tempfile.mkdtemp(prefix=".use-", dir=private_dir(folder.parent)))
+    tmp = Path(tempfile.mkdtemp(prefix=".use-", dir=private_dir(folder.parent)))  # 0700
     try:
-        backend = model._model
-        with open(tmp / TOKENIZER, "wb") as f:
-            pickle.dump(model._tokenizer, f, protocol=pickle.HIGHEST_PROTOCOL)
-        for name, value in vars(backend).items():
-            if name in NOT_STORED or name in ("eps", "_feat_dim"):
-                continue
-            if isinstance(value, list):  # one array per CNN branch, in order
-                for i, array in enumerate(value):
-                    np.save(tmp / f"{name}.{i:02d}.npy", array)
-            else:
-                np.save(tmp / f"{name}.npy", value)
-        np.savez(tmp / "meta.npz", eps=backend.eps, feat_dim=backend._feat_dim)
+        _write(tmp, model)
+        for path in tmp.iterdir():  # 0600, like every data file under EXECUTOR_HOME (no process-wide umask: a thread)
+            path.chmod(0o600)
         os.replace(tmp, folder)  # atomic: the folder appears whole, or not at all
     except OSError:
         shutil.rmtree(tmp, ignore_errors=True)  # a read-only or full disk costs the next start, nothing else
         if folder.exists() and not (folder / "meta.npz").exists():
             shutil.rmtree(folder, ignore_errors=True)
+
+
+def _write(tmp: Path, model) -> None:
+    backend = model._model
+    with open(tmp / TOKENIZER, "wb") as f:
+        pickle.dump(model._tokenizer, f, protocol=pickle.HIGHEST_PROTOCOL)
+    for name, value in vars(backend).items():
+        if name in NOT_STORED or name in ("eps", "_feat_dim"):
+            continue
+        if isinstance(value, list):  # one array per CNN branch, in order
+            for i, array in enumerate(value):
+                np.save(tmp / f"{name}.{i:02d}.npy", array)
+        else:
+            np.save(tmp / f"{name}.npy", value)
+    np.savez(tmp / "meta.npz", eps=backend.eps, feat_dim=backend._feat_dim)
 
 
 def load_use(threads: int, cache_dir: Path | None):
