@@ -55,7 +55,7 @@ def _observe(pairs, source: str, feedback_kbs: list[str] = ()):
                 loaded.append((f"feedback on {kb}", kb, found))
         observed, sources = [], {}
         for source, kb, labels in loaded:
-            observed += observe(rt.grader, rt.catalog, rt.embedder, kb, labels, t)
+            observed += observe(rt.grader, rt.catalog, rt.embedder, kb, labels, t, rt.known_entities)
             sources[source] = len(labels)
         return observed, sources, t, rt.embedder.name
     finally:
