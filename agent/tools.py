@@ -139,7 +139,7 @@ NAVIGATE = navigate_graph.__name__
 
 def parse_arguments(name: str, args) -> BaseModel:
     """Validated arguments, or ValueError with one readable line."""
-    schema = tool_named(name).args
+    schema = all_tools()[name].args
     if args is None and not schema.model_fields:
         args = {}
     if not isinstance(args, dict):
@@ -177,7 +177,7 @@ def invoke(name: str, call: ToolCall, args) -> ToolOutput:
     found") and `failure` is set: the graph ends the turn in it, MCP returns it as a tool error. The other
     tools (the graph view, the list) only tell the caller, which can go on without them.
     """
-    tool = tool_named(name)
+    tool = all_tools()[name]
     parsed = parse_arguments(name, args)
     started = time.perf_counter()
     try:
