@@ -144,7 +144,7 @@ class GraphExpander:
         chunks_by_doc: dict[str, list] = {}
         for hit in rt.vectors.get_chunks(kb, ids, vector):
             chunks_by_doc.setdefault(hit.doc_key, []).append(hit)
-        t = rt.settings.thresholds(rt.embedder.name)
+        t = rt.settings.thresholds(rt.embedder.name, rt.catalog.require(kb).grading)
         semantic = self._scores(result, chunks_by_doc, t)
         relevant = {k: v for k, v in semantic.items() if v >= t.reference_threshold}
         if not relevant:

@@ -164,7 +164,7 @@ class LookupService:
         rt = self.rt
         kb_row = rt.catalog.require(kb)
         self._check_embedder(kb)
-        thresholds = rt.settings.thresholds(rt.embedder.name)
+        thresholds = rt.settings.thresholds(rt.embedder.name, kb_row.grading)
         lang = language_of(query)
 
         vector = rt.embedder.embed_query(query)
