@@ -36,11 +36,17 @@ eval: setup
 
 # The same suite with a real model: the bundled SmolLM2-135M served in-process, guards on (judged by the
 # bound only: no turn runs more retrievals than the budget) against guards off (runs to its round limit).
-LLM_ROUNDS ?= 8
+# One llama.cpp thread: with two on two busy cores its threads wait on each other and requests run 15-20x
+# slower (measured). Temperature 0 and seed 0 are the endpoint's; each request has its own time limit.
+# CI runs the storms: `make eval-llm LLM_SCENARIOS=evals/scenarios/02-storms.yaml`.
+LLM_ROUNDS ?= 4
+LLM_SCENARIOS ?= evals/scenarios
 eval-llm: setup
 	$(EXE) ingest
-	EXECUTOR_LOCAL_MODEL=$${EXECUTOR_LOCAL_MODEL:-bundled} $(EXE) eval --policy llm --judge bound --max-rounds $(LLM_ROUNDS) \
-	  --json $(REPORTS)/eval-llm.json --markdown $(REPORTS)/eval-llm.md --plot $(REPORTS)/eval-llm.png; \
+	EXECUTOR_LOCAL_MODEL=$${EXECUTOR_LOCAL_MODEL:-bundled} EXECUTOR_LOCAL_MODEL_THREADS=$${EXECUTOR_LOCAL_MODEL_THREADS:-1} \
+	EXECUTOR_LOCAL_MODEL_MAX_TOKENS=$${EXECUTOR_LOCAL_MODEL_MAX_TOKENS:-64} EXECUTOR_LOCAL_MODEL_TIMEOUT_S=$${EXECUTOR_LOCAL_MODEL_TIMEOUT_S:-300} \
+	$(EXE) eval $(LLM_SCENARIOS) --policy llm --judge bound --max-rounds $(LLM_ROUNDS) \
+	  --report-json $(REPORTS)/eval-llm.json --markdown $(REPORTS)/eval-llm.md --plot $(REPORTS)/eval-llm.png; \
 	rc=$$?; $(EXE) graph stop > /dev/null; exit $$rc
 
 bench: setup

@@ -10,6 +10,7 @@ from __future__ import annotations
 from contextlib import nullcontext
 
 from agent.errors import InputError
+from agent.tool_call import ToolCall, ToolOutput
 from retrieval.lookup import CONTROL, check_session_id
 from stores.feedback import VERDICTS, FeedbackRow, FeedbackStore, TurnRecord
 
@@ -91,3 +92,14 @@ def record_feedback(rt, session: str, turn: int | str, verdict: str, note: str |
     with nullcontext(checkpointer) if checkpointer is not None else open_checkpointer(rt.settings) as saver:
         record = turn_from_checkpoints(saver, session, number)
     return FeedbackStore(rt.db).record(record, verdict, note)
+
+
+def feedback_tool(call: ToolCall, args) -> ToolOutput:
+    """The MCP `feedback` tool (`agent/tools.py`): the rated session is the tool's own `session` argument, not
+    the MCP session the call arrives in (a host rates answers that `executor ask` or `chat` gave)."""
+    row = record_feedback(call.rt, args.session, args.turn, args.verdict, args.comment)
+    return ToolOutput(
+        text=f"recorded {row.verdict} for turn {row.turn} of {row.session_id}: {row.query} "
+             f"({len(row.documents)} documents, {len(row.cited)} cited)",
+        details={"verdict": row.verdict, "turn": row.turn, "rated_session": row.session_id},
+    )

@@ -26,7 +26,7 @@ import mcp.types as types
 from mcp.server.lowlevel import Server
 
 from agent.tool_call import ToolCall
-from agent.tools import TOOLS, invoke
+from agent.tools import all_tools, invoke, tool_named
 from prompts.executor import RULES
 from retrieval.graph_build import has_graph
 from retrieval.knowledge_bases import knowledge_bases
@@ -45,9 +45,16 @@ class ToolFailed(Exception):
     """A tool call the host gets back as an error result (one line); the server goes on."""
 
 
+def has_own_session(name: str) -> bool:
+    """A tool whose `session` argument is its own (feedback: the session whose answer is rated), not the
+    action-memory session every other tool may be given."""
+    return "session" in tool_named(name).args.model_fields
+
+
 def input_schema(name: str) -> dict:
-    schema = TOOLS[name].args.model_json_schema()
-    schema.setdefault("properties", {})["session"] = SESSION_ARG
+    schema = tool_named(name).args.model_json_schema()
+    if not has_own_session(name):
+        schema.setdefault("properties", {})["session"] = SESSION_ARG
     schema.pop("title", None)
     return schema
 
@@ -112,14 +119,14 @@ class ExecutorMCP:
         @server.list_tools()
         async def list_tools() -> list[types.Tool]:
             return [types.Tool(name=name, description=t.description, inputSchema=input_schema(name))
-                    for name, t in TOOLS.items()]
+                    for name, t in all_tools().items()]
 
         @server.call_tool()
         async def call_tool(name: str, arguments: dict | None):
-            if name not in TOOLS:
+            if tool_named(name) is None:
                 raise ToolFailed(f"there is no tool named {name!r}")
             args = dict(arguments or {})
-            session = self.session_id(args.pop("session", None))
+            session = self.session_id(None if has_own_session(name) else args.pop("session", None))
             text = await anyio.to_thread.run_sync(self.call, name, session, args)
             return [types.TextContent(type="text", text=text)]
 

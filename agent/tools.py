@@ -6,6 +6,8 @@ whether the tool counts against the lookup budget and the PRECISE stop, and
 one prompt line per language. The graph's guard and lookup node, the system
 prompt, the MCP server and the eval's tool names all read this table; adding
 a tool is one `register(Tool(...))` plus its handler (`agent/tool_handlers.py`).
+A tool registered with `agent=False` (feedback on answers) is served to a host
+over MCP only: the executor LLM's prompt, guard and eval never see it.
 `invoke` is the one way a tool runs, and writes its `tool_invocation` row (the handlers' services write
 none: they hand the row's raw scores back in `ToolOutput.details`).
 """
@@ -14,16 +16,17 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import Callable
+from typing import Annotated, Callable, Literal
 
 from pydantic import BaseModel, Field, ValidationError, field_validator
 
 from agent import tool_handlers as _h
 from agent.errors import ExecutorError, InputError
+from agent.feedback import MAX_NOTE_CHARS, feedback_tool
 from agent.tool_call import ToolCall, ToolOutput
 from agent.tool_call import log_call as _log_call
 from prompts.executor import unavailable_message
-from retrieval.lookup import check_session_id
+from retrieval.lookup import SESSION_ID, check_session_id
 from stores.graph import MAX_HOPS, RELATION_TYPES, relation_pattern
 
 
@@ -74,6 +77,17 @@ class list_knowledge_bases(BaseModel):  # noqa: N801
     """List the knowledge bases: name, description, document count, and whether each has a knowledge graph."""
 
 
+class feedback(BaseModel):  # noqa: N801
+    """Say whether an executor answer was good or bad; kept with its question, levels and documents for calibration."""
+
+    session: str = Field(description="the executor session the answer was given in (the --session of ask or chat)",
+                         pattern=SESSION_ID.pattern)
+    turn: Annotated[int, Field(ge=1)] | Literal["last"] = Field(
+        "last", description="which answer: 1 for the session's first question, or 'last'")
+    verdict: Literal["good", "bad"] = Field(description="good or bad")
+    comment: str | None = Field(None, description="what was wrong (or right)", max_length=MAX_NOTE_CHARS)
+
+
 @dataclass(frozen=True)
 class Tool:
     args: type[BaseModel]
@@ -81,6 +95,7 @@ class Tool:
     prompt: dict[str, str]  # one line per language for the system prompt's tool list
     retrieval: bool = False  # counts against the lookup budget; the PRECISE stop applies
     query_field: str | None = None  # the argument the trace and the log show as the call's query
+    agent: bool = True  # offered to the executor LLM; False: only a host gets it (MCP), e.g. feedback on answers
 
     @property
     def name(self) -> str:
@@ -94,16 +109,27 @@ class Tool:
         return args.get(self.query_field) if isinstance(args, dict) and self.query_field else None
 
 
-TOOLS: dict[str, Tool] = {}
+TOOLS: dict[str, Tool] = {}  # the executor LLM's tools (a host gets them too)
+HOST_TOOLS: dict[str, Tool] = {}  # tools only a host gets: the graph's prompt, guard and eval never see them
 
 
 def register(tool: Tool) -> Tool:
-    TOOLS[tool.name] = tool
+    (TOOLS if tool.agent else HOST_TOOLS)[tool.name] = tool
     return tool
 
 
 def unregister(name: str) -> None:
     TOOLS.pop(name, None)
+    HOST_TOOLS.pop(name, None)
+
+
+def all_tools() -> dict[str, Tool]:
+    """Every tool, the executor's first: what the MCP server serves."""
+    return {**TOOLS, **HOST_TOOLS}
+
+
+def tool_named(name: str) -> Tool | None:
+    return TOOLS.get(name) or HOST_TOOLS.get(name)
 
 
 LOOKUP = lookup_knowledge.__name__  # the tool the eval and the offline planner count and propose
@@ -113,7 +139,7 @@ NAVIGATE = navigate_graph.__name__
 
 def parse_arguments(name: str, args) -> BaseModel:
     """Validated arguments, or ValueError with one readable line."""
-    schema = TOOLS[name].args
+    schema = all_tools()[name].args
     if args is None and not schema.model_fields:
         args = {}
     if not isinstance(args, dict):
@@ -133,7 +159,7 @@ def parse_arguments(name: str, args) -> BaseModel:
 
 def log_call(rt, session: str, name: str, kb: str | None, args, **fields) -> None:
     """The `tool_invocation` row of a call the guard blocked or refused (it never reached `invoke`)."""
-    tool = TOOLS.get(name)
+    tool = tool_named(name)
     _log_call(rt, session, name, kb, args, query_field=tool.query_field if tool else None, **fields)
 
 
@@ -143,7 +169,7 @@ def run(name: str, call: ToolCall, args: BaseModel) -> ToolOutput:
 
     The CLI's `lookup` and `kg` call this directly (their arguments checked by the services' own messages);
     everything else goes through `invoke`."""
-    tool = TOOLS[name]
+    tool = all_tools()[name]
     check_session_id(call.session)  # before the row: a session id that is not one is not written anywhere
     started = time.perf_counter()
     out, error = None, None
@@ -169,7 +195,7 @@ def invoke(name: str, call: ToolCall, args) -> ToolOutput:
     found") and `failure` is set: the graph ends the turn in it, MCP returns it as a tool error. The other
     tools (the graph view, the list) only tell the caller, which can go on without them.
     """
-    tool = TOOLS[name]
+    tool = all_tools()[name]
     parsed = parse_arguments(name, args)
     try:
         return run(name, call, parsed)
@@ -181,7 +207,7 @@ def invoke(name: str, call: ToolCall, args) -> ToolOutput:
         return ToolOutput(text=f"error: {exc}", error=error, trace={"error": error})
 
 
-# The four tools of the executor.
+# The four tools of the executor, and one for a host.
 register(Tool(
     lookup_knowledge, _h.lookup, retrieval=True, query_field="query",
     prompt={
@@ -209,4 +235,9 @@ register(Tool(
         "zh": "list_knowledge_bases()：列出知识库（名称、描述、文档数、是否有知识图谱）。",
         "en": "list_knowledge_bases(): list the knowledge bases (name, description, document count, knowledge graph or not).",
     },
+))
+register(Tool(
+    feedback, feedback_tool, agent=False,
+    prompt={"zh": "feedback(session, turn, verdict, comment?)：评价一个回答的好坏。",
+            "en": "feedback(session, turn, verdict, comment?): say whether an answer was good or bad."},
 ))

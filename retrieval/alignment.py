@@ -14,6 +14,11 @@ full-width letters ("ＣｏｍｆｙＵＩ") and any case match. Terms are the q
 ASCII words and its Chinese words (jieba), and runs of two or three of them.
 The fuzzy cutoff and the embedding threshold are calibrated by
 `python -m evals.entity_linking` on labelled queries (evals/labels/entity_linking.yaml).
+
+Lookups are graded with the aligned names too (`search_text`): "comfy 部署"
+is searched and embedded as "comfy 部署 ComfyUI", so the keyword layer, BM25
+and the vectors find the ComfyUI guide that the loose name alone does not
+reach. A query that spells its entities out is searched as written.
 """
 
 from __future__ import annotations
@@ -21,10 +26,11 @@ from __future__ import annotations
 import re
 import threading
 from dataclasses import dataclass
-from typing import Callable
+from typing import Callable, Iterable
 
 import numpy as np
 
+from agent.errors import BackendError
 from retrieval.keywords import normalize
 
 ASCII_TERM = re.compile(r"[a-z0-9][a-z0-9_.+#\-]*[a-z0-9+#]|[a-z0-9]")
@@ -161,3 +167,29 @@ class EntityAligner:
             if a.name not in kept or a.score > kept[a.name].score:
                 kept[a.name] = a
         return sorted(kept.values(), key=lambda a: -a.score)
+
+
+def with_names(query: str, names: Iterable[str]) -> tuple[str, list[str]]:
+    """(the query followed by the names it does not already spell out, those names). A query that names its
+    entities exactly stays as it is, so only loose names, typos and other widths change what is searched."""
+    folded = normalize(query)
+    added = [n for n in dict.fromkeys(names) if normalize(n) not in folded]
+    return (" ".join([query, *added]) if added else query), added
+
+
+def search_text(known_entities, kb: str, extract_config: dict | None, query: str) -> tuple[str, dict]:
+    """What a lookup of `query` in `kb` is graded as, and what the log keeps about it: the query plus the
+    graph entities it was aligned to that it does not spell out.
+
+    A KB without a graph, or a graph that cannot be reached, searches the query as written (the lookup
+    must not fail because an enhancement's store did; the log says why nothing was added).
+    """
+    from retrieval.graph_build import has_graph  # graph_build -> extraction -> this module
+
+    if not has_graph(extract_config):
+        return query, {}
+    try:
+        text, added = with_names(query, known_entities.in_text(kb, query))
+    except BackendError as exc:
+        return query, {"aligned_names": [], "alignment_error": str(exc)}
+    return text, {"aligned_names": added}

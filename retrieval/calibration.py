@@ -30,6 +30,7 @@ from pydantic import BaseModel, Field
 
 from agent.errors import InputError
 from agent.settings import Ranker, Thresholds, update_config
+from retrieval.alignment import search_text
 from retrieval.grading import Graded, Grader
 from retrieval.label_files import load_label_list
 from retrieval.quality import Quality, Question, measure
@@ -84,12 +85,19 @@ def load_labels(path: Path) -> list[Label]:
     return load_label_list(path, Label, "{query, relevant} pairs")
 
 
-def observe(grader: Grader, catalog: Catalog, embedder: Embedder, kb: str, labels: list[Label], t: Thresholds) -> list[Observed]:
-    """Grade every labelled question once, as lookup would, without touching any session or log."""
-    revision = catalog.require(kb).revision
+def observe(grader: Grader, catalog: Catalog, embedder: Embedder, kb: str, labels: list[Label], t: Thresholds,
+            known_entities=None) -> list[Observed]:
+    """Grade every labelled question once, as lookup would, without touching any session or log.
+    `known_entities` (the runtime's): the query is graded with the entities it is aligned to, as in lookup;
+    without it, as written."""
+    row = catalog.require(kb)
     grader.vectors.check_embedder(kb, embedder)
-    return [Observed(label, kb, grader.grade(kb, revision, label.query, embedder.embed_query(label.query), t))
-            for label in labels]
+
+    def text(query: str) -> str:
+        return search_text(known_entities, kb, row.extract_config, query)[0] if known_entities else query
+
+    return [Observed(label, kb, grader.grade(kb, row.revision, q, embedder.embed_query(q), t))
+            for label in labels for q in [text(label.query)]]
 
 
 def regrade(observed: list[Observed], t: Thresholds | Mapping[str, Thresholds]) -> list[Question]:

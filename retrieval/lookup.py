@@ -16,6 +16,7 @@ from agent.errors import InputError
 from prompts.framing import one_line, quoted
 from prompts.hints import ALREADY_RETURNED, hint
 from prompts.messages import lookup_message
+from retrieval.alignment import search_text
 from retrieval.grading import Grader
 from retrieval.ranking import Candidate
 from retrieval.relevance import Level, language_of
@@ -159,9 +160,13 @@ class LookupService:
         lang = language_of(query)
 
         vector = rt.embedder.embed_query(query)
-        graded = self.grader.grade(kb, kb_row.revision, query, vector, thresholds)
+        # graded as the query plus the graph entities a loose name in it means ("comfy" -> ComfyUI); the
+        # session's memory keeps the query's own vector
+        text, aligned = search_text(rt.known_entities, kb, kb_row.extract_config, query)
+        searched = vector if text == query else rt.embedder.embed_query(text)
+        graded = self.grader.grade(kb, kb_row.revision, text, searched, thresholds)
         level = graded.level
-        details = graded.details() | {"thresholds": thresholds.model_dump(), "embedder": rt.embedder.name}
+        details = graded.details() | aligned | {"thresholds": thresholds.model_dump(), "embedder": rt.embedder.name}
         base = dict(query=query, session=session_id, kb=kb, missing_dimension=missing_dimension, details=details)
         sent = rt.memory.sent_documents(session_id) if rules else {}
         domain_levels = rt.memory.domain_levels(session_id)

@@ -52,13 +52,50 @@ def test_embedding_step_uses_the_threshold():
 
 def test_comfy_finds_comfyui_in_the_sample_graph(sample_rt):
     """The issue's example: "comfy 部署" names no entity exactly, yet graph expansion starts from ComfyUI."""
-    from retrieval.expansion import should_expand
-
     assert sample_rt.known_entities.in_text("sample", "comfy 部署") == ["ComfyUI"]
     assert sample_rt.known_entities.in_text("sample", "ＣＯＭＦＹ 部署") == ["ComfyUI"]
     result = sample_rt.lookup.lookup("comfy 部署", "align-comfy")
-    assert should_expand(result, 5)
     assert sample_rt.expander.expand(result).seeds[0] == "ComfyUI"
+
+
+def test_search_text_adds_only_the_names_a_query_does_not_spell_out():
+    from retrieval.alignment import with_names
+
+    assert with_names("comfy 部署", ["ComfyUI"]) == ("comfy 部署 ComfyUI", ["ComfyUI"])
+    assert with_names("ＣＯＭＦＹＵＩ 部署", ["ComfyUI"]) == ("ＣＯＭＦＹＵＩ 部署", [])  # already named, in another width
+    assert with_names("Docker 和 comfy", ["Docker", "ComfyUI", "ComfyUI"]) == ("Docker 和 comfy ComfyUI", ["ComfyUI"])
+    assert with_names("今天天气怎么样", []) == ("今天天气怎么样", [])
+
+
+@pytest.fixture(scope="module")
+def cli_home(tmp_path_factory):
+    from conftest import ingested_home, run_cli
+
+    home = ingested_home(tmp_path_factory, "align-home")
+    yield home
+    run_cli(home, "graph", "stop")
+
+
+def test_a_loose_name_is_looked_up_as_the_entity_it_means(cli_home):
+    """`executor lookup "comfy 部署"`: the lookup searches the aligned name too, so the ComfyUI deployment guide
+    comes back graded (it was NONE while only graph expansion used the alignment); off-topic stays NONE."""
+    import json
+
+    from conftest import run_cli
+
+    def lookup(query):
+        r = run_cli(cli_home, "lookup", query, "--json")
+        assert r.returncode == 0, r.stderr
+        return json.loads(r.stdout)
+
+    comfy = lookup("comfy 部署")
+    assert comfy["relevance_level"] in ("REFERENCE", "HIGHLY_RELEVANT", "PRECISE")
+    assert comfy["primary"][0]["doc_key"] == "deployment/comfyui-deployment.md"
+    typo = lookup("kubernets 滚动更新怎么做")
+    assert typo["relevance_level"] in ("REFERENCE", "HIGHLY_RELEVANT", "PRECISE")
+    assert typo["primary"][0]["doc_key"] == "deployment/kubernetes-rolling-update.md"
+    for off_topic in ("今天天气怎么样", "How do I bake sourdough bread?"):
+        assert lookup(off_topic)["relevance_level"] is None, off_topic  # NONE: nothing found
 
 
 def test_entity_linking_precision_and_recall_on_the_labels(sample_rt):

@@ -80,7 +80,8 @@ def endpoint():
     from agent.settings import Settings
     from local_llm.serve import LocalEndpoint, engine_options
 
-    settings = Settings(local_model_threads=2, local_model_ctx=4096)
+    # one thread: two on a busy 2-core machine wait on each other, and every request runs 15-20x slower
+    settings = Settings(local_model_threads=1, local_model_ctx=4096)
     with LocalEndpoint(engine_options(settings, "bundled")) as ep:
         yield ep
 
@@ -190,7 +191,8 @@ def test_ask_with_the_bundled_model_ends_in_an_answer_within_the_budget(tmp_path
     home = tmp_path / "home"
     assert run_cli(home, "ingest", "--json", timeout=300).returncode == 0
     r = run_cli(home, "ask", "What does ERR_RATE_LIMITED mean?", "--json", timeout=900,
-                EXECUTOR_LOCAL_MODEL="bundled", EXECUTOR_LOOKUP_BUDGET="2", EXECUTOR_LOCAL_MODEL_MAX_TOKENS="48")
+                EXECUTOR_LOCAL_MODEL="bundled", EXECUTOR_LOOKUP_BUDGET="2", EXECUTOR_LOCAL_MODEL_MAX_TOKENS="48",
+                EXECUTOR_LOCAL_MODEL_THREADS="1")
     assert r.returncode == 0, r.stderr[-2000:]
     result = json.loads(r.stdout)
     assert result["mode"] == "llm" and result["answer"].strip()

@@ -54,7 +54,7 @@ def test_tools_are_listed_with_their_schemas(mcp_server):
             return tools, prompts, rules
 
     tools, prompts, rules = anyio.run(main)
-    assert set(tools) == {"lookup_knowledge", "query_knowledge_graph", "navigate_graph", "list_knowledge_bases"}
+    assert set(tools) == {"lookup_knowledge", "query_knowledge_graph", "navigate_graph", "list_knowledge_bases", "feedback"}
     lookup_schema = tools["lookup_knowledge"].inputSchema
     assert lookup_schema["required"] == ["query"]
     assert {"query", "missing_dimension", "session"} <= set(lookup_schema["properties"])
@@ -62,6 +62,11 @@ def test_tools_are_listed_with_their_schemas(mcp_server):
     assert {"entity", "target", "relations", "hops"} <= set(navigate_schema)
     assert navigate_schema["hops"]["anyOf"][0]["maximum"] == 4
     assert tools["query_knowledge_graph"].inputSchema["required"] == ["knowledge_base_ids", "query"]
+    feedback_schema = tools["feedback"].inputSchema  # its session is the rated one, not the action-memory one
+    assert feedback_schema["required"] == ["session", "verdict"]
+    assert feedback_schema["properties"]["verdict"]["enum"] == ["good", "bad"]
+    assert "rated" not in feedback_schema["properties"]["session"]["description"]
+    assert "ask or chat" in feedback_schema["properties"]["session"]["description"]
     assert "retrieval_rules" in prompts
     assert "missing_dimension" in rules.contents[0].text and "PRECISE" in rules.contents[0].text
 
@@ -141,6 +146,57 @@ def test_list_knowledge_bases(mcp_server, sample_rt):
     assert listed["sample"] == {"name": "sample", "description": "", "documents": 42, "has_graph": True}
     assert set(listed) == set(sample_rt.catalog.names())
     assert [r.tool_name for r in sample_rt.log.rows(session_id="mcp-kbs")] == ["list_knowledge_bases"]
+
+
+def answered_turn(rt, session: str, question: str) -> None:
+    """One offline `executor ask` turn of `session`, saved in the home's checkpoints as the CLI saves it."""
+    from agent.checkpoints import open_checkpointer
+    from agent.graph import build_graph
+    from agent.planner import OfflinePlanner
+    from agent.session import run_turn
+    from agent.state import Context
+
+    with open_checkpointer(rt.settings) as saver:
+        run_turn(build_graph(rt, OfflinePlanner(), "offline", checkpointer=saver), question, session, Context(), "offline")
+
+
+def test_feedback_on_an_answer_is_stored_with_what_the_answer_was_built_from(mcp_server, sample_rt):
+    from stores.feedback import FeedbackStore
+
+    answered_turn(sample_rt, "mcp-rated", PRECISE_QUESTION)
+
+    async def main():
+        async with connected(mcp_server) as client:
+            bad = await client.call_tool("feedback", {"session": "mcp-rated", "turn": 1, "verdict": "bad",
+                                                      "comment": "wanted the retry settings"})
+            good = await client.call_tool("feedback", {"session": "mcp-rated", "verdict": "good"})  # turn: last
+            wrong = await client.call_tool("feedback", {"session": "mcp-rated", "turn": 2, "verdict": "good"})
+            nobody = await client.call_tool("feedback", {"session": "mcp-never-asked", "verdict": "bad"})
+            meh = await client.call_tool("feedback", {"session": "mcp-rated", "verdict": "meh"})
+            return bad, good, wrong, nobody, meh
+
+    bad, good, wrong, nobody, meh = anyio.run(main)
+    assert not bad.isError and text(bad).startswith(f"recorded bad for turn 1 of mcp-rated: {PRECISE_QUESTION}")
+    assert not good.isError and text(good).startswith("recorded good for turn 1 of mcp-rated")
+    rows = FeedbackStore(sample_rt.db).rows(session_id="mcp-rated")
+    assert len(rows) == 1  # the second verdict on the same turn replaced the first
+    row = rows[0]
+    assert (row.verdict, row.query) == ("good", PRECISE_QUESTION)
+    assert row.levels[0]["tool"] == "lookup_knowledge" and row.levels[0]["relevance_level"] == "PRECISE"
+    assert "troubleshooting/err-timeout.md" in row.documents
+    for result, message in ((wrong, "session 'mcp-rated' has no turn 2 (it has 1)"),
+                            (nobody, "session 'mcp-never-asked' has no answered turn"),
+                            (meh, "'meh' is not one of ['good', 'bad']")):
+        assert result.isError and message in text(result) and "\n" not in text(result), text(result)
+    assert FeedbackStore(sample_rt.db).rows(session_id="mcp-never-asked") == []
+
+
+def test_the_executor_llm_is_never_offered_the_feedback_tool():
+    """Feedback is the host's (a person's) to give: it is not in the agent's tool list, so neither the system
+    prompt nor the model's bound tools nor the guard know it (an LLM calling it is an unknown tool)."""
+    from agent.tools import TOOLS, all_tools
+
+    assert "feedback" in all_tools() and "feedback" not in TOOLS
 
 
 @pytest.mark.parametrize(
