@@ -190,12 +190,13 @@ def _update_graph(rt, kb: str, docs: list[Document], config: dict, llm_extractor
     The graph is derived from all documents (a name found in one page is matched in every page, and
     co-occurrence weights are KB-wide), so it is computed whole; what is written is only its difference
     from the stored graph (`update_kb`): a changed page replaces its own mentions and the relations it
-    sourced, and entities no page mentions any more go. Nothing changed and the graph holds every
-    document: not even computed. A first or full (--rebuild) ingest loads the graph whole, atomically.
+    sourced, and entities no page mentions any more go. Nothing changed, the graph holds every document
+    and no LLM extractor is given (one retries the pages it failed on before): not even computed. A first
+    or full (--rebuild) ingest loads the graph whole, atomically.
     """
     graph = rt.graph
     stored = graph.counts(kb)
-    if unchanged and not full and stored["documents"] == len(docs):
+    if unchanged and not full and llm_extractor is None and stored["documents"] == len(docs):
         return stored, {"entities": 0, "documents": 0, "mentions": 0, "relations": 0}, []
     llm_results, warnings = _llm_extractions(rt, kb, docs, llm_extractor, progress) if llm_extractor else ({}, [])
     data, graph_warnings = build_graph_data(docs, config, llm_results)

@@ -152,6 +152,9 @@ class MilvusVectorStore:
         self._client = None
         self._lock = HeldLock(self.lock_path) if self.is_lite else None
         self._lexical: dict[str, bool] = {}  # kb -> whether its collection has the sparse half
+        # kb -> its collection's recorded embedder, Lite only: a Lite file has one process at a time, this
+        # one, so only create() and drop() here change it (a server's collections can change under us)
+        self._recorded: dict[str, dict | None] = {}
 
     # -- connection ---------------------------------------------------------
     @property
@@ -257,12 +260,16 @@ class MilvusVectorStore:
         return self.client.has_collection(self.collection_name(kb))
 
     def recorded_embedder(self, kb: str) -> dict | None:
+        if kb in self._recorded:
+            return self._recorded[kb]
         if not self.has(kb):
             return None
         desc = self.client.describe_collection(self.collection_name(kb)).get("description", "")
-        if not desc.startswith(DESCRIPTION_PREFIX):
-            return {"embedder": "unknown", "dim": None}
-        return json.loads(desc[len(DESCRIPTION_PREFIX):])
+        meta = json.loads(desc[len(DESCRIPTION_PREFIX):]) if desc.startswith(DESCRIPTION_PREFIX) else {
+            "embedder": "unknown", "dim": None}
+        if self.is_lite:
+            self._recorded[kb] = meta
+        return meta
 
     def check_embedder(self, kb: str, embedder: Embedder) -> None:
         meta = self.recorded_embedder(kb)
@@ -332,6 +339,7 @@ class MilvusVectorStore:
         except MilvusException as exc:
             raise BackendError(f"Milvus at {self.uri} cannot create the collection for {kb!r}: {exc.message}") from exc
         self._lexical[kb] = lexical
+        self._recorded.pop(kb, None)
         if lexical:
             return None
         found = ".".join(map(str, version)) if version else "unknown"
@@ -341,6 +349,7 @@ class MilvusVectorStore:
 
     def drop(self, kb: str) -> None:
         self._lexical.pop(kb, None)
+        self._recorded.pop(kb, None)
         if self.has(kb):
             self.client.drop_collection(self.collection_name(kb))
 
