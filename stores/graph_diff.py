@@ -79,9 +79,6 @@ class GraphDiff:
         return {"entities": len(self.entities), "documents": len(self.documents), "mentions": len(self.mentions),
                 "relations": len(self.relations)}
 
-    def empty(self) -> bool:
-        return not any(self.counts().values())
-
 
 def totals(data: "GraphData") -> dict[str, int]:
     return {"entities": len(data.entities), "documents": len(data.documents), "mentions": len(data.mentions),
