@@ -56,4 +56,5 @@ bench: setup
 	$(PY) -m evals.bench_kg
 	$(PY) -m evals.bench_retrieval
 	$(PY) -m evals.bench_ingest
+	$(PY) -m evals.bench_reingest
 	$(PY) -m evals.bench_mcp

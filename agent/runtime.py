@@ -14,7 +14,7 @@ from stores.graph_server import FalkorDBServer
 from stores.graph_sql import SqlGraphStore
 from stores.invocation_log import InvocationLog
 from stores.memory import ActionMemory
-from stores.vectors import MilvusVectorStore
+from stores.vectors import VectorStore, open_vector_store
 
 
 class Runtime:
@@ -42,9 +42,9 @@ class Runtime:
         return InvocationLog(self.db, self.source)
 
     @cached_property
-    def vectors(self) -> MilvusVectorStore:
+    def vectors(self) -> VectorStore:
         self.settings.ensure_home()
-        return MilvusVectorStore(self.settings.milvus_target, self.settings.milvus_token, self.settings.milvus_timeout_s)
+        return open_vector_store(self.settings.milvus_target, self.settings.milvus_token, self.settings.milvus_timeout_s)
 
     @cached_property
     def embedder(self) -> Embedder:

@@ -7,7 +7,11 @@ loaded into a throw-away FalkorDB started from the wheel, with its Bolt port
 open. The load goes through `GraphStore.replace_kb` (UNWIND batches) and is set
 against a naive one-MERGE-per-edge load of a slice of the same edges. Then
 1-, 2- and 3-hop `navigate` calls from random start nodes run through both
-drivers. The same graph goes into the SQL backend (`EXECUTOR_GRAPH_BACKEND=sql`)
+drivers, beside two references on the same starts: the plain uncapped
+variable-length match (`MATCH p=(s)-[*1..h]-(m)`, best `max_paths` paths by
+score: what the caps save) and the same capped traversal as an in-memory
+breadth-first search in plain Python over an adjacency list (the floor: no
+query engine, no round trip). The same graph goes into the SQL backend (`EXECUTOR_GRAPH_BACKEND=sql`)
 on a throw-away SQLite file and, when a server answers, a throw-away Postgres
 schema, which run the same calls plus 3-hop `navigate_between` between random
 pairs. Printed side by side with FalkorDB as ratios, never asserted.
@@ -28,7 +32,7 @@ from rich.table import Table
 from tqdm import tqdm
 
 from stores.database import Database
-from stores.graph import RELATION_TYPES, GraphData, GraphStore
+from stores.graph import DEFAULT_WEIGHT, RELATION_TYPES, GraphData, GraphStore, relation_pattern
 from stores.graph_drivers import FALKORDB, FalkorDriver, Neo4jDriver
 from stores.graph_server import FalkorDBServer
 
@@ -50,6 +54,42 @@ def random_graph(nodes: int, edges: int, seed: int = 11) -> GraphData:
         for i, (a, b, w) in enumerate(zip(src, dst, weights))
     ]
     return data
+
+
+def adjacency(data: GraphData) -> dict[str, list[tuple[str, float]]]:
+    """Both directions of every relation, as navigate walks them."""
+    adj: dict[str, list[tuple[str, float]]] = {k: [] for k in data.entities}
+    for r in data.relations:
+        w = DEFAULT_WEIGHT if r["weight"] is None else r["weight"]
+        adj[r["s"]].append((r["t"], w))
+        adj[r["t"]].append((r["s"], w))
+    return adj
+
+
+def memory_bfs(adj: dict, start: str, hops: int, max_paths: int, fan: int) -> list[tuple[float, list[str]]]:
+    """navigate's semantics in plain Python: per hop the best path to each new node, the `fan` best kept."""
+    frontier, seen, found = [(1.0, [start])], {start}, []
+    for _ in range(hops):
+        best: dict[str, tuple[float, list[str]]] = {}
+        for score, path in frontier:
+            for m, w in adj[path[-1]]:
+                if m not in seen and (m not in best or score * w > best[m][0]):
+                    best[m] = (score * w, path)
+        frontier = [(sc, p + [m]) for m, (sc, p) in sorted(best.items(), key=lambda kv: -kv[1][0])[:fan]]
+        seen.update(p[-1] for _, p in frontier)
+        found += frontier
+    return sorted(found, key=lambda x: (-x[0], len(x[1])))[:max_paths]
+
+
+def plain_match(store: GraphStore, start: str, hops: int, max_paths: int) -> int:
+    """The uncapped variable-length match: every path up to `hops` is scored, the best `max_paths` returned."""
+    rows = store.driver.run(
+        f"MATCH p = (s:Entity {{kb: $kb, key: $key}})-[:{relation_pattern(None)}*1..{int(hops)}]-(m:Entity) "
+        f"WITH p, reduce(x = 1.0, r IN relationships(p) | x * coalesce(r.weight, {DEFAULT_WEIGHT})) AS score "
+        "ORDER BY score DESC LIMIT $max_paths RETURN [n IN nodes(p) | n.name] AS names, score",
+        {"kb": KB, "key": start, "max_paths": max_paths},
+    )
+    return len(rows)
 
 
 def _pcts(samples_ms: list[float]) -> tuple[float, float]:
@@ -171,11 +211,16 @@ def main(
 
         rng = random.Random(5)
         starts = [f"entity-{i}" for i in rng.sample(range(nodes), queries)]
+        adj = adjacency(data)
         for hops in (1, 2, 3):
             row = {"hops": hops}
             for label, store in stores.items():
                 row[label] = _latency(store, f"{label} {hops}-hop", starts, lambda st, name: len(
                     st.navigate(KB, name, hops, None, max_paths, max_nodes_per_hop)))
+            row["plain"] = _latency(native, f"plain *1..{hops}", starts, lambda st, name: plain_match(
+                st, name, hops, max_paths))
+            row["memory"] = _latency(adj, f"memory BFS {hops}-hop", starts, lambda a, name: len(
+                memory_bfs(a, name, hops, max_paths, max_nodes_per_hop)))
             results["navigate"].append(row)
         pairs = [(f"entity-{a}", f"entity-{b}") for a, b in (rng.sample(range(nodes), 2) for _ in range(queries))]
         for label, store in stores.items():
@@ -197,9 +242,10 @@ def main(
     for label, load in results["load"].items():
         console.print(f"[bold]load[/] the same into SQL on {label} in {load['seconds']} s = {load['edges_per_s']:,} edges/s "
                       f"({load['edges_per_s'] / results['load_edges_per_s']:.2f}x FalkorDB)")
-    others = [label for label in stores if label != "native"]
+    others = [label for label in stores if label != "native"] + ["plain", "memory"]
     table = Table(title=f"navigate, {queries} random starts, max_paths {max_paths}, max_nodes_per_hop {max_nodes_per_hop} "
-                        "(ms; ratio = p95 / FalkorDB native p95)")
+                        "(ms; ratio = p95 / FalkorDB native p95; plain = uncapped variable-length MATCH on FalkorDB, "
+                        "memory = the capped traversal as a BFS in Python)")
     table.add_column("hops", justify="right")
     for label in ["native", *others]:
         table.add_column(f"{label} p50 / p95", justify="right")
@@ -208,7 +254,7 @@ def main(
     table.add_column("paths", justify="right")
     rows = [(str(r["hops"]), r) for r in results["navigate"]]
     if results["between"]:
-        rows.append(("path, 3", {**results["between"], "bolt": None}))
+        rows.append(("path, 3", {**results["between"], "bolt": None, "plain": None, "memory": None}))
     for title, r in rows:
         cells = [title]
         for label in ["native", *others]:

@@ -39,16 +39,50 @@ def _is_ascii(text: str) -> bool:
     return all(ord(c) < 128 for c in text)
 
 
+def _trie(terms: list[str], end: str) -> str:
+    """One pattern for many terms, as a trie: at a position it tries the longest term first, as an
+    alternation sorted longest-first does (two terms that both match there are a prefix of each other, so
+    they share a path and the deeper one is tried first), but steps through the terms' common prefixes
+    once instead of trying every term in turn (that made extraction quadratic in the KB's size).
+    `end` follows every term (the ASCII boundary)."""
+    root: dict = {}
+    for term in terms:
+        node = root
+        for ch in term:
+            node = node.setdefault(ch, {})
+        node[""] = {}
+
+    def pattern(node: dict) -> str:
+        branches = [re.escape(ch) + pattern(child) for ch, child in node.items() if ch != ""]
+        if "" in node:
+            branches.append(end)  # a term ends here: tried after every longer one
+        return branches[0] if len(branches) == 1 else "(?:" + "|".join(branches) + ")"
+
+    return pattern(root)
+
+
+def _dictionary_pattern(terms: list[str]) -> re.Pattern | None:
+    """Any of `terms` (case-folded names), longest first; ASCII ones on ASCII boundaries."""
+    ascii_terms = [t for t in terms if _is_ascii(t)]
+    other = [t for t in terms if not _is_ascii(t)]
+    # a non-ASCII term and an ASCII one that both match at one place: the ASCII one is the shorter
+    parts = ([_trie(other, "")] if other else []) + ([_A + _trie(ascii_terms, _Z)] if ascii_terms else [])
+    if not parts:
+        return None
+    try:
+        return re.compile("|".join(parts), re.I)
+    except RecursionError:  # a pathological nesting of names: the plain alternation, slower, same matches
+        alternation = sorted(terms, key=len, reverse=True)
+        return re.compile("|".join((_A + re.escape(t) + _Z) if _is_ascii(t) else re.escape(t) for t in alternation),
+                          re.I)
+
+
 class EntityExtractor:
     def __init__(self, dictionary: dict[str, tuple[str, str | None]], allowed_types: list[str] | None = None):
         """`dictionary`: key (case-folded name or alias) -> (canonical name, type)."""
         self.dictionary = dictionary
         self.allowed = set(allowed_types) if allowed_types else None
-        terms = sorted((k for k in dictionary if k), key=len, reverse=True)
-        alternation = "|".join(
-            (_A + re.escape(t) + _Z) if _is_ascii(t) else re.escape(t) for t in terms
-        )
-        self._known = re.compile(alternation, re.I) if alternation else None
+        self._known = _dictionary_pattern([k for k in dictionary if k])
 
     def _allowed(self, type_: str | None) -> bool:
         return self.allowed is None or type_ is None or type_ in self.allowed

@@ -22,7 +22,7 @@ from retrieval.relevance import Level, grade, similarity
 from retrieval.vocabulary import QueryTerms, Vocabulary, query_terms
 from stores.catalog import Catalog
 from stores.embedders import Embedder
-from stores.vectors import ChunkHit, MilvusVectorStore
+from stores.vectors import ChunkHit, VectorStore
 
 MAX_CHUNKS_PER_DOC = 20  # chunks fetched for a document found by keyword or by the graph
 
@@ -78,7 +78,7 @@ class Grader:
     """Grades queries against KBs; caches each KB's keyword index and vocabulary per revision."""
 
     def __init__(
-        self, catalog: Catalog, vectors: MilvusVectorStore, embedder: Embedder, cache_dir: Path, top_k: int = 10
+        self, catalog: Catalog, vectors: VectorStore, embedder: Embedder, cache_dir: Path, top_k: int = 10
     ):
         self.catalog, self.vectors, self.embedder = catalog, vectors, embedder
         self.cache_dir, self.top_k = cache_dir, top_k

@@ -48,6 +48,7 @@ class IngestReport:
     seconds: float
     embedder: str
     graph: dict | None = None  # entity/relation counts, or None when the KB has no graph config
+    graph_written: dict | None = None  # graph rows added, changed or removed by this ingest, per kind
     warnings: list[str] = field(default_factory=list)
     formats: dict[str, int] = field(default_factory=dict)  # documents read per format (md, pdf, docx...)
     skipped: int = 0  # files refused with a warning (links, limits, conversion failures)
@@ -123,19 +124,16 @@ def ingest(
             bar.update(len(texts[i : i + EMBED_BATCH]))
     matrix = np.concatenate(parts) if parts else np.zeros((0, embedder.dim), dtype=np.float32)
 
-    # The graph is rebuilt from all documents every time (cheap, and idempotent by construction).
     # A graph that is down does not stop the ingest: lookups work without it, expansion says it is
     # unavailable, and the next ingest builds it.
     kb_row = rt.catalog.get(kb)
     config = kb_row.extract_config if kb_row is not None else (extract_config or {})
-    graph_counts, warnings = None, list(loaded.warnings)
+    graph_counts, graph_written, warnings = None, None, list(loaded.warnings)
     if has_graph(config):
-        llm_results, llm_warnings = _llm_extractions(rt, kb, docs, llm_extractor, progress) if llm_extractor else ({}, [])
-        data, graph_warnings = build_graph_data(docs, config, llm_results)
-        warnings += llm_warnings + graph_warnings
         try:
-            with tqdm(total=len(data.relations), desc=f"graph {kb}", unit="edge", disable=not progress, leave=False) as bar:
-                graph_counts = rt.graph.replace_kb(kb, data, progress=bar.update)
+            graph_counts, graph_written, graph_warnings = _update_graph(
+                rt, kb, docs, config, llm_extractor, progress, full=full, unchanged=not (changed or removed))
+            warnings += graph_warnings
         except BackendError as exc:
             warnings.append(f"graph not built: {exc}")
 
@@ -185,11 +183,38 @@ def ingest(
         seconds=round(time.perf_counter() - started, 2),
         embedder=embedder.name,
         graph=graph_counts,
+        graph_written=graph_written,
         warnings=warnings,
         formats=loaded.formats,
         skipped=loaded.skipped,
         unsupported=loaded.unsupported,
     )
+
+
+def _update_graph(rt, kb: str, docs: list[Document], config: dict, llm_extractor, progress: bool, *, full: bool,
+                  unchanged: bool) -> tuple[dict, dict, list[str]]:
+    """Bring the KB's graph in line with its documents: (totals, rows written per kind, warnings).
+
+    The graph is derived from all documents (a name found in one page is matched in every page, and
+    co-occurrence weights are KB-wide), so it is computed whole; what is written is only its difference
+    from the stored graph (`update_kb`): a changed page replaces its own mentions and the relations it
+    sourced, and entities no page mentions any more go. Nothing changed, the graph holds every document
+    and no LLM extractor is given (one retries the pages it failed on before): not even computed. A first
+    or full (--rebuild) ingest loads the graph whole, atomically.
+    """
+    graph = rt.graph
+    stored = graph.counts(kb)
+    if unchanged and not full and llm_extractor is None and stored["documents"] == len(docs):
+        return stored, {"entities": 0, "documents": 0, "mentions": 0, "relations": 0}, []
+    llm_results, warnings = _llm_extractions(rt, kb, docs, llm_extractor, progress) if llm_extractor else ({}, [])
+    data, graph_warnings = build_graph_data(docs, config, llm_results)
+    warnings += graph_warnings
+    with tqdm(total=len(data.relations), desc=f"graph {kb}", unit="edge", disable=not progress, leave=False) as bar:
+        if full or stored["documents"] == 0:
+            counts = graph.replace_kb(kb, data, progress=bar.update)
+            return counts, dict(counts), warnings
+        counts, written = graph.update_kb(kb, data, progress=bar.update)
+    return counts, written, warnings
 
 
 def _llm_extractions(rt, kb: str, docs: list[Document], extractor, progress: bool) -> tuple[dict, list[str]]:

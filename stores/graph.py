@@ -20,6 +20,7 @@ from typing import Iterable
 from pydantic import BaseModel
 
 from agent.errors import InputError
+from stores.graph_diff import GraphDiff, totals
 from stores.graph_drivers import CypherDriver, Dialect, ensure_indexes
 from stores.graph_nearest import NearestPair, nearest_pair
 
@@ -167,7 +168,10 @@ def _navigate_query(dialect: Dialect, hops: int, types: str) -> str:
     its nearest hop), and keeps only the `$fan` best new nodes: the work per
     stage is bounded by fan x degree however dense the graph is. The stage is
     a subquery so that its grouping key is the new node alone, not the lists
-    carried alongside (grouping on those made a 3-hop call 6x slower).
+    carried alongside (grouping on those made a 3-hop call 6x slower). The
+    candidates carry only (parent, relation, score); the path lists are built
+    for the `$fan` winners alone (building them for every candidate, then
+    reducing to the best, was most of a 3-hop call's time).
     """
     step = (
         f"{dialect.call('frontier, seen')}\n"
@@ -175,11 +179,12 @@ def _navigate_query(dialect: Dialect, hops: int, types: str) -> str:
         "  WITH f, seen, f.n AS a\n"
         f"  MATCH (a)-[r:{types}]-(m:Entity)\n"
         "  WHERE NOT m IN seen\n"
-        f"  WITH m, collect({{n: m, ns: f.ns + [m], rs: f.rs + [r], score: f.score * coalesce(r.weight, {DEFAULT_WEIGHT})}}) AS cands\n"
-        "  WITH m, reduce(b = NULL, c IN cands | CASE WHEN b IS NULL OR c.score > b.score THEN c ELSE b END) AS best\n"
+        f"  WITH m, f, r, f.score * coalesce(r.weight, {DEFAULT_WEIGHT}) AS score\n"
+        "  ORDER BY score DESC\n"
+        "  WITH m, collect({f: f, r: r, score: score})[0] AS best\n"
         "  ORDER BY best.score DESC\n"
         "  LIMIT $fan\n"
-        "  RETURN collect(best) AS reached\n"
+        "  RETURN collect({n: m, ns: best.f.ns + [m], rs: best.f.rs + [best.r], score: best.score}) AS reached\n"
         "}\n"
         "WITH seen + [x IN reached | x.n] AS seen, found + reached AS found, reached AS frontier"
     )
@@ -330,6 +335,15 @@ class GraphStore:
         )[0]["n"]
         return {"entities": entities, "documents": documents, "relations": relations}
 
+    def counts(self, kb: str) -> dict[str, int]:
+        """The graph's totals, as `replace_kb` and `update_kb` report them (stats plus mentions)."""
+        self._ensure_indexes()  # FalkorDB refuses any query on a graph never written to; this creates it
+        mentions = self.driver.run("MATCH (:Document {kb: $kb})-[m:MENTIONS]->(:Entity) RETURN count(m) AS n",
+                                   {"kb": kb})[0]["n"]
+        stats = self.stats(kb)
+        return {"entities": stats["entities"], "documents": stats["documents"], "mentions": mentions,
+                "relations": stats["relations"]}
+
     # -- writes ---------------------------------------------------------------
     def _ensure_indexes(self) -> None:
         if not self._indexed:
@@ -376,6 +390,60 @@ class GraphStore:
             steps.append(f"OPTIONAL MATCH (new:{label} {{kb: $staging}}) SET new.kb = $kb WITH count(*) AS _")
         self.driver.run("\n".join(steps) + "\nRETURN 1 AS done", {"kb": kb, "staging": staging}, write=True)
 
+    def read_kb(self, kb: str) -> GraphData:
+        """The stored graph of `kb`, as the rows `update_kb` compares with."""
+        run = self.driver.run
+        data = GraphData()
+        for r in run("MATCH (e:Entity {kb: $kb}) RETURN e.key AS key, e.name AS name, e.type AS type, "
+                     "e.aliases AS aliases", {"kb": kb}):
+            data.entities[r["key"]] = {**r, "aliases": list(r["aliases"] or [])}
+        data.documents = run("MATCH (d:Document {kb: $kb}) RETURN d.doc_key AS doc_key, d.title AS title, "
+                             "d.domain AS domain", {"kb": kb})
+        data.mentions = run("MATCH (d:Document {kb: $kb})-[m:MENTIONS]->(e:Entity) "
+                            "RETURN d.doc_key AS doc, e.key AS key, m.count AS count", {"kb": kb})
+        data.relations = [{**r, "sources": list(r["sources"] or [])} for r in run(
+            f"MATCH (a:Entity {{kb: $kb}})-[x:{relation_pattern(None)}]->(b:Entity) "
+            "RETURN type(x) AS type, a.key AS s, b.key AS t, x.weight AS weight, x.sources AS sources", {"kb": kb})]
+        return data
+
+    def update_kb(self, kb: str, data: GraphData, progress=None) -> tuple[dict[str, int], dict[str, int]]:
+        """Make the stored graph of `kb` equal to `data` by writing only the difference (incremental ingest).
+        Returns the graph's totals and the rows written per kind. Not one transaction: a write that dies
+        half-way leaves a graph that the next ingest's difference repairs."""
+        for rel in data.relations:
+            relation_types([rel["type"]])  # the whitelist, before anything is written
+        self._ensure_indexes()
+        diff = GraphDiff.between(self.read_kb(kb), data)
+        run = self.driver.run
+        params = {"kb": kb}
+        for rel_type, rows in _by_type(diff.relations.gone):
+            for batch in _batches(rows):
+                run(f"UNWIND $rows AS r MATCH (:Entity {{kb: $kb, key: r.s}})-[x:{rel_type}]->(:Entity {{kb: $kb, key: r.t}}) "
+                    "DELETE x", {**params, "rows": batch}, write=True)
+        for batch in _batches(diff.mentions.gone):
+            run("UNWIND $rows AS r MATCH (:Document {kb: $kb, doc_key: r.doc})-[m:MENTIONS]->(:Entity {kb: $kb, key: r.key}) "
+                "DELETE m", {**params, "rows": batch}, write=True)
+        for label, field_, gone in (("Document", "doc_key", diff.documents.gone), ("Entity", "key", diff.entities.gone)):
+            for batch in _batches(gone):
+                run(f"UNWIND $rows AS r MATCH (n:{label} {{kb: $kb, {field_}: r.{field_}}}) DETACH DELETE n",
+                    {**params, "rows": batch}, write=True)
+        for batch in _batches(diff.entities.changed):
+            run("UNWIND $rows AS r MATCH (e:Entity {kb: $kb, key: r.key}) SET e.name = r.name, e.type = r.type, "
+                "e.aliases = r.aliases", {**params, "rows": batch}, write=True)
+        for batch in _batches(diff.documents.changed):
+            run("UNWIND $rows AS r MATCH (d:Document {kb: $kb, doc_key: r.doc_key}) SET d.title = r.title, "
+                "d.domain = r.domain", {**params, "rows": batch}, write=True)
+        for batch in _batches(diff.mentions.changed):
+            run("UNWIND $rows AS r MATCH (:Document {kb: $kb, doc_key: r.doc})-[m:MENTIONS]->(:Entity {kb: $kb, key: r.key}) "
+                "SET m.count = r.count", {**params, "rows": batch}, write=True)
+        for rel_type, rows in _by_type(diff.relations.changed):
+            for batch in _batches(rows):
+                run(f"UNWIND $rows AS r MATCH (:Entity {{kb: $kb, key: r.s}})-[x:{rel_type}]->(:Entity {{kb: $kb, key: r.t}}) "
+                    "SET x.weight = r.weight, x.sources = r.sources", {**params, "rows": batch}, write=True)
+        self._load(kb, GraphData(entities={r["key"]: r for r in diff.entities.new}, documents=diff.documents.new,
+                                 mentions=diff.mentions.new, relations=diff.relations.new), progress)
+        return totals(data), diff.counts()
+
     def _load(self, kb: str, data: GraphData, progress=None) -> dict[str, int]:
         now = datetime.now(timezone.utc).isoformat(timespec="seconds")
         run = self.driver.run
@@ -388,21 +456,25 @@ class GraphStore:
         for rows in _batches(data.mentions):
             run("UNWIND $rows AS r MATCH (d:Document {kb: $kb, doc_key: r.doc}) MATCH (e:Entity {kb: $kb, key: r.key}) "
                 "CREATE (d)-[:MENTIONS {count: r.count}]->(e)", {"kb": kb, "rows": rows}, write=True)
-        by_type: dict[str, list[dict]] = {}
-        for rel in data.relations:
-            by_type.setdefault(relation_pattern([rel["type"]]), []).append(rel)
-        for rel_type, rels in by_type.items():
+        for rel_type, rels in _by_type(data.relations):
             for rows in _batches(rels):
                 run(f"UNWIND $rows AS r MATCH (a:Entity {{kb: $kb, key: r.s}}) MATCH (b:Entity {{kb: $kb, key: r.t}}) "
                     f"CREATE (a)-[:{rel_type} {{weight: r.weight, sources: r.sources, created_at: $now}}]->(b)",
                     {"kb": kb, "rows": rows, "now": now}, write=True)
                 if progress:
                     progress(len(rows))
-        return {"entities": len(data.entities), "documents": len(data.documents),
-                "mentions": len(data.mentions), "relations": len(data.relations)}
+        return totals(data)
 
     def close(self) -> None:
         self.driver.close()
+
+
+def _by_type(relations: list[dict]) -> list[tuple[str, list[dict]]]:
+    """Relations grouped by their type, each type checked against the whitelist (it is written into the query)."""
+    by_type: dict[str, list[dict]] = {}
+    for rel in relations:
+        by_type.setdefault(relation_pattern([rel["type"]]), []).append(rel)
+    return list(by_type.items())
 
 
 def _batches(rows: list[dict], size: int = BATCH):

@@ -26,12 +26,13 @@ from __future__ import annotations
 from datetime import datetime, timezone
 from typing import Iterable
 
-from sqlalchemy import JSON, DateTime, Float, Index, Integer, String, Text, bindparam, delete, func, select, text
+from sqlalchemy import JSON, DateTime, Float, Index, Integer, String, Text, bindparam, delete, func, select, text, update
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Mapped, mapped_column
 
 from agent.errors import BackendError, InputError, first_line
 from stores.database import Base, Database
+from stores.graph_diff import GraphDiff, totals
 from stores.graph import (
     DEFAULT_WEIGHT,
     MAX_HOPS,
@@ -330,6 +331,13 @@ class SqlGraphStore:
 
         return {"entities": count(GraphEntity), "documents": count(GraphDocumentRow), "relations": count(GraphRelation)}
 
+    def counts(self, kb: str) -> dict[str, int]:
+        """The graph's totals, as `replace_kb` and `update_kb` report them (stats plus mentions)."""
+        mentions = self._rows(select(func.count().label("n")).select_from(GraphMention).where(GraphMention.kb == kb))
+        stats = self.stats(kb)
+        return {"entities": stats["entities"], "documents": stats["documents"], "mentions": mentions[0]["n"],
+                "relations": stats["relations"]}
+
     # -- writes ---------------------------------------------------------------
     @staticmethod
     def _delete_kb(conn, kb: str) -> None:
@@ -345,39 +353,123 @@ class SqlGraphStore:
 
     def replace_kb(self, kb: str, data: GraphData, progress=None) -> dict[str, int]:
         """Load `data` as the whole graph of `kb`, in one transaction: readers see the old graph or the new one."""
-        now = datetime.now(timezone.utc).replace(tzinfo=None)
         for rel in data.relations:
             relation_types([rel["type"]])  # the whitelist, before anything is written
         try:
             with self.db.engine.begin() as conn:
                 self._delete_kb(conn, kb)
-                entities = list(data.entities.values())
-                for rows in _batches(entities):
-                    conn.execute(GraphEntity.__table__.insert(), [
-                        {"kb": kb, "key": r["key"], "name": r["name"], "type": r["type"], "aliases": r["aliases"]}
-                        for r in rows])
-                ids = dict(conn.execute(select(GraphEntity.key, GraphEntity.id).where(GraphEntity.kb == kb)).all())
-                for rows in _batches(data.documents):
-                    conn.execute(GraphDocumentRow.__table__.insert(), [
-                        {"kb": kb, "doc_key": r["doc_key"], "title": r["title"], "domain": r["domain"]} for r in rows])
-                mentions = [{"kb": kb, "doc_key": r["doc"], "entity_id": ids[r["key"]], "count": r["count"]}
-                            for r in data.mentions if r["key"] in ids]
-                for rows in _batches(mentions):
-                    conn.execute(GraphMention.__table__.insert(), rows)
-                for rows in _batches(data.relations):
-                    conn.execute(GraphRelation.__table__.insert(), [
-                        {"kb": kb, "type": r["type"].upper(), "source_id": ids[r["s"]], "target_id": ids[r["t"]],
-                         "weight": r["weight"], "sources": r["sources"], "created_at": now}
-                        for r in rows])
-                    if progress:
-                        progress(len(rows))
+                self._insert(conn, kb, data, progress)
         except DBAPIError as exc:
             raise BackendError(f"graph write failed: {first_line(exc.orig)}") from exc
-        return {"entities": len(data.entities), "documents": len(data.documents),
-                "mentions": len(data.mentions), "relations": len(data.relations)}
+        return totals(data)
+
+    @staticmethod
+    def _read(conn, kb: str) -> tuple[GraphData, dict[str, int]]:
+        """The stored graph of `kb` and its entity ids by key."""
+        data, ids = GraphData(), {}
+        for r in conn.execute(select(GraphEntity.id, GraphEntity.key, GraphEntity.name, GraphEntity.type,
+                                     GraphEntity.aliases).where(GraphEntity.kb == kb)).mappings():
+            ids[r["key"]] = r["id"]
+            data.entities[r["key"]] = {"key": r["key"], "name": r["name"], "type": r["type"], "aliases": list(r["aliases"] or [])}
+        keys = {i: k for k, i in ids.items()}
+        data.documents = [dict(r) for r in conn.execute(
+            select(GraphDocumentRow.doc_key, GraphDocumentRow.title, GraphDocumentRow.domain)
+            .where(GraphDocumentRow.kb == kb)).mappings()]
+        data.mentions = [{"doc": r["doc_key"], "key": keys[r["entity_id"]], "count": r["count"]} for r in conn.execute(
+            select(GraphMention.doc_key, GraphMention.entity_id, GraphMention.count).where(GraphMention.kb == kb)).mappings()]
+        data.relations = [{"type": r["type"], "s": keys[r["source_id"]], "t": keys[r["target_id"]], "weight": r["weight"],
+                           "sources": list(r["sources"] or [])} for r in conn.execute(
+            select(GraphRelation.type, GraphRelation.source_id, GraphRelation.target_id, GraphRelation.weight,
+                   GraphRelation.sources).where(GraphRelation.kb == kb)).mappings()]
+        return data, ids
+
+    def read_kb(self, kb: str) -> GraphData:
+        with self.db.engine.connect() as conn:
+            return self._read(conn, kb)[0]
+
+    def update_kb(self, kb: str, data: GraphData, progress=None) -> tuple[dict[str, int], dict[str, int]]:
+        """Make the stored graph of `kb` equal to `data` by writing only the difference (incremental ingest),
+        in one transaction. Returns the graph's totals and the rows written per kind."""
+        for rel in data.relations:
+            relation_types([rel["type"]])
+        e, d, m, r = GraphEntity, GraphDocumentRow, GraphMention, GraphRelation
+        try:
+            with self.db.engine.begin() as conn:
+                stored, ids = self._read(conn, kb)
+                diff = GraphDiff.between(stored, data)
+
+                def each(statement, rows: list[dict]) -> None:
+                    for batch in _batches(rows):
+                        conn.execute(statement, batch)
+
+                rel_match = ((r.kb == kb) & (r.type == bindparam("p_type")) & (r.source_id == bindparam("p_s"))
+                             & (r.target_id == bindparam("p_t")))
+                def ends(x: dict) -> dict:  # p_ names only: in an UPDATE a parameter named like a column becomes a SET
+                    return {"p_type": x["type"].upper(), "p_s": ids[x["s"]], "p_t": ids[x["t"]]}
+
+                each(delete(r).where(rel_match), [ends(x) for x in diff.relations.gone])
+                mention_match = (m.kb == kb) & (m.doc_key == bindparam("p_doc")) & (m.entity_id == bindparam("p_e"))
+                each(delete(m).where(mention_match),
+                     [{"p_doc": x["doc"], "p_e": ids[x["key"]]} for x in diff.mentions.gone])
+                gone_docs = [x["doc_key"] for x in diff.documents.gone]
+                for batch in _chunks(gone_docs):
+                    conn.execute(delete(m).where(m.kb == kb, m.doc_key.in_(batch)))
+                    conn.execute(delete(d).where(d.kb == kb, d.doc_key.in_(batch)))
+                gone_ids = [ids[x["key"]] for x in diff.entities.gone]
+                for batch in _chunks(gone_ids):
+                    conn.execute(delete(r).where(r.source_id.in_(batch) | r.target_id.in_(batch)))
+                    conn.execute(delete(m).where(m.entity_id.in_(batch)))
+                    conn.execute(delete(e).where(e.id.in_(batch)))
+                each(update(e).where(e.id == bindparam("p_id")).values(name=bindparam("p_name"), type=bindparam("p_etype"),
+                                                                     aliases=bindparam("p_aliases")),
+                     [{"p_id": ids[x["key"]], "p_name": x["name"], "p_etype": x["type"], "p_aliases": x["aliases"]}
+                      for x in diff.entities.changed])
+                each(update(d).where(d.kb == kb, d.doc_key == bindparam("p_doc"))
+                     .values(title=bindparam("p_title"), domain=bindparam("p_domain")),
+                     [{"p_doc": x["doc_key"], "p_title": x["title"], "p_domain": x["domain"]} for x in diff.documents.changed])
+                each(update(m).where(mention_match).values(count=bindparam("p_count")),
+                     [{"p_doc": x["doc"], "p_e": ids[x["key"]], "p_count": x["count"]} for x in diff.mentions.changed])
+                each(update(r).where(rel_match).values(weight=bindparam("p_weight"), sources=bindparam("p_sources")),
+                     [{**ends(x), "p_weight": x["weight"], "p_sources": x["sources"]} for x in diff.relations.changed])
+                self._insert(conn, kb, GraphData(
+                    entities={x["key"]: x for x in diff.entities.new}, documents=diff.documents.new,
+                    mentions=diff.mentions.new, relations=diff.relations.new), progress)
+        except DBAPIError as exc:
+            raise BackendError(f"graph write failed: {first_line(exc.orig)}") from exc
+        return totals(data), diff.counts()
+
+    @staticmethod
+    def _insert(conn, kb: str, data: GraphData, progress=None) -> None:
+        """Insert the rows of `data` (entities first: the others refer to them by id)."""
+        now = datetime.now(timezone.utc).replace(tzinfo=None)
+        for rows in _batches(list(data.entities.values())):
+            conn.execute(GraphEntity.__table__.insert(), [
+                {"kb": kb, "key": r["key"], "name": r["name"], "type": r["type"], "aliases": r["aliases"]}
+                for r in rows])
+        ids = dict(conn.execute(select(GraphEntity.key, GraphEntity.id).where(GraphEntity.kb == kb)).all())
+        for rows in _batches(data.documents):
+            conn.execute(GraphDocumentRow.__table__.insert(), [
+                {"kb": kb, "doc_key": r["doc_key"], "title": r["title"], "domain": r["domain"]} for r in rows])
+        mentions = [{"kb": kb, "doc_key": r["doc"], "entity_id": ids[r["key"]], "count": r["count"]}
+                    for r in data.mentions if r["key"] in ids]
+        for rows in _batches(mentions):
+            conn.execute(GraphMention.__table__.insert(), rows)
+        for rows in _batches(data.relations):
+            conn.execute(GraphRelation.__table__.insert(), [
+                {"kb": kb, "type": r["type"].upper(), "source_id": ids[r["s"]], "target_id": ids[r["t"]],
+                 "weight": r["weight"], "sources": r["sources"], "created_at": now}
+                for r in rows])
+            if progress:
+                progress(len(rows))
 
     def close(self) -> None:
         """The database belongs to the runtime; nothing of its own to release."""
+
+
+def _chunks(values: list, size: int = 500):
+    """IN-lists short enough for any database's parameter limit."""
+    for i in range(0, len(values), size):
+        yield values[i : i + size]
 
 
 def _batches(rows: list[dict], size: int = BATCH):

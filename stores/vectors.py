@@ -1,4 +1,8 @@
-"""Chunk vectors in Milvus: Milvus Lite file by default, a Milvus server by URI.
+"""Chunk vectors: the `VectorStore` port retrieval and ingest depend on, and Milvus behind it.
+
+`open_vector_store(uri)` picks the implementation: Milvus Lite for a file path
+(the default, under EXECUTOR_HOME), a Milvus server for an http(s)/tcp/unix
+URI. A second backend implements `VectorStore` and gets a branch there.
 
 Relevance is graded from the dense squared-L2 distance. Hybrid search returns
 RRF ranks instead, so the dense vectors come back with each hit and the
@@ -13,6 +17,7 @@ import logging
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Iterator, Protocol
 
 import numpy as np
 
@@ -58,6 +63,72 @@ class ChunkHit:
     rank: int  # position in the (hybrid) result list, 0 = best
 
 
+class VectorStore(Protocol):
+    """What retrieval and ingest need from a store of chunk vectors, one collection per knowledge base.
+
+    Chunk rows are {chunk_id, doc_key, chunk_index, domain, title, keywords, text}; every hit carries its
+    dense squared-L2 distance to the query vector, whatever the backend ranks by."""
+
+    uri: str
+
+    # -- collections
+    def has(self, kb: str) -> bool: ...
+
+    def recorded_embedder(self, kb: str) -> dict | None:
+        """{embedder, dim, lexical} the KB was embedded with; None when it has no vectors."""
+
+    def check_embedder(self, kb: str, embedder: Embedder) -> None:
+        """BackendError unless the KB's vectors come from `embedder`."""
+
+    def has_lexical(self, kb: str) -> bool: ...
+
+    def create(self, kb: str, embedder: Embedder) -> str | None:
+        """Create the KB's collection; a warning when the backend cannot keep the lexical half."""
+
+    def drop(self, kb: str) -> None: ...
+
+    # -- writes
+    def delete_docs(self, kb: str, doc_keys: list[str]) -> None: ...
+
+    def upsert(self, kb: str, rows: list[dict], embedder: Embedder, vectors: np.ndarray) -> None: ...
+
+    def flush_and_load(self, kb: str) -> None:
+        """Make the writes so far searchable."""
+
+    def count(self, kb: str) -> int: ...
+
+    # -- reads
+    def search(self, kb: str, query: str, vector: np.ndarray, embedder: Embedder, limit: int) -> list[ChunkHit]:
+        """Hybrid (dense + lexical) search, best first."""
+
+    def dense_search(self, kb: str, vector: np.ndarray, limit: int) -> list[ChunkHit]: ...
+
+    def lexical_search(self, kb: str, query: str, vector: np.ndarray, embedder: Embedder,
+                       limit: int) -> list[tuple[ChunkHit, float]]:
+        """The lexical layer alone with its raw scores (empty when the KB has none)."""
+
+    def get_chunks(self, kb: str, chunk_ids: list[str], vector: np.ndarray) -> list[ChunkHit]: ...
+
+    def document_text(self, kb: str, doc_key: str) -> str: ...
+
+    def texts(self, kb: str, batch_size: int = 1000) -> Iterator[tuple[str, str, str]]:
+        """Every chunk's (doc_key, title, text)."""
+
+    def close(self) -> None: ...
+
+
+def is_server_uri(uri: str) -> bool:
+    """A Milvus server's URI; anything else is the path of a Milvus Lite file."""
+    return uri.startswith(("http://", "https://", "tcp://", "unix:"))
+
+
+def open_vector_store(uri: str, token: str | None = None, timeout_s: float = 30.0,
+                      dense_index: str = "AUTOINDEX") -> VectorStore:
+    """The vector store at `uri` (nothing is opened until the first call). Milvus serves both kinds of URI
+    today: Lite (an embedded server on a local file) and a Milvus server."""
+    return MilvusVectorStore(uri, token, timeout_s, dense_index)
+
+
 def _truncate_utf8(text: str, limit: int) -> str:
     data = text.encode("utf-8")
     return text if len(data) <= limit else data[:limit].decode("utf-8", errors="ignore")
@@ -70,15 +141,20 @@ def _literal(value: str) -> str:
 
 
 class MilvusVectorStore:
+    """`VectorStore` on Milvus: Lite for a file path, a server for a server URI (`is_server_uri`)."""
+
     def __init__(self, uri: str, token: str | None = None, timeout_s: float = 30.0, dense_index: str = "AUTOINDEX"):
         self.uri = uri
         self.dense_index = dense_index
-        self.is_lite = not uri.startswith(("http://", "https://", "tcp://", "unix:"))
+        self.is_lite = not is_server_uri(uri)
         self._token = token
         self._timeout = timeout_s
         self._client = None
         self._lock = HeldLock(self.lock_path) if self.is_lite else None
         self._lexical: dict[str, bool] = {}  # kb -> whether its collection has the sparse half
+        # kb -> its collection's recorded embedder, Lite only: a Lite file has one process at a time, this
+        # one, so only create() and drop() here change it (a server's collections can change under us)
+        self._recorded: dict[str, dict | None] = {}
 
     # -- connection ---------------------------------------------------------
     @property
@@ -184,12 +260,16 @@ class MilvusVectorStore:
         return self.client.has_collection(self.collection_name(kb))
 
     def recorded_embedder(self, kb: str) -> dict | None:
+        if kb in self._recorded:
+            return self._recorded[kb]
         if not self.has(kb):
             return None
         desc = self.client.describe_collection(self.collection_name(kb)).get("description", "")
-        if not desc.startswith(DESCRIPTION_PREFIX):
-            return {"embedder": "unknown", "dim": None}
-        return json.loads(desc[len(DESCRIPTION_PREFIX):])
+        meta = json.loads(desc[len(DESCRIPTION_PREFIX):]) if desc.startswith(DESCRIPTION_PREFIX) else {
+            "embedder": "unknown", "dim": None}
+        if self.is_lite:
+            self._recorded[kb] = meta
+        return meta
 
     def check_embedder(self, kb: str, embedder: Embedder) -> None:
         meta = self.recorded_embedder(kb)
@@ -259,6 +339,7 @@ class MilvusVectorStore:
         except MilvusException as exc:
             raise BackendError(f"Milvus at {self.uri} cannot create the collection for {kb!r}: {exc.message}") from exc
         self._lexical[kb] = lexical
+        self._recorded.pop(kb, None)
         if lexical:
             return None
         found = ".".join(map(str, version)) if version else "unknown"
@@ -268,6 +349,7 @@ class MilvusVectorStore:
 
     def drop(self, kb: str) -> None:
         self._lexical.pop(kb, None)
+        self._recorded.pop(kb, None)
         if self.has(kb):
             self.client.drop_collection(self.collection_name(kb))
 

@@ -1,0 +1,184 @@
+"""Incremental ingest: full ingest, no-op re-ingest and one-page re-ingest of a synthetic KB; ingest throughput on the Helm docs.
+
+    python -m evals.bench_reingest [--pages 1000 --pages 10000] [--helm/--no-helm]
+
+Each size runs in a child process of its own (so its peak RSS is its own) on a
+throw-away EXECUTOR_HOME: synthetic pages (front matter naming two services and
+one relation between them, a paragraph that mentions them), ingested with the
+graph config of the sample KB. Then the same folder again (nothing changed),
+then again after one page changed (its text and its relation). Each ingest's
+time is split by phase: reading the folder, embedding, the vector store, building
+the graph (extraction over all pages), writing the graph, the catalog. The Helm
+docs (`shared/corpora/helm/docs`, when present) get a full ingest with the same
+split, in chunks/s. Printed, never asserted. Peak RSS is this process's (the
+Milvus Lite and FalkorDB servers are processes of their own).
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from collections import defaultdict
+from pathlib import Path
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+HELM = Path(__file__).resolve().parents[1].parent / "shared" / "corpora" / "helm" / "docs"
+PHASES = ("read", "embed", "vectors", "graph build", "graph write", "catalog", "other")
+
+
+class PhaseClock:
+    """Seconds per phase, by wrapping the calls ingest makes (instance attributes shadow the methods)."""
+
+    def __init__(self):
+        self.seconds: dict[str, float] = defaultdict(float)
+
+    def wrap(self, owner, name: str, phase: str) -> None:
+        inner = getattr(owner, name)
+
+        def timed(*args, **kwargs):
+            started = time.perf_counter()
+            try:
+                return inner(*args, **kwargs)
+            finally:
+                self.seconds[phase] += time.perf_counter() - started
+
+        setattr(owner, name, timed)
+
+    def split(self, total: float) -> dict[str, float]:
+        out = {p: round(self.seconds.get(p, 0.0), 2) for p in PHASES if p != "other"}
+        out["other"] = round(max(0.0, total - sum(out.values())), 2)
+        self.seconds.clear()
+        return out
+
+
+def instrumented(rt) -> PhaseClock:
+    import retrieval.ingest as ingest_module
+
+    clock = PhaseClock()
+    clock.wrap(ingest_module, "load_documents", "read")
+    clock.wrap(ingest_module, "build_graph_data", "graph build")
+    clock.wrap(rt.embedder, "embed_documents", "embed")
+    for name in ("recorded_embedder", "count", "create", "drop", "delete_docs", "upsert", "flush_and_load", "has"):
+        clock.wrap(rt.vectors, name, "vectors")
+    for name in ("counts", "replace_kb", "update_kb"):
+        clock.wrap(rt.graph, name, "graph write")
+    for name in ("documents", "get", "create", "apply_ingest"):
+        clock.wrap(rt.catalog, name, "catalog")
+    return clock
+
+
+def write_page(root: Path, i: int, services: int, version: int = 0) -> None:
+    rng = random.Random(i * 7919 + version)
+    a, b = rng.sample(range(services), 2)
+    text = (f"---\ntitle: Runbook {i}\nentities: [{{name: Svc{a}, type: Software}}, {{name: Svc{b}, type: Software}}]\n"
+            f"relations: [{{source: Svc{a}, type: DEPENDS_ON, target: Svc{b}, weight: 0.{rng.randint(1, 9)}}}]\n---\n"
+            f"# Runbook {i}\n\nSvc{a} calls Svc{b} on port {8000 + a % 1000}. When the alarm fires, check the "
+            f"dashboard of Svc{a} first, then the logs of Svc{b}; revision {version}. Operators record every "
+            "change in the runbook so that the next shift can follow it.\n")
+    path = root / f"ops/page{i:05d}.md"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+
+
+def run_size(pages: int) -> dict:
+    from agent.runtime import Runtime
+    from agent.settings import Settings
+    from retrieval.ingest import SAMPLE_EXTRACT_CONFIG, ingest
+
+    work = Path(tempfile.mkdtemp(prefix=f"bench-reingest-{pages}-"))
+    folder = work / "kb"
+    services = max(10, pages // 4)
+    for i in range(pages):
+        write_page(folder, i, services)
+    rt = Runtime(Settings(home=work / "home"))
+    clock = instrumented(rt)
+    out: dict = {"pages": pages}
+    try:
+        for label, prepare in (("full", None), ("no-op", None), ("one page", lambda: write_page(folder, 0, services, 1))):
+            if prepare:
+                prepare()
+            started = time.perf_counter()
+            report = ingest(rt, folder, "bench", progress=False,
+                            extract_config=SAMPLE_EXTRACT_CONFIG if label == "full" else None)
+            total = time.perf_counter() - started
+            out[label] = {"seconds": round(total, 2), "phases": clock.split(total), "chunks": report.chunks,
+                          "changed": report.added + report.changed, "graph": report.graph,
+                          "graph_written": report.graph_written}
+    finally:
+        rt.close(stop_graph_server=True)
+    out["peak_rss_mb"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
+    return out
+
+
+def run_helm() -> dict:
+    from agent.runtime import Runtime
+    from agent.settings import Settings
+    from retrieval.ingest import SAMPLE_EXTRACT_CONFIG, ingest
+
+    work = Path(tempfile.mkdtemp(prefix="bench-reingest-helm-"))
+    rt = Runtime(Settings(home=work / "home"))
+    clock = instrumented(rt)
+    try:
+        started = time.perf_counter()
+        report = ingest(rt, HELM, "helm", progress=False, extract_config=SAMPLE_EXTRACT_CONFIG)
+        total = time.perf_counter() - started
+    finally:
+        rt.close(stop_graph_server=True)
+    return {"pages": report.documents, "chunks": report.chunks, "seconds": round(total, 2),
+            "phases": clock.split(total), "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)}
+
+
+def _child(args: list[str]) -> dict:
+    with tempfile.NamedTemporaryFile(suffix=".json") as fh:
+        subprocess.run([sys.executable, "-m", "evals.bench_reingest", *args, "--json", fh.name], check=True)
+        return json.loads(Path(fh.name).read_text())
+
+
+def main(
+    pages: list[int] = typer.Option([1000, 10000], help="synthetic KB sizes, each in a process of its own"),
+    helm: bool = typer.Option(True, "--helm/--no-helm", help="also a full ingest of the Helm docs"),
+    one: int = typer.Option(None, hidden=True),
+    helm_only: bool = typer.Option(False, hidden=True),
+    json_out: Path = typer.Option(None, "--json"),
+):
+    if one is not None or helm_only:  # a child: one measurement, written as JSON
+        result = run_helm() if helm_only else run_size(one)
+        if json_out:
+            json_out.write_text(json.dumps(result))
+        return
+    console = Console()
+    results = [_child(["--one", str(n)]) for n in pages]
+    table = Table(title="ingest of a synthetic KB (s; split: read / embed / vectors / graph build / graph write / "
+                        "catalog / other)")
+    for col in ("pages", "full", "no-op", "one page", "one page vs full", "one page split", "peak RSS"):
+        table.add_column(col, justify="right")
+    for r in results:
+        split = " / ".join(f"{r['one page']['phases'][p]:.2f}" for p in PHASES)
+        table.add_row(f"{r['pages']:,}", f"{r['full']['seconds']:.1f}", f"{r['no-op']['seconds']:.2f}",
+                      f"{r['one page']['seconds']:.2f}", f"{r['one page']['seconds'] / r['full']['seconds']:.3f}x",
+                      split, f"{r['peak_rss_mb']} MB")
+    console.print(table)
+    for r in results:
+        console.print(f"{r['pages']:,} pages: graph {r['full']['graph']}; one-page re-ingest wrote "
+                      f"{r['one page']['graph_written']}; full ingest split "
+                      + " / ".join(f"{p} {r['full']['phases'][p]:.1f}" for p in PHASES))
+    if helm and HELM.is_dir():
+        h = _child(["--helm-only"])
+        console.print(f"Helm docs: {h['pages']} pages, {h['chunks']:,} chunks in {h['seconds']:.1f} s = "
+                      f"{h['chunks'] / h['seconds']:.1f} chunks/s; where the time goes: "
+                      + ", ".join(f"{p} {h['phases'][p]:.1f} s ({100 * h['phases'][p] / h['seconds']:.0f}%)" for p in PHASES)
+                      + f"; peak RSS {h['peak_rss_mb']} MB")
+    elif helm:
+        console.print(f"[dim]no Helm docs at {HELM}: skipped[/]")
+
+
+if __name__ == "__main__":
+    typer.run(main)
