@@ -4,6 +4,7 @@
 import pytest
 
 from agent.errors import InputError
+from conftest import run_cli
 from agent.settings import REPO_ROOT
 from evals.runner import aggregate, run_suite
 from evals.scenarios_model import Scenario, load_scenarios
@@ -127,3 +128,12 @@ def test_llm_policy_asks_the_model_the_same_questions(sample_rt):
     assert result.passed, result.failures
     assert [t["query"] for t in result.trace] == ["ERR_TIMEOUT"]
     assert result.citations == ["troubleshooting/err-timeout.md"]
+
+
+def test_eval_fails_at_once_when_its_report_cannot_be_written(tmp_path):
+    """The suite runs for minutes; a report path under a file fails before it starts, in one line."""
+    blocker = tmp_path / "a-file"
+    blocker.write_text("x", encoding="utf-8")
+    r = run_cli(tmp_path / "home", "eval", "--report-json", str(blocker / "eval.json"))
+    assert r.returncode == 1
+    assert "cannot write" in r.stderr and r.stderr.strip().count("\n") == 0

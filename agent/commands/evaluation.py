@@ -44,6 +44,12 @@ def eval_(
 
     scenarios = load_scenarios(paths or [REPO_ROOT / "evals" / "scenarios"])
     labels = load_repeat_labels(repeat_labels or REPO_ROOT / "evals" / "labels" / "repeats.yaml")
+    for out in (report_json, markdown, plot):  # a suite can run for minutes: a report it cannot write fails now
+        if out is not None:
+            try:
+                out.parent.mkdir(parents=True, exist_ok=True)
+            except OSError as exc:
+                raise ExecutorError(f"cannot write {out}: {exc.strerror or exc}") from exc
     rt = runtime("eval")
     with ExitStack() as stack:
         stack.callback(rt.close)
