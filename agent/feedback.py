@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from contextlib import nullcontext
 
-from agent.errors import InputError
+from core.errors import InputError
 from retrieval.lookup import CONTROL, check_session_id
 from stores.feedback import VERDICTS, FeedbackRow, FeedbackStore, TurnRecord
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from functools import cached_property
 
-from agent.settings import Settings, get_settings
+from core.settings import Settings, get_settings
 from stores.catalog import Catalog
 from stores.database import Database
 from stores.embedders import Embedder, make_embedder

@@ -78,7 +78,7 @@ TURN_RESET: ExecutorState = {
 
 
 def _settings():
-    from agent.settings import get_settings
+    from core.settings import get_settings
 
     return get_settings()
 

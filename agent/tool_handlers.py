@@ -7,12 +7,12 @@ call them through `agent.tools.invoke`.
 
 from __future__ import annotations
 
-from agent.errors import BackendError, ConfigError, InputError
+from core.errors import BackendError, ConfigError, InputError
 from agent.tool_call import ToolCall, ToolOutput
 from retrieval.expansion import should_expand
 from retrieval.knowledge_bases import knowledge_bases
 from retrieval.lookup import LookupResult
-from retrieval.relevance import Level
+from core.relevance import Level
 from retrieval.traversal_cache import new_tally
 
 

@@ -18,7 +18,7 @@ from typing import Callable
 from pydantic import BaseModel, Field, ValidationError, field_validator
 
 from agent import tool_handlers as _h
-from agent.errors import ExecutorError, InputError
+from core.errors import ExecutorError, InputError
 from agent.tool_call import ToolCall, ToolOutput
 from prompts.executor import unavailable_message
 from stores.graph import MAX_HOPS, RELATION_TYPES, relation_pattern

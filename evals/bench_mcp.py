@@ -30,7 +30,7 @@ from tqdm import tqdm
 
 from agent.mcp_server import ExecutorMCP
 from agent.runtime import Runtime
-from agent.settings import Settings
+from core.settings import Settings
 from evals.bench_kg import QUERIES
 
 WARM_UP = 5

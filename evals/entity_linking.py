@@ -20,7 +20,7 @@ from pathlib import Path
 import yaml
 from pydantic import BaseModel, Field
 
-from agent.settings import SAMPLE_KB_PATH
+from core.settings import SAMPLE_KB_PATH
 from retrieval.alignment import Alignment, EntityAligner
 from retrieval.sources import load_documents
 from retrieval.extraction import EntityExtractor

@@ -16,7 +16,7 @@ from typing import Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from agent.errors import InputError
+from core.errors import InputError
 from agent.tools import TOOLS
 
 

@@ -15,7 +15,7 @@ from agent.state import Context, ExecutorState
 from agent.tools import LOOKUP, TOOLS, log_call, parse_arguments
 from nodes.common import lang_of, last_ai, session_of
 from prompts.executor import blocked_message
-from retrieval.relevance import Level
+from core.relevance import Level
 
 # reasons that stop a well-formed lookup (rules); the others are malformed calls
 RULE_REASONS = ("precise_reached", "budget_spent")

@@ -26,13 +26,13 @@ from pathlib import Path
 import numpy as np
 from pydantic import BaseModel, Field
 
-from agent.errors import InputError
-from agent.settings import Ranker, Thresholds, update_config
+from core.errors import InputError
+from core.settings import Ranker, Thresholds, update_config
 from retrieval.grading import Graded, Grader
 from retrieval.label_files import load_label_list
 from retrieval.quality import Quality, Question, measure
 from retrieval.ranking import FEATURES
-from retrieval.relevance import language_of
+from core.relevance import language_of
 from stores.catalog import Catalog
 from stores.embedders import Embedder
 

@@ -23,14 +23,14 @@ from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel, Field
 
-from agent.errors import BackendError
+from core.errors import BackendError
 from prompts.framing import one_line, quoted
 from retrieval.graph_build import has_graph
-from agent.settings import Thresholds
+from core.settings import Thresholds
 from retrieval.grading import chunk_ids
 from retrieval.lookup import DocumentOut, LookupResult, document_content
 from retrieval.ranking import Candidate, features, rank
-from retrieval.relevance import Level, language_of, similarity
+from core.relevance import Level, language_of, similarity
 from retrieval.vocabulary import query_terms
 from retrieval.traversal_cache import new_tally
 from stores.graph import GraphPath, entity_key

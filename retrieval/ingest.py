@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 from tqdm import tqdm
 
-from agent.errors import BackendError
+from core.errors import BackendError
 from retrieval.documents import Document
 from retrieval.sources import MB, SourceLimits, load_documents
 from retrieval.graph_build import build_graph_data, has_graph

@@ -17,12 +17,12 @@ from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, Field
 
-from agent.errors import ExecutorError, InputError, first_line
+from core.errors import ExecutorError, InputError, first_line
 from prompts.framing import one_line, quoted
 from prompts.hints import ALREADY_RETURNED
 from retrieval.graph_build import has_graph
 from retrieval.lookup import check_session_id, clean_query
-from retrieval.relevance import Level, language_of
+from core.relevance import Level, language_of
 from retrieval.traversal_cache import new_tally
 from stores.invocation_log import Invocation
 from stores.memory import SentDocument

@@ -12,13 +12,13 @@ from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, Field, computed_field
 
-from agent.errors import ExecutorError, InputError
+from core.errors import ExecutorError, InputError
 from prompts.framing import one_line, quoted
 from prompts.hints import ALREADY_RETURNED, hint
 from prompts.messages import lookup_message
 from retrieval.grading import Grader
 from retrieval.ranking import Candidate
-from retrieval.relevance import Level, language_of
+from core.relevance import Level, language_of
 from retrieval.repeats import MEANING_REASONS, DedupReason, Repeat, find_repeat, nearest, repeat_hint
 from stores.invocation_log import Invocation
 from stores.memory import EarlierLookup, SentDocument

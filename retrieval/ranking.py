@@ -27,11 +27,10 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from agent.settings import Ranker
+from core.settings import RANKER_FEATURES as FEATURES, Ranker
 from retrieval.vocabulary import QueryTerms, terms
 from stores.vectors import ChunkHit
 
-FEATURES = ("similarity", "lift", "gap", "lexical", "coverage", "kb_coverage", "unknown_names", "specific_keyword")
 BACKGROUND_RANKS = slice(3, 10)
 
 

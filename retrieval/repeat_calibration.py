@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Literal
 import numpy as np
 from pydantic import BaseModel, Field
 
-from agent.settings import update_config
+from core.settings import update_config
 from retrieval.label_files import load_label_list
 
 if TYPE_CHECKING:

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 from sqlalchemy import delete, func, select
 
-from agent.errors import InputError
+from core.errors import InputError
 from stores.database import Database, DocumentRow, KnowledgeBase, LlmExtraction, SessionDocument, utcnow
 from stores.vectors import validate_kb_name
 

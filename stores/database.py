@@ -19,8 +19,8 @@ from sqlalchemy.engine import Engine
 from sqlalchemy.exc import OperationalError
 from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column, sessionmaker
 
-from agent.errors import BackendError
-from agent.fs import private_file
+from core.errors import BackendError
+from core.fs import private_file
 
 
 def utcnow() -> datetime:

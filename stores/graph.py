@@ -19,7 +19,7 @@ from typing import Iterable
 
 from pydantic import BaseModel
 
-from agent.errors import InputError
+from core.errors import InputError
 from stores.graph_drivers import CypherDriver, Dialect, ensure_indexes
 from stores.graph_nearest import NearestPair, nearest_pair
 

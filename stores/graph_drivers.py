@@ -12,7 +12,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, Callable, Protocol
 
-from agent.errors import BackendError, display_url, first_line
+from core.errors import BackendError, display_url, first_line
 
 
 @dataclass(frozen=True)

@@ -18,8 +18,8 @@ import time
 from contextlib import contextmanager
 from pathlib import Path
 
-from agent.errors import BackendError
-from agent.fs import private_dir
+from core.errors import BackendError
+from core.fs import private_dir
 
 # AF_UNIX paths are limited to 108 bytes; a deep EXECUTOR_HOME gets a socket in the temp dir.
 MAX_SOCKET_PATH = 100

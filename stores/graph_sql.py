@@ -30,7 +30,7 @@ from sqlalchemy import JSON, DateTime, Float, Index, Integer, String, Text, bind
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Mapped, mapped_column
 
-from agent.errors import BackendError, InputError, first_line
+from core.errors import BackendError, InputError, first_line
 from stores.database import Base, Database
 from stores.graph import (
     DEFAULT_WEIGHT,

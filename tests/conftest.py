@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from agent.runtime import Runtime
-from agent.settings import SAMPLE_KB_PATH, Settings
+from core.settings import SAMPLE_KB_PATH, Settings
 from retrieval.ingest import SAMPLE_EXTRACT_CONFIG, ingest
 
 os.environ.setdefault("LANGSMITH_TRACING", "false")

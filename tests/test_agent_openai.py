@@ -7,7 +7,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 from agent.graph import build_graph
 from agent.llm import make_chat_model
 from agent.session import run_turn
-from agent.settings import Settings
+from core.settings import Settings
 from agent.state import Context
 from fake_openai import FakeOpenAI
 

@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 
-from agent.errors import BackendError, ConfigError
+from core.errors import BackendError, ConfigError
 from stores.embedders import BgeM3Embedder, UseEmbedder, make_embedder
 
 

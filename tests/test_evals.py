@@ -3,8 +3,8 @@
 
 import pytest
 
-from agent.errors import InputError
-from agent.settings import REPO_ROOT
+from core.errors import InputError
+from core.settings import REPO_ROOT
 from evals.runner import aggregate, run_suite
 from evals.scenarios_model import Scenario, load_scenarios
 from retrieval.repeat_calibration import load_repeat_labels

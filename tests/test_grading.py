@@ -213,7 +213,7 @@ def helm_slice(tmp_path_factory):
 
 
 def _grade_all(rt, labels, grading: str):
-    from agent.settings import Settings
+    from core.settings import Settings
     from retrieval.calibration import Label, observe, regrade
     from retrieval.quality import measure
 

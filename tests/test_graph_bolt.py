@@ -15,7 +15,7 @@ import socket
 
 import pytest
 
-from agent.errors import BackendError, InputError
+from core.errors import BackendError, InputError
 from conftest import known_graph_data
 from stores.graph import GraphStore
 from stores.graph_drivers import FALKORDB, FalkorDriver, Neo4jDriver

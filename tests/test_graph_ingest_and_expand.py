@@ -6,7 +6,7 @@ from conftest import make_runtime, write_kb
 from retrieval.expansion import fusion_lambda, should_expand
 from retrieval.extraction import EntityExtractor
 from retrieval.ingest import SAMPLE_EXTRACT_CONFIG, ingest
-from retrieval.relevance import Level
+from core.relevance import Level
 
 
 def names(mentions):
@@ -81,7 +81,7 @@ def test_a_kb_without_graph_config_gets_no_graph(tmp_path):
 
 
 def test_fusion_lambda_follows_the_calibrated_score():
-    from agent.settings import Thresholds
+    from core.settings import Thresholds
 
     t = Thresholds(highly_relevant_threshold=0.6, reference_threshold=0.3)
     assert [fusion_lambda(s, t) for s in (0.95, 0.6, 0.5999, 0.3, 0.2999, None)] == [0.8, 0.8, 0.5, 0.5, 0.3, 0.3]

@@ -8,7 +8,7 @@ import uuid
 import numpy as np
 import pytest
 
-from agent.errors import BackendError, InputError
+from core.errors import BackendError, InputError
 from conftest import known_graph_data
 from stores.graph import GraphData, GraphStore
 from stores.graph_server import FalkorDBServer

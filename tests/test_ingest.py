@@ -2,8 +2,8 @@ import shutil
 
 import pytest
 
-from agent.errors import BackendError, InputError
-from agent.settings import SAMPLE_KB_PATH
+from core.errors import BackendError, InputError
+from core.settings import SAMPLE_KB_PATH
 from retrieval.ingest import ingest
 
 from conftest import make_runtime, write_kb

@@ -11,7 +11,7 @@ import sys
 import pytest
 
 import retrieval.documents as documents
-from agent.errors import InputError
+from core.errors import InputError
 from retrieval.documents import parse_text
 from retrieval.ingest import ingest
 from retrieval.sources import SourceLimits, load_documents

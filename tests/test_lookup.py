@@ -6,7 +6,7 @@ import uuid
 
 import pytest
 
-from agent.errors import InputError
+from core.errors import InputError
 from stores.database import SessionDocument
 
 

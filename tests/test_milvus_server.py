@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from pymilvus import MilvusClient
 
-from agent.errors import BackendError
+from core.errors import BackendError
 from stores.vectors import MilvusVectorStore, lexical_support, server_version
 
 

@@ -6,7 +6,7 @@ from datetime import datetime, timedelta
 
 import pytest
 
-from agent.settings import Ranker, Settings, Thresholds
+from core.settings import Ranker, Settings, Thresholds
 from conftest import REPO, make_runtime, run_cli
 from retrieval.calibration import Label, choose_thresholds, folds_of, write_thresholds
 from retrieval.ranking import FEATURES
@@ -240,7 +240,7 @@ def test_calibrate_command_writes_the_model_and_reports_held_out_figures(sample_
 
 
 def test_write_thresholds_refuses_a_broken_config(tmp_path):
-    from agent.errors import InputError
+    from core.errors import InputError
 
     config = tmp_path / "config.yaml"
     config.write_text("- just a list\n")

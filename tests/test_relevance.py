@@ -1,8 +1,8 @@
 import numpy as np
 import pytest
 
-from agent.settings import Thresholds
-from retrieval.relevance import Level, grade, language_of, similarity
+from core.settings import Thresholds
+from core.relevance import Level, grade, language_of, similarity
 from stores.vectors import MilvusVectorStore
 
 T = Thresholds(max_l2_distance=2.0, highly_relevant_threshold=0.75, reference_threshold=0.5)

@@ -6,7 +6,7 @@ import stat
 
 import pytest
 
-from agent.errors import BackendError, ExecutorError
+from core.errors import BackendError, ExecutorError
 from conftest import run_cli
 from stores.vectors import MilvusVectorStore
 
@@ -154,7 +154,7 @@ def test_kg_exits_non_zero_when_every_knowledge_base_failed(home):
 
 # -- secrets never printed or stored --------------------------------------------------------------
 def test_redaction_of_urls_and_registered_secrets():
-    from agent.errors import display_url, redact, register_secret
+    from core.errors import display_url, redact, register_secret
 
     assert display_url("redis://:pw1234@db.example:6379/0") == "redis://db.example:6379/0"
     assert display_url("postgresql://bob:hunter22@127.0.0.1:5432/test?sslmode=require") == "postgresql://127.0.0.1:5432/test"
@@ -185,7 +185,7 @@ def test_a_graph_password_reaches_no_message_log_row_or_checkpoint(sample_rt):
     from agent.graph import build_graph
     from agent.runtime import Runtime
     from agent.session import run_turn
-    from agent.settings import Settings
+    from core.settings import Settings
     from agent.state import Context
     from scripted_model import ScriptedChatModel, lookup_call, raw_call, tool_message
 

@@ -9,11 +9,11 @@ import sqlalchemy as sa
 import yaml
 from langgraph.checkpoint.memory import InMemorySaver
 
-from agent.errors import InputError
+from core.errors import InputError
 from agent.graph import build_graph
 from agent.planner import OfflinePlanner
 from agent.session import run_turn
-from agent.settings import REPO_ROOT, RepeatThresholds, Settings
+from core.settings import REPO_ROOT, RepeatThresholds, Settings
 from agent.state import Context
 from conftest import run_cli
 from test_sql_backends import db_url  # noqa: F401  (the Postgres / MySQL fixture)

@@ -1,7 +1,7 @@
 import pytest
 
-from agent.errors import ExecutorError
-from agent.settings import Settings
+from core.errors import ExecutorError
+from core.settings import Settings
 
 
 def test_thresholds_come_from_config_yaml_per_embedder_with_env_on_top(tmp_path, monkeypatch):

@@ -50,7 +50,7 @@ def test_a_session_resumes_from_a_postgres_checkpointer(sample_rt):
     from agent.graph import build_graph
     from agent.planner import OfflinePlanner
     from agent.session import run_turn
-    from agent.settings import Settings
+    from core.settings import Settings
     from agent.state import Context
 
     url = "postgresql://postgres@127.0.0.1:5432/test"
@@ -74,8 +74,8 @@ def test_a_session_resumes_from_a_postgres_checkpointer(sample_rt):
 
 def test_a_bad_checkpoint_url_is_a_clear_error(tmp_path):
     from agent.checkpoints import open_checkpointer
-    from agent.errors import BackendError
-    from agent.settings import Settings
+    from core.errors import BackendError
+    from core.settings import Settings
 
     with pytest.raises(BackendError, match="postgresql://"):
         with open_checkpointer(Settings(home=tmp_path, checkpoint_url="mysql://x")):

@@ -12,7 +12,7 @@ from typing import Annotated, Optional
 import typer
 from rich.console import Console
 
-from agent.errors import ExecutorError, terminal_safe
+from core.errors import ExecutorError, terminal_safe
 
 console = Console()
 err_console = Console(stderr=True)

@@ -11,7 +11,7 @@ import typer
 
 from agent.commands.common import JsonOpt, SessionOpt, console, csv_list, print_json, runtime, write_text
 from agent.commands.llm import use_local_model
-from agent.errors import ExecutorError, InputError
+from core.errors import ExecutorError, InputError
 
 
 def eval_(
@@ -33,7 +33,7 @@ def eval_(
     """Replay the ISS-002 scenarios; exit code 1 when any judged scenario fails.
 
     Its tool calls are logged with source 'eval', which `executor stats` leaves out unless asked."""
-    from agent.settings import REPO_ROOT
+    from core.settings import REPO_ROOT
     from evals import report
     from evals.runner import aggregate, run_suite
     from evals.scenarios_model import load_scenarios

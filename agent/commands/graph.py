@@ -8,7 +8,7 @@ from typing import Annotated, Optional
 import typer
 
 from agent.commands.common import JsonOpt, KbOpt, csv_list, echo, print_json, runtime, sub_app, write_text
-from agent.errors import ExecutorError
+from core.errors import ExecutorError
 
 graph_app = sub_app(help="Explore a knowledge base's graph.")
 

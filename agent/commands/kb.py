@@ -9,7 +9,7 @@ from typing import Annotated, Optional
 import typer
 
 from agent.commands.common import JsonOpt, KbArg, SessionOpt, console, csv_list, echo, print_json, runtime, sub_app, write_text
-from agent.errors import ExecutorError
+from core.errors import ExecutorError
 
 kb_app = sub_app(help="Create, list, show and drop knowledge bases.")
 

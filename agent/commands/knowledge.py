@@ -25,7 +25,7 @@ def ingest(
     as_json: JsonOpt = False,
 ):
     """Load a folder of documents (.md/.mdx/.txt/.html/.pdf/.docx/.pptx/.xlsx) into a knowledge base, and build its graph (idempotent)."""
-    from agent.settings import SAMPLE_KB_PATH
+    from core.settings import SAMPLE_KB_PATH
     from retrieval.ingest import SAMPLE_EXTRACT_CONFIG, ingest as run_ingest
 
     source = path or SAMPLE_KB_PATH
@@ -60,7 +60,7 @@ def ingest(
 
 def _print_plan(source: Path, kb: str, as_json: bool) -> None:
     """`ingest --dry-run`: the file walk alone, so nothing is opened, converted or written."""
-    from agent.settings import get_settings
+    from core.settings import get_settings
     from retrieval.ingest import source_limits
     from retrieval.sources import plan
     from stores.vectors import validate_kb_name

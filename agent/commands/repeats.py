@@ -19,7 +19,7 @@ def calibrate_repeats(
     """Choose the repeat thresholds for the active embedder; precision and recall are held out (k-fold)."""
     from rich.table import Table
 
-    from agent.settings import config_path
+    from core.settings import config_path
     from retrieval.repeat_calibration import calibrate_repeats as run, load_repeat_labels, write_repeat_thresholds
 
     pairs = load_repeat_labels(labels)

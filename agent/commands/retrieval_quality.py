@@ -9,7 +9,7 @@ import typer
 from rich.table import Table
 
 from agent.commands.common import JsonOpt, console, print_json, runtime
-from agent.errors import InputError
+from core.errors import InputError
 
 LabelsOpt = Annotated[list[Path], typer.Option("--labels", help="YAML list of {query, relevant: [doc_key, ...]}; repeat for several files")]
 KbsOpt = Annotated[Optional[list[str]], typer.Option("--kb", help="the KB of each --labels file, in the same order (one name: all of them)")]
@@ -131,7 +131,7 @@ def calibrate(
     as_json: JsonOpt = False,
 ):
     """Fit the grading model and thresholds for the active embedder from labelled questions (k-fold figures)."""
-    from agent.settings import Thresholds, config_path
+    from core.settings import Thresholds, config_path
     from retrieval.calibration import calibrate as run_calibration, write_thresholds
 
     observed, sources, current, embedder = _observe(_pair(labels, kb), "calibrate", feedback or [])
@@ -157,7 +157,7 @@ def calibrate(
 
 
 def _write_markdown(path: Path, qualities: dict) -> None:
-    from agent.errors import ExecutorError
+    from core.errors import ExecutorError
 
     header = ["questions", *[label for _, label in FIGURES]]
     lines = ["| " + " | ".join(header) + " |", "|---|" + "---:|" * len(FIGURES)]

@@ -10,7 +10,7 @@ import typer
 
 from agent.commands.common import JsonOpt, KbOpt, SessionOpt, console, echo, print_json, runtime
 from agent.commands.llm import use_local_model
-from agent.errors import terminal_safe
+from core.errors import terminal_safe
 from agent.tools import KG_QUERY, LOOKUP, NAVIGATE
 
 # what the executor's decisions mean, for a person; the code name follows in brackets

@@ -18,15 +18,20 @@ import yaml
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError, model_validator
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
-from agent.errors import ConfigError, InputError, register_secret
-from agent.fs import private_dir
+from core.errors import ConfigError, InputError, register_secret
+from core.fs import private_dir
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 SAMPLE_KB_PATH = REPO_ROOT / "kb" / "sample"
 
 
+# The ranker's features, in the order of its weights (each described in retrieval/ranking.py). They live here,
+# at the bottom, because a config file's ranker is checked against them when the settings load.
+RANKER_FEATURES = ("similarity", "lift", "gap", "lexical", "coverage", "kb_coverage", "unknown_names", "specific_keyword")
+
+
 class Ranker(BaseModel):
-    """A logistic model over the grading features (`retrieval.ranking.FEATURES`), fitted by `executor calibrate`."""
+    """A logistic model over the grading features (`RANKER_FEATURES`), fitted by `executor calibrate`."""
 
     model_config = ConfigDict(frozen=True)
 
@@ -35,11 +40,9 @@ class Ranker(BaseModel):
 
     @model_validator(mode="after")
     def _known_features(self) -> "Ranker":
-        from retrieval.ranking import FEATURES
-
-        unknown = sorted(set(self.weights) - set(FEATURES))
+        unknown = sorted(set(self.weights) - set(RANKER_FEATURES))
         if unknown:
-            raise ValueError(f"unknown ranker features {unknown}; known: {list(FEATURES)}")
+            raise ValueError(f"unknown ranker features {unknown}; known: {list(RANKER_FEATURES)}")
         return self
 
 

@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import re
 from enum import StrEnum
+from typing import Protocol, Sequence
 
-from typing import TYPE_CHECKING
+from core.settings import Thresholds
 
-from agent.settings import Thresholds
 
-if TYPE_CHECKING:
-    from retrieval.ranking import Candidate
+class Scored(Protocol):
+    """A graded candidate (`retrieval.ranking.Candidate`): its calibrated score, and whether it matched a specific keyword."""
+
+    score: float
+    specific: bool
 
 
 class Level(StrEnum):
@@ -28,7 +31,7 @@ def similarity(squared_l2: float, max_l2_distance: float) -> float:
     return 1.0 - min(max(squared_l2, 0.0), max_l2_distance) / max_l2_distance
 
 
-def grade(candidates: list[Candidate], t: Thresholds) -> Level | None:
+def grade(candidates: Sequence[Scored], t: Thresholds) -> Level | None:
     """The level of a query's candidates, best first; None means nothing relevant was found.
 
     PRECISE needs agreement: exactly one document matches a specific keyword (L0), and
