@@ -9,8 +9,8 @@ from langchain_core.messages import AIMessage, AIMessageChunk, HumanMessage, Too
 from pydantic import BaseModel
 
 from agent.routing import recursion_limit
-from agent.state import Context
-from agent.tools import LOOKUP
+from nodes.state import Context
+from tools.registry import LOOKUP
 from retrieval.lookup import check_session_id, clean_query
 
 

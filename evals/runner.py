@@ -19,8 +19,8 @@ from tqdm import tqdm
 from core.errors import ExecutorError
 from agent.graph import build_graph
 from agent.session import TurnResult, run_turn
-from agent.state import Context
-from agent.tools import LOOKUP, TOOLS
+from nodes.state import Context
+from tools.registry import LOOKUP, TOOLS
 from evals.policy import ScriptedPolicy
 from evals.scenarios_model import Expect, Scenario, Turn
 from prompts.executor import NOTHING_FOUND

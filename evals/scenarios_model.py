@@ -17,7 +17,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from core.errors import InputError
-from agent.tools import TOOLS
+from tools.registry import TOOLS
 
 
 class Call(BaseModel):

@@ -10,8 +10,8 @@ from __future__ import annotations
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
 
 from core.errors import BackendError
-from agent.state import ExecutorState
-from agent.tools import LOOKUP, NAVIGATE
+from nodes.state import ExecutorState
+from tools.registry import LOOKUP, NAVIGATE
 from nodes.common import invoke_llm, lang_of, last_ai, text_of
 from prompts.executor import ANSWER
 from prompts.framing import one_line, quoted

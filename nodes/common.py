@@ -6,7 +6,7 @@ from langchain_core.messages import AIMessage, HumanMessage
 from langchain_core.runnables import RunnableConfig
 
 from core.errors import BackendError, first_line
-from agent.state import ExecutorState
+from nodes.state import ExecutorState
 from core.relevance import language_of
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 from tqdm import tqdm
@@ -24,8 +24,22 @@ from stores.catalog import DocumentChange
 from stores.vectors import validate_kb_name
 
 if TYPE_CHECKING:
-    from agent.runtime import Runtime
+    from core.settings import Settings
     from retrieval.llm_extraction import LLMExtractor
+    from stores.catalog import Catalog
+    from stores.embedders import Embedder
+    from stores.graph import GraphStore
+    from stores.vectors import MilvusVectorStore
+
+
+class IngestStores(Protocol):
+    """What an ingest reads and writes; the composition root (`agent.runtime.Runtime`) is one."""
+
+    settings: Settings
+    catalog: Catalog
+    vectors: MilvusVectorStore
+    embedder: Embedder
+    graph: GraphStore
 
 SAMPLE_EXTRACT_CONFIG = {
     "entity_types": ["Software", "Database", "Protocol", "Port", "ErrorCode", "Concept", "URL", "Path"],
@@ -71,7 +85,7 @@ def source_limits(settings) -> SourceLimits:
 
 
 def ingest(
-    rt: "Runtime",
+    rt: IngestStores,
     path: Path,
     kb: str,
     rebuild: bool = False,

@@ -29,7 +29,15 @@ from stores.memory import SentDocument
 from stores.vectors import validate_kb_name
 
 if TYPE_CHECKING:
-    from agent.runtime import Runtime
+    from core.settings import Settings
+    from retrieval.extraction import KnownEntities
+    from retrieval.grading import Grader
+    from retrieval.traversal_cache import TraversalCache
+    from stores.catalog import Catalog
+    from stores.embedders import Embedder
+    from stores.invocation_log import InvocationLog
+    from stores.memory import ActionMemory
+    from stores.vectors import MilvusVectorStore
 
 MAX_KBS = 10
 MAX_SEEDS = 4
@@ -106,14 +114,18 @@ def fold_ids(knowledge_base_ids) -> list[str]:
 
 
 class KnowledgeGraphQuery:
-    def __init__(self, runtime: "Runtime"):
-        self.rt = runtime
+    def __init__(self, settings: "Settings", catalog: "Catalog", vectors: "MilvusVectorStore", embedder: "Embedder",
+                 memory: "ActionMemory", log: "InvocationLog", grader: "Grader", known_entities: "KnownEntities",
+                 traversals: "TraversalCache"):
+        self.settings, self.catalog, self.vectors, self.embedder = settings, catalog, vectors, embedder
+        self.memory, self.log, self.grader = memory, log, grader
+        self.known_entities, self.traversals = known_entities, traversals
 
     def query(self, knowledge_base_ids, query: str, session_id: str, timeout_s: float | None = None,
               concurrent: bool = True) -> KGResult:
         started = time.perf_counter()
-        timeout_s = timeout_s or self.rt.settings.kg_timeout_s
-        query = clean_query(query, self.rt.settings.max_query_chars)
+        timeout_s = timeout_s or self.settings.kg_timeout_s
+        query = clean_query(query, self.settings.max_query_chars)
         check_session_id(session_id)
         ids = fold_ids(knowledge_base_ids)
         out = KGResult(knowledge_base_ids=ids, query=query)
@@ -121,10 +133,10 @@ class KnowledgeGraphQuery:
         for kb in ids:
             try:
                 validate_kb_name(kb)
-                known[kb] = self.rt.catalog.require(kb)
+                known[kb] = self.catalog.require(kb)
             except ExecutorError as exc:
                 out.add_error(kb, exc)
-        vector = self.rt.embedder.embed_query(query) if known else None
+        vector = self.embedder.embed_query(query) if known else None
         per_kb: dict[str, tuple[list, dict]] = {}
         cache = new_tally()
         pool = ThreadPoolExecutor(max_workers=max(1, len(known) if concurrent else 1))
@@ -155,10 +167,9 @@ class KnowledgeGraphQuery:
         return out
 
     def _one(self, kb: str, config: dict, query: str, vector, cache: dict) -> tuple[list, dict]:
-        rt = self.rt
-        rt.vectors.check_embedder(kb, rt.embedder)
-        t = rt.settings.thresholds(rt.embedder.name)
-        graded = rt.grader.grade(kb, rt.catalog.require(kb).revision, query, vector, t)
+        self.vectors.check_embedder(kb, self.embedder)
+        t = self.settings.thresholds(self.embedder.name)
+        graded = self.grader.grade(kb, self.catalog.require(kb).revision, query, vector, t)
         # every chunk found for a relevant document, with its document's calibrated score
         hits = [(h, c.score) for c in graded.relevant(t) for h in sorted(c.chunks.values(), key=lambda h: h.distance)]
         graph = {"nodes": [], "edges": []}
@@ -167,11 +178,11 @@ class KnowledgeGraphQuery:
         return hits, graph
 
     def _graph(self, kb: str, query: str, doc_keys: list[str], cache: dict) -> dict:
-        seeds = self.rt.known_entities.seeds(kb, query, list(dict.fromkeys(doc_keys))[:5], MAX_SEEDS)
-        named = {n.casefold() for n in self.rt.known_entities.in_text(kb, query)}
+        seeds = self.known_entities.seeds(kb, query, list(dict.fromkeys(doc_keys))[:5], MAX_SEEDS)
+        named = {n.casefold() for n in self.known_entities.in_text(kb, query)}
         nodes, edges = {}, {}
         for seed in seeds:
-            for path in self.rt.traversals.navigate(kb, seed, GRAPH_HOPS, None, 15, 10, cache):
+            for path in self.traversals.navigate(kb, seed, GRAPH_HOPS, None, 15, 10, cache):
                 for n in path.nodes:
                     # in_query: the question names it, so a drawing can put it in the middle
                     nodes.setdefault(n.name, {"id": f"{kb}:{n.name}", "name": n.name, "type": n.type, "kb": kb,
@@ -182,8 +193,7 @@ class KnowledgeGraphQuery:
         return {"nodes": list(nodes.values()), "edges": list(edges.values())}
 
     def _merge(self, out: KGResult, ids: list[str], per_kb: dict, session_id: str) -> None:
-        rt = self.rt
-        t = rt.settings.thresholds(rt.embedder.name)
+        t = self.settings.thresholds(self.embedder.name)
         merged: dict[str, KGHit] = {}
         for kb in ids:
             if kb not in per_kb:
@@ -205,7 +215,7 @@ class KnowledgeGraphQuery:
                         hit.score, hit.relevance_level = sim, level
             out.kb_counts[kb] = counted
         results = sorted(merged.values(), key=lambda h: -h.score)[:MAX_RESULTS]
-        sent = rt.memory.sent_documents(session_id)
+        sent = self.memory.sent_documents(session_id)
         fresh = []
         for hit in results:
             if any((kb, hit.doc_key) in sent for kb in hit.knowledge_bases):
@@ -213,11 +223,11 @@ class KnowledgeGraphQuery:
             else:
                 fresh.append(SentDocument(hit.knowledge_bases[0], hit.doc_key, hit.domain, hit.title))
         if fresh:
-            rt.memory.record(session_id, None, None, fresh)
+            self.memory.record(session_id, None, None, fresh)
         out.results, out.count = results, len(results)
 
     def _log(self, out: KGResult, ids: list[str], session_id: str, started: float, cache: dict) -> None:
-        self.rt.log.write(
+        self.log.write(
             Invocation(
                 session_id=session_id, tool_name="query_knowledge_graph", query=out.query, kb=",".join(ids)[:64],
                 arguments={"knowledge_base_ids": ids, "query": out.query},

@@ -25,7 +25,12 @@ from stores.memory import EarlierLookup, SentDocument
 from stores.vectors import ChunkHit
 
 if TYPE_CHECKING:
-    from agent.runtime import Runtime
+    from core.settings import Settings
+    from stores.catalog import Catalog
+    from stores.embedders import Embedder
+    from stores.invocation_log import InvocationLog
+    from stores.memory import ActionMemory
+    from stores.vectors import MilvusVectorStore
 
 CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
 SESSION_ID = re.compile(r"^[\w.:\-]{1,128}$")
@@ -116,18 +121,16 @@ def check_session_id(session_id: str) -> str:
 
 
 class LookupService:
-    def __init__(self, runtime: "Runtime"):
-        self.rt = runtime
+    def __init__(self, settings: "Settings", catalog: "Catalog", vectors: "MilvusVectorStore", embedder: "Embedder",
+                 memory: "ActionMemory", log: "InvocationLog", grader: Grader):
+        self.settings, self.catalog, self.vectors, self.embedder = settings, catalog, vectors, embedder
+        self.memory, self.log, self.grader = memory, log, grader
         self._checked: set[tuple[str, str]] = set()
 
-    @property
-    def grader(self) -> Grader:
-        return self.rt.grader
-
     def _check_embedder(self, kb: str) -> None:
-        key = (kb, self.rt.embedder.name)
+        key = (kb, self.embedder.name)
         if key not in self._checked:
-            self.rt.vectors.check_embedder(kb, self.rt.embedder)
+            self.vectors.check_embedder(kb, self.embedder)
             self._checked.add(key)
 
     # -- the tool -----------------------------------------------------------
@@ -145,7 +148,7 @@ class LookupService:
         `batch` names the LLM message that proposed the call: lookups of one message are never repeats
         of each other. `dry_run` writes nothing (no session memory, no log): calibration."""
         started = time.perf_counter()
-        query = clean_query(query, self.rt.settings.max_query_chars)
+        query = clean_query(query, self.settings.max_query_chars)
         check_session_id(session_id)
         if missing_dimension is not None:
             missing_dimension = clean_query(missing_dimension, 200) if missing_dimension.strip() else None
@@ -160,23 +163,22 @@ class LookupService:
         return result
 
     def _lookup(self, query, session_id, kb, missing_dimension, rules, batch, dry_run) -> LookupResult:
-        rt = self.rt
-        kb_row = rt.catalog.require(kb)
+        kb_row = self.catalog.require(kb)
         self._check_embedder(kb)
-        thresholds = rt.settings.thresholds(rt.embedder.name)
+        thresholds = self.settings.thresholds(self.embedder.name)
         lang = language_of(query)
 
-        vector = rt.embedder.embed_query(query)
+        vector = self.embedder.embed_query(query)
         graded = self.grader.grade(kb, kb_row.revision, query, vector, thresholds)
         level = graded.level
-        details = graded.details() | {"thresholds": thresholds.model_dump(), "embedder": rt.embedder.name}
+        details = graded.details() | {"thresholds": thresholds.model_dump(), "embedder": self.embedder.name}
         base = dict(query=query, session=session_id, kb=kb, missing_dimension=missing_dimension, details=details)
-        sent = rt.memory.sent_documents(session_id) if rules else {}
-        domain_levels = rt.memory.domain_levels(session_id)
+        sent = self.memory.sent_documents(session_id) if rules else {}
+        domain_levels = self.memory.domain_levels(session_id)
         domains = list(dict.fromkeys([*domain_levels, *(d.domain for d in sent.values())]))
-        earlier = rt.memory.lookups(session_id, kb, rt.embedder.name) if rules else []
+        earlier = self.memory.lookups(session_id, kb, self.embedder.name) if rules else []
         remembered = EarlierLookup(query=query, vector=vector, level=level and level.value, batch=batch, kb=kb,
-                                   embedder=rt.embedder.name)
+                                   embedder=self.embedder.name)
 
         details["relevant_docs"] = 0
         if level is None:
@@ -184,7 +186,7 @@ class LookupService:
             if repeat is not None:
                 return self._finish(self._repeated(repeat, kb, sent, lang, domains, base))
             if not dry_run:
-                rt.memory.record_lookup(session_id, remembered)
+                self.memory.record_lookup(session_id, remembered)
             unknown = graded.query_terms.unknown_names
             return self._finish(
                 LookupResult(found=False, relevance_level=None,
@@ -195,7 +197,7 @@ class LookupService:
 
         valid = graded.relevant(thresholds)
         details["relevant_docs"] = len(valid)
-        chosen = valid[: 1 + rt.settings.max_supplement]
+        chosen = valid[: 1 + self.settings.max_supplement]
         landing = chosen[0].domain
         out = [self._document_out(kb, c, sent) for c in chosen]
         new = [d for d in out if not d.already_returned]
@@ -218,10 +220,10 @@ class LookupService:
 
         remembered.domain, remembered.doc_keys = landing, [d.doc_key for d in out]
         if not dry_run:
-            rt.memory.record(
+            self.memory.record(
                 session_id, landing, level.value, [SentDocument(kb, d.doc_key, d.domain, d.title) for d in new]
             )
-            rt.memory.record_lookup(session_id, remembered)
+            self.memory.record_lookup(session_id, remembered)
         domains += [d for d in dict.fromkeys(d.domain for d in out) if d not in domains]
         return self._finish(
             LookupResult(
@@ -232,9 +234,9 @@ class LookupService:
 
     def _repeat(self, vector, best_doc, earlier, batch, missing_dimension, details) -> Repeat | None:
         """The repeat rule (retrieval/repeats.py) on the embedding this lookup already computed."""
-        name = self.rt.embedder.name
+        name = self.embedder.name
         details["repeat_nearest"] = nearest(vector, earlier, batch)
-        repeat = find_repeat(vector, best_doc, earlier, self.rt.settings.repeat_thresholds(name), batch, missing_dimension)
+        repeat = find_repeat(vector, best_doc, earlier, self.settings.repeat_thresholds(name), batch, missing_dimension)
         if repeat is not None:
             details.update(repeat_of=repeat.earlier.query, repeat_similarity=round(repeat.similarity, 4))
         return repeat
@@ -271,7 +273,7 @@ class LookupService:
         )
 
     def _content(self, doc: Candidate) -> str:
-        return document_content(doc.chunks.values(), self.rt.settings.max_chars_per_doc)
+        return document_content(doc.chunks.values(), self.settings.max_chars_per_doc)
 
     def _log(self, session_id, kb, query, missing_dimension, started, result: LookupResult | None = None, error=None):
         entry = Invocation(
@@ -289,4 +291,4 @@ class LookupService:
             # the trace's rule: a DEDUPED lookup is blocked, whichever the reason (doc_retrieved included)
             entry.blocked = result.relevance_level == Level.DEDUPED
             entry.retrieval_details = result.details
-        self.rt.log.write(entry)
+        self.log.write(entry)

@@ -44,9 +44,7 @@ def eval_(
 
     scenarios = load_scenarios(paths or [REPO_ROOT / "evals" / "scenarios"])
     labels = load_repeat_labels(repeat_labels or REPO_ROOT / "evals" / "labels" / "repeats.yaml")
-    rt = runtime("eval")
-    with ExitStack() as stack:
-        stack.callback(rt.close)
+    with runtime("eval") as rt, ExitStack() as stack:
         for kb in sorted({s.kb for s in scenarios}):
             rt.catalog.require(kb)
         model = None
@@ -119,11 +117,11 @@ def stats(
         start = datetime.fromisoformat(since) if since else None
     except ValueError:
         raise InputError(f"--since {since!r} is not a date (YYYY-MM-DD) or an ISO time") from None
-    rt = runtime()
-    t = rt.settings.thresholds(embedder_name(rt.settings.embedder, rt.settings.embedder_path))
-    thresholds = {"highly_relevant": t.highly_relevant_threshold, "reference": t.reference_threshold}
-    data = invocation_stats(rt.db, session=session, since=start, sources=csv_list(source), thresholds=thresholds)
-    data["traversal_cache"] = traversal_cache_stats(rt.db, session=session, since=start)
+    with runtime() as rt:
+        t = rt.settings.thresholds(embedder_name(rt.settings.embedder, rt.settings.embedder_path))
+        thresholds = {"highly_relevant": t.highly_relevant_threshold, "reference": t.reference_threshold}
+        data = invocation_stats(rt.db, session=session, since=start, sources=csv_list(source), thresholds=thresholds)
+        data["traversal_cache"] = traversal_cache_stats(rt.db, session=session, since=start)
     if plot:
         plot_stats(data, plot)
     if as_json:

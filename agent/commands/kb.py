@@ -32,9 +32,9 @@ def kb_create(
     if relation_types and not entity_types:
         raise ExecutorError("a graph config needs --entities as well as --relations")
     config = {"entity_types": entity_types, "relation_types": relation_types} if entity_types else {}
-    rt = runtime()
-    rt.catalog.create(name, description=description, extract_config=config)
-    data = _kb_info(rt, name, with_graph=False)
+    with runtime() as rt:
+        rt.catalog.create(name, description=description, extract_config=config)
+        data = _kb_info(rt, name, with_graph=False)
     if as_json:
         print_json(data)
     else:
@@ -70,8 +70,8 @@ def _kb_info(rt, name: str, with_graph: bool = True) -> dict:
 @kb_app.command("list")
 def kb_list(as_json: JsonOpt = False):
     """Every knowledge base, with its size and whether it has a graph."""
-    rt = runtime()
-    rows = [_kb_info(rt, name, with_graph=False) for name in rt.catalog.names()]
+    with runtime() as rt:
+        rows = [_kb_info(rt, name, with_graph=False) for name in rt.catalog.names()]
     if as_json:
         print_json(rows)
         return
@@ -85,11 +85,8 @@ def kb_list(as_json: JsonOpt = False):
 @kb_app.command("show")
 def kb_show(name: KbArg, as_json: JsonOpt = False):
     """One knowledge base in detail, with its graph's size."""
-    rt = runtime()
-    try:
+    with runtime() as rt:
         info = _kb_info(rt, name)
-    finally:
-        rt.close()
     if as_json:
         print_json(info)
         return
@@ -131,8 +128,7 @@ def kb_drop(name: KbArg, yes: Annotated[bool, typer.Option("--yes", help="do not
     """Remove a knowledge base: its vectors, its graph and its catalog row."""
     from retrieval.graph_build import has_graph
 
-    rt = runtime()
-    try:
+    with runtime() as rt:
         row = rt.catalog.require(name)
         if not yes and not typer.confirm(f"drop knowledge base {name!r} ({len(rt.catalog.documents(name))} documents)?"):
             raise typer.Exit(1)
@@ -141,8 +137,6 @@ def kb_drop(name: KbArg, yes: Annotated[bool, typer.Option("--yes", help="do not
             rt.graph.drop_kb(name)
         rt.vectors.drop(name)
         rt.catalog.drop(name)
-    finally:
-        rt.close()
     if as_json:
         print_json({"dropped": name})
     else:
@@ -159,12 +153,9 @@ def kg(
     """query_knowledge_graph: several knowledge bases at once, with real graph traversal."""
     from agent.graph_page import render_graph_data
 
-    rt = runtime("lookup")  # a person calling the tool directly, like `lookup`
-    session = session or f"kg-{uuid.uuid4().hex[:12]}"
-    try:
+    with runtime("lookup") as rt:  # a person calling the tool directly, like `lookup`
+        session = session or f"kg-{uuid.uuid4().hex[:12]}"
         result = rt.kg.query(csv_list(kb), query, session)
-    finally:
-        rt.close()
     if result.errors and not result.kb_counts:  # every knowledge base failed: that is not "no results"
         raise ExecutorError("; ".join(f"{e['knowledge_base_id']}: {e['error']}" for e in result.errors))
     data = result.model_dump(mode="json")

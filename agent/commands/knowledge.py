@@ -33,9 +33,7 @@ def ingest(
     if dry_run:
         _print_plan(source, kb, as_json)
         return
-    rt = runtime()
-    with ExitStack() as stack:
-        stack.callback(rt.close)
+    with runtime() as rt, ExitStack() as stack:
         if llm_extract:
             use_local_model(rt, stack)
         extractor = _llm_extractor(rt, kb, config) if llm_extract else None
@@ -110,15 +108,12 @@ def lookup(
     """Run lookup_knowledge once (and graph_expand when it applies) and print what the LLM would see."""
     from retrieval.expansion import should_expand
 
-    rt = runtime("lookup")
-    session = session or f"cli-{uuid.uuid4().hex[:12]}"
-    try:
+    with runtime("lookup") as rt:
+        session = session or f"cli-{uuid.uuid4().hex[:12]}"
         result = rt.lookup.lookup(query, session, kb=kb, missing_dimension=missing_dimension)
         expansion = None
         if graph and should_expand(result, rt.settings.graph_min_results):
             expansion = rt.expander.expand(result)
-    finally:
-        rt.close()
     if as_json:
         data = result.model_dump(mode="json")
         data["graph_expansion"] = expansion.model_dump(mode="json") if expansion else None
@@ -136,14 +131,14 @@ def session_show(session_id: SessionArg, as_json: JsonOpt = False):
     from retrieval.lookup import check_session_id
 
     check_session_id(session_id)
-    rt = runtime()
-    data = {
-        "session": session_id,
-        "domain_levels": rt.memory.domain_levels(session_id),
-        "documents_by_domain": rt.memory.by_domain(session_id),
-        "lookups": [{"query": e.query, "level": e.level or "NONE", "domain": e.domain, "documents": e.doc_keys}
-                    for e in rt.memory.lookups(session_id)],
-    }
+    with runtime() as rt:
+        data = {
+            "session": session_id,
+            "domain_levels": rt.memory.domain_levels(session_id),
+            "documents_by_domain": rt.memory.by_domain(session_id),
+            "lookups": [{"query": e.query, "level": e.level or "NONE", "domain": e.domain, "documents": e.doc_keys}
+                        for e in rt.memory.lookups(session_id)],
+        }
     if as_json:
         print_json(data)
         return
@@ -173,11 +168,11 @@ def session_clear(session_id: SessionArg, as_json: JsonOpt = False):
     from agent.checkpoints import open_checkpointer
 
     check_session_id(session_id)
-    rt = runtime()
-    # the conversation first: if the checkpoint store fails, the memory is still there (no half-cleared session)
-    with open_checkpointer(rt.settings) as saver:
-        saver.delete_thread(session_id)
-    n = rt.memory.clear(session_id)
+    with runtime() as rt:
+        # the conversation first: if the checkpoint store fails, the memory is still there (no half-cleared session)
+        with open_checkpointer(rt.settings) as saver:
+            saver.delete_thread(session_id)
+        n = rt.memory.clear(session_id)
     if as_json:
         print_json({"session": session_id, "documents_forgotten": n})
     else:

@@ -23,11 +23,8 @@ def calibrate_repeats(
     from retrieval.repeat_calibration import calibrate_repeats as run, load_repeat_labels, write_repeat_thresholds
 
     pairs = load_repeat_labels(labels)
-    rt = runtime()
-    try:
+    with runtime() as rt:
         result = run(rt, kb, pairs)
-    finally:
-        rt.close()
     if write:
         write_repeat_thresholds(config_path(), result.embedder, result.overlap.threshold, result.miss_overlap.threshold)
     if as_json:

@@ -1,14 +1,14 @@
-"""The handlers behind the tool registry (`agent/tools.py`): validated arguments in, a `ToolOutput` out.
+"""The handlers behind the tool registry (`tools/registry.py`): validated arguments in, a `ToolOutput` out.
 
 They run the same services the CLI runs (lookup, query_knowledge_graph, the
 graph store, the catalog); the LangGraph lookup node and the MCP server both
-call them through `agent.tools.invoke`.
+call them through `tools.registry.invoke`.
 """
 
 from __future__ import annotations
 
 from core.errors import BackendError, ConfigError, InputError
-from agent.tool_call import ToolCall, ToolOutput
+from tools.call import ToolCall, ToolOutput
 from retrieval.expansion import should_expand
 from retrieval.knowledge_bases import knowledge_bases
 from retrieval.lookup import LookupResult

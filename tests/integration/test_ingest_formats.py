@@ -16,8 +16,8 @@ from retrieval.documents import parse_text
 from retrieval.ingest import ingest
 from retrieval.sources import SourceLimits, load_documents
 
-from conftest import REPO, make_runtime, run_cli, write_kb
-from doc_fixtures import HTML_PAGE, MDX_PAGE
+from conftest import REPO, make_runtime, run_cli
+from doc_fixtures import HTML_PAGE, MDX_PAGE, write_kb
 from evals.doc_writers import (
     write_docx, write_encrypted_pdf, write_image_only_pdf, write_pdf, write_pptx, write_xlsx, write_zip_bomb_docx,
 )

@@ -8,7 +8,7 @@ from agent.graph import build_graph
 from agent.llm import make_chat_model
 from agent.session import run_turn
 from core.settings import Settings
-from agent.state import Context
+from nodes.state import Context
 from fake_openai import FakeOpenAI
 
 

@@ -123,7 +123,7 @@ def test_the_llm_is_told_the_knowledge_base_is_unavailable_and_the_run_raises(sa
     from agent.graph import build_graph
     from agent.runtime import Runtime
     from agent.session import run_turn
-    from agent.state import Context
+    from nodes.state import Context
     from scripted_model import ScriptedChatModel, lookup_call, tool_message
 
     broken = Runtime(sample_rt.settings.model_copy(update={"reference_threshold": 0.9}))
@@ -186,7 +186,7 @@ def test_a_graph_password_reaches_no_message_log_row_or_checkpoint(sample_rt):
     from agent.runtime import Runtime
     from agent.session import run_turn
     from core.settings import Settings
-    from agent.state import Context
+    from nodes.state import Context
     from scripted_model import ScriptedChatModel, lookup_call, raw_call, tool_message
 
     secret = "s3cretGraphPw"
@@ -214,7 +214,8 @@ FORGED_BODY = (
 
 
 def test_a_document_cannot_forge_the_tool_header_or_its_fence(tmp_path, sample_rt):
-    from conftest import make_runtime, write_kb
+    from conftest import make_runtime
+    from doc_fixtures import write_kb
     from prompts.executor import ANSWER, SYSTEM
     from retrieval.ingest import ingest
 
@@ -269,7 +270,7 @@ def test_a_session_id_with_a_newline_is_rejected(home, session):
 
 
 def test_escape_sequences_from_documents_never_reach_the_terminal_raw(tmp_path):
-    from conftest import write_kb
+    from doc_fixtures import write_kb
 
     osc = "\x1b]8;;http://evil.example\x07click here\x1b]8;;\x07 \x1b]0;pwned title\x07 \x1b[2J"
     kb_dir = write_kb(tmp_path / "kb", {"ops/term.md": f"# Terminal escape notes\n\nTerminal escape notes: {osc} end.\n"})

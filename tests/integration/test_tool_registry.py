@@ -12,9 +12,9 @@ from pydantic import BaseModel, Field
 from agent.graph import build_graph
 from agent.mcp_server import ExecutorMCP
 from agent.session import run_turn
-from agent.state import Context
-from agent.tool_call import ToolOutput
-from agent.tools import TOOLS, Tool, parse_arguments, register, unregister
+from nodes.state import Context
+from tools.call import ToolOutput
+from tools.registry import TOOLS, Tool, parse_arguments, register, unregister
 from conftest import make_runtime
 from evals.scenarios_model import Scenario
 from scripted_model import ScriptedChatModel, raw_call, tool_message

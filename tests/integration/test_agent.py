@@ -10,7 +10,7 @@ from agent import routing
 from agent.graph import build_graph
 from agent.planner import OfflinePlanner, plan, split_question
 from agent.session import run_turn
-from agent.state import Context
+from nodes.state import Context
 from scripted_model import EndlessLookups, ScriptedChatModel, lookup_call, raw_call, tool_message
 
 POOL_STORM = [

@@ -51,7 +51,7 @@ def test_a_session_resumes_from_a_postgres_checkpointer(sample_rt):
     from agent.planner import OfflinePlanner
     from agent.session import run_turn
     from core.settings import Settings
-    from agent.state import Context
+    from nodes.state import Context
 
     url = "postgresql://postgres@127.0.0.1:5432/test"
     try:

@@ -9,7 +9,8 @@ import json
 
 import pytest
 
-from conftest import make_runtime, run_cli, write_kb
+from conftest import make_runtime, run_cli
+from doc_fixtures import write_kb
 from local_llm.prompt import parse_reply, reply_schema
 from local_llm.protocol import FunctionSpec
 
@@ -94,7 +95,7 @@ def _chat(endpoint, **kwargs):
 
 @needs_model
 def test_a_lookup_question_gets_a_well_formed_tool_call_streamed(endpoint):
-    from agent.tools import TOOLS, lookup_knowledge
+    from tools.registry import TOOLS, lookup_knowledge
 
     model = _chat(endpoint, streaming=True).bind_tools([lookup_knowledge])
     reply = model.invoke("How do I configure the database connection pool? Look it up in the knowledge base.")
@@ -105,7 +106,7 @@ def test_a_lookup_question_gets_a_well_formed_tool_call_streamed(endpoint):
 
 @needs_model
 def test_tool_choice_none_gives_text(endpoint):
-    from agent.tools import lookup_knowledge
+    from tools.registry import lookup_knowledge
 
     reply = _chat(endpoint, max_tokens=24).bind_tools([lookup_knowledge], tool_choice="none").invoke("Say hello.")
     assert not reply.tool_calls and isinstance(reply.content, str) and reply.content.strip()
@@ -115,7 +116,7 @@ def test_tool_choice_none_gives_text(endpoint):
 def test_earlier_calls_and_tool_results_are_in_the_next_prompt(endpoint):
     from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 
-    from agent.tools import lookup_knowledge
+    from tools.registry import lookup_knowledge
 
     history = [
         HumanMessage("What does ERR_TIMEOUT mean?"),

@@ -3,7 +3,7 @@
 import pytest
 
 from core.errors import InputError
-from conftest import write_kb
+from doc_fixtures import write_kb
 from retrieval.ingest import ingest
 
 PLAIN_DOCS = {
@@ -104,7 +104,7 @@ def test_the_executor_can_call_it(kbs):
 
     from agent.graph import build_graph
     from agent.session import run_turn
-    from agent.state import Context
+    from nodes.state import Context
     from scripted_model import ScriptedChatModel, raw_call, tool_message
     from langchain_core.messages import AIMessage
 

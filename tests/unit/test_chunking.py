@@ -12,7 +12,7 @@ from retrieval.sources import load_documents
 
 from doc_fixtures import HUGO_PAGE, MDX_PAGE
 
-HELM_DOCS = Path(__file__).resolve().parents[2] / "shared" / "corpora" / "helm" / "docs"
+HELM_DOCS = Path(__file__).resolve().parents[3] / "shared" / "corpora" / "helm" / "docs"
 if not HELM_DOCS.is_dir():
     HELM_DOCS = Path("/work/shared/corpora/helm/docs")
 

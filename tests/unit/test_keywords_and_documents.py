@@ -8,7 +8,7 @@ from retrieval.documents import parse_text
 from retrieval.sources import load_documents
 from retrieval.keywords import KeywordIndex
 
-from conftest import write_kb
+from doc_fixtures import write_kb
 
 
 def test_ascii_terms_match_whole_words_only():

@@ -1,10 +1,13 @@
 """The executor graph's state and its per-run context.
 
-State is checkpointed per thread (thread id = session id). The session part
-survives turns; the turn part is reset by `begin_turn` when a new user
-message arrives. A run takes `ExecutorInput` and returns `ExecutorOutput`
-(the full state stays readable through the thread). Context holds the
-per-run knobs Studio shows as a form.
+State is checkpointed per thread (thread id = session id) and has three parts:
+what a run takes (`ExecutorInput`, the user's message), the session
+(`SessionState`: survives turns) and the turn (`TurnState`: reset by
+`begin_turn` when a new user message arrives). A run returns `ExecutorOutput`
+(the full state stays readable through the thread). What the session already
+retrieved (documents, domains, levels, earlier lookups) is not state: the
+rules read it from the action memory (SQL), which MCP calls share. Context
+holds the per-run knobs Studio shows as a form.
 """
 
 from __future__ import annotations
@@ -32,15 +35,18 @@ class ExecutorOutput(TypedDict, total=False):
     trace: list[dict]
 
 
-class ExecutorState(TypedDict, total=False):
+class SessionState(TypedDict, total=False):
+    """What survives turns: the conversation, and the evidence of documents already sent."""
+
     messages: Annotated[list[AnyMessage], add_messages]
-    # the session: domain -> doc keys already sent, and the level each domain was last answered at
-    session_memory: dict[str, list[str]]
-    domain_levels: dict[str, str]
     # doc_key -> the evidence a document gave when it was sent: what a later turn answers from
     # when its lookups point at documents the session already has (they are not sent again)
     session_evidence: dict[str, dict]
-    # this turn
+
+
+class TurnState(TypedDict, total=False):
+    """One turn's counters, evidence and answer; `begin_turn` resets them (TURN_RESET)."""
+
     question: str
     rounds: int  # executor (LLM) calls
     attempted_lookups: int  # lookups that ran a search, whether they sent anything or were deduplicated
@@ -59,7 +65,11 @@ class ExecutorState(TypedDict, total=False):
     failure: str | None
 
 
-TURN_RESET: ExecutorState = {
+class ExecutorState(SessionState, TurnState, total=False):
+    """The graph's whole state: the session part and the turn part."""
+
+
+TURN_RESET: TurnState = {
     "rounds": 0,
     "attempted_lookups": 0,
     "executed_lookups": 0,

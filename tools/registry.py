@@ -5,7 +5,7 @@ tool name the LLM sees; it is also how arguments are validated), the handler,
 whether the tool counts against the lookup budget and the PRECISE stop, and
 one prompt line per language. The graph's guard and lookup node, the system
 prompt, the MCP server and the eval's tool names all read this table; adding
-a tool is one `register(Tool(...))` plus its handler (`agent/tool_handlers.py`).
+a tool is one `register(Tool(...))` plus its handler (`tools/handlers.py`).
 `invoke` is the one way a tool runs, and writes its `tool_invocation` row.
 """
 
@@ -17,9 +17,9 @@ from typing import Callable
 
 from pydantic import BaseModel, Field, ValidationError, field_validator
 
-from agent import tool_handlers as _h
+from tools import handlers as _h
 from core.errors import ExecutorError, InputError
-from agent.tool_call import ToolCall, ToolOutput
+from tools.call import ToolCall, ToolOutput
 from prompts.executor import unavailable_message
 from stores.graph import MAX_HOPS, RELATION_TYPES, relation_pattern
 from stores.invocation_log import Invocation

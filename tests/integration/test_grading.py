@@ -7,7 +7,8 @@ import json
 
 import pytest
 
-from conftest import REPO, make_runtime, run_cli, write_kb
+from conftest import REPO, make_runtime, run_cli
+from doc_fixtures import write_kb
 from retrieval.ingest import ingest
 from retrieval.quality import Question, figures
 from retrieval.vocabulary import Vocabulary, query_terms, unknown_names

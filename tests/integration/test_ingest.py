@@ -6,7 +6,8 @@ from core.errors import BackendError, InputError
 from core.settings import SAMPLE_KB_PATH
 from retrieval.ingest import ingest
 
-from conftest import make_runtime, write_kb
+from conftest import make_runtime
+from doc_fixtures import write_kb
 
 
 def test_reingest_is_idempotent(sample_rt):

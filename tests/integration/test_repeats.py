@@ -14,7 +14,7 @@ from agent.graph import build_graph
 from agent.planner import OfflinePlanner
 from agent.session import run_turn
 from core.settings import REPO_ROOT, RepeatThresholds, Settings
-from agent.state import Context
+from nodes.state import Context
 from conftest import run_cli
 from test_sql_backends import db_url  # noqa: F401  (the Postgres / MySQL fixture)
 from evals.runner import run_suite

@@ -12,7 +12,7 @@ from core.settings import SAMPLE_KB_PATH, Settings
 from retrieval.ingest import SAMPLE_EXTRACT_CONFIG, ingest
 
 os.environ.setdefault("LANGSMITH_TRACING", "false")
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -69,14 +69,6 @@ def stop_process(proc: subprocess.Popen, log=None) -> None:
         proc.kill()
     if log is not None:
         log.close()
-
-
-def write_kb(root: Path, files: dict[str, str]) -> Path:
-    for rel, text in files.items():
-        p = root / rel
-        p.parent.mkdir(parents=True, exist_ok=True)
-        p.write_text(text, encoding="utf-8")
-    return root
 
 
 # -- the graph ---------------------------------------------------------------

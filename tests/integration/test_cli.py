@@ -237,7 +237,7 @@ def test_eval_command_reports_and_fails_on_a_broken_expectation(home, tmp_path):
 
 
 def test_kb_lifecycle_and_kg(home, tmp_path):
-    from conftest import write_kb
+    from doc_fixtures import write_kb
 
     r = run_cli(home, "kb", "create", "runbooks", "--description", "ops runbooks", "--entities", "Software,Port",
                 "--relations", "DEPENDS_ON,RELATED_TO", "--json")
