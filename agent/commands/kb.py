@@ -126,17 +126,13 @@ def _print_kb(info: dict) -> None:
 @kb_app.command("drop")
 def kb_drop(name: KbArg, yes: Annotated[bool, typer.Option("--yes", help="do not ask")] = False, as_json: JsonOpt = False):
     """Remove a knowledge base: its vectors, its graph and its catalog row."""
-    from retrieval.graph_build import has_graph
+    from retrieval.knowledge_bases import drop_knowledge_base
 
     with runtime() as rt:
-        row = rt.catalog.require(name)
+        rt.catalog.require(name)
         if not yes and not typer.confirm(f"drop knowledge base {name!r} ({len(rt.catalog.documents(name))} documents)?"):
             raise typer.Exit(1)
-        # the catalog row goes last: if a step fails, the KB is still listed and the drop can be repeated
-        if has_graph(row.extract_config):
-            rt.graph.drop_kb(name)
-        rt.vectors.drop(name)
-        rt.catalog.drop(name)
+        drop_knowledge_base(name, rt.catalog, rt.vectors, lambda: rt.graph)
     if as_json:
         print_json({"dropped": name})
     else:

@@ -163,16 +163,13 @@ def session_show(session_id: SessionArg, as_json: JsonOpt = False):
 @session_app.command("clear")
 def session_clear(session_id: SessionArg, as_json: JsonOpt = False):
     """Forget what a session retrieved, and its conversation."""
+    from agent.checkpoints import open_checkpointer
+    from agent.session import clear_session
     from retrieval.lookup import check_session_id
 
-    from agent.checkpoints import open_checkpointer
-
-    check_session_id(session_id)
-    with runtime() as rt:
-        # the conversation first: if the checkpoint store fails, the memory is still there (no half-cleared session)
-        with open_checkpointer(rt.settings) as saver:
-            saver.delete_thread(session_id)
-        n = rt.memory.clear(session_id)
+    check_session_id(session_id)  # before any store is opened
+    with runtime() as rt, open_checkpointer(rt.settings) as saver:
+        n = clear_session(session_id, saver, rt.memory)
     if as_json:
         print_json({"session": session_id, "documents_forgotten": n})
     else:
