@@ -12,10 +12,10 @@ from core.settings import Settings, get_settings
 from stores.catalog import Catalog
 from stores.database import Database
 from stores.embedders import Embedder, make_embedder
-from stores.graph import GraphStore
-from stores.graph_drivers import FalkorDriver, Neo4jDriver
-from stores.graph_server import FalkorDBServer
-from stores.graph_sql import SqlGraphStore
+from stores.knowledge_graph import GraphStore
+from stores.knowledge_graph_drivers import FalkorDriver, Neo4jDriver
+from stores.falkordb_server import FalkorDBServer
+from stores.knowledge_graph_sql import SqlGraphStore
 from stores.invocation_log import InvocationLog
 from stores.memory import ActionMemory
 from stores.vectors import MilvusVectorStore

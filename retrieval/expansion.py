@@ -33,7 +33,7 @@ from retrieval.ranking import Candidate, features, rank
 from core.relevance import Level, language_of, similarity
 from retrieval.vocabulary import query_terms
 from retrieval.traversal_cache import new_tally
-from stores.graph import GraphPath, entity_key
+from stores.knowledge_graph import GraphPath, entity_key
 from stores.invocation_log import Invocation
 from stores.memory import SentDocument
 
@@ -46,7 +46,7 @@ if TYPE_CHECKING:
     from retrieval.traversal_cache import TraversalCache
     from stores.catalog import Catalog
     from stores.embedders import Embedder
-    from stores.graph import GraphStore
+    from stores.knowledge_graph import GraphStore
     from stores.invocation_log import InvocationLog
     from stores.memory import ActionMemory
     from stores.vectors import MilvusVectorStore
@@ -136,7 +136,7 @@ class GraphExpander:
         cache = new_tally()
         for seed in seeds:
             for path in self.traversals.navigate(kb, seed, hops, None, settings.graph_max_paths,
-                                               settings.graph_max_nodes_per_hop, cache):
+                                                 settings.graph_max_nodes_per_hop, cache):
                 end = path.nodes[-1].name
                 contribution = path.score * settings.graph_hop_decay ** (path.hops - 1)
                 if end not in reached or contribution > reached[end][0]:

@@ -14,13 +14,13 @@ from typing import TYPE_CHECKING, Callable
 
 from retrieval.alignment import EntityAligner
 from retrieval.documents import ERROR_CODE
-from stores.graph import entity_key
+from stores.knowledge_graph import entity_key
 
 if TYPE_CHECKING:
     from core.settings import Settings
     from stores.catalog import Catalog
     from stores.embedders import Embedder
-    from stores.graph import GraphStore
+    from stores.knowledge_graph import GraphStore
 
 _A = r"(?<![A-Za-z0-9_])"
 _Z = r"(?![A-Za-z0-9_])"

@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     from retrieval.llm_extraction import LLMExtractor
     from stores.catalog import Catalog
     from stores.embedders import Embedder
-    from stores.graph import GraphStore
+    from stores.knowledge_graph import GraphStore
     from stores.vectors import MilvusVectorStore
 
 

@@ -7,11 +7,14 @@ from typing import TYPE_CHECKING, Callable
 
 from pydantic import BaseModel
 
+from core.errors import ExecutorError
+
 from retrieval.graph_build import has_graph
 from stores.catalog import Catalog
+from stores.knowledge_graph import relation_pattern
 
 if TYPE_CHECKING:
-    from stores.graph import GraphStore
+    from stores.knowledge_graph import GraphStore
     from stores.vectors import MilvusVectorStore
 
 
@@ -25,6 +28,17 @@ class KnowledgeBaseInfo(BaseModel):
         """One line for the LLM (the system prompt and `list_knowledge_bases`)."""
         graph = "knowledge graph" if self.has_graph else "no knowledge graph"
         return f"{self.name}: {self.documents} documents, {graph}" + (f" — {self.description}" if self.description else "")
+
+
+def graph_config(entity_types: list[str], relation_types: list[str] | None) -> dict:
+    """The extract config of a new knowledge base: empty (no graph), or the entity and relation types of its graph
+    (relations from the whitelist; an empty list means all of them, None that none were asked for)."""
+    relations = relation_pattern(relation_types).split("|") if relation_types is not None else []
+    if any(not t.replace("_", "").isalnum() or len(t) > 40 for t in entity_types):
+        raise ExecutorError("entity types are names of letters, digits and '_' (at most 40 characters)")
+    if relations and not entity_types:
+        raise ExecutorError("a graph config needs --entities as well as --relations")
+    return {"entity_types": entity_types, "relation_types": relations} if entity_types else {}
 
 
 def knowledge_bases(catalog: Catalog) -> list[KnowledgeBaseInfo]:

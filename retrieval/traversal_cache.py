@@ -16,11 +16,11 @@ import threading
 from collections import OrderedDict
 from typing import TYPE_CHECKING, Callable, Iterable
 
-from stores.graph import GraphPath, check_entity_name, entity_key, relation_types
+from stores.knowledge_graph import GraphPath, check_entity_name, entity_key, relation_types
 
 if TYPE_CHECKING:
     from stores.catalog import Catalog
-    from stores.graph import GraphStore
+    from stores.knowledge_graph import GraphStore
 
 MAX_ENTRIES = 4096
 

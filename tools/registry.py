@@ -21,7 +21,7 @@ from tools import handlers as _h
 from core.errors import ExecutorError, InputError
 from tools.call import ToolCall, ToolOutput
 from prompts.executor import unavailable_message
-from stores.graph import MAX_HOPS, RELATION_TYPES, relation_pattern
+from stores.knowledge_graph import MAX_HOPS, RELATION_TYPES, relation_pattern
 from stores.invocation_log import Invocation
 
 

@@ -83,7 +83,7 @@ def graph_show(
     relations: RelationsOpt = None,
 ):
     """Draw ENTITY's neighbourhood as a self-contained HTML page."""
-    from agent.graph_page import render
+    from agent.knowledge_graph_page import render
 
     with _graph_runtime(kb) as rt:
         node = rt.graph.require_entity(kb, entity)

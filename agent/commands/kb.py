@@ -23,15 +23,10 @@ def kb_create(
     as_json: JsonOpt = False,
 ):
     """Create an empty knowledge base; with --entities/--relations it gets a graph at ingest."""
-    from stores.graph import relation_pattern
+    from retrieval.knowledge_bases import graph_config
 
-    relation_types = relation_pattern(csv_list(relations)).split("|") if relations else []
     entity_types = csv_list(entities)
-    if any(not t.replace("_", "").isalnum() or len(t) > 40 for t in entity_types):
-        raise ExecutorError("entity types are names of letters, digits and '_' (at most 40 characters)")
-    if relation_types and not entity_types:
-        raise ExecutorError("a graph config needs --entities as well as --relations")
-    config = {"entity_types": entity_types, "relation_types": relation_types} if entity_types else {}
+    config = graph_config(entity_types, csv_list(relations) if relations else None)
     with runtime() as rt:
         rt.catalog.create(name, description=description, extract_config=config)
         data = _kb_info(rt, name, with_graph=False)
@@ -147,7 +142,7 @@ def kg(
     as_json: JsonOpt = False,
 ):
     """query_knowledge_graph: several knowledge bases at once, with real graph traversal."""
-    from agent.graph_page import render_graph_data
+    from agent.knowledge_graph_page import render_graph_data
 
     with runtime("lookup") as rt:  # a person calling the tool directly, like `lookup`
         session = session or f"kg-{uuid.uuid4().hex[:12]}"

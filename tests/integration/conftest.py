@@ -19,7 +19,7 @@ REPO = Path(__file__).resolve().parents[2]
 def stop_graph_servers(tmp_path_factory):
     """Every embedded FalkorDB a test started (through a runtime or the CLI) is stopped at the end."""
     yield
-    from stores.graph_server import FalkorDBServer
+    from stores.falkordb_server import FalkorDBServer
 
     for pid_file in tmp_path_factory.getbasetemp().rglob("falkordb.pid"):
         FalkorDBServer(pid_file.parent).stop()
@@ -85,7 +85,7 @@ KNOWN_EDGES = [
 
 def known_graph_data():
     """A small graph whose paths and scores are worked out by hand in test_graph_store.py."""
-    from stores.graph import GraphData
+    from stores.knowledge_graph import GraphData
 
     data = GraphData()
     for name in ["ComfyUI", "Docker", "Kubernetes", "Helm", "Nginx", "Redis", "Isolated"]:
@@ -100,7 +100,7 @@ def known_graph_data():
 
 @pytest.fixture(scope="session")
 def falkordb_server(tmp_path_factory):
-    from stores.graph_server import FalkorDBServer
+    from stores.falkordb_server import FalkorDBServer
 
     server = FalkorDBServer(tmp_path_factory.mktemp("falkordb"))
     server.ensure_running()
@@ -111,8 +111,8 @@ def falkordb_server(tmp_path_factory):
 @pytest.fixture
 def falkor_store(falkordb_server, request):
     """A GraphStore on a graph of its own in the shared test server."""
-    from stores.graph import GraphStore
-    from stores.graph_drivers import FalkorDriver
+    from stores.knowledge_graph import GraphStore
+    from stores.knowledge_graph_drivers import FalkorDriver
 
     driver = FalkorDriver(f"t_{request.node.name[:40]}".replace("[", "_").replace("]", "_"),
                           socket_path=str(falkordb_server.socket_path))
@@ -164,7 +164,7 @@ def fresh_database(kind: str):
 def sql_store_sqlite(tmp_path):
     """The SQL graph backend on a SQLite file of its own."""
     from stores.database import Database
-    from stores.graph_sql import SqlGraphStore
+    from stores.knowledge_graph_sql import SqlGraphStore
 
     yield SqlGraphStore(Database(f"sqlite:///{tmp_path / 'graph.db'}"))
 
@@ -173,7 +173,7 @@ def sql_store_sqlite(tmp_path):
 def sql_store_postgres():
     """The SQL graph backend on a Postgres schema of its own (skips where no server answers)."""
     from stores.database import Database
-    from stores.graph_sql import SqlGraphStore
+    from stores.knowledge_graph_sql import SqlGraphStore
 
     with fresh_database("postgres") as url:
         yield SqlGraphStore(Database(url))

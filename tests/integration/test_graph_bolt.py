@@ -17,9 +17,9 @@ import pytest
 
 from core.errors import BackendError, InputError
 from conftest import known_graph_data
-from stores.graph import GraphStore
-from stores.graph_drivers import FALKORDB, FalkorDriver, Neo4jDriver
-from stores.graph_server import FalkorDBServer
+from stores.knowledge_graph import GraphStore
+from stores.knowledge_graph_drivers import FALKORDB, FalkorDriver, Neo4jDriver
+from stores.falkordb_server import FalkorDBServer
 
 pytestmark = pytest.mark.timeout(120)
 KB = "known"

@@ -7,8 +7,8 @@ import subprocess
 
 import pytest
 
-from agent.graph_page import render, render_graph_data
-from stores.graph import GraphEdge, GraphNode, GraphPath
+from agent.knowledge_graph_page import render, render_graph_data
+from stores.knowledge_graph import GraphEdge, GraphNode, GraphPath
 
 CHROMIUM = next((shutil.which(n) for n in ("chromium", "chromium-browser", "google-chrome") if shutil.which(n)), None)
 needs_chromium = pytest.mark.skipif(CHROMIUM is None, reason="no Chromium installed (apt-get install chromium)")

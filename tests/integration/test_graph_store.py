@@ -10,8 +10,8 @@ import pytest
 
 from core.errors import BackendError, InputError
 from conftest import known_graph_data
-from stores.graph import GraphData, GraphStore
-from stores.graph_server import FalkorDBServer
+from stores.knowledge_graph import GraphData, GraphStore
+from stores.falkordb_server import FalkorDBServer
 
 KB = "known"
 
@@ -26,7 +26,7 @@ def store(request):
         return
     if not os.environ.get("NEO4J_URI"):
         pytest.skip("no Neo4j server: set NEO4J_URI (and NEO4J_USER, NEO4J_PASSWORD) to run these against one")
-    from stores.graph_drivers import Neo4jDriver
+    from stores.knowledge_graph_drivers import Neo4jDriver
 
     s = GraphStore(Neo4jDriver(os.environ["NEO4J_URI"], os.environ.get("NEO4J_USER", "neo4j"),
                                os.environ.get("NEO4J_PASSWORD"), os.environ.get("NEO4J_DATABASE")))
@@ -208,7 +208,7 @@ def falkordb_server_memory(server: FalkorDBServer) -> int:
 
 
 def test_server_persists_across_a_restart_and_is_reused(tmp_path):
-    from stores.graph_drivers import FalkorDriver
+    from stores.knowledge_graph_drivers import FalkorDriver
 
     server = FalkorDBServer(tmp_path / "graph")
     socket = server.ensure_running()
@@ -237,7 +237,7 @@ def test_server_that_cannot_start_says_why(tmp_path):
 
 
 def test_a_dead_server_is_a_one_line_error(tmp_path):
-    from stores.graph_drivers import FalkorDriver
+    from stores.knowledge_graph_drivers import FalkorDriver
 
     start = time.monotonic()
     with pytest.raises(BackendError, match="graph unavailable") as err:

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from retrieval.traversal_cache import TraversalCache, new_tally
-from stores.graph import GraphEdge, GraphNode, GraphPath
+from stores.knowledge_graph import GraphEdge, GraphNode, GraphPath
 
 
 @dataclass

@@ -1,6 +1,6 @@
 """Cypher drivers: one narrow interface, FalkorDB and Neo4j behind it.
 
-Traversal Cypher is shared (stores/graph.py). Everything that differs between
+Traversal Cypher is shared (stores/knowledge_graph.py). Everything that differs between
 the two engines lives here, in the `Dialect` of each driver: index DDL so far.
 Both drivers return rows as plain dicts of plain Python values, so callers
 never see a driver's node, edge or record types.

@@ -17,7 +17,7 @@ import json
 from functools import lru_cache
 from pathlib import Path
 
-from stores.graph import GraphPath
+from stores.knowledge_graph import GraphPath
 
 STATIC = Path(__file__).with_name("static")
 COLORS = {

@@ -32,7 +32,7 @@ from sqlalchemy.orm import Mapped, mapped_column
 
 from core.errors import BackendError, InputError, first_line
 from stores.database import Base, Database
-from stores.graph import (
+from stores.knowledge_graph import (
     DEFAULT_WEIGHT,
     MAX_HOPS,
     MAX_NODES_PER_HOP,
@@ -165,7 +165,7 @@ def _ids(csv: str) -> list[int]:
 
 
 class SqlGraphStore:
-    """The graph protocol of `stores.graph.GraphStore`, on the application database."""
+    """The graph protocol of `stores.knowledge_graph.GraphStore`, on the application database."""
 
     def __init__(self, db: Database):
         self.db = db

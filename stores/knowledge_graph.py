@@ -20,8 +20,8 @@ from typing import Iterable
 from pydantic import BaseModel
 
 from core.errors import InputError
-from stores.graph_drivers import CypherDriver, Dialect, ensure_indexes
-from stores.graph_nearest import NearestPair, nearest_pair
+from stores.knowledge_graph_drivers import CypherDriver, Dialect, ensure_indexes
+from stores.knowledge_graph_nearest import NearestPair, nearest_pair
 
 RELATION_TYPES = ("DEPENDS_ON", "REFERENCES", "CO_OCCURS", "CONFLICTS_WITH", "DERIVED_FROM", "RELATED_TO")
 MAX_HOPS = 4
