@@ -53,4 +53,12 @@ def grade(candidates: Sequence[Scored], t: Thresholds) -> Level | None:
 
 
 def language_of(text: str) -> str:
+    """A query's language: any Chinese character makes it Chinese (an English name inside is normal)."""
     return "zh" if CJK.search(text or "") else "en"
+
+
+def document_language(text: str) -> str:
+    """A document's language: Chinese when over a tenth of its visible characters are. Translated
+    documentation keeps code, commands and names in English, so one CJK character is not enough."""
+    visible = sum(1 for ch in text if not ch.isspace())
+    return "zh" if visible and len(CJK.findall(text)) > 0.1 * visible else "en"

@@ -49,7 +49,7 @@ def main(helm: Path = typer.Option(HELM, help="the Helm corpus folder (docs/ and
             observed = [o for path, kb in sets for o in observe(rt.grader, rt.catalog, rt.embedder, kb, load_labels(path), t)]
             gradings[name] = measure(regrade(observed, t))
         console.print(quality_table(f"{rt.embedder.name}: shipped presets, every labelled question", gradings))
-        current = Settings(home=home, grading="ranker").thresholds(rt.embedder.name)
+        current = {kb: Settings(home=home, grading="ranker").thresholds(rt.embedder.name) for _, kb in sets}
         result = calibrate(observed, {str(p): 0 for p, _ in sets}, current, rt.embedder.name)
         console.print(quality_table(f"ranker, {result.folds}-fold: each question graded by a model fitted without it",
                                     {"held-out": result.held_out}))

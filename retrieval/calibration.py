@@ -6,7 +6,8 @@ each candidate document keeps its features (`retrieval.ranking`). Then:
 1. a logistic regression over the features, fitted on (question, document,
    relevant?) pairs, gives each document a probability of answering;
 2. HIGHLY_RELEVANT is the lowest probability at which the best document of a
-   question is relevant for at least 90% of the questions graded there;
+   question is relevant for at least 92% of the questions graded there (the target is 90%
+   on questions the fit never saw);
    REFERENCE the lowest at which at most 5% of the off-topic questions
    (`relevant: []`) still get a document (without off-topic labels: the lowest
    at which 40% of the documents sent are relevant); never above HIGHLY_RELEVANT;
@@ -20,6 +21,7 @@ unrelated corpora transfers better to a third than one fitted on either.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -36,7 +38,7 @@ from core.relevance import language_of
 from stores.catalog import Catalog
 from stores.embedders import Embedder
 
-HR_MIN_PRECISION = 0.9
+HR_MIN_PRECISION = 0.92  # above the 0.9 target, so the figure holds on questions the fit never saw
 OFF_TOPIC_MAX_RATE = 0.05
 REF_MIN_PRECISION = 0.4
 GRID = [round(0.02 + i * 0.01, 2) for i in range(97)]  # 0.02 .. 0.98
@@ -74,7 +76,7 @@ class Calibration(BaseModel):
     reference_threshold: float
     held_out: Quality  # k-fold: every question measured by a model fitted without it
     fitted: Quality  # the final model on every question (fitted on them: for comparison only)
-    current: Quality  # the thresholds in force before this run
+    current: Quality  # each KB's grading in force before this run
     folds: int
 
 
@@ -90,12 +92,14 @@ def observe(grader: Grader, catalog: Catalog, embedder: Embedder, kb: str, label
             for label in labels]
 
 
-def regrade(observed: list[Observed], t: Thresholds) -> list[Question]:
+def regrade(observed: list[Observed], t: Thresholds | Mapping[str, Thresholds]) -> list[Question]:
+    """Grade every question under `t`: one model for all, or each KB's own (KB name -> thresholds)."""
     out = []
     for o in observed:
-        o.graded.regrade(t)
+        kb_t = t[o.kb] if isinstance(t, Mapping) else t
+        o.graded.regrade(kb_t)
         q = o.question
-        q.graded(o.graded, t)
+        q.graded(o.graded, kb_t)
         out.append(q)
     return out
 
@@ -177,13 +181,15 @@ def cross_validate(observed: list[Observed], max_l2: float, k: int = FOLDS) -> l
     return [q for q in out if q is not None]
 
 
-def calibrate(observed: list[Observed], sources: dict[str, int], current: Thresholds, embedder: str,
+def calibrate(observed: list[Observed], sources: dict[str, int], current: Mapping[str, Thresholds], embedder: str,
               k: int = FOLDS) -> Calibration:
+    """`current`: the thresholds each KB is graded with now (the "before" figures)."""
     if len(observed) < 2 * k:
         raise InputError(f"{len(observed)} labelled questions are too few for {k}-fold calibration")
-    held_out = measure(cross_validate(observed, current.max_l2_distance, k))
+    max_l2 = next(iter(current.values())).max_l2_distance
+    held_out = measure(cross_validate(observed, max_l2, k))
     before = measure(regrade(observed, current))
-    final = fit(observed, current.max_l2_distance)
+    final = fit(observed, max_l2)
     return Calibration(
         embedder=embedder, labels=sources, ranker=final.ranker,
         highly_relevant_threshold=final.highly_relevant_threshold, reference_threshold=final.reference_threshold,

@@ -17,6 +17,7 @@ import numpy as np
 from tqdm import tqdm
 
 from core.errors import BackendError
+from core.settings import SAMPLE_KB_PATH
 from retrieval.documents import Document
 from retrieval.sources import MB, SourceLimits, load_documents
 from retrieval.graph_build import build_graph_data, has_graph
@@ -41,6 +42,7 @@ class IngestStores(Protocol):
     embedder: Embedder
     graph: GraphStore
 
+SAMPLE_GRADING = "similarity"  # its thresholds were calibrated on it; the ranker is worse there (core.settings)
 SAMPLE_EXTRACT_CONFIG = {
     "entity_types": ["Software", "Database", "Protocol", "Port", "ErrorCode", "Concept", "URL", "Path"],
     "relation_types": ["DEPENDS_ON", "REFERENCES", "CO_OCCURS", "CONFLICTS_WITH", "DERIVED_FROM", "RELATED_TO"],
@@ -93,7 +95,9 @@ def ingest(
     description: str = "",
     extract_config: dict | None = None,
     llm_extractor: "LLMExtractor | None" = None,
+    grading: str | None = None,
 ) -> IngestReport:
+    """`grading` sets how the KB is graded (None: a new KB gets the default, an existing one keeps its own)."""
     started = time.perf_counter()
     validate_kb_name(kb)
     loaded = load_documents(Path(path), source_limits(rt.settings))
@@ -163,7 +167,11 @@ def ingest(
     vectors.flush_and_load(kb)
 
     if kb_row is None:
-        rt.catalog.create(kb, description=description, extract_config=config)
+        bundled = Path(path).resolve() == SAMPLE_KB_PATH.resolve()
+        rt.catalog.create(kb, description=description, extract_config=config,
+                          grading=grading or (SAMPLE_GRADING if bundled else None))
+    elif grading is not None:
+        rt.catalog.set_grading(kb, grading)
     rt.catalog.apply_ingest(
         kb,
         changed=[

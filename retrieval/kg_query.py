@@ -168,13 +168,15 @@ class KnowledgeGraphQuery:
 
     def _one(self, kb: str, config: dict, query: str, vector, cache: dict) -> tuple[list, dict]:
         self.vectors.check_embedder(kb, self.embedder)
-        t = self.settings.thresholds(self.embedder.name)
-        graded = self.grader.grade(kb, self.catalog.require(kb).revision, query, vector, t)
-        # every chunk found for a relevant document, with its document's calibrated score
-        hits = [(h, c.score) for c in graded.relevant(t) for h in sorted(c.chunks.values(), key=lambda h: h.distance)]
+        row = self.catalog.require(kb)
+        t = self.settings.thresholds(self.embedder.name, row.grading)  # each KB graded its own way
+        graded = self.grader.grade(kb, row.revision, query, vector, t)
+        # every chunk found for a relevant document, with its document's calibrated score and level
+        hits = [(h, c.score, Level.HIGHLY_RELEVANT if c.score >= t.highly_relevant_threshold else Level.REFERENCE)
+                for c in graded.relevant(t) for h in sorted(c.chunks.values(), key=lambda h: h.distance)]
         graph = {"nodes": [], "edges": []}
         if has_graph(config) and hits:
-            graph = self._graph(kb, query, [h.doc_key for h, _ in hits], cache)
+            graph = self._graph(kb, query, [h.doc_key for h, _, _ in hits], cache)
         return hits, graph
 
     def _graph(self, kb: str, query: str, doc_keys: list[str], cache: dict) -> dict:
@@ -193,7 +195,6 @@ class KnowledgeGraphQuery:
         return {"nodes": list(nodes.values()), "edges": list(edges.values())}
 
     def _merge(self, out: KGResult, ids: list[str], per_kb: dict, session_id: str) -> None:
-        t = self.settings.thresholds(self.embedder.name)
         merged: dict[str, KGHit] = {}
         for kb in ids:
             if kb not in per_kb:
@@ -202,9 +203,8 @@ class KnowledgeGraphQuery:
             out.graph_data["nodes"] += graph["nodes"]
             out.graph_data["edges"] += graph["edges"]
             counted = 0
-            for h, sim in hits:
+            for h, sim, level in hits:
                 counted += 1
-                level = Level.HIGHLY_RELEVANT if sim >= t.highly_relevant_threshold else Level.REFERENCE
                 hit = merged.get(h.chunk_id)
                 if hit is None:
                     merged[h.chunk_id] = KGHit(chunk_id=h.chunk_id, doc_key=h.doc_key, title=h.title, domain=h.domain,

@@ -165,7 +165,7 @@ class LookupService:
     def _lookup(self, query, session_id, kb, missing_dimension, rules, batch, dry_run) -> LookupResult:
         kb_row = self.catalog.require(kb)
         self._check_embedder(kb)
-        thresholds = self.settings.thresholds(self.embedder.name)
+        thresholds = self.settings.thresholds(self.embedder.name, kb_row.grading)
         lang = language_of(query)
 
         vector = self.embedder.embed_query(query)

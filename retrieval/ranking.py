@@ -19,7 +19,12 @@ Features (all in [0, 1] or small integers, so weights stay comparable):
 - `coverage`: the IDF-weighted share of the query's terms found in the document's retrieved text;
 - `kb_coverage`: the same share over the whole KB's vocabulary (the query is about this KB at all);
 - `unknown_names`: name-like query words the KB never uses (capped at 2);
-- `specific_keyword`: the document matched a specific L0 keyword (few documents use it).
+- `specific_keyword`: the document matched a specific L0 keyword (few documents use it);
+- `other_language`: the document is written in another language than the query. Word overlap cannot
+  see a Chinese page answering an English question (and bilingual KBs are full of those), so the
+  model needs to know when missing overlap means nothing;
+- `coverage_same_language`, `lexical_same_language`: `coverage` and `lexical` where the languages
+  match, 0 otherwise, so overlap counts fully only where it can happen at all.
 """
 
 from __future__ import annotations
@@ -27,6 +32,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
+from core.relevance import document_language
 from core.settings import RANKER_FEATURES as FEATURES, Ranker
 from retrieval.vocabulary import QueryTerms, terms
 from stores.vectors import ChunkHit
@@ -63,16 +69,22 @@ def background(similarities: list[float]) -> float:
 
 
 def features(c: Candidate, top_similarity: float, floor: float, top_lexical: float, q: QueryTerms) -> dict[str, float]:
-    text = terms(c.title + "\n" + "\n".join(h.text for h in c.chunks.values()))
+    text = c.title + "\n" + "\n".join(h.text for h in c.chunks.values())
+    coverage = q.coverage_of(terms(text))
+    lexical = c.lexical / top_lexical if top_lexical > 0 else 0.0
+    same = 0.0 if document_language(text) != q.language else 1.0
     return {
         "similarity": c.similarity,
         "lift": c.similarity - floor,
         "gap": max(0.0, top_similarity - c.similarity),
-        "lexical": c.lexical / top_lexical if top_lexical > 0 else 0.0,
-        "coverage": q.coverage_of(text),
+        "lexical": lexical,
+        "coverage": coverage,
         "kb_coverage": q.coverage,
         "unknown_names": float(min(len(q.unknown_names), 2)),
         "specific_keyword": 1.0 if c.specific else 0.0,
+        "other_language": 1.0 - same,
+        "coverage_same_language": coverage * same,
+        "lexical_same_language": lexical * same,
     }
 
 

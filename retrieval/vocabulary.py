@@ -115,6 +115,7 @@ class QueryTerms:
     weights: dict[str, float]
     coverage: float
     unknown_names: list[str]
+    language: str = "en"
 
     def coverage_of(self, text_terms: set[str]) -> float:
         total = sum(self.weights.values())
@@ -125,7 +126,7 @@ def query_terms(query: str, vocabulary: Vocabulary) -> QueryTerms:
     weights = {t: vocabulary.idf(t) for t in terms(query)}
     total = sum(weights.values())
     coverage = sum(w for t, w in weights.items() if vocabulary.known(t)) / total if total else 1.0
-    return QueryTerms(weights, coverage, unknown_names(query, vocabulary))
+    return QueryTerms(weights, coverage, unknown_names(query, vocabulary), "zh" if CJK_RUN.search(query) else "en")
 
 
 def unknown_names(query: str, vocabulary: Vocabulary) -> list[str]:

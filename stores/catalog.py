@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from sqlalchemy import delete, func, select
+from sqlalchemy import delete, func, select, update
 
 from core.errors import InputError
 from stores.database import Database, DocumentRow, KnowledgeBase, LlmExtraction, SessionDocument, utcnow
@@ -52,14 +52,22 @@ class Catalog:
             raise InputError(f"unknown knowledge base {name!r} (known: {known})")
         return kb
 
-    def create(self, name: str, description: str = "", extract_config: dict | None = None) -> KnowledgeBase:
+    def create(self, name: str, description: str = "", extract_config: dict | None = None,
+               grading: str | None = None) -> KnowledgeBase:
         validate_kb_name(name)
         with self.db.session() as s:
             if s.get(KnowledgeBase, name) is not None:
                 raise InputError(f"knowledge base {name!r} already exists")
-            kb = KnowledgeBase(name=name, description=description, extract_config=extract_config or {})
+            kb = KnowledgeBase(name=name, description=description, extract_config=extract_config or {},
+                               grading=grading)
             s.add(kb)
         return kb
+
+    def set_grading(self, name: str, grading: str | None) -> None:
+        """How lookups in this KB are graded (None: the settings' default)."""
+        self.require(name)
+        with self.db.session() as s:
+            s.execute(update(KnowledgeBase).where(KnowledgeBase.name == name).values(grading=grading))
 
     def documents(self, kb: str) -> dict[str, DocumentRow]:
         with self.db.session() as s:

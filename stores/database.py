@@ -43,6 +43,8 @@ class KnowledgeBase(Base):
     source_path: Mapped[str | None] = mapped_column(Text, nullable=True)
     # bumped by every ingest, so long-lived readers know to reload their caches
     revision: Mapped[int] = mapped_column(Integer, default=0)
+    # "similarity" or "ranker"; NULL follows the settings' default (core.settings.DEFAULT_GRADING)
+    grading: Mapped[str | None] = mapped_column(String(16), nullable=True)
     created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
 
 
@@ -176,7 +178,7 @@ class Database:
             s.close()
 
 
-SCHEMA_REVISION = "0005"  # the newest migration in stores/migrations/versions
+SCHEMA_REVISION = "0006"  # the newest migration in stores/migrations/versions
 MIGRATIONS = Path(__file__).with_name("migrations")
 
 

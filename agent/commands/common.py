@@ -12,13 +12,24 @@ from typing import Annotated, Optional
 import typer
 from rich.console import Console
 
-from core.errors import ExecutorError, terminal_safe
+from core.errors import ExecutorError, InputError, terminal_safe
 
 console = Console()
 err_console = Console(stderr=True)
 
 JsonOpt = Annotated[bool, typer.Option("--json", help="print one JSON object for scripts")]
 KbOpt = Annotated[str, typer.Option("--kb", help="knowledge base name")]
+GradingOpt = Annotated[Optional[str], typer.Option(
+    "--grading", help="how this KB's results are graded: ranker (the calibrated model, the default for new KBs) "
+                      "or similarity (the dense similarity alone)")]
+
+
+def check_grading(grading: str | None) -> str | None:
+    from core.settings import GRADINGS
+
+    if grading is not None and grading not in GRADINGS:
+        raise InputError(f"--grading is one of {', '.join(GRADINGS)}, not {grading!r}")
+    return grading
 SessionOpt = Annotated[Optional[str], typer.Option("--session", help="session id; reuse it to resume the session")]
 SessionArg = Annotated[str, typer.Argument(help="the session id (as given to --session, or printed by ask/chat)")]
 KbArg = Annotated[str, typer.Argument(help="knowledge base name")]

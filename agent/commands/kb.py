@@ -8,7 +8,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from agent.commands.common import JsonOpt, KbArg, SessionOpt, console, csv_list, echo, print_json, runtime, sub_app, write_text
+from agent.commands.common import GradingOpt, JsonOpt, KbArg, check_grading, SessionOpt, console, csv_list, echo, print_json, runtime, sub_app, write_text
 from core.errors import ExecutorError
 
 kb_app = sub_app(help="Create, list, show and drop knowledge bases.")
@@ -20,6 +20,7 @@ def kb_create(
     description: Annotated[str, typer.Option(help="what the knowledge base holds")] = "",
     entities: Annotated[Optional[str], typer.Option(help="entity types for its graph, e.g. Software,Database")] = None,
     relations: Annotated[Optional[str], typer.Option(help="relation types for its graph, e.g. DEPENDS_ON,RELATED_TO")] = None,
+    grading: GradingOpt = None,
     as_json: JsonOpt = False,
 ):
     """Create an empty knowledge base; with --entities/--relations it gets a graph at ingest."""
@@ -27,8 +28,9 @@ def kb_create(
 
     entity_types = csv_list(entities)
     config = graph_config(entity_types, csv_list(relations) if relations else None)
+    check_grading(grading)
     with runtime() as rt:
-        rt.catalog.create(name, description=description, extract_config=config)
+        rt.catalog.create(name, description=description, extract_config=config, grading=grading)
         data = _kb_info(rt, name, with_graph=False)
     if as_json:
         print_json(data)
@@ -52,6 +54,7 @@ def _kb_info(rt, name: str, with_graph: bool = True) -> dict:
         "embedder": row.embedder,
         "source_path": row.source_path,
         "revision": row.revision,
+        "grading": rt.settings.grading_of(row.grading),
         "created_at": row.created_at.isoformat(timespec="seconds"),
     }
     if with_graph and info["has_graph_config"]:
@@ -110,6 +113,7 @@ def _print_kb(info: dict) -> None:
         ("entity types", ", ".join(config.get("entity_types") or []) or "-"),
         ("relation types", ", ".join(config.get("relation_types") or []) or "-"),
         ("graph", graph_text),
+        ("grading", info["grading"]),
         ("source", info["source_path"] or "-"),
         ("revision", str(info["revision"])),
         ("created", info["created_at"]),

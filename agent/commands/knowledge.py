@@ -10,7 +10,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from agent.commands.common import JsonOpt, KbOpt, SessionArg, console, echo, print_json, runtime, sub_app
+from agent.commands.common import GradingOpt, JsonOpt, KbOpt, SessionArg, check_grading, console, echo, print_json, runtime, sub_app
 from agent.commands.llm import use_local_model
 
 session_app = sub_app(help="Inspect or clear a session's action memory.")
@@ -22,6 +22,7 @@ def ingest(
     rebuild: Annotated[bool, typer.Option(help="drop and re-embed everything (e.g. after changing embedder)")] = False,
     llm_extract: Annotated[bool, typer.Option(help="also extract entities with the LLM, when one is configured")] = True,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="list what would be read, converted or skipped; write nothing")] = False,
+    grading: GradingOpt = None,
     as_json: JsonOpt = False,
 ):
     """Load a folder of documents (.md/.mdx/.txt/.html/.pdf/.docx/.pptx/.xlsx) into a knowledge base, and build its graph (idempotent)."""
@@ -30,6 +31,7 @@ def ingest(
 
     source = path or SAMPLE_KB_PATH
     config = SAMPLE_EXTRACT_CONFIG if path is None else None
+    check_grading(grading)
     if dry_run:
         _print_plan(source, kb, as_json)
         return
@@ -39,7 +41,7 @@ def ingest(
         extractor = _llm_extractor(rt, kb, config) if llm_extract else None
         report = run_ingest(rt, source, kb, rebuild=rebuild, progress=not as_json and sys.stderr.isatty(),
                             description="bundled sample knowledge base" if path is None else "", extract_config=config,
-                            llm_extractor=extractor)
+                            llm_extractor=extractor, grading=grading)
     if as_json:
         print_json(report.to_dict())
         return

@@ -26,13 +26,12 @@ def _pair(labels: list[Path], kbs: list[str] | None) -> list[tuple[Path, str]]:
 
 def _observe(pairs, source: str, feedback_kbs: list[str] = ()):
     """Grade every labelled question once (label files, then users' feedback on the given KBs); the runtime
-    is closed before the figures are computed. Returns (observed, sources, thresholds, embedder name)."""
+    is closed before the figures are computed. Returns (observed, sources, each KB's thresholds, embedder name)."""
     from retrieval.calibration import Label, load_labels, observe
     from stores.feedback import FeedbackStore, labels_from_feedback
 
     loaded = [(str(path), kb, load_labels(path)) for path, kb in pairs]  # every file checked before any search
     with runtime(source) as rt:
-        t = rt.settings.thresholds(rt.embedder.name)
         for kb in feedback_kbs:
             # only answers someone called good name relevant documents; a bad answer says what is not
             # relevant but not whether the KB could answer, so it is no off-topic label either
@@ -40,11 +39,13 @@ def _observe(pairs, source: str, feedback_kbs: list[str] = ()):
                      for f in labels_from_feedback(FeedbackStore(rt.db).rows(kb=kb)) if f["relevant"]]
             if found:
                 loaded.append((f"feedback on {kb}", kb, found))
-        observed, sources = [], {}
+        observed, sources, thresholds = [], {}, {}
         for source, kb, labels in loaded:
+            # each KB graded the way its lookups are (`knowledge_base.grading`)
+            t = thresholds.setdefault(kb, rt.settings.thresholds(rt.embedder.name, rt.catalog.require(kb).grading))
             observed += observe(rt.grader, rt.catalog, rt.embedder, kb, labels, t)
             sources[source] = len(labels)
-        return observed, sources, t, rt.embedder.name
+        return observed, sources, thresholds, rt.embedder.name
 
 
 def eval_retrieval(
@@ -71,19 +72,20 @@ def eval_retrieval(
 def calibrate(
     labels: LabelsOpt,
     kb: KbsOpt = None,
-    write: Annotated[bool, typer.Option("--write", help="store the fitted model and thresholds in config.yaml for this embedder")] = False,
+    write: Annotated[bool, typer.Option("--write", help="store the fitted model and thresholds in config.yaml for this embedder (KBs graded by the ranker use it)")] = False,
     feedback: Annotated[Optional[list[str]], typer.Option("--feedback", help="also learn from users' good/bad answers on this KB (executor feedback); repeat for several")] = None,
     as_json: JsonOpt = False,
 ):
     """Fit the grading model and thresholds for the active embedder from labelled questions (k-fold figures)."""
-    from core.settings import Thresholds, config_path
+    from core.settings import Thresholds, config_path, get_settings
     from retrieval.calibration import calibrate as run_calibration, write_thresholds
 
     observed, sources, current, embedder = _observe(_pair(labels, kb), "calibrate", feedback or [])
     result = run_calibration(observed, sources, current, embedder)
+    replaced = get_settings().thresholds(embedder, "ranker")  # what --write replaces: the ranker in force
     if write:
         write_thresholds(config_path(), result.embedder, Thresholds(
-            max_l2_distance=current.max_l2_distance, highly_relevant_threshold=result.highly_relevant_threshold,
+            max_l2_distance=replaced.max_l2_distance, highly_relevant_threshold=result.highly_relevant_threshold,
             reference_threshold=result.reference_threshold, ranker=result.ranker))
     if as_json:
         print_json(result.model_dump() | {"written_to": str(config_path()) if write else None})
@@ -92,8 +94,8 @@ def calibrate(
         f"{result.embedder}: {sum(sources.values())} questions, {result.folds}-fold",
         {"before": result.current, "held-out": result.held_out}))
     console.print(f"rule: {result.rule}", highlight=False, markup=False)
-    console.print(f"HIGHLY_RELEVANT {current.highly_relevant_threshold:.2f} -> {result.highly_relevant_threshold:.2f}, "
-                  f"REFERENCE {current.reference_threshold:.2f} -> {result.reference_threshold:.2f} "
+    console.print(f"HIGHLY_RELEVANT {replaced.highly_relevant_threshold:.2f} -> {result.highly_relevant_threshold:.2f}, "
+                  f"REFERENCE {replaced.reference_threshold:.2f} -> {result.reference_threshold:.2f} "
                   f"(on the model's probability)", highlight=False, markup=False)
     console.print("model: " + ", ".join(f"{k} {v:+.2f}" for k, v in result.ranker.weights.items())
                   + f", bias {result.ranker.bias:+.2f}", highlight=False, markup=False)

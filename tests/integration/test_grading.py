@@ -58,21 +58,13 @@ PAGES = {
 
 @pytest.fixture(scope="module")
 def docs_rt(tmp_path_factory):
+    """A new KB, so graded by the calibrated ranker (the default)."""
     root = write_kb(tmp_path_factory.mktemp("docs"), PAGES)
     rt = make_runtime(tmp_path_factory.mktemp("home"))
     ingest(rt, root, "docs", progress=False)
     yield rt
     rt.close()
 
-
-@pytest.fixture(scope="module")
-def ranked_rt(docs_rt):
-    """The same home, graded by the calibrated ranker preset."""
-    from agent.runtime import Runtime
-
-    rt = Runtime(docs_rt.settings.model_copy(update={"grading": "ranker"}))
-    rt.__dict__.update(db=docs_rt.db, vectors=docs_rt.vectors, embedder=docs_rt.embedder)  # one Lite process
-    yield rt
 
 
 def test_a_glossary_naming_every_term_is_not_precise(docs_rt):
@@ -97,18 +89,64 @@ def test_a_heading_many_pages_share_is_not_precise(docs_rt):
     assert r.details["l0_specific_count"] == 0
 
 
-def test_an_off_topic_query_the_kb_never_mentions_is_nothing_found(ranked_rt):
-    r = ranked_rt.lookup.lookup("How do I enable state locking for Terraform with an S3 backend?", "g4", kb="docs")
+def test_an_off_topic_query_the_kb_never_mentions_is_nothing_found(docs_rt):
+    r = docs_rt.lookup.lookup("How do I enable state locking for Terraform with an S3 backend?", "g4", kb="docs")
     assert r.relevance_level is None and not r.found
     assert r.documents == []
     assert "Terraform" in r.completeness_hint  # the hint names what the KB never mentions
     assert r.details["unknown_names"] == ["Terraform", "S3"]
 
 
-def test_the_ranker_still_finds_what_the_kb_answers(ranked_rt):
-    r = ranked_rt.lookup.lookup("How do I return a release to an earlier revision?", "g5", kb="docs")
+def test_the_ranker_still_finds_what_the_kb_answers(docs_rt):
+    r = docs_rt.lookup.lookup("How do I return a release to an earlier revision?", "g5", kb="docs")
     assert r.relevance_level in ("PRECISE", "HIGHLY_RELEVANT", "REFERENCE")
     assert r.primary[0].doc_key == "rollback.md"
+
+
+def test_each_kb_is_graded_its_own_way(docs_rt):
+    """New KBs get the calibrated ranker; a KB set to `similarity` is graded by the similarity alone."""
+    query = "How do I return a release to an earlier revision?"
+    assert docs_rt.lookup.lookup(query, "k1", kb="docs").details["thresholds"]["ranker"] is not None
+    docs_rt.catalog.set_grading("docs", "similarity")
+    try:
+        r = docs_rt.lookup.lookup(query, "k2", kb="docs")
+        assert r.details["thresholds"]["ranker"] is None
+        assert r.primary[0].doc_key == "rollback.md"
+    finally:
+        docs_rt.catalog.set_grading("docs", None)
+
+
+def test_grading_is_chosen_per_kb_on_the_command_line(tmp_path):
+    home = tmp_path / "home"
+    bad = run_cli(home, "kb", "create", "x", "--grading", "bm25")
+    assert bad.returncode == 2 and bad.stderr.strip().count("\n") == 0
+    assert "--grading is one of similarity, ranker" in bad.stderr
+    made = run_cli(home, "kb", "create", "plain", "--json")
+    assert made.returncode == 0 and json.loads(made.stdout)["grading"] == "ranker"
+    made = run_cli(home, "kb", "create", "curated", "--grading", "similarity", "--json")
+    assert json.loads(made.stdout)["grading"] == "similarity"
+    forced = run_cli(home, "kb", "show", "curated", "--json", EXECUTOR_GRADING="ranker")
+    assert json.loads(forced.stdout)["grading"] == "ranker"  # EXECUTOR_GRADING forces one grading for all
+
+
+def test_a_page_in_another_language_is_not_judged_by_shared_words():
+    """A Chinese page answering an English question shares no words with it; the features say so."""
+    from retrieval.ranking import Candidate, features
+    from stores.vectors import ChunkHit
+
+    q = query_terms("How big should the connection pool be?", Vocabulary.build([("a", "connection pool size")]))
+
+    def page(key: str, text: str) -> Candidate:
+        c = Candidate(key, key, "db")
+        c.add(ChunkHit(f"{key}#0", key, 0, "db", key, text, 0.8, 0))
+        c.similarity = 0.6
+        return c
+
+    english = features(page("en.md", "Connection pool size: 20 connections per instance."), 0.6, 0.3, 1.0, q)
+    chinese = features(page("zh.md", "连接池大小：每个实例二十个连接，高峰期可以调到三十。"), 0.6, 0.3, 1.0, q)
+    assert (english["other_language"], chinese["other_language"]) == (0.0, 1.0)
+    assert english["coverage_same_language"] == english["coverage"] > 0
+    assert chinese["coverage"] == chinese["coverage_same_language"] == 0.0
 
 
 def test_vocabulary_frequencies_and_unknown_names():
