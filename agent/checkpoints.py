@@ -5,9 +5,9 @@ from __future__ import annotations
 import sqlite3
 from contextlib import contextmanager
 
-from agent.errors import BackendError
-from agent.fs import private_file
-from agent.settings import Settings
+from core.errors import BackendError
+from core.fs import private_file
+from core.settings import Settings
 
 
 @contextmanager

@@ -24,7 +24,7 @@ from typer.core import TyperGroup
 
 from agent.commands import chat, evaluation, feedback, graph, kb, knowledge, llm, mcp, repeats, retrieval_quality, turns
 from agent.commands.common import sub_app
-from agent.errors import EXIT_USAGE, describe, printable, redact
+from core.errors import EXIT_USAGE, describe, printable, redact
 
 def _before_dashdash(argv: list[str]) -> list[str]:
     return argv[: argv.index("--")] if "--" in argv else argv

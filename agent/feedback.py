@@ -8,11 +8,15 @@ the state after the N-th question of the session was answered.
 from __future__ import annotations
 
 from contextlib import nullcontext
+from typing import Annotated, Literal
 
-from agent.errors import InputError
-from agent.tool_call import ToolCall, ToolOutput
-from retrieval.lookup import CONTROL, check_session_id
+from pydantic import BaseModel, Field
+
+from core.errors import InputError
+from retrieval.lookup import CONTROL, SESSION_ID, check_session_id
 from stores.feedback import VERDICTS, FeedbackRow, FeedbackStore, TurnRecord
+from tools.call import ToolCall, ToolOutput
+from tools.registry import Tool, register
 
 MAX_NOTE_CHARS = 2000
 
@@ -95,7 +99,7 @@ def record_feedback(rt, session: str, turn: int | str, verdict: str, note: str |
 
 
 def feedback_tool(call: ToolCall, args) -> ToolOutput:
-    """The MCP `feedback` tool (`agent/tools.py`): the rated session is the tool's own `session` argument, not
+    """The MCP `feedback` tool (registered below): the rated session is the tool's own `session` argument, not
     the MCP session the call arrives in (a host rates answers that `executor ask` or `chat` gave)."""
     row = record_feedback(call.rt, args.session, args.turn, args.verdict, args.comment)
     return ToolOutput(
@@ -103,3 +107,23 @@ def feedback_tool(call: ToolCall, args) -> ToolOutput:
              f"({len(row.documents)} documents, {len(row.cited)} cited)",
         details={"verdict": row.verdict, "turn": row.turn, "rated_session": row.session_id},
     )
+
+
+class feedback(BaseModel):  # noqa: N801
+    """Say whether an executor answer was good or bad; kept with its question, levels and documents for calibration."""
+
+    session: str = Field(description="the executor session the answer was given in (the --session of ask or chat)",
+                         pattern=SESSION_ID.pattern)
+    turn: Annotated[int, Field(ge=1)] | Literal["last"] = Field(
+        "last", description="which answer: 1 for the session's first question, or 'last'")
+    verdict: Literal["good", "bad"] = Field(description="good or bad")
+    comment: str | None = Field(None, description="what was wrong (or right)", max_length=MAX_NOTE_CHARS)
+
+
+# A host's tool only (agent=False): the executor LLM is never offered it. Registered here, not in
+# tools/registry.py, because it reads the agent's checkpoints; the MCP server imports this module.
+register(Tool(
+    feedback, feedback_tool, agent=False,
+    prompt={"zh": "feedback(session, turn, verdict, comment?)：评价一个回答的好坏。",
+            "en": "feedback(session, turn, verdict, comment?): say whether an answer was good or bad."},
+))

@@ -19,9 +19,9 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.runtime import Runtime as RunContext
 
 from agent import routing
-from agent.state import Context, ExecutorInput, ExecutorOutput, ExecutorState
+from nodes.state import Context, ExecutorInput, ExecutorOutput, ExecutorState
 from nodes.answer import fail, make_answer
-from nodes.begin_turn import make_begin_turn
+from nodes.begin_turn import begin_turn
 from nodes.executor import make_executor
 from nodes.graph_expand import make_graph_expand
 from nodes.guard import make_guard
@@ -40,7 +40,7 @@ def _route(rule):
 
 def build_graph(rt, model: BaseChatModel, mode: str, checkpointer=None):
     graph = StateGraph(ExecutorState, context_schema=Context, input_schema=ExecutorInput, output_schema=ExecutorOutput)
-    graph.add_node("begin_turn", make_begin_turn(rt))
+    graph.add_node("begin_turn", begin_turn)
     graph.add_node("executor", make_executor(model, rt))
     graph.add_node("guard", make_guard(rt))
     graph.add_node("lookup", make_lookup(rt))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from langchain_core.language_models.chat_models import BaseChatModel
 
-from agent.settings import Settings
+from core.settings import Settings
 
 LLM, OFFLINE = "llm", "offline"
 

@@ -1,7 +1,7 @@
 """The executor's tools as an MCP server (official `mcp` SDK): stdio, or streamable HTTP as a resident process.
 
-Tools come from the registry (`agent/tools.py`) with their schemas, and run
-through `agent.tools.invoke` like the graph's: the same argument checks, the
+Tools come from the registry (`tools/registry.py`) with their schemas, and run
+through `tools.registry.invoke` like the graph's: the same argument checks, the
 same grading, action memory and `tool_invocation` rows; a store failure
 behind a retrieval tool is a tool error saying the knowledge base is
 unavailable. What the server cannot do is the graph's per-turn rules (lookup
@@ -25,8 +25,9 @@ import anyio
 import mcp.types as types
 from mcp.server.lowlevel import Server
 
-from agent.tool_call import ToolCall
-from agent.tools import all_tools, invoke, tool_named
+import agent.feedback  # noqa: F401 - registers the host's `feedback` tool
+from tools.call import ToolCall
+from tools.registry import all_tools, invoke, tool_named
 from prompts.executor import RULES
 from retrieval.graph_build import has_graph
 from retrieval.knowledge_bases import knowledge_bases

@@ -16,7 +16,7 @@ from langchain_core.language_models.chat_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
 
-from agent.tools import LOOKUP, NAVIGATE
+from tools.registry import LOOKUP, NAVIGATE
 from retrieval.extractive import subject_matched
 
 MAX_SUBQUERIES = 3

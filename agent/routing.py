@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from langchain_core.messages import AIMessage
 
-from agent.state import Context, ExecutorState
+from nodes.state import Context, ExecutorState
 
 
 # With the rules on, rounds that run no lookup (graph navigation, blocked or malformed calls) are

@@ -1,17 +1,21 @@
-"""The stores one process works with, built lazily from the settings."""
+"""The composition root: the stores and services one process works with, built lazily from the settings.
+
+Each service gets its collaborators here, explicitly; nothing below this module imports it. Use it as a
+context manager (`with Runtime(...) as rt:`): leaving the block closes what was opened.
+"""
 
 from __future__ import annotations
 
 from functools import cached_property
 
-from agent.settings import Settings, get_settings
+from core.settings import Settings, get_settings
 from stores.catalog import Catalog
 from stores.database import Database
 from stores.embedders import Embedder, make_embedder
-from stores.graph import GraphStore
-from stores.graph_drivers import FalkorDriver, Neo4jDriver
-from stores.graph_server import FalkorDBServer
-from stores.graph_sql import SqlGraphStore
+from stores.knowledge_graph import GraphStore
+from stores.knowledge_graph_drivers import FalkorDriver, Neo4jDriver
+from stores.falkordb_server import FalkorDBServer
+from stores.knowledge_graph_sql import SqlGraphStore
 from stores.invocation_log import InvocationLog
 from stores.memory import ActionMemory
 from stores.vectors import VectorStore, open_vector_store
@@ -76,25 +80,27 @@ class Runtime:
     def known_entities(self):
         from retrieval.extraction import KnownEntities
 
-        return KnownEntities(self)
+        return KnownEntities(self.settings, self.catalog, self.embedder, lambda: self.graph)
 
     @cached_property
     def traversals(self):
         from retrieval.traversal_cache import TraversalCache
 
-        return TraversalCache(self)
+        return TraversalCache(self.catalog, lambda: self.graph)
 
     @cached_property
     def expander(self):
         from retrieval.expansion import GraphExpander
 
-        return GraphExpander(self)
+        return GraphExpander(self.settings, self.catalog, self.vectors, self.embedder, self.memory, self.log, self.grader,
+                             self.known_entities, self.traversals, lambda: self.graph)
 
     @cached_property
     def kg(self):
         from retrieval.kg_query import KnowledgeGraphQuery
 
-        return KnowledgeGraphQuery(self)
+        return KnowledgeGraphQuery(self.settings, self.catalog, self.vectors, self.embedder, self.memory, self.grader,
+                                   self.known_entities, self.traversals)
 
     @cached_property
     def grader(self):
@@ -106,13 +112,22 @@ class Runtime:
     def lookup(self):
         from retrieval.lookup import LookupService
 
-        return LookupService(self)
+        return LookupService(self.settings, self.catalog, self.vectors, self.embedder, self.memory, self.grader,
+                             self.known_entities)
+
+    def __enter__(self) -> "Runtime":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
 
     def close(self, stop_graph_server: bool = False) -> None:
-        """Release connections; the embedded graph server keeps running for the next command unless asked."""
+        """Release what was opened; the embedded graph server keeps running for the next command unless asked."""
         if "vectors" in self.__dict__:
             self.vectors.close()
         if "graph" in self.__dict__:
             self.graph.close()
+        if "db" in self.__dict__:
+            self.db.engine.dispose()
         if stop_graph_server:
             self.graph_server.stop()

@@ -9,8 +9,8 @@ from langchain_core.messages import AIMessage, AIMessageChunk, HumanMessage, Too
 from pydantic import BaseModel
 
 from agent.routing import recursion_limit
-from agent.state import Context
-from agent.tools import LOOKUP
+from nodes.state import Context
+from tools.registry import LOOKUP
 from retrieval.lookup import check_session_id, clean_query
 
 
@@ -96,3 +96,12 @@ def close_cancelled_turn(app, session: str) -> None:
     if not (state.next or closing or (messages and isinstance(messages[-1], HumanMessage))):
         return  # nothing was left half done
     app.update_state(config, {"messages": [*closing, AIMessage(CANCELLED)], "answer": CANCELLED}, as_node="answer")
+
+
+def clear_session(session_id: str, checkpointer, memory) -> int:
+    """Forget a session: its conversation (the checkpointer's thread), then what it retrieved (the action memory).
+    The conversation goes first: if the checkpoint store fails, the memory is still there (no half-cleared
+    session). Returns how many documents were forgotten."""
+    check_session_id(session_id)
+    checkpointer.delete_thread(session_id)
+    return memory.clear(session_id)

@@ -32,9 +32,9 @@ from rich.table import Table
 from tqdm import tqdm
 
 from stores.database import Database
-from stores.graph import DEFAULT_WEIGHT, RELATION_TYPES, GraphData, GraphStore, relation_pattern
-from stores.graph_drivers import FALKORDB, FalkorDriver, Neo4jDriver
-from stores.graph_server import FalkorDBServer
+from stores.knowledge_graph import DEFAULT_WEIGHT, RELATION_TYPES, GraphData, GraphStore, relation_pattern
+from stores.knowledge_graph_drivers import FALKORDB, FalkorDriver, Neo4jDriver
+from stores.falkordb_server import FalkorDBServer
 
 KB = "bench"
 NAIVE_SLICE = 2000
@@ -196,7 +196,7 @@ def main(
             stores["bolt"] = GraphStore(Neo4jDriver(f"bolt://127.0.0.1:{server.bolt_port}", "falkordb", "", None,
                                                     timeout_s=30, plain_bolt=True, dialect=FALKORDB))
         if sql:
-            from stores.graph_sql import SqlGraphStore
+            from stores.knowledge_graph_sql import SqlGraphStore
 
             stores["sqlite"] = SqlGraphStore(Database(f"sqlite:///{folder / 'graph.db'}"))
             postgres = _PostgresSchema()

@@ -23,7 +23,7 @@ from rich.console import Console
 from rich.table import Table
 
 from agent.runtime import Runtime
-from agent.settings import Settings
+from core.settings import Settings
 from evals.doc_writers import write_docx, write_pdf, write_pptx, write_xlsx
 from retrieval.ingest import ingest
 from retrieval.sources import load_documents

@@ -19,7 +19,7 @@ from rich.console import Console
 from tqdm import tqdm
 
 from agent.runtime import Runtime
-from agent.settings import SAMPLE_KB_PATH, Settings
+from core.settings import SAMPLE_KB_PATH, Settings
 from retrieval.ingest import SAMPLE_EXTRACT_CONFIG, ingest
 
 QUERIES = [

@@ -109,7 +109,7 @@ def bench_size(store: MilvusVectorStore, size: int, n_queries: int, embedder, to
 
 def bench_ingest(home: Path) -> dict:
     from agent.runtime import Runtime
-    from agent.settings import SAMPLE_KB_PATH, Settings
+    from core.settings import SAMPLE_KB_PATH, Settings
     from retrieval.ingest import ingest
 
     rt = Runtime(Settings(home=home))

@@ -32,7 +32,7 @@ from tqdm import tqdm
 
 from agent.mcp_server import ExecutorMCP
 from agent.runtime import Runtime
-from agent.settings import Settings
+from core.settings import Settings
 from evals.baseline import BEFORE_ISSUE_17, REPO, code_env, run_on
 from evals.bench_turn import questions
 

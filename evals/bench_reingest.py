@@ -90,7 +90,7 @@ def write_page(root: Path, i: int, services: int, version: int = 0) -> None:
 
 def run_size(pages: int) -> dict:
     from agent.runtime import Runtime
-    from agent.settings import Settings
+    from core.settings import Settings
     from retrieval.ingest import SAMPLE_EXTRACT_CONFIG, ingest
 
     work = Path(tempfile.mkdtemp(prefix=f"bench-reingest-{pages}-"))
@@ -120,7 +120,7 @@ def run_size(pages: int) -> dict:
 
 def run_helm() -> dict:
     from agent.runtime import Runtime
-    from agent.settings import Settings
+    from core.settings import Settings
     from retrieval.ingest import SAMPLE_EXTRACT_CONFIG, ingest
 
     work = Path(tempfile.mkdtemp(prefix="bench-reingest-helm-"))

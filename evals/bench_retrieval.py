@@ -18,9 +18,9 @@ from pathlib import Path
 import typer
 from rich.console import Console
 
-from agent.commands.retrieval_quality import quality_table
+from evals.quality_report import quality_table
 from agent.runtime import Runtime
-from agent.settings import REPO_ROOT, SAMPLE_KB_PATH, Settings
+from core.settings import REPO_ROOT, SAMPLE_KB_PATH, Settings
 from retrieval.calibration import calibrate, load_labels, observe, regrade
 from retrieval.ingest import SAMPLE_EXTRACT_CONFIG, ingest
 from retrieval.quality import measure

@@ -63,8 +63,8 @@ def measure(home: Path, turns: int) -> dict:
     from agent.graph import build_graph
     from agent.planner import OfflinePlanner
     from agent.runtime import Runtime
-    from agent.settings import SAMPLE_KB_PATH, Settings
-    from agent.state import Context
+    from core.settings import SAMPLE_KB_PATH, Settings
+    from nodes.state import Context
     from retrieval.ingest import SAMPLE_EXTRACT_CONFIG, ingest
 
     rt = Runtime(Settings(home=home), source="eval")

@@ -20,13 +20,13 @@ from pathlib import Path
 import yaml
 from pydantic import BaseModel, Field
 
-from agent.settings import SAMPLE_KB_PATH
+from core.settings import SAMPLE_KB_PATH
 from retrieval.alignment import Alignment, EntityAligner
 from retrieval.sources import load_documents
 from retrieval.extraction import EntityExtractor
 from retrieval.graph_build import build_graph_data
 from retrieval.ingest import SAMPLE_EXTRACT_CONFIG
-from stores.graph import entity_key
+from stores.knowledge_graph import entity_key
 
 LABELS = Path(__file__).parent / "labels" / "entity_linking.yaml"
 FUZZY_GRID = [round(0.70 + i * 0.02, 2) for i in range(16)]  # 0.70 .. 1.00

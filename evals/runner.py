@@ -16,15 +16,15 @@ from langgraph.errors import GraphRecursionError
 from pydantic import BaseModel
 from tqdm import tqdm
 
-from agent.errors import ExecutorError
+from core.errors import ExecutorError
 from agent.graph import build_graph
 from agent.session import TurnResult, run_turn
-from agent.state import Context
-from agent.tools import LOOKUP, TOOLS
+from nodes.state import Context
+from tools.registry import LOOKUP, TOOLS
 from evals.policy import ScriptedPolicy
 from evals.scenarios_model import Expect, Scenario, Turn
 from prompts.executor import NOTHING_FOUND
-from retrieval.relevance import Level
+from core.relevance import Level
 
 MALFORMED = ("invalid_arguments", "unknown_tool")  # refused calls, not rule blocks
 

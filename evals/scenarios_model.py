@@ -16,8 +16,8 @@ from typing import Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from agent.errors import InputError
-from agent.tools import TOOLS
+from core.errors import InputError
+from tools.registry import TOOLS
 
 
 class Call(BaseModel):

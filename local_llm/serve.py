@@ -11,7 +11,7 @@ from pathlib import Path
 
 import uvicorn
 
-from agent.errors import ExecutorError
+from core.errors import ExecutorError
 from local_llm.app import ChatService, create_app
 from local_llm.engine import EngineOptions, LlamaEngine
 from local_llm.model_file import resolve_model

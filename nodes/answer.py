@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
 
-from agent.errors import BackendError
-from agent.state import ExecutorState
-from agent.tools import LOOKUP, NAVIGATE
+from core.errors import BackendError
+from nodes.state import ExecutorState
+from tools.registry import LOOKUP, NAVIGATE
 from nodes.common import invoke_llm, lang_of, last_ai, text_of
 from prompts.executor import ANSWER
 from prompts.framing import one_line, quoted

@@ -5,9 +5,9 @@ from __future__ import annotations
 from langchain_core.messages import AIMessage, HumanMessage
 from langchain_core.runnables import RunnableConfig
 
-from agent.errors import BackendError, first_line
-from agent.state import ExecutorState
-from retrieval.relevance import language_of
+from core.errors import BackendError, first_line
+from nodes.state import ExecutorState
+from core.relevance import language_of
 
 
 def session_of(config: RunnableConfig) -> str:

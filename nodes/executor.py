@@ -5,8 +5,8 @@ from __future__ import annotations
 from langchain_core.messages import SystemMessage
 from langgraph.runtime import Runtime as RunContext
 
-from agent.state import Context, ExecutorState
-from agent.tools import TOOLS
+from nodes.state import Context, ExecutorState
+from tools.registry import TOOLS
 from nodes.common import invoke_llm, lang_of
 from prompts.executor import system_prompt
 from retrieval.knowledge_bases import knowledge_bases

@@ -3,17 +3,15 @@
 from __future__ import annotations
 
 from langchain_core.messages import ToolMessage
-from langchain_core.runnables import RunnableConfig
 
-from agent.state import ExecutorState
-from agent.tools import LOOKUP
-from nodes.common import session_of
+from nodes.state import ExecutorState
+from tools.registry import LOOKUP
 from nodes.lookup import add_evidence
 from retrieval.lookup import LookupResult
 
 
 def make_graph_expand(rt):
-    def graph_expand(state: ExecutorState, config: RunnableConfig) -> ExecutorState:
+    def graph_expand(state: ExecutorState) -> ExecutorState:
         trace = [dict(t) for t in state.get("trace", [])]
         evidence, paths, messages = list(state.get("evidence", [])), list(state.get("graph_paths", [])), []
         session_evidence = dict(state.get("session_evidence") or {})
@@ -30,7 +28,6 @@ def make_graph_expand(rt):
             paths += [p for p in expansion.paths if p not in paths]
             text = f"{pending['text']}\n\n{expansion.to_llm_text()}"
             messages.append(ToolMessage(text, tool_call_id=pending["id"], name=LOOKUP))
-        session = session_of(config)
         return {
             "messages": messages,
             "pending_expansions": [],
@@ -38,7 +35,6 @@ def make_graph_expand(rt):
             "evidence": evidence,
             "session_evidence": session_evidence,
             "graph_paths": paths,
-            "session_memory": rt.memory.by_domain(session),
         }
 
     return graph_expand

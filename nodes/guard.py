@@ -11,11 +11,11 @@ from langchain_core.messages import ToolMessage
 from langchain_core.runnables import RunnableConfig
 from langgraph.runtime import Runtime as RunContext
 
-from agent.state import Context, ExecutorState
-from agent.tools import LOOKUP, TOOLS, log_call, parse_arguments
+from nodes.state import Context, ExecutorState
+from tools.registry import LOOKUP, TOOLS, log_call, parse_arguments
 from nodes.common import lang_of, last_ai, session_of
 from prompts.executor import blocked_message
-from retrieval.relevance import Level
+from core.relevance import Level
 
 # reasons that stop a well-formed lookup (rules); the others are malformed calls
 RULE_REASONS = ("precise_reached", "budget_spent")

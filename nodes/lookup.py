@@ -1,6 +1,6 @@
 """lookup: runs the tool calls the guard let through, against the real stores.
 
-Every call runs through the tool registry (`agent.tools.invoke`), as MCP's do.
+Every call runs through the tool registry (`tools.registry.invoke`), as MCP's do.
 A lookup that graph expansion should widen keeps its tool message back for
 `graph_expand`, which sends the lookup text and the expansion together.
 Calls proposed together in one message were planned before any result came
@@ -16,9 +16,9 @@ from langchain_core.messages import ToolMessage
 from langchain_core.runnables import RunnableConfig
 from langgraph.runtime import Runtime as RunContext
 
-from agent.state import Context, ExecutorState
-from agent.tool_call import ToolCall
-from agent.tools import invoke
+from nodes.state import Context, ExecutorState
+from tools.call import ToolCall
+from tools.registry import invoke
 from nodes.common import lang_of, session_of
 from retrieval.graph_build import has_graph
 
@@ -90,8 +90,6 @@ def make_lookup(rt):
             "precise": precise,
             "last_level": last_level,
             "failure": failure,
-            "session_memory": rt.memory.by_domain(session),
-            "domain_levels": rt.memory.domain_levels(session),
         }
 
     return lookup

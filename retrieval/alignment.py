@@ -30,7 +30,7 @@ from typing import Callable, Iterable
 
 import numpy as np
 
-from agent.errors import BackendError
+from core.errors import BackendError
 from retrieval.keywords import normalize
 
 ASCII_TERM = re.compile(r"[a-z0-9][a-z0-9_.+#\-]*[a-z0-9+#]|[a-z0-9]")
@@ -177,16 +177,14 @@ def with_names(query: str, names: Iterable[str]) -> tuple[str, list[str]]:
     return (" ".join([query, *added]) if added else query), added
 
 
-def search_text(known_entities, kb: str, extract_config: dict | None, query: str) -> tuple[str, dict]:
+def search_text(known_entities, kb: str, graph: bool, query: str) -> tuple[str, dict]:
     """What a lookup of `query` in `kb` is graded as, and what the log keeps about it: the query plus the
-    graph entities it was aligned to that it does not spell out.
+    graph entities it was aligned to that it does not spell out. `graph`: the KB has a graph config.
 
     A KB without a graph, or a graph that cannot be reached, searches the query as written (the lookup
     must not fail because an enhancement's store did; the log says why nothing was added).
     """
-    from retrieval.graph_build import has_graph  # graph_build -> extraction -> this module
-
-    if not has_graph(extract_config):
+    if not graph:
         return query, {}
     try:
         text, added = with_names(query, known_entities.in_text(kb, query))

@@ -28,14 +28,15 @@ from pathlib import Path
 import numpy as np
 from pydantic import BaseModel, Field
 
-from agent.errors import InputError
-from agent.settings import Ranker, Thresholds, update_config
+from core.errors import InputError
+from core.settings import Ranker, Thresholds, update_config
 from retrieval.alignment import search_text
+from retrieval.graph_build import has_graph
 from retrieval.grading import Graded, Grader
 from retrieval.label_files import load_label_list
 from retrieval.quality import Quality, Question, measure
 from retrieval.ranking import FEATURES
-from retrieval.relevance import language_of
+from core.relevance import language_of
 from stores.catalog import Catalog
 from stores.embedders import Embedder
 
@@ -94,7 +95,7 @@ def observe(grader: Grader, catalog: Catalog, embedder: Embedder, kb: str, label
     grader.vectors.check_embedder(kb, embedder)
 
     def text(query: str) -> str:
-        return search_text(known_entities, kb, row.extract_config, query)[0] if known_entities else query
+        return search_text(known_entities, kb, has_graph(row.extract_config), query)[0] if known_entities else query
 
     return [Observed(label, kb, grader.grade(kb, row.revision, q, embedder.embed_query(q), t))
             for label in labels for q in [text(label.query)]]

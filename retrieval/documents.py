@@ -15,7 +15,7 @@ from functools import cached_property
 
 import yaml
 
-from agent.errors import InputError
+from core.errors import InputError
 from retrieval.chunking import chunk_markdown, headings as markdown_headings
 from retrieval.doc_site import clean_doc_site
 from retrieval.sanitize import sanitize_line, sanitize_text

@@ -23,22 +23,33 @@ from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel, Field
 
-from agent.errors import BackendError
+from core.errors import BackendError
 from prompts.framing import one_line, quoted
 from retrieval.graph_build import has_graph
-from agent.settings import Thresholds
+from core.settings import Thresholds
 from retrieval.grading import chunk_ids
 from retrieval.lookup import DocumentOut, LookupResult, document_content
 from retrieval.ranking import Candidate, features, rank
-from retrieval.relevance import Level, language_of, similarity
+from core.relevance import Level, language_of, similarity
 from retrieval.vocabulary import query_terms
 from retrieval.traversal_cache import new_tally
-from stores.graph import GraphPath, entity_key
+from stores.knowledge_graph import GraphPath, entity_key
 from stores.invocation_log import Invocation
 from stores.memory import SentDocument
 
 if TYPE_CHECKING:
-    from agent.runtime import Runtime
+    from typing import Callable
+
+    from core.settings import Settings
+    from retrieval.extraction import KnownEntities
+    from retrieval.grading import Grader
+    from retrieval.traversal_cache import TraversalCache
+    from stores.catalog import Catalog
+    from stores.embedders import Embedder
+    from stores.knowledge_graph import GraphStore
+    from stores.invocation_log import InvocationLog
+    from stores.memory import ActionMemory
+    from stores.vectors import VectorStore
 
 MAX_SEEDS = 5
 MAX_SUMMARIES = 6
@@ -81,20 +92,28 @@ class GraphExpansion(BaseModel):
 
 
 class GraphExpander:
-    def __init__(self, runtime: "Runtime"):
-        self.rt = runtime
+    def __init__(self, settings: "Settings", catalog: "Catalog", vectors: "VectorStore", embedder: "Embedder",
+                 memory: "ActionMemory", log: "InvocationLog", grader: "Grader", known_entities: "KnownEntities",
+                 traversals: "TraversalCache", graph: "Callable[[], GraphStore]"):
+        self.settings, self.catalog, self.vectors, self.embedder = settings, catalog, vectors, embedder
+        self.memory, self.log, self.grader = memory, log, grader
+        self.known_entities, self.traversals, self._open_graph = known_entities, traversals, graph
+
+    @property
+    def graph(self) -> "GraphStore":
+        return self._open_graph()  # opened on first use: a KB without a graph never starts the graph server
 
     def expand(self, result: LookupResult, hops: int | None = None) -> GraphExpansion:
         started = time.perf_counter()
-        hops = hops or self.rt.settings.graph_hops
+        hops = hops or self.settings.graph_hops
         zh = language_of(result.query) == "zh"
-        with self.rt.catalog.reading():  # the KB row once for the whole expansion (seeds, traversals, scores)
+        with self.catalog.reading():  # the KB row once for the whole expansion (seeds, traversals, scores)
             expansion = self._expand_or_explain(result, hops, zh)
         self._log(result, hops, expansion, started)
         return expansion
 
     def _expand_or_explain(self, result: LookupResult, hops: int, zh: bool) -> GraphExpansion:
-        if not has_graph(self.rt.catalog.require(result.kb).extract_config):
+        if not has_graph(self.catalog.require(result.kb).extract_config):
             expansion = GraphExpansion(
                 status="no_graph",
                 message="该知识库没有图谱配置" if zh else "this knowledge base has no graph config",
@@ -108,12 +127,12 @@ class GraphExpander:
         return expansion
 
     def _expand(self, result: LookupResult, hops: int, zh: bool) -> GraphExpansion:
-        rt, kb = self.rt, result.kb
-        graph = rt.graph
-        settings = rt.settings
+        kb = result.kb
+        graph = self.graph
+        settings = self.settings
 
         returned = [d.doc_key for d in result.documents]
-        seeds = rt.known_entities.seeds(kb, result.query, returned, MAX_SEEDS)
+        seeds = self.known_entities.seeds(kb, result.query, returned, MAX_SEEDS)
         if not seeds:
             return GraphExpansion(status="nothing_new", message="查询与结果中没有可扩展的实体" if zh else "no entities to expand from")
 
@@ -121,8 +140,8 @@ class GraphExpander:
         reached: dict[str, tuple[float, GraphPath]] = {}
         cache = new_tally()
         for seed in seeds:
-            for path in rt.traversals.navigate(kb, seed, hops, None, settings.graph_max_paths,
-                                               settings.graph_max_nodes_per_hop, cache):
+            for path in self.traversals.navigate(kb, seed, hops, None, settings.graph_max_paths,
+                                                 settings.graph_max_nodes_per_hop, cache):
                 end = path.nodes[-1].name
                 contribution = path.score * settings.graph_hop_decay ** (path.hops - 1)
                 if end not in reached or contribution > reached[end][0]:
@@ -130,7 +149,7 @@ class GraphExpander:
         seed_keys = {entity_key(s) for s in seeds}
         reached = {k: v for k, v in reached.items() if entity_key(k) not in seed_keys}
 
-        sent = rt.memory.sent_documents(result.session)
+        sent = self.memory.sent_documents(result.session)
         skip = set(returned) | {doc_key for (k, doc_key) in sent if k == kb}
         mentioning = graph.documents_mentioning(kb, list(reached)) if reached else {}
         candidates = {k: v for k, v in mentioning.items() if k not in skip}
@@ -143,13 +162,13 @@ class GraphExpander:
         raw = {k: sum(reached[name][0] for name in v["entities"] if name in reached) for k, v in candidates.items()}
         scale = max(1.0, *raw.values())  # sums above 1 are scaled so the best-connected document gets 1
         graph_score = {k: v / scale for k, v in raw.items()}
-        catalog = rt.catalog.documents(kb)
-        vector = rt.embedder.embed_query(result.query)
+        catalog = self.catalog.documents(kb)
+        vector = self.embedder.embed_query(result.query)
         ids = [cid for k in candidates if k in catalog for cid in chunk_ids(k, catalog[k].chunk_count)]
         chunks_by_doc: dict[str, list] = {}
-        for hit in rt.vectors.get_chunks(kb, ids, vector):
+        for hit in self.vectors.get_chunks(kb, ids, vector):
             chunks_by_doc.setdefault(hit.doc_key, []).append(hit)
-        t = rt.settings.thresholds(rt.embedder.name, rt.catalog.require(kb).grading)
+        t = self.settings.thresholds(self.embedder.name, self.catalog.require(kb).grading)
         semantic = self._scores(result, chunks_by_doc, t)
         relevant = {k: v for k, v in semantic.items() if v >= t.reference_threshold}
         if not relevant:
@@ -169,7 +188,7 @@ class GraphExpander:
             )
             for k in chosen
         ]
-        rt.memory.record(result.session, None, None, [SentDocument(kb, d.doc_key, d.domain, d.title) for d in documents])
+        self.memory.record(result.session, None, None, [SentDocument(kb, d.doc_key, d.domain, d.title) for d in documents])
 
         via = {name for k in chosen for name in candidates[k]["entities"] if name in reached}
         best_paths = sorted((reached[name] for name in via), key=lambda cp: -cp[0])[:MAX_SUMMARIES]
@@ -193,8 +212,8 @@ class GraphExpander:
 
     def _scores(self, result: LookupResult, chunks_by_doc: dict[str, list], t: Thresholds) -> dict[str, float]:
         """Each reached document's relevance on the grader's calibrated scale, against the lookup's query."""
-        kb_row = self.rt.catalog.require(result.kb)
-        q = query_terms(result.query, self.rt.grader.vocabulary(result.kb, kb_row.revision))
+        kb_row = self.catalog.require(result.kb)
+        q = query_terms(result.query, self.grader.vocabulary(result.kb, kb_row.revision))
         top_similarity = result.details.get("l1_top_similarity") or 0.0
         candidates = []
         for k, chunks in chunks_by_doc.items():
@@ -205,7 +224,7 @@ class GraphExpander:
         return {c.doc_key: c.score for c in rank(candidates, t.ranker)}
 
     def _log(self, result: LookupResult, hops: int, expansion: GraphExpansion, started: float) -> None:
-        self.rt.log.write(
+        self.log.write(
             Invocation(
                 session_id=result.session,
                 tool_name="graph_expand",

@@ -10,10 +10,17 @@ from __future__ import annotations
 import re
 from collections import Counter
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Callable
 
 from retrieval.alignment import EntityAligner
 from retrieval.documents import ERROR_CODE
-from stores.graph import entity_key
+from stores.knowledge_graph import entity_key
+
+if TYPE_CHECKING:
+    from core.settings import Settings
+    from stores.catalog import Catalog
+    from stores.embedders import Embedder
+    from stores.knowledge_graph import GraphStore
 
 _A = r"(?<![A-Za-z0-9_])"
 _Z = r"(?![A-Za-z0-9_])"
@@ -128,18 +135,22 @@ class KnownEntities:
     finds prefixes, typos, other widths and close embeddings ("comfy 部署" -> ComfyUI).
     """
 
-    def __init__(self, runtime):
-        self.rt = runtime
+    def __init__(self, settings: "Settings", catalog: "Catalog", embedder: "Embedder", graph: "Callable[[], GraphStore]"):
+        self.settings, self.catalog, self.embedder, self._open_graph = settings, catalog, embedder, graph
         self._cache: dict[str, tuple[tuple, EntityExtractor, dict, EntityAligner]] = {}
 
+    @property
+    def graph(self) -> "GraphStore":
+        return self._open_graph()  # opened on first use: a KB without a graph never starts the graph server
+
     def in_text(self, kb: str, text: str) -> list[str]:
-        row = self.rt.catalog.require(kb)
+        row = self.catalog.require(kb)
         version = (row.revision, row.created_at)
         cached = self._cache.get(kb)
         if cached is None or cached[0] != version:
-            names = self.rt.graph.entity_names(kb)
-            s = self.rt.settings
-            aligner = EntityAligner(names, self.rt.embedder.embed_documents, s.entity_fuzzy_cutoff,
+            names = self.graph.entity_names(kb)
+            s = self.settings
+            aligner = EntityAligner(names, self.embedder.embed_documents, s.entity_fuzzy_cutoff,
                                     s.entity_embedding_threshold)
             cached = (version, EntityExtractor(names), names, aligner)
             self._cache[kb] = cached
@@ -150,5 +161,5 @@ class KnownEntities:
 
     def seeds(self, kb: str, text: str, doc_keys: list[str], limit: int) -> list[str]:
         """Where a traversal starts: the graph entities the text names, then those the documents mention most."""
-        mentioned = [n.name for n in self.rt.graph.entities_of_documents(kb, doc_keys, limit=limit)]
+        mentioned = [n.name for n in self.graph.entities_of_documents(kb, doc_keys, limit=limit)]
         return list(dict.fromkeys(self.in_text(kb, text) + mentioned))[:limit]

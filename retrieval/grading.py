@@ -3,7 +3,7 @@
 Three layers find candidates: L0 (the KB's keywords and titles found in the
 query), the dense vectors and the lexical index (BM25). Every candidate gets
 the calibrated score of `retrieval.ranking`; the level follows from the best
-one (`retrieval.relevance.grade`). Lookup, calibration, the retrieval-quality
+one (`core.relevance.grade`). Lookup, calibration, the retrieval-quality
 eval, graph expansion and `query_knowledge_graph` all grade through here, so
 a level means the same thing everywhere.
 """
@@ -15,10 +15,10 @@ from pathlib import Path
 
 import numpy as np
 
-from agent.settings import Thresholds
+from core.settings import Thresholds
 from retrieval.keywords import KeywordIndex
 from retrieval.ranking import Candidate, background, describe, rank
-from retrieval.relevance import Level, grade, similarity
+from core.relevance import Level, grade, similarity
 from retrieval.vocabulary import QueryTerms, Vocabulary, query_terms
 from stores.catalog import Catalog
 from stores.embedders import Embedder

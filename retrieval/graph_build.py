@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 from retrieval.documents import Document
 from retrieval.extraction import EntityExtractor
-from stores.graph import DEFAULT_WEIGHT, RELATION_TYPES, GraphData, entity_key
+from stores.knowledge_graph import DEFAULT_WEIGHT, RELATION_TYPES, GraphData, entity_key
 
 if TYPE_CHECKING:
     from retrieval.llm_extraction import Extraction

@@ -11,13 +11,13 @@ from __future__ import annotations
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 from tqdm import tqdm
 
-from agent.errors import BackendError
-from agent.settings import SAMPLE_KB_PATH
+from core.errors import BackendError
+from core.settings import SAMPLE_KB_PATH
 from retrieval.documents import Document
 from retrieval.sources import MB, SourceLimits, load_documents
 from retrieval.graph_build import build_graph_data, has_graph
@@ -25,10 +25,24 @@ from stores.catalog import DocumentChange
 from stores.vectors import validate_kb_name
 
 if TYPE_CHECKING:
-    from agent.runtime import Runtime
+    from core.settings import Settings
     from retrieval.llm_extraction import LLMExtractor
+    from stores.catalog import Catalog
+    from stores.embedders import Embedder
+    from stores.knowledge_graph import GraphStore
+    from stores.vectors import MilvusVectorStore
 
-SAMPLE_GRADING = "similarity"  # its thresholds were calibrated on it; the ranker is worse there (agent.settings)
+
+class IngestStores(Protocol):
+    """What an ingest reads and writes; the composition root (`agent.runtime.Runtime`) is one."""
+
+    settings: Settings
+    catalog: Catalog
+    vectors: MilvusVectorStore
+    embedder: Embedder
+    graph: GraphStore
+
+SAMPLE_GRADING = "similarity"  # its thresholds were calibrated on it; the ranker is worse there (core.settings)
 SAMPLE_EXTRACT_CONFIG = {
     "entity_types": ["Software", "Database", "Protocol", "Port", "ErrorCode", "Concept", "URL", "Path"],
     "relation_types": ["DEPENDS_ON", "REFERENCES", "CO_OCCURS", "CONFLICTS_WITH", "DERIVED_FROM", "RELATED_TO"],
@@ -74,7 +88,7 @@ def source_limits(settings) -> SourceLimits:
 
 
 def ingest(
-    rt: "Runtime",
+    rt: IngestStores,
     path: Path,
     kb: str,
     rebuild: bool = False,

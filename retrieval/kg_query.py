@@ -7,7 +7,7 @@ search and a warning; a failing or unknown KB becomes an error entry. One
 KB's failure never fails the call. Results are merged across KBs by chunk id
 (best score kept, every KB recorded) and graded like lookup: the LLM sees
 levels, never scores (they go to `KGResult.details`, which the tool wrapper,
-`agent.tools.invoke`, writes to the `tool_invocation` row).
+`tools.registry.invoke`, writes to the `tool_invocation` row).
 """
 
 from __future__ import annotations
@@ -17,18 +17,25 @@ from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, Field
 
-from agent.errors import ExecutorError, InputError, first_line
+from core.errors import ExecutorError, InputError, first_line
 from prompts.framing import one_line, quoted
 from prompts.hints import ALREADY_RETURNED
 from retrieval.graph_build import has_graph
 from retrieval.lookup import check_session_id, clean_query
-from retrieval.relevance import Level, language_of
+from core.relevance import Level, language_of
 from retrieval.traversal_cache import new_tally
 from stores.memory import SentDocument
 from stores.vectors import validate_kb_name
 
 if TYPE_CHECKING:
-    from agent.runtime import Runtime
+    from core.settings import Settings
+    from retrieval.extraction import KnownEntities
+    from retrieval.grading import Grader
+    from retrieval.traversal_cache import TraversalCache
+    from stores.catalog import Catalog
+    from stores.embedders import Embedder
+    from stores.memory import ActionMemory
+    from stores.vectors import VectorStore
 
 MAX_KBS = 10
 MAX_SEEDS = 4
@@ -107,13 +114,17 @@ def fold_ids(knowledge_base_ids) -> list[str]:
 
 
 class KnowledgeGraphQuery:
-    def __init__(self, runtime: "Runtime"):
-        self.rt = runtime
+    def __init__(self, settings: "Settings", catalog: "Catalog", vectors: "VectorStore", embedder: "Embedder",
+                 memory: "ActionMemory", grader: "Grader", known_entities: "KnownEntities",
+                 traversals: "TraversalCache"):
+        self.settings, self.catalog, self.vectors, self.embedder = settings, catalog, vectors, embedder
+        self.memory, self.grader = memory, grader
+        self.known_entities, self.traversals = known_entities, traversals
 
     def query(self, knowledge_base_ids, query: str, session_id: str, timeout_s: float | None = None,
               concurrent: bool = True) -> KGResult:
-        timeout_s = timeout_s or self.rt.settings.kg_timeout_s
-        query = clean_query(query, self.rt.settings.max_query_chars)
+        timeout_s = timeout_s or self.settings.kg_timeout_s
+        query = clean_query(query, self.settings.max_query_chars)
         check_session_id(session_id)
         ids = fold_ids(knowledge_base_ids)
         out = KGResult(knowledge_base_ids=ids, query=query)
@@ -121,10 +132,10 @@ class KnowledgeGraphQuery:
         for kb in ids:
             try:
                 validate_kb_name(kb)
-                known[kb] = self.rt.catalog.require(kb)
+                known[kb] = self.catalog.require(kb)
             except ExecutorError as exc:
                 out.add_error(kb, exc)
-        vector = self.rt.embedder.embed_query(query) if known else None
+        vector = self.embedder.embed_query(query) if known else None
         per_kb: dict[str, tuple[list, dict]] = {}
         cache = new_tally()
         pool = ThreadPoolExecutor(max_workers=max(1, len(known) if concurrent else 1))
@@ -163,15 +174,14 @@ class KnowledgeGraphQuery:
 
     def _one(self, kb: str, row, query: str, vector, cache: dict) -> tuple[list, dict]:
         """One knowledge base, on a worker thread; `row` is its catalog row, read once by the caller."""
-        with self.rt.catalog.reading():  # this thread's reads of the KB row (seeds, traversals) once
+        with self.catalog.reading():  # this thread's reads of the KB row (seeds, traversals) once
             return self._one_kb(kb, row, query, vector, cache)
 
     def _one_kb(self, kb: str, row, query: str, vector, cache: dict) -> tuple[list, dict]:
-        rt = self.rt
         config = row.extract_config
-        rt.lookup.check_embedder(kb)
-        t = rt.settings.thresholds(rt.embedder.name, row.grading)  # each KB graded its own way
-        graded = rt.grader.grade(kb, row.revision, query, vector, t)
+        self.vectors.check_embedder(kb, self.embedder)  # remembered per collection by the store
+        t = self.settings.thresholds(self.embedder.name, row.grading)  # each KB graded its own way
+        graded = self.grader.grade(kb, row.revision, query, vector, t)
         # every chunk found for a relevant document, with its document's calibrated score and level
         hits = [(h, c.score, Level.HIGHLY_RELEVANT if c.score >= t.highly_relevant_threshold else Level.REFERENCE)
                 for c in graded.relevant(t) for h in sorted(c.chunks.values(), key=lambda h: h.distance)]
@@ -181,11 +191,11 @@ class KnowledgeGraphQuery:
         return hits, graph
 
     def _graph(self, kb: str, query: str, doc_keys: list[str], cache: dict) -> dict:
-        seeds = self.rt.known_entities.seeds(kb, query, list(dict.fromkeys(doc_keys))[:5], MAX_SEEDS)
-        named = {n.casefold() for n in self.rt.known_entities.in_text(kb, query)}
+        seeds = self.known_entities.seeds(kb, query, list(dict.fromkeys(doc_keys))[:5], MAX_SEEDS)
+        named = {n.casefold() for n in self.known_entities.in_text(kb, query)}
         nodes, edges = {}, {}
         for seed in seeds:
-            for path in self.rt.traversals.navigate(kb, seed, GRAPH_HOPS, None, 15, 10, cache):
+            for path in self.traversals.navigate(kb, seed, GRAPH_HOPS, None, 15, 10, cache):
                 for n in path.nodes:
                     # in_query: the question names it, so a drawing can put it in the middle
                     nodes.setdefault(n.name, {"id": f"{kb}:{n.name}", "name": n.name, "type": n.type, "kb": kb,
@@ -196,7 +206,6 @@ class KnowledgeGraphQuery:
         return {"nodes": list(nodes.values()), "edges": list(edges.values())}
 
     def _merge(self, out: KGResult, ids: list[str], per_kb: dict, session_id: str) -> None:
-        rt = self.rt
         merged: dict[str, KGHit] = {}
         for kb in ids:
             if kb not in per_kb:
@@ -217,7 +226,7 @@ class KnowledgeGraphQuery:
                         hit.score, hit.relevance_level = sim, level
             out.kb_counts[kb] = counted
         results = sorted(merged.values(), key=lambda h: -h.score)[:MAX_RESULTS]
-        sent = rt.memory.sent_documents(session_id)
+        sent = self.memory.sent_documents(session_id)
         fresh = []
         for hit in results:
             if any((kb, hit.doc_key) in sent for kb in hit.knowledge_bases):
@@ -225,5 +234,5 @@ class KnowledgeGraphQuery:
             else:
                 fresh.append(SentDocument(hit.knowledge_bases[0], hit.doc_key, hit.domain, hit.title))
         if fresh:
-            rt.memory.record(session_id, None, None, fresh)
+            self.memory.record(session_id, None, None, fresh)
         out.results, out.count = results, len(results)

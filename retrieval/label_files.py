@@ -11,7 +11,7 @@ from typing import TypeVar
 import yaml
 from pydantic import BaseModel, ValidationError
 
-from agent.errors import InputError
+from core.errors import InputError
 
 M = TypeVar("M", bound=BaseModel)
 

@@ -11,7 +11,7 @@ import json
 from langchain_core.messages import HumanMessage, SystemMessage
 from pydantic import BaseModel, Field
 
-from stores.graph import RELATION_TYPES
+from stores.knowledge_graph import RELATION_TYPES
 
 MAX_DOC_CHARS = 6000
 PROMPT = """Extract the entities and the relations between them from the document.

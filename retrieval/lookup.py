@@ -2,7 +2,7 @@
 
 Only levels and hints go to the LLM; raw distances and similarities go to the
 invocation log (`LookupResult.details`, excluded from every serialisation,
-written by the one tool wrapper, `agent.tools.invoke`).
+written by the one tool wrapper, `tools.registry.invoke`).
 """
 
 from __future__ import annotations
@@ -12,20 +12,26 @@ from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, Field, computed_field
 
-from agent.errors import InputError
+from core.errors import InputError
 from prompts.framing import one_line, quoted
 from prompts.hints import ALREADY_RETURNED, hint
 from prompts.messages import lookup_message
 from retrieval.alignment import search_text
+from retrieval.graph_build import has_graph
 from retrieval.grading import Grader
 from retrieval.ranking import Candidate
-from retrieval.relevance import Level, language_of
-from retrieval.repeats import MEANING_REASONS, DedupReason, Repeat, find_repeat, nearest, repeat_hint
+from core.relevance import Level, language_of
+from retrieval.repeats import DedupReason, Repeat, find_repeat, nearest, repeat_hint
 from stores.memory import EarlierLookup, SentDocument
 from stores.vectors import ChunkHit
 
 if TYPE_CHECKING:
-    from agent.runtime import Runtime
+    from core.settings import Settings
+    from stores.catalog import Catalog
+    from stores.embedders import Embedder
+    from retrieval.extraction import KnownEntities
+    from stores.memory import ActionMemory
+    from stores.vectors import VectorStore
 
 CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
 SESSION_ID = re.compile(r"^[\w.:\-]{1,128}$")
@@ -116,19 +122,17 @@ def check_session_id(session_id: str) -> str:
 
 
 class LookupService:
-    def __init__(self, runtime: "Runtime"):
-        self.rt = runtime
+    def __init__(self, settings: "Settings", catalog: "Catalog", vectors: "VectorStore", embedder: "Embedder",
+                 memory: "ActionMemory", grader: Grader, known_entities: "KnownEntities"):
+        self.settings, self.catalog, self.vectors, self.embedder = settings, catalog, vectors, embedder
+        self.memory, self.grader, self.known_entities = memory, grader, known_entities
         self._checked: set[tuple[str, str]] = set()
-
-    @property
-    def grader(self) -> Grader:
-        return self.rt.grader
 
     def check_embedder(self, kb: str) -> None:
         """The KB was embedded with the active embedder (asked of the vector store once per KB and process)."""
-        key = (kb, self.rt.embedder.name)
+        key = (kb, self.embedder.name)
         if key not in self._checked:
-            self.rt.vectors.check_embedder(kb, self.rt.embedder)
+            self.vectors.check_embedder(kb, self.embedder)
             self._checked.add(key)
 
     # -- the tool -----------------------------------------------------------
@@ -145,35 +149,34 @@ class LookupService:
         """`rules=False` turns off the session rules (no document or repeat dedup): the eval baseline.
         `batch` names the LLM message that proposed the call: lookups of one message are never repeats
         of each other. `dry_run` writes no session memory: calibration. The `tool_invocation` row is written
-        by the tool's caller (`agent.tools.invoke`) from `details`."""
-        query = clean_query(query, self.rt.settings.max_query_chars)
+        by the tool's caller (`tools.registry.run`) from `details`."""
+        query = clean_query(query, self.settings.max_query_chars)
         check_session_id(session_id)
         if missing_dimension is not None:
             missing_dimension = clean_query(missing_dimension, 200) if missing_dimension.strip() else None
         return self._lookup(query, session_id, kb, missing_dimension, rules, batch, dry_run)
 
     def _lookup(self, query, session_id, kb, missing_dimension, rules, batch, dry_run) -> LookupResult:
-        rt = self.rt
-        kb_row = rt.catalog.require(kb)
+        kb_row = self.catalog.require(kb)
         self.check_embedder(kb)
-        thresholds = rt.settings.thresholds(rt.embedder.name, kb_row.grading)
+        thresholds = self.settings.thresholds(self.embedder.name, kb_row.grading)
         lang = language_of(query)
 
-        vector = rt.embedder.embed_query(query)
+        vector = self.embedder.embed_query(query)
         # graded as the query plus the graph entities a loose name in it means ("comfy" -> ComfyUI); the
         # session's memory keeps the query's own vector
-        text, aligned = search_text(rt.known_entities, kb, kb_row.extract_config, query)
-        searched = vector if text == query else rt.embedder.embed_query(text)
+        text, aligned = search_text(self.known_entities, kb, has_graph(kb_row.extract_config), query)
+        searched = vector if text == query else self.embedder.embed_query(text)
         graded = self.grader.grade(kb, kb_row.revision, text, searched, thresholds)
         level = graded.level
-        details = graded.details() | aligned | {"thresholds": thresholds.model_dump(), "embedder": rt.embedder.name}
+        details = graded.details() | aligned | {"thresholds": thresholds.model_dump(), "embedder": self.embedder.name}
         base = dict(query=query, session=session_id, kb=kb, missing_dimension=missing_dimension, details=details)
-        sent = rt.memory.sent_documents(session_id) if rules else {}
-        domain_levels = rt.memory.domain_levels(session_id)
+        sent = self.memory.sent_documents(session_id) if rules else {}
+        domain_levels = self.memory.domain_levels(session_id)
         domains = list(dict.fromkeys([*domain_levels, *(d.domain for d in sent.values())]))
-        earlier = rt.memory.lookups(session_id, kb, rt.embedder.name) if rules else []
+        earlier = self.memory.lookups(session_id, kb, self.embedder.name) if rules else []
         remembered = EarlierLookup(query=query, vector=vector, level=level and level.value, batch=batch, kb=kb,
-                                   embedder=rt.embedder.name)
+                                   embedder=self.embedder.name)
 
         details["relevant_docs"] = 0
         if level is None:
@@ -181,7 +184,7 @@ class LookupService:
             if repeat is not None:
                 return self._finish(self._repeated(repeat, kb, sent, lang, domains, base))
             if not dry_run:
-                rt.memory.record_lookup(session_id, remembered)
+                self.memory.record_lookup(session_id, remembered)
             unknown = graded.query_terms.unknown_names
             return self._finish(
                 LookupResult(found=False, relevance_level=None,
@@ -192,7 +195,7 @@ class LookupService:
 
         valid = graded.relevant(thresholds)
         details["relevant_docs"] = len(valid)
-        chosen = valid[: 1 + rt.settings.max_supplement]
+        chosen = valid[: 1 + self.settings.max_supplement]
         landing = chosen[0].domain
         out = [self._document_out(kb, c, sent) for c in chosen]
         new = [d for d in out if not d.already_returned]
@@ -215,10 +218,10 @@ class LookupService:
 
         remembered.domain, remembered.doc_keys = landing, [d.doc_key for d in out]
         if not dry_run:
-            rt.memory.record(
+            self.memory.record(
                 session_id, landing, level.value, [SentDocument(kb, d.doc_key, d.domain, d.title) for d in new]
             )
-            rt.memory.record_lookup(session_id, remembered)
+            self.memory.record_lookup(session_id, remembered)
         domains += [d for d in dict.fromkeys(d.domain for d in out) if d not in domains]
         return self._finish(
             LookupResult(
@@ -229,9 +232,9 @@ class LookupService:
 
     def _repeat(self, vector, best_doc, earlier, batch, missing_dimension, details) -> Repeat | None:
         """The repeat rule (retrieval/repeats.py) on the embedding this lookup already computed."""
-        name = self.rt.embedder.name
+        name = self.embedder.name
         details["repeat_nearest"] = nearest(vector, earlier, batch)
-        repeat = find_repeat(vector, best_doc, earlier, self.rt.settings.repeat_thresholds(name), batch, missing_dimension)
+        repeat = find_repeat(vector, best_doc, earlier, self.settings.repeat_thresholds(name), batch, missing_dimension)
         if repeat is not None:
             details.update(repeat_of=repeat.earlier.query, repeat_similarity=round(repeat.similarity, 4))
         return repeat
@@ -268,4 +271,4 @@ class LookupService:
         )
 
     def _content(self, doc: Candidate) -> str:
-        return document_content(doc.chunks.values(), self.rt.settings.max_chars_per_doc)
+        return document_content(doc.chunks.values(), self.settings.max_chars_per_doc)

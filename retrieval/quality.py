@@ -16,10 +16,10 @@ from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, Field
 
-from retrieval.relevance import Level
+from core.relevance import Level
 
 if TYPE_CHECKING:
-    from agent.settings import Thresholds
+    from core.settings import Thresholds
     from retrieval.grading import Graded
 
 DOCUMENTS_SENT = 4  # the primary and up to three supplements, as lookup sends by default

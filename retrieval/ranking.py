@@ -32,13 +32,11 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from agent.settings import Ranker
-from retrieval.relevance import document_language
+from core.relevance import document_language
+from core.settings import RANKER_FEATURES as FEATURES, Ranker  # noqa: F401 - FEATURES: read here by calibration
 from retrieval.vocabulary import QueryTerms, terms
 from stores.vectors import ChunkHit
 
-FEATURES = ("similarity", "lift", "gap", "lexical", "coverage", "kb_coverage", "unknown_names", "specific_keyword",
-            "other_language", "coverage_same_language", "lexical_same_language")
 BACKGROUND_RANKS = slice(3, 10)
 
 

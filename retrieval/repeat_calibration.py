@@ -20,16 +20,28 @@ from __future__ import annotations
 
 import uuid
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Literal, Protocol
 
 import numpy as np
 from pydantic import BaseModel, Field
 
-from agent.settings import update_config
+from core.settings import update_config
 from retrieval.label_files import load_label_list
 
 if TYPE_CHECKING:
-    from agent.runtime import Runtime
+    from core.settings import Settings
+    from retrieval.lookup import LookupService
+    from stores.catalog import Catalog
+    from stores.embedders import Embedder
+
+
+class RepeatStores(Protocol):
+    """What scoring repeat labels uses; the composition root (`agent.runtime.Runtime`) is one."""
+
+    settings: Settings
+    catalog: Catalog
+    embedder: Embedder
+    lookup: LookupService
 
 MIN_PRECISION = 0.95
 FOLDS = 5
@@ -99,7 +111,7 @@ def load_repeat_labels(path: Path) -> list[RepeatLabel]:
     return load_label_list(path, RepeatLabel, "{earlier, later, label} pairs")
 
 
-def score_pairs(rt: "Runtime", kb: str, labels: list[RepeatLabel]) -> list[PairScore]:
+def score_pairs(rt: RepeatStores, kb: str, labels: list[RepeatLabel]) -> list[PairScore]:
     """Look every query up once (dry run) and embed it; a pair's features are what the rule sees."""
     queries = list(dict.fromkeys(q for label in labels for q in (label.earlier, label.later)))
     session = f"calibrate-{uuid.uuid4().hex[:8]}"
@@ -190,7 +202,7 @@ def _counts(scores: list[PairScore], blocked: dict[int, bool]) -> dict:
             "true_positives": tp, "false_positives": fp, "false_negatives": fn}
 
 
-def calibrate_repeats(rt: "Runtime", kb: str, labels: list[RepeatLabel]) -> RepeatCalibration:
+def calibrate_repeats(rt: RepeatStores, kb: str, labels: list[RepeatLabel]) -> RepeatCalibration:
     rt.catalog.require(kb)
     scores = score_pairs(rt, kb, labels)
     overlap, miss = fit(scores)

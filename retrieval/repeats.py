@@ -23,7 +23,7 @@ from enum import StrEnum
 
 import numpy as np
 
-from agent.settings import RepeatThresholds
+from core.settings import RepeatThresholds
 from prompts.hints import hint
 from stores.memory import EarlierLookup
 

@@ -17,7 +17,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from agent.errors import InputError
+from core.errors import InputError
 from retrieval.converters import READ_AS_TEXT, SUPPORTED, ConversionError, convert, decode_text, format_of
 from retrieval.documents import Document, check_doc_key, parse_text
 from retrieval.sanitize import sanitize_text

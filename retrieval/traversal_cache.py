@@ -14,12 +14,13 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from typing import TYPE_CHECKING, Iterable
+from typing import TYPE_CHECKING, Callable, Iterable
 
-from stores.graph import GraphPath, check_entity_name, entity_key, relation_types
+from stores.knowledge_graph import GraphPath, check_entity_name, entity_key, relation_types
 
 if TYPE_CHECKING:
-    from agent.runtime import Runtime
+    from stores.catalog import Catalog
+    from stores.knowledge_graph import GraphStore
 
 MAX_ENTRIES = 4096
 
@@ -29,16 +30,20 @@ def new_tally() -> dict[str, int]:
 
 
 class TraversalCache:
-    def __init__(self, runtime: "Runtime", max_entries: int = MAX_ENTRIES):
-        self.rt = runtime
+    def __init__(self, catalog: "Catalog", graph: "Callable[[], GraphStore]", max_entries: int = MAX_ENTRIES):
+        self.catalog, self._open_graph = catalog, graph
         self.max_entries = max_entries
         self._entries: OrderedDict[tuple, list[GraphPath]] = OrderedDict()
         self._versions: dict[str, tuple] = {}
         self._lock = threading.Lock()
 
+    @property
+    def graph(self) -> "GraphStore":
+        return self._open_graph()  # opened on first use: a KB without a graph never starts the graph server
+
     def navigate(self, kb: str, entity: str, hops: int, relation_filter: Iterable[str] | None, max_paths: int,
                  max_nodes_per_hop: int, tally: dict[str, int] | None = None) -> list[GraphPath]:
-        row = self.rt.catalog.require(kb)
+        row = self.catalog.require(kb)
         version = (row.revision, row.created_at)
         key = (kb, version, entity_key(check_entity_name(entity)), hops, tuple(sorted(relation_types(relation_filter))),
                max_paths, max_nodes_per_hop)
@@ -54,7 +59,7 @@ class TraversalCache:
                 tally["hits" if paths is not None else "misses"] += 1
         if paths is not None:
             return list(paths)
-        paths = self.rt.graph.navigate(kb, entity, hops, relation_filter, max_paths, max_nodes_per_hop)
+        paths = self.graph.navigate(kb, entity, hops, relation_filter, max_paths, max_nodes_per_hop)
         with self._lock:
             if self._versions.get(kb) == version:
                 self._entries[key] = list(paths)

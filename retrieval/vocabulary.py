@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
 
-from agent.fs import private_dir, private_file
+from core.fs import private_dir, private_file
 from retrieval.keywords import normalize
 
 ASCII_TERM = re.compile(r"[a-z0-9_]+(?:[.\-][a-z0-9_]+)*")

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 from sqlalchemy import delete, func, select, update
 
-from agent.errors import InputError
+from core.errors import InputError
 from stores.database import Database, DocumentRow, KnowledgeBase, LlmExtraction, SessionDocument, utcnow
 from stores.vectors import validate_kb_name
 

@@ -19,8 +19,8 @@ from sqlalchemy.engine import Engine
 from sqlalchemy.exc import OperationalError
 from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column, sessionmaker
 
-from agent.errors import BackendError
-from agent.fs import private_file
+from core.errors import BackendError
+from core.fs import private_file
 
 
 def utcnow() -> datetime:
@@ -43,7 +43,7 @@ class KnowledgeBase(Base):
     source_path: Mapped[str | None] = mapped_column(Text, nullable=True)
     # bumped by every ingest, so long-lived readers know to reload their caches
     revision: Mapped[int] = mapped_column(Integer, default=0)
-    # "similarity" or "ranker"; NULL follows the settings' default (agent.settings.DEFAULT_GRADING)
+    # "similarity" or "ranker"; NULL follows the settings' default (core.settings.DEFAULT_GRADING)
     grading: Mapped[str | None] = mapped_column(String(16), nullable=True)
     created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
 

@@ -13,7 +13,7 @@ from typing import Callable, Protocol
 
 import numpy as np
 
-from agent.errors import BackendError, ConfigError
+from core.errors import BackendError, ConfigError
 
 BGE_M3_HEADS = ("sparse_linear.pt", "colbert_linear.pt")
 

@@ -11,10 +11,16 @@ that died half-way is repaired by the next ingest).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Callable, Hashable
+from typing import Callable, Hashable, Protocol
 
-if TYPE_CHECKING:
-    from stores.graph import GraphData
+
+class GraphData(Protocol):
+    """What a diff reads of `stores.knowledge_graph.GraphData` (a protocol: that module imports this one)."""
+
+    entities: dict[str, dict]
+    documents: list[dict]
+    mentions: list[dict]
+    relations: list[dict]
 
 
 @dataclass

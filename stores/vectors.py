@@ -21,8 +21,8 @@ from typing import Iterator, Protocol
 
 import numpy as np
 
-from agent.errors import BackendError, InputError, display_url, first_line
-from agent.fs import HeldLock, private_umask, stderr_to
+from core.errors import BackendError, InputError, display_url, first_line
+from core.fs import HeldLock, private_umask, stderr_to
 from stores.embedders import Embedder
 
 # milvus-lite 2.5.1 imports pkg_resources (hence setuptools<81), which warns on every start.

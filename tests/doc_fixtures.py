@@ -1,4 +1,15 @@
-"""Pages with the markup real documentation carries (Confluence-like HTML, Docusaurus MDX, Hugo)."""
+"""Pages with the markup real documentation carries (Confluence-like HTML, Docusaurus MDX, Hugo), and a
+helper that writes a knowledge-base folder of them."""
+
+from pathlib import Path
+
+
+def write_kb(root: Path, files: dict[str, str]) -> Path:
+    for rel, text in files.items():
+        p = root / rel
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text(text, encoding="utf-8")
+    return root
 
 HTML_PAGE = """<!DOCTYPE html>
 <html><head><meta charset="utf-8"><title>Wiki: Payment gateway on-call</title>

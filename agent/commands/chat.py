@@ -19,7 +19,7 @@ from rich.markdown import Markdown
 
 from agent.commands.common import KbOpt, SessionOpt, console, err_console
 from agent.commands.turns import LiveTrace, Turns, summary_lines
-from agent.errors import ExecutorError, describe, printable, terminal_safe
+from core.errors import ExecutorError, describe, printable, terminal_safe
 
 PROMPT = "you> "
 

@@ -12,7 +12,7 @@ from typing import Annotated, Optional
 import typer
 from rich.console import Console
 
-from agent.errors import ExecutorError, InputError, terminal_safe
+from core.errors import ExecutorError, InputError, terminal_safe
 
 console = Console()
 err_console = Console(stderr=True)
@@ -25,7 +25,7 @@ GradingOpt = Annotated[Optional[str], typer.Option(
 
 
 def check_grading(grading: str | None) -> str | None:
-    from agent.settings import GRADINGS
+    from core.settings import GRADINGS
 
     if grading is not None and grading not in GRADINGS:
         raise InputError(f"--grading is one of {', '.join(GRADINGS)}, not {grading!r}")

@@ -11,7 +11,7 @@ import typer
 
 from agent.commands.common import JsonOpt, SessionOpt, console, csv_list, print_json, runtime, write_text
 from agent.commands.llm import use_local_model
-from agent.errors import ExecutorError, InputError
+from core.errors import ExecutorError, InputError
 
 
 def eval_(
@@ -33,7 +33,7 @@ def eval_(
     """Replay the ISS-002 scenarios; exit code 1 when any judged scenario fails.
 
     Its tool calls are logged with source 'eval', which `executor stats` leaves out unless asked."""
-    from agent.settings import REPO_ROOT
+    from core.settings import REPO_ROOT
     from evals import report
     from evals.runner import aggregate, run_suite
     from evals.scenarios_model import load_scenarios
@@ -50,9 +50,7 @@ def eval_(
                 out.parent.mkdir(parents=True, exist_ok=True)
             except OSError as exc:
                 raise ExecutorError(f"cannot write {out}: {exc.strerror or exc}") from exc
-    rt = runtime("eval")
-    with ExitStack() as stack:
-        stack.callback(rt.close)
+    with runtime("eval") as rt, ExitStack() as stack:
         for kb in sorted({s.kb for s in scenarios}):
             rt.catalog.require(kb)
         model = None
@@ -125,11 +123,11 @@ def stats(
         start = datetime.fromisoformat(since) if since else None
     except ValueError:
         raise InputError(f"--since {since!r} is not a date (YYYY-MM-DD) or an ISO time") from None
-    rt = runtime()
-    t = rt.settings.thresholds(embedder_name(rt.settings.embedder, rt.settings.embedder_path))
-    thresholds = {"highly_relevant": t.highly_relevant_threshold, "reference": t.reference_threshold}
-    data = invocation_stats(rt.db, session=session, since=start, sources=csv_list(source), thresholds=thresholds)
-    data["traversal_cache"] = traversal_cache_stats(rt.db, session=session, since=start)
+    with runtime() as rt:
+        t = rt.settings.thresholds(embedder_name(rt.settings.embedder, rt.settings.embedder_path))
+        thresholds = {"highly_relevant": t.highly_relevant_threshold, "reference": t.reference_threshold}
+        data = invocation_stats(rt.db, session=session, since=start, sources=csv_list(source), thresholds=thresholds)
+        data["traversal_cache"] = traversal_cache_stats(rt.db, session=session, since=start)
     if plot:
         plot_stats(data, plot)
     if as_json:

@@ -19,11 +19,8 @@ def feedback(
     """Say whether an answer was good or bad; kept with its question, levels and documents for calibration."""
     from agent.feedback import record_feedback
 
-    rt = runtime()
-    try:
+    with runtime() as rt:
         row = record_feedback(rt, session, turn, verdict, note)
-    finally:
-        rt.close()
     out = {"session": row.session_id, "turn": row.turn, "verdict": row.verdict, "note": row.note, "query": row.query,
            "kb": row.kb, "levels": row.levels, "documents": row.documents, "cited": row.cited}
     if as_json:

@@ -8,7 +8,7 @@ from typing import Annotated, Optional
 import typer
 
 from agent.commands.common import JsonOpt, KbOpt, csv_list, echo, print_json, runtime, sub_app, write_text
-from agent.errors import ExecutorError
+from core.errors import ExecutorError
 
 graph_app = sub_app(help="Explore a knowledge base's graph.")
 
@@ -21,9 +21,13 @@ def _graph_runtime(kb: str):
     from retrieval.graph_build import has_graph
 
     rt = runtime()
-    row = rt.catalog.require(kb)
-    if not has_graph(row.extract_config):
-        raise ExecutorError(f"knowledge base {kb!r} has no graph config")
+    try:
+        row = rt.catalog.require(kb)
+        if not has_graph(row.extract_config):
+            raise ExecutorError(f"knowledge base {kb!r} has no graph config")
+    except BaseException:
+        rt.close()
+        raise
     return rt
 
 
@@ -37,11 +41,8 @@ def graph_neighbors(
     as_json: JsonOpt = False,
 ):
     """Paths from ENTITY to what surrounds it, best first (score = product of edge weights)."""
-    rt = _graph_runtime(kb)
-    try:
+    with _graph_runtime(kb) as rt:
         paths = rt.graph.navigate(kb, entity, hops, csv_list(relations), max_paths, rt.settings.graph_max_nodes_per_hop)
-    finally:
-        rt.close()
     if as_json:
         print_json({"entity": entity, "kb": kb, "paths": [p.model_dump() for p in paths]})
         return
@@ -62,11 +63,8 @@ def graph_path(
     as_json: JsonOpt = False,
 ):
     """Paths between two entities, best first; says so when there are none."""
-    rt = _graph_runtime(kb)
-    try:
+    with _graph_runtime(kb) as rt:
         found = rt.graph.navigate_between(kb, source, target, hops, csv_list(relations), max_paths)
-    finally:
-        rt.close()
     if as_json:
         print_json(found.model_dump())
         return
@@ -85,14 +83,11 @@ def graph_show(
     relations: RelationsOpt = None,
 ):
     """Draw ENTITY's neighbourhood as a self-contained HTML page."""
-    from agent.graph_page import render
+    from agent.knowledge_graph_page import render
 
-    rt = _graph_runtime(kb)
-    try:
+    with _graph_runtime(kb) as rt:
         node = rt.graph.require_entity(kb, entity)
         paths = rt.graph.navigate(kb, entity, hops, csv_list(relations), 60, rt.settings.graph_max_nodes_per_hop)
-    finally:
-        rt.close()
     write_text(html, render(f"{node.name} — {kb}", node.name, paths))
     typer.echo(f"wrote {html} ({len(paths)} paths)")
 
@@ -100,7 +95,8 @@ def graph_show(
 @graph_app.command("stop")
 def graph_stop(as_json: JsonOpt = False):
     """Stop the embedded FalkorDB server of this EXECUTOR_HOME (it starts again on demand)."""
-    stopped = runtime().graph_server.stop()
+    with runtime() as rt:
+        stopped = rt.graph_server.stop()
     if as_json:
         print_json({"stopped": stopped})
     else:

@@ -9,7 +9,7 @@ from typing import Annotated, Optional
 import typer
 
 from agent.commands.common import GradingOpt, JsonOpt, KbArg, check_grading, SessionOpt, console, csv_list, echo, print_json, runtime, sub_app, write_text
-from agent.errors import ExecutorError
+from core.errors import ExecutorError
 
 kb_app = sub_app(help="Create, list, show and drop knowledge bases.")
 
@@ -24,19 +24,14 @@ def kb_create(
     as_json: JsonOpt = False,
 ):
     """Create an empty knowledge base; with --entities/--relations it gets a graph at ingest."""
-    from stores.graph import relation_pattern
+    from retrieval.knowledge_bases import graph_config
 
-    relation_types = relation_pattern(csv_list(relations)).split("|") if relations else []
     entity_types = csv_list(entities)
-    if any(not t.replace("_", "").isalnum() or len(t) > 40 for t in entity_types):
-        raise ExecutorError("entity types are names of letters, digits and '_' (at most 40 characters)")
-    if relation_types and not entity_types:
-        raise ExecutorError("a graph config needs --entities as well as --relations")
-    config = {"entity_types": entity_types, "relation_types": relation_types} if entity_types else {}
+    config = graph_config(entity_types, csv_list(relations) if relations else None)
     check_grading(grading)
-    rt = runtime()
-    rt.catalog.create(name, description=description, extract_config=config, grading=grading)
-    data = _kb_info(rt, name, with_graph=False)
+    with runtime() as rt:
+        rt.catalog.create(name, description=description, extract_config=config, grading=grading)
+        data = _kb_info(rt, name, with_graph=False)
     if as_json:
         print_json(data)
     else:
@@ -73,8 +68,8 @@ def _kb_info(rt, name: str, with_graph: bool = True) -> dict:
 @kb_app.command("list")
 def kb_list(as_json: JsonOpt = False):
     """Every knowledge base, with its size and whether it has a graph."""
-    rt = runtime()
-    rows = [_kb_info(rt, name, with_graph=False) for name in rt.catalog.names()]
+    with runtime() as rt:
+        rows = [_kb_info(rt, name, with_graph=False) for name in rt.catalog.names()]
     if as_json:
         print_json(rows)
         return
@@ -88,11 +83,8 @@ def kb_list(as_json: JsonOpt = False):
 @kb_app.command("show")
 def kb_show(name: KbArg, as_json: JsonOpt = False):
     """One knowledge base in detail, with its graph's size."""
-    rt = runtime()
-    try:
+    with runtime() as rt:
         info = _kb_info(rt, name)
-    finally:
-        rt.close()
     if as_json:
         print_json(info)
         return
@@ -133,20 +125,13 @@ def _print_kb(info: dict) -> None:
 @kb_app.command("drop")
 def kb_drop(name: KbArg, yes: Annotated[bool, typer.Option("--yes", help="do not ask")] = False, as_json: JsonOpt = False):
     """Remove a knowledge base: its vectors, its graph and its catalog row."""
-    from retrieval.graph_build import has_graph
+    from retrieval.knowledge_bases import drop_knowledge_base
 
-    rt = runtime()
-    try:
-        row = rt.catalog.require(name)
+    with runtime() as rt:
+        rt.catalog.require(name)
         if not yes and not typer.confirm(f"drop knowledge base {name!r} ({len(rt.catalog.documents(name))} documents)?"):
             raise typer.Exit(1)
-        # the catalog row goes last: if a step fails, the KB is still listed and the drop can be repeated
-        if has_graph(row.extract_config):
-            rt.graph.drop_kb(name)
-        rt.vectors.drop(name)
-        rt.catalog.drop(name)
-    finally:
-        rt.close()
+        drop_knowledge_base(name, rt.catalog, rt.vectors, lambda: rt.graph)
     if as_json:
         print_json({"dropped": name})
     else:
@@ -161,19 +146,16 @@ def kg(
     as_json: JsonOpt = False,
 ):
     """query_knowledge_graph: several knowledge bases at once, with real graph traversal."""
-    from agent.graph_page import render_graph_data
+    from agent.knowledge_graph_page import render_graph_data
 
-    from agent.tool_call import ToolCall
-    from agent.tools import KG_QUERY, query_knowledge_graph, run
+    from tools.call import ToolCall
+    from tools.registry import KG_QUERY, query_knowledge_graph, run
 
-    rt = runtime("lookup")  # a person calling the tool directly, like `lookup`
-    session = session or f"kg-{uuid.uuid4().hex[:12]}"
-    try:
+    with runtime("lookup") as rt:  # a person calling the tool directly, like `lookup`
+        session = session or f"kg-{uuid.uuid4().hex[:12]}"
         # the tool's own path (and its tool_invocation row); the service checks the arguments with its own messages
         args = query_knowledge_graph.model_construct(knowledge_base_ids=csv_list(kb), query=query)
         result = run(KG_QUERY, ToolCall(rt, session), args).result
-    finally:
-        rt.close()
     if result.errors and not result.kb_counts:  # every knowledge base failed: that is not "no results"
         raise ExecutorError("; ".join(f"{e['knowledge_base_id']}: {e['error']}" for e in result.errors))
     data = result.model_dump(mode="json")

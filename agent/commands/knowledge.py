@@ -26,7 +26,7 @@ def ingest(
     as_json: JsonOpt = False,
 ):
     """Load a folder of documents (.md/.mdx/.txt/.html/.pdf/.docx/.pptx/.xlsx) into a knowledge base, and build its graph (idempotent)."""
-    from agent.settings import SAMPLE_KB_PATH
+    from core.settings import SAMPLE_KB_PATH
     from retrieval.ingest import SAMPLE_EXTRACT_CONFIG, ingest as run_ingest
 
     source = path or SAMPLE_KB_PATH
@@ -35,9 +35,7 @@ def ingest(
     if dry_run:
         _print_plan(source, kb, as_json)
         return
-    rt = runtime()
-    with ExitStack() as stack:
-        stack.callback(rt.close)
+    with runtime() as rt, ExitStack() as stack:
         if llm_extract:
             use_local_model(rt, stack)
         extractor = _llm_extractor(rt, kb, config) if llm_extract else None
@@ -62,7 +60,7 @@ def ingest(
 
 def _print_plan(source: Path, kb: str, as_json: bool) -> None:
     """`ingest --dry-run`: the file walk alone, so nothing is opened, converted or written."""
-    from agent.settings import get_settings
+    from core.settings import get_settings
     from retrieval.ingest import source_limits
     from retrieval.sources import plan
     from stores.vectors import validate_kb_name
@@ -110,21 +108,18 @@ def lookup(
     as_json: JsonOpt = False,
 ):
     """Run lookup_knowledge once (and graph_expand when it applies) and print what the LLM would see."""
-    from agent.tool_call import ToolCall
-    from agent.tools import LOOKUP, lookup_knowledge, run
+    from tools.call import ToolCall
+    from tools.registry import LOOKUP, lookup_knowledge, run
     from retrieval.expansion import should_expand
 
-    rt = runtime("lookup")
-    session = session or f"cli-{uuid.uuid4().hex[:12]}"
-    try:
+    with runtime("lookup") as rt:
+        session = session or f"cli-{uuid.uuid4().hex[:12]}"
         # the tool's own path (and its tool_invocation row); the lookup checks the arguments with its own messages
         args = lookup_knowledge.model_construct(query=query, missing_dimension=missing_dimension)
         result = run(LOOKUP, ToolCall(rt, session, kb), args).result
         expansion = None
         if graph and should_expand(result, rt.settings.graph_min_results):
             expansion = rt.expander.expand(result)
-    finally:
-        rt.close()
     if as_json:
         data = result.model_dump(mode="json")
         data["graph_expansion"] = expansion.model_dump(mode="json") if expansion else None
@@ -142,14 +137,14 @@ def session_show(session_id: SessionArg, as_json: JsonOpt = False):
     from retrieval.lookup import check_session_id
 
     check_session_id(session_id)
-    rt = runtime()
-    data = {
-        "session": session_id,
-        "domain_levels": rt.memory.domain_levels(session_id),
-        "documents_by_domain": rt.memory.by_domain(session_id),
-        "lookups": [{"query": e.query, "level": e.level or "NONE", "domain": e.domain, "documents": e.doc_keys}
-                    for e in rt.memory.lookups(session_id)],
-    }
+    with runtime() as rt:
+        data = {
+            "session": session_id,
+            "domain_levels": rt.memory.domain_levels(session_id),
+            "documents_by_domain": rt.memory.by_domain(session_id),
+            "lookups": [{"query": e.query, "level": e.level or "NONE", "domain": e.domain, "documents": e.doc_keys}
+                        for e in rt.memory.lookups(session_id)],
+        }
     if as_json:
         print_json(data)
         return
@@ -174,16 +169,13 @@ def session_show(session_id: SessionArg, as_json: JsonOpt = False):
 @session_app.command("clear")
 def session_clear(session_id: SessionArg, as_json: JsonOpt = False):
     """Forget what a session retrieved, and its conversation."""
+    from agent.checkpoints import open_checkpointer
+    from agent.session import clear_session
     from retrieval.lookup import check_session_id
 
-    from agent.checkpoints import open_checkpointer
-
-    check_session_id(session_id)
-    rt = runtime()
-    # the conversation first: if the checkpoint store fails, the memory is still there (no half-cleared session)
-    with open_checkpointer(rt.settings) as saver:
-        saver.delete_thread(session_id)
-    n = rt.memory.clear(session_id)
+    check_session_id(session_id)  # before any store is opened
+    with runtime() as rt, open_checkpointer(rt.settings) as saver:
+        n = clear_session(session_id, saver, rt.memory)
     if as_json:
         print_json({"session": session_id, "documents_forgotten": n})
     else:

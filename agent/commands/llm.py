@@ -20,7 +20,7 @@ def serve(
     as_json: JsonOpt = False,
 ):
     """Serve /v1/chat/completions (tool calls by constrained decoding), /v1/models and /health until Ctrl-C."""
-    from agent.settings import get_settings
+    from core.settings import get_settings
     from local_llm.serve import engine_options, serve_forever
 
     options = engine_options(get_settings(), model)

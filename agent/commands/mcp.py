@@ -23,9 +23,8 @@ def mcp(
 
     from agent.mcp_server import ExecutorMCP
 
-    rt = runtime("mcp")
-    server = ExecutorMCP(rt, kb=kb)
-    try:
+    with runtime("mcp") as rt:
+        server = ExecutorMCP(rt, kb=kb)
         if not http:
             anyio.run(server.run_stdio)
             return
@@ -40,5 +39,3 @@ def mcp(
         else:
             print(f"executor MCP server on {url} (knowledge base {kb}); Ctrl-C stops it", file=sys.stderr)
         uvicorn.run(server.http_app(host), host=host, port=port, log_level="warning")
-    finally:
-        rt.close()

@@ -19,15 +19,12 @@ def calibrate_repeats(
     """Choose the repeat thresholds for the active embedder; precision and recall are held out (k-fold)."""
     from rich.table import Table
 
-    from agent.settings import config_path
+    from core.settings import config_path
     from retrieval.repeat_calibration import calibrate_repeats as run, load_repeat_labels, write_repeat_thresholds
 
     pairs = load_repeat_labels(labels)
-    rt = runtime()
-    try:
+    with runtime() as rt:
         result = run(rt, kb, pairs)
-    finally:
-        rt.close()
     if write:
         write_repeat_thresholds(config_path(), result.embedder, result.overlap.threshold, result.miss_overlap.threshold)
     if as_json:

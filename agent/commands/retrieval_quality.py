@@ -6,25 +6,13 @@ from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
-from rich.table import Table
 
 from agent.commands.common import JsonOpt, console, print_json, runtime
-from agent.errors import InputError
+from core.errors import InputError
+from evals.quality_report import quality_table, write_markdown
 
 LabelsOpt = Annotated[list[Path], typer.Option("--labels", help="YAML list of {query, relevant: [doc_key, ...]}; repeat for several files")]
 KbsOpt = Annotated[Optional[list[str]], typer.Option("--kb", help="the KB of each --labels file, in the same order (one name: all of them)")]
-FIGURES = [
-    ("hit_at_1", "hit@1"),
-    ("recall_at_5", "recall@5"),
-    ("relevant_returned", "relevant returned"),
-    ("precise_precision", "PRECISE precision (n)"),
-    ("highly_relevant_precision", "HR precision (n)"),
-    ("off_topic_none", "off-topic NONE (n)"),
-    ("off_topic_confident", "off-topic PRECISE/HR"),
-]
-LEGEND = ("hit@1: the primary document is relevant; recall@5: relevant documents among the 5 best scored; "
-          "relevant returned: a document sent is relevant; PRECISE/HR precision: the primary is relevant when "
-          "graded so; off-topic: questions nothing answers")
 
 
 def _pair(labels: list[Path], kbs: list[str] | None) -> list[tuple[Path, str]]:
@@ -43,8 +31,7 @@ def _observe(pairs, source: str, feedback_kbs: list[str] = ()):
     from stores.feedback import FeedbackStore, labels_from_feedback
 
     loaded = [(str(path), kb, load_labels(path)) for path, kb in pairs]  # every file checked before any search
-    rt = runtime(source)
-    try:
+    with runtime(source) as rt:
         for kb in feedback_kbs:
             # only answers someone called good name relevant documents; a bad answer says what is not
             # relevant but not whether the KB could answer, so it is no off-topic label either
@@ -59,48 +46,6 @@ def _observe(pairs, source: str, feedback_kbs: list[str] = ()):
             observed += observe(rt.grader, rt.catalog, rt.embedder, kb, labels, t, rt.known_entities)
             sources[source] = len(labels)
         return observed, sources, thresholds, rt.embedder.name
-    finally:
-        rt.close()
-
-
-def _cell(fig, key: str) -> str:
-    value = getattr(fig, key)
-    if value is None:
-        return "–"
-    if key == "precise_precision":
-        return f"{value:.2f} ({fig.precise_count})"
-    if key == "highly_relevant_precision":
-        return f"{value:.2f} ({fig.highly_relevant_count})"
-    if key == "off_topic_none":
-        return f"{value:.2f} ({fig.off_topic})"
-    return str(value) if isinstance(value, int) else f"{value:.2f}"
-
-
-def _columns(qualities: dict) -> list[tuple[str, object]]:
-    """(header, figures) per quality: overall, then per KB and language when there are several."""
-    out = []
-    for name, quality in qualities.items():
-        out.append((f"{name} all ({quality.overall.questions})".strip(), quality.overall))
-        groups = quality.by_kb if len(quality.by_kb) > 1 else {"": dict(list(quality.by_kb.values())[0])}
-        for kb, figs in groups.items():
-            for lang, fig in figs.items():
-                if lang == "all" and len(figs) == 2:  # one language: its column says it all
-                    continue
-                if kb == "" and lang == "all":
-                    continue
-                out.append((f"{name} {kb} {lang} ({fig.questions})".replace("  ", " ").strip(), fig))
-    return out
-
-
-def quality_table(title: str, qualities: dict) -> Table:
-    """The figures of the retrieval-quality report, one row per group of questions."""
-    table = Table(title=title, caption=LEGEND)
-    table.add_column("questions")
-    for _, label in FIGURES:
-        table.add_column(label, justify="right")
-    for header, fig in _columns(qualities):
-        table.add_row(header, *[_cell(fig, key) for key, _ in FIGURES])
-    return table
 
 
 def eval_retrieval(
@@ -116,7 +61,7 @@ def eval_retrieval(
     observed, sources, t, embedder = _observe(_pair(labels, kb), "eval")
     quality = measure(regrade(observed, t))
     if markdown is not None:
-        _write_markdown(markdown, {"": quality})
+        write_markdown(markdown, {"": quality})
     if as_json:
         print_json({"embedder": embedder, "labels": sources, **quality.model_dump(),
                     "questions": [q.model_dump() for q in quality.questions]})
@@ -132,7 +77,7 @@ def calibrate(
     as_json: JsonOpt = False,
 ):
     """Fit the grading model and thresholds for the active embedder from labelled questions (k-fold figures)."""
-    from agent.settings import Thresholds, config_path, get_settings
+    from core.settings import Thresholds, config_path, get_settings
     from retrieval.calibration import calibrate as run_calibration, write_thresholds
 
     observed, sources, current, embedder = _observe(_pair(labels, kb), "calibrate", feedback or [])
@@ -156,17 +101,3 @@ def calibrate(
                   + f", bias {result.ranker.bias:+.2f}", highlight=False, markup=False)
     if write:
         console.print(f"written to {config_path()}", highlight=False, markup=False)
-
-
-def _write_markdown(path: Path, qualities: dict) -> None:
-    from agent.errors import ExecutorError
-
-    header = ["questions", *[label for _, label in FIGURES]]
-    lines = ["| " + " | ".join(header) + " |", "|---|" + "---:|" * len(FIGURES)]
-    for name, fig in _columns(qualities):
-        lines.append("| " + " | ".join([name, *[_cell(fig, key) for key, _ in FIGURES]]) + " |")
-    lines += ["", LEGEND]
-    try:
-        path.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    except OSError as exc:
-        raise ExecutorError(f"{path}: cannot write ({exc.strerror})") from exc

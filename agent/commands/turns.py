@@ -10,8 +10,8 @@ import typer
 
 from agent.commands.common import JsonOpt, KbOpt, SessionOpt, console, echo, print_json, runtime
 from agent.commands.llm import use_local_model
-from agent.errors import terminal_safe
-from agent.tools import KG_QUERY, LOOKUP, NAVIGATE
+from core.errors import terminal_safe
+from tools.registry import KG_QUERY, LOOKUP, NAVIGATE
 
 # what the executor's decisions mean, for a person; the code name follows in brackets
 LEVEL_WORDS = {
@@ -112,8 +112,7 @@ class Turns:
         from agent.llm import make_chat_model
 
         self.stack = ExitStack()
-        self.rt = runtime(source)
-        self.stack.callback(self.rt.close)
+        self.rt = self.stack.enter_context(runtime(source))
         try:
             use_local_model(self.rt, self.stack)
             self.model, self.mode = make_chat_model(self.rt.settings)
@@ -134,7 +133,7 @@ class Turns:
 
     def run(self, question: str, session: str, kb: str, **callbacks):
         from agent.session import run_turn
-        from agent.state import Context
+        from nodes.state import Context
 
         context = Context(kb=kb, lookup_budget=self.rt.settings.lookup_budget)
         return run_turn(self.app, question, session, context, self.mode,

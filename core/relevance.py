@@ -1,0 +1,64 @@
+"""Raw distances to similarities, and similarities to the levels the LLM acts on."""
+
+from __future__ import annotations
+
+import re
+from enum import StrEnum
+from typing import Protocol, Sequence
+
+from core.settings import Thresholds
+
+
+class Scored(Protocol):
+    """A graded candidate (`retrieval.ranking.Candidate`): its calibrated score, and whether it matched a specific keyword."""
+
+    score: float
+    specific: bool
+
+
+class Level(StrEnum):
+    PRECISE = "PRECISE"
+    HIGHLY_RELEVANT = "HIGHLY_RELEVANT"
+    REFERENCE = "REFERENCE"
+    DEDUPED = "DEDUPED"
+
+
+CJK = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]")
+
+
+def similarity(squared_l2: float, max_l2_distance: float) -> float:
+    """`1 - min(d, max)/max` on Milvus's squared L2; for unit vectors and max 2 this is the cosine."""
+    return 1.0 - min(max(squared_l2, 0.0), max_l2_distance) / max_l2_distance
+
+
+def grade(candidates: Sequence[Scored], t: Thresholds) -> Level | None:
+    """The level of a query's candidates, best first; None means nothing relevant was found.
+
+    PRECISE needs agreement: exactly one document matches a specific keyword (L0), and
+    the calibrated score, which weighs every layer, also puts it first and at least at
+    REFERENCE. A glossary naming every term is therefore not PRECISE unless the vectors
+    and the lexical index agree it is the answer. Otherwise the best score decides.
+    """
+    if not candidates:
+        return None
+    best = candidates[0].score
+    specific = [c for c in candidates if c.specific]
+    if len(specific) == 1 and specific[0] is candidates[0] and best >= t.reference_threshold:
+        return Level.PRECISE
+    if best >= t.highly_relevant_threshold:
+        return Level.HIGHLY_RELEVANT
+    if best >= t.reference_threshold:
+        return Level.REFERENCE
+    return None
+
+
+def language_of(text: str) -> str:
+    """A query's language: any Chinese character makes it Chinese (an English name inside is normal)."""
+    return "zh" if CJK.search(text or "") else "en"
+
+
+def document_language(text: str) -> str:
+    """A document's language: Chinese when over a tenth of its visible characters are. Translated
+    documentation keeps code, commands and names in English, so one CJK character is not enough."""
+    visible = sum(1 for ch in text if not ch.isspace())
+    return "zh" if visible and len(CJK.findall(text)) > 0.1 * visible else "en"

@@ -1,0 +1,367 @@
+"""One settings object for the whole application.
+
+Sources, highest first: environment variables, `config.yaml` (path in
+EXECUTOR_CONFIG, default ./config.yaml), then the defaults below. Relevance
+thresholds are per embedder because distances from different models are not
+comparable; see `Settings.thresholds`.
+"""
+
+from __future__ import annotations
+
+import os
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, Literal
+from urllib.parse import urlsplit
+
+import yaml
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
+
+from core.errors import ConfigError, InputError, register_secret
+from core.fs import private_dir
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+SAMPLE_KB_PATH = REPO_ROOT / "kb" / "sample"
+
+
+# The ranker's features, in the order of its weights (each described in retrieval/ranking.py). They live here,
+# at the bottom, because a config file's ranker is checked against them when the settings load.
+RANKER_FEATURES = ("similarity", "lift", "gap", "lexical", "coverage", "kb_coverage", "unknown_names", "specific_keyword",
+                   "other_language", "coverage_same_language", "lexical_same_language")
+
+
+class Ranker(BaseModel):
+    """A logistic model over the grading features (`RANKER_FEATURES`), fitted by `executor calibrate`."""
+
+    model_config = ConfigDict(frozen=True)
+
+    bias: float
+    weights: dict[str, float]
+
+    @model_validator(mode="after")
+    def _known_features(self) -> "Ranker":
+        unknown = sorted(set(self.weights) - set(RANKER_FEATURES))
+        if unknown:
+            raise ValueError(f"unknown ranker features {unknown}; known: {list(RANKER_FEATURES)}")
+        return self
+
+
+class Thresholds(BaseModel):
+    """How raw squared-L2 distances become similarities, and scores become levels.
+
+    With a `ranker`, the two thresholds apply to its calibrated probability that a document
+    answers the query; without one (an embedder nobody calibrated), to the bare similarity.
+    """
+
+    model_config = ConfigDict(populate_by_name=True, frozen=True)
+
+    max_l2_distance: float = Field(2.0, alias="max-l2-distance", gt=0)
+    highly_relevant_threshold: float = Field(0.75, alias="highly-relevant-threshold", ge=0, le=1)
+    reference_threshold: float = Field(0.5, alias="reference-threshold", ge=0, le=1)
+    ranker: Ranker | None = None
+
+    @model_validator(mode="after")
+    def _ordered(self) -> "Thresholds":
+        if self.reference_threshold > self.highly_relevant_threshold:
+            raise ValueError("reference-threshold must not exceed highly-relevant-threshold")
+        return self
+
+
+class ThresholdOverride(BaseModel):
+    model_config = ConfigDict(populate_by_name=True)
+
+    max_l2_distance: float | None = Field(None, alias="max-l2-distance")
+    highly_relevant_threshold: float | None = Field(None, alias="highly-relevant-threshold")
+    reference_threshold: float | None = Field(None, alias="reference-threshold")
+    ranker: Ranker | None = None
+
+    def set_values(self) -> dict[str, float]:
+        return {k: getattr(self, k) for k in type(self).model_fields if k != "embedders" and getattr(self, k) is not None}
+
+
+# The "similarity" grading: levels from the dense similarity. USE multilingual v3's
+# thresholds come from `executor calibrate` on evals/labels/sample.yaml in the first release; USE puts
+# related pairs at cosine 0.3-0.7, so the bge-m3 numbers of the source design would grade nearly
+# everything "not found". PRECISE needs a specific keyword that the similarity also ranks first.
+EMBEDDER_THRESHOLD_DEFAULTS: dict[str, Thresholds] = {
+    "use-multilingual-v3": Thresholds(max_l2_distance=2.0, highly_relevant_threshold=0.54, reference_threshold=0.28),
+    "bge-m3": Thresholds(max_l2_distance=2.0, highly_relevant_threshold=0.75, reference_threshold=0.5),
+}
+
+# The "ranker" grading (the default, DEFAULT_GRADING): a logistic model over the grading features, fitted by
+# `executor calibrate --labels evals/labels/sample.yaml --kb sample --labels evals/labels/sample-keywords.yaml
+# --kb sample --labels ../shared/corpora/helm/questions.yaml --kb helm`; thresholds on its probability.
+# Its held-out (5-fold) figures are in the README ("Retrieval quality on real documents"): on the Helm docs
+# hit@1 0.63 -> 0.84 and off-topic "nothing found" 0.07 -> 0.93 against the similarity grading. The bundled
+# sample KB keeps the similarity grading calibrated on it (`knowledge_base.grading`): the ranker grades too
+# many of its deliberately vague questions "nothing found" (held out, hit@1 0.67 against 0.68, relevant returned 0.70 against 0.74).
+RANKER_PRESETS: dict[str, Thresholds] = {
+    "use-multilingual-v3": Thresholds(
+        max_l2_distance=2.0, highly_relevant_threshold=0.48, reference_threshold=0.3,
+        ranker=Ranker(bias=-5.4556, weights={
+            "similarity": 3.8768, "lift": 4.8229, "gap": -4.5805, "lexical": 1.1788, "coverage": 3.2229,
+            "kb_coverage": -0.133, "unknown_names": -1.1826, "specific_keyword": 1.8725, "other_language": 2.8898,
+            "coverage_same_language": 1.232, "lexical_same_language": 0.8831,
+        }),
+    ),
+}
+GRADINGS = ("similarity", "ranker")
+DEFAULT_GRADING = "ranker"
+
+
+class Normalization(ThresholdOverride):
+    embedders: dict[str, ThresholdOverride] = Field(default_factory=dict)
+
+
+class RepeatThresholds(BaseModel):
+    """When a lookup repeats an earlier one of the session (retrieval/repeats.py), per embedder.
+
+    `overlap-threshold`: query-to-query similarity above which a lookup whose best document the earlier
+    lookup already returned is a repeat; `miss-overlap-threshold`: the same against an earlier lookup that
+    found nothing (there are no documents to compare, so the queries alone decide).
+    """
+
+    model_config = ConfigDict(populate_by_name=True, frozen=True)
+
+    overlap_threshold: float = Field(0.9, alias="overlap-threshold", ge=0, le=1)
+    miss_overlap_threshold: float = Field(0.9, alias="miss-overlap-threshold", ge=0, le=1)
+
+
+class RepeatOverride(BaseModel):
+    model_config = ConfigDict(populate_by_name=True)
+
+    overlap_threshold: float | None = Field(None, alias="overlap-threshold")
+    miss_overlap_threshold: float | None = Field(None, alias="miss-overlap-threshold")
+
+    def set_values(self) -> dict[str, float]:
+        return {k: v for k, v in self.model_dump().items() if v is not None}
+
+
+# USE multilingual v3: from `executor calibrate-repeats --labels evals/labels/repeats.yaml` (README,
+# "Repeats by meaning"). An embedder without calibrated values gets 0.9: only near-identical queries.
+REPEAT_THRESHOLD_DEFAULTS: dict[str, RepeatThresholds] = {
+    "use-multilingual-v3": RepeatThresholds(overlap_threshold=0.82, miss_overlap_threshold=0.47),
+}
+
+
+class Repeats(BaseModel):
+    embedders: dict[str, RepeatOverride] = Field(default_factory=dict)
+
+
+class Retrieval(BaseModel):
+    normalization: Normalization = Field(default_factory=Normalization)
+    repeats: Repeats = Field(default_factory=Repeats)
+
+
+def config_path() -> Path:
+    return Path(os.environ.get("EXECUTOR_CONFIG", "config.yaml"))
+
+
+def update_config(path: Path, node: tuple[str, ...], values: dict[str, Any]) -> None:
+    """Set `values` under the mapping at `node` of a config.yaml, keeping everything else in the file;
+    the file is replaced whole or not at all."""
+    data: dict = {}
+    if path.exists():
+        data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+        if not isinstance(data, dict):
+            raise InputError(f"{path}: expected a mapping at the top level")
+    target = data
+    for key in node:
+        target = target.setdefault(key, {})
+    target.update(values)
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    tmp.write_text(yaml.safe_dump(data, allow_unicode=True, sort_keys=False), encoding="utf-8")
+    tmp.replace(path)
+
+
+class _YamlSource(PydanticBaseSettingsSource):
+    """Reads config.yaml; a missing file means no overrides, a broken one is an error."""
+
+    def get_field_value(self, field, field_name):  # pragma: no cover - required by the ABC
+        return None, field_name, False
+
+    def __call__(self) -> dict[str, Any]:
+        path = config_path()
+        if not path.exists():
+            return {}
+        try:
+            data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+        except yaml.YAMLError as exc:
+            raise ConfigError(f"{path}: not valid YAML ({exc.__class__.__name__})") from exc
+        if not isinstance(data, dict):
+            raise ConfigError(f"{path}: expected a mapping at the top level")
+        return data
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="EXECUTOR_", extra="ignore", populate_by_name=True)
+
+    home: Path = Path(".executor")
+    embedder: str = Field("use", description="use | bge-m3 | flag")
+    embedder_path: Path | None = Field(None, description="local model directory for bge-m3 / flag")
+    milvus_uri: str | None = Field(None, validation_alias=AliasChoices("MILVUS_URI", "EXECUTOR_MILVUS_URI"))
+    milvus_token: str | None = Field(None, validation_alias=AliasChoices("MILVUS_TOKEN", "EXECUTOR_MILVUS_TOKEN"))
+    milvus_timeout_s: float = Field(30.0, gt=0)
+    database_url: str | None = None
+
+    # The graph: with backend "sql", tables in the application database (SQLite or Postgres, no graph server);
+    # with "cypher" (the default), Neo4j when NEO4J_URI is set, else a FalkorDB at FALKORDB_URL, else the
+    # embedded FalkorDB.
+    graph_backend: Literal["cypher", "sql"] = Field("cypher", description="cypher | sql (EXECUTOR_GRAPH_BACKEND)")
+    neo4j_uri: str | None = Field(None, validation_alias=AliasChoices("NEO4J_URI", "EXECUTOR_NEO4J_URI"))
+    neo4j_user: str | None = Field("neo4j", validation_alias=AliasChoices("NEO4J_USER", "NEO4J_USERNAME", "EXECUTOR_NEO4J_USER"))
+    neo4j_password: str | None = Field(None, validation_alias=AliasChoices("NEO4J_PASSWORD", "EXECUTOR_NEO4J_PASSWORD"))
+    neo4j_database: str | None = Field(None, validation_alias=AliasChoices("NEO4J_DATABASE", "EXECUTOR_NEO4J_DATABASE"))
+    falkordb_url: str | None = Field(None, validation_alias=AliasChoices("FALKORDB_URL", "EXECUTOR_FALKORDB_URL"))
+    falkordb_bolt_port: int | None = Field(None, ge=1, le=65535, description="also open FalkorDB's experimental Bolt port")
+    falkordb_bolt_all_interfaces: bool = Field(
+        False, description="accept that the Bolt port listens on every interface without a password (it cannot bind 127.0.0.1)")
+    graph_name: str = Field("executor", pattern=r"^[A-Za-z][A-Za-z0-9_\-]{0,63}$")
+    graph_timeout_s: float = Field(10.0, gt=0)
+    graph_hops: int = Field(2, ge=1, le=4)
+    graph_max_paths: int = Field(20, ge=1, le=200)
+    graph_max_nodes_per_hop: int = Field(25, ge=1, le=500)
+    graph_hop_decay: float = Field(0.5, gt=0, le=1, description="graph relevance of a path = score x decay^(hops-1)")
+    graph_min_results: int = Field(5, ge=0, description="expand when a lookup found fewer documents than this")
+    # entity alignment of query terms with graph names (retrieval/alignment.py), from `python -m evals.entity_linking`
+    entity_fuzzy_cutoff: float = Field(0.8, ge=0, le=1, description="rapidfuzz ratio a misspelt name must reach")
+    entity_embedding_threshold: float = Field(0.9, ge=0, le=1, description="cosine a phrase must reach to a name")
+    kg_timeout_s: float = Field(20.0, gt=0, description="query_knowledge_graph: each knowledge base's time limit")
+
+    # The LLM: any OpenAI-compatible endpoint; with neither key nor URL set, the offline planner runs.
+    openai_api_key: str | None = Field(None, validation_alias=AliasChoices("OPENAI_API_KEY", "EXECUTOR_OPENAI_API_KEY"))
+    openai_base_url: str | None = Field(None, validation_alias=AliasChoices("OPENAI_BASE_URL", "EXECUTOR_OPENAI_BASE_URL"))
+    model: str = Field("gpt-4o-mini", description="the chat model name (EXECUTOR_MODEL)")
+    llm_timeout_s: float = Field(60.0, gt=0)
+    # A local GGUF served for the length of a command (local_llm/): overrides OPENAI_BASE_URL and EXECUTOR_MODEL.
+    local_model: str | None = Field(None, description="EXECUTOR_LOCAL_MODEL: a .gguf path, or 'bundled' for SmolLM2-135M")
+    local_model_threads: int = Field(2, ge=1, le=256, description="CPU threads llama.cpp uses")
+    local_model_ctx: int = Field(4096, ge=512, le=262144, description="the local model's context, in tokens")
+    local_model_max_tokens: int = Field(256, ge=16, le=32768, description="tokens a reply may have unless the request says")
+    local_model_timeout_s: float = Field(300.0, gt=0, description="per request to the local model")
+    lookup_budget: int = Field(3, ge=1, le=50, description="lookups a turn may run before it must answer")
+    checkpoint_url: str | None = Field(None, description="postgresql://... for a Postgres checkpointer; default SQLite in home")
+
+    # ingest bounds: a file larger than max_file_mb is not read, a document whose text (after conversion)
+    # is larger than max_document_mb is skipped with a warning, and an Office file inflating past
+    # max_unzipped_mb is refused as a zip bomb
+    max_file_mb: float = Field(64.0, gt=0, description="largest file ingest reads, in MB")
+    max_document_mb: float = Field(4.0, gt=0, description="largest document text after conversion, in MB")
+    max_unzipped_mb: float = Field(256.0, gt=0, description="largest uncompressed DOCX/PPTX/XLSX, in MB")
+
+    top_k: int = Field(10, ge=1, le=100, description="chunks fetched by L1")
+    max_supplement: int = Field(3, ge=0, le=20, description="documents sent after the primary one")
+    max_chars_per_doc: int = Field(1200, ge=100)
+    max_query_chars: int = Field(2000, ge=10)
+
+    grading: Literal["similarity", "ranker"] | None = Field(
+        None, description="force one grading for every KB (similarity: the dense similarity; ranker: the "
+                          "calibrated model); unset, each KB is graded its own way (`kb show`), new ones by the ranker")
+    retrieval: Retrieval = Field(default_factory=Retrieval)
+    # Flat env overrides beat config.yaml: EXECUTOR_HIGHLY_RELEVANT_THRESHOLD=0.6
+    max_l2_distance: float | None = None
+    highly_relevant_threshold: float | None = None
+    reference_threshold: float | None = None
+    repeat_overlap_threshold: float | None = None
+    repeat_miss_overlap_threshold: float | None = None
+
+    @classmethod
+    def settings_customise_sources(cls, settings_cls, init_settings, env_settings, dotenv_settings, file_secret_settings):
+        return (init_settings, env_settings, _YamlSource(settings_cls))
+
+    @model_validator(mode="after")
+    def _register_secrets(self) -> "Settings":
+        """Every password, token and key the settings hold is redacted from whatever is printed or stored."""
+        for value in (self.openai_api_key, self.milvus_token, self.neo4j_password):
+            register_secret(value)
+        for url in (self.falkordb_url, self.milvus_uri, self.neo4j_uri, self.database_url, self.checkpoint_url,
+                    self.openai_base_url):
+            if url and "://" in url:
+                register_secret(urlsplit(url).password)
+        return self
+
+    @property
+    def milvus_target(self) -> str:
+        return self.milvus_uri or str(self.home / "milvus.db")
+
+    @property
+    def db_url(self) -> str:
+        return self.database_url or f"sqlite:///{self.home / 'executor.db'}"
+
+    @property
+    def llm_configured(self) -> bool:
+        return bool(self.openai_api_key or self.openai_base_url)
+
+    @property
+    def graph_folder(self) -> Path:
+        return self.home / "graph"
+
+    def grading_of(self, kb_grading: str | None) -> str:
+        """How a KB is graded: EXECUTOR_GRADING when set, else the KB's own, else DEFAULT_GRADING."""
+        return self.grading or kb_grading or DEFAULT_GRADING
+
+    def thresholds(self, embedder_name: str, grading: str | None = None) -> Thresholds:
+        """The levels' thresholds for one embedder; `grading` is the KB's own (`knowledge_base.grading`)."""
+        ranked = self.grading_of(grading) == "ranker"
+        presets = RANKER_PRESETS if ranked else EMBEDDER_THRESHOLD_DEFAULTS
+        base = presets.get(embedder_name) or EMBEDDER_THRESHOLD_DEFAULTS.get(embedder_name, Thresholds())
+        values = base.model_dump()
+        norm = self.retrieval.normalization
+        for override in (norm, norm.embedders.get(embedder_name)):
+            # a model written by `calibrate --write` (thresholds on its probability) means nothing to a KB
+            # graded by similarity; hand-set thresholds apply to whichever grading is in force
+            if override is not None and (ranked or override.ranker is None):
+                values.update(override.set_values())
+        flat = {
+            "max_l2_distance": self.max_l2_distance,
+            "highly_relevant_threshold": self.highly_relevant_threshold,
+            "reference_threshold": self.reference_threshold,
+        }
+        values.update({k: v for k, v in flat.items() if v is not None})
+        try:
+            return Thresholds(**values)
+        except ValueError as exc:
+            raise ConfigError(f"invalid relevance thresholds for {embedder_name}: {exc.errors()[0]['msg']}") from exc
+
+    def repeat_thresholds(self, embedder_name: str) -> RepeatThresholds:
+        values = REPEAT_THRESHOLD_DEFAULTS.get(embedder_name, RepeatThresholds()).model_dump()
+        if embedder_name in self.retrieval.repeats.embedders:
+            values.update(self.retrieval.repeats.embedders[embedder_name].set_values())
+        flat = {"overlap_threshold": self.repeat_overlap_threshold,
+                "miss_overlap_threshold": self.repeat_miss_overlap_threshold}
+        values.update({k: v for k, v in flat.items() if v is not None})
+        try:
+            return RepeatThresholds(**values)
+        except ValueError as exc:
+            raise ConfigError(f"invalid repeat thresholds for {embedder_name}: {exc.errors()[0]['msg']}") from exc
+
+    def ensure_home(self) -> Path:
+        """EXECUTOR_HOME, created private (0700): it holds the session memory, checkpoints and the graph."""
+        return private_dir(self.home)
+
+
+def env_name(field: str) -> str:
+    """The environment variable a settings field is read from (the first alias, or EXECUTOR_<FIELD>)."""
+    info = Settings.model_fields.get(field)
+    alias = info.validation_alias if info is not None else None
+    if isinstance(alias, AliasChoices):
+        return str(alias.choices[0])
+    return f"EXECUTOR_{field.upper()}"
+
+
+def settings_error(exc: ValidationError) -> ConfigError:
+    """A pydantic error as one line that names the setting (never its value: it may be a secret)."""
+    err = exc.errors()[0]
+    loc = [str(p) for p in err.get("loc", ())]
+    path = ".".join(loc) or "settings"
+    where = f"{env_name(loc[0])} ({path})" if len(loc) == 1 and loc[0] in Settings.model_fields else path
+    return ConfigError(f"invalid setting {where}: {err['msg']}")
+
+
+@lru_cache(maxsize=1)
+def get_settings() -> Settings:
+    try:
+        return Settings()
+    except ValidationError as exc:
+        raise settings_error(exc) from exc

@@ -1,0 +1,179 @@
+import os
+import subprocess
+import sys
+import uuid
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+
+from agent.runtime import Runtime
+from core.settings import SAMPLE_KB_PATH, Settings
+from retrieval.ingest import SAMPLE_EXTRACT_CONFIG, ingest
+
+os.environ.setdefault("LANGSMITH_TRACING", "false")
+REPO = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="session", autouse=True)
+def stop_graph_servers(tmp_path_factory):
+    """Every embedded FalkorDB a test started (through a runtime or the CLI) is stopped at the end."""
+    yield
+    from stores.falkordb_server import FalkorDBServer
+
+    for pid_file in tmp_path_factory.getbasetemp().rglob("falkordb.pid"):
+        FalkorDBServer(pid_file.parent).stop()
+
+
+def make_runtime(home: Path, **overrides) -> Runtime:
+    return Runtime(Settings(home=home, **overrides))
+
+
+@pytest.fixture(scope="session")
+def sample_rt(tmp_path_factory):
+    """One runtime over a fresh home holding the ingested sample KB (real Milvus Lite, real USE)."""
+    home = tmp_path_factory.mktemp("home")
+    rt = make_runtime(home)
+    ingest(rt, SAMPLE_KB_PATH, "sample", progress=False, extract_config=SAMPLE_EXTRACT_CONFIG)
+    yield rt
+    rt.close()
+
+
+def run_cli(home: Path, *args: str, timeout: int = 180, **env_extra) -> subprocess.CompletedProcess:
+    env = {**os.environ, "EXECUTOR_HOME": str(home), **env_extra}
+    return subprocess.run(
+        [sys.executable, "-m", "agent.cli", *args], capture_output=True, text=True, env=env, timeout=timeout, cwd=REPO
+    )
+
+
+def ingested_home(tmp_path_factory, name: str) -> Path:
+    """A fresh EXECUTOR_HOME with the sample KB ingested through the command line."""
+    home = tmp_path_factory.mktemp(name)
+    r = run_cli(home, "ingest", "--json")
+    assert r.returncode == 0, r.stderr
+    return home
+def free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def stop_process(proc: subprocess.Popen, log=None) -> None:
+    """Terminate a server a test started (kill it if it does not stop), and close its log."""
+    proc.terminate()
+    try:
+        proc.wait(timeout=20)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+    if log is not None:
+        log.close()
+
+
+# -- the graph ---------------------------------------------------------------
+KNOWN_EDGES = [
+    ("ComfyUI", "DEPENDS_ON", "Docker", 0.9),
+    ("Docker", "RELATED_TO", "Kubernetes", 0.8),
+    ("Kubernetes", "REFERENCES", "Helm", 0.6),
+    ("ComfyUI", "REFERENCES", "Nginx", 0.5),
+    ("Nginx", "DEPENDS_ON", "Kubernetes", 0.5),
+    ("Redis", "CONFLICTS_WITH", "ComfyUI", 0.4),
+    ("Helm", "DERIVED_FROM", "Docker", 0.7),  # closes the cycle Docker -> Kubernetes -> Helm -> Docker
+]
+
+
+def known_graph_data():
+    """A small graph whose paths and scores are worked out by hand in test_graph_store.py."""
+    from stores.knowledge_graph import GraphData
+
+    data = GraphData()
+    for name in ["ComfyUI", "Docker", "Kubernetes", "Helm", "Nginx", "Redis", "Isolated"]:
+        data.add_entity(name, "Software")
+    data.relations = [
+        {"type": t, "s": s.casefold(), "t": o.casefold(), "weight": w, "sources": ["known.md"]} for s, t, o, w in KNOWN_EDGES
+    ]
+    data.documents = [{"doc_key": "known.md", "title": "Known", "domain": "test"}]
+    data.mentions = [{"doc": "known.md", "key": "comfyui", "count": 1}]
+    return data
+
+
+@pytest.fixture(scope="session")
+def falkordb_server(tmp_path_factory):
+    from stores.falkordb_server import FalkorDBServer
+
+    server = FalkorDBServer(tmp_path_factory.mktemp("falkordb"))
+    server.ensure_running()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def falkor_store(falkordb_server, request):
+    """A GraphStore on a graph of its own in the shared test server."""
+    from stores.knowledge_graph import GraphStore
+    from stores.knowledge_graph_drivers import FalkorDriver
+
+    driver = FalkorDriver(f"t_{request.node.name[:40]}".replace("[", "_").replace("]", "_"),
+                          socket_path=str(falkordb_server.socket_path))
+    driver.delete_graph()
+    store = GraphStore(driver)
+    yield store
+    driver.delete_graph()
+    store.close()
+
+
+# -- production databases ----------------------------------------------------
+SQL_SERVERS = {
+    "postgres": "postgresql+psycopg://postgres@127.0.0.1:5432/test",
+    "mysql": "mysql+pymysql://root@127.0.0.1:3306/test",
+}
+
+
+@contextmanager
+def fresh_database(kind: str):
+    """The URL of a schema (Postgres) or database (MySQL) of its own, dropped afterwards; skips where no server answers."""
+    from sqlalchemy import create_engine, text
+
+    admin_url = SQL_SERVERS[kind]
+    name = f"executor_t_{uuid.uuid4().hex[:8]}"
+    try:
+        admin = create_engine(admin_url, connect_args={"connect_timeout": 3})
+        with admin.connect() as c:
+            c.execute(text(f"CREATE SCHEMA {name}" if kind == "postgres" else f"CREATE DATABASE {name}"))
+            c.commit()
+    except Exception as exc:  # no server on this machine
+        pytest.skip(f"{kind} at {admin_url} is not reachable: {exc.__class__.__name__}")
+    if kind == "postgres":
+        url = f"{admin_url}?options=-csearch_path%3D{name}"
+    else:
+        url = admin_url.rsplit("/", 1)[0] + f"/{name}?charset=utf8mb4"
+    try:
+        yield url
+    finally:
+        from stores.database import _engine
+
+        _engine(url).dispose()
+        with admin.connect() as c:
+            c.execute(text(f"DROP SCHEMA {name} CASCADE" if kind == "postgres" else f"DROP DATABASE {name}"))
+            c.commit()
+        admin.dispose()
+
+
+@pytest.fixture
+def sql_store_sqlite(tmp_path):
+    """The SQL graph backend on a SQLite file of its own."""
+    from stores.database import Database
+    from stores.knowledge_graph_sql import SqlGraphStore
+
+    yield SqlGraphStore(Database(f"sqlite:///{tmp_path / 'graph.db'}"))
+
+
+@pytest.fixture
+def sql_store_postgres():
+    """The SQL graph backend on a Postgres schema of its own (skips where no server answers)."""
+    from stores.database import Database
+    from stores.knowledge_graph_sql import SqlGraphStore
+
+    with fresh_database("postgres") as url:
+        yield SqlGraphStore(Database(url))

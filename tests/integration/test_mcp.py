@@ -1,0 +1,325 @@
+"""The MCP server, driven by the `mcp` SDK's own client: in-process, over stdio (a subprocess) and over HTTP."""
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+from contextlib import asynccontextmanager
+
+import anyio
+import pytest
+from mcp import ClientSession, StdioServerParameters
+from mcp.client.stdio import stdio_client
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared.memory import create_connected_server_and_client_session
+
+from agent.mcp_server import ExecutorMCP
+from conftest import free_port, run_cli, stop_process
+
+pytestmark = pytest.mark.timeout(300)
+PRECISE_QUESTION = "ERR_TIMEOUT 是什么？"
+
+
+def text(result) -> str:
+    return "\n".join(c.text for c in result.content)
+
+
+def level(result) -> str:
+    assert not result.isError, text(result)
+    return text(result).splitlines()[0]
+
+
+@pytest.fixture(scope="module")
+def mcp_server(sample_rt):
+    return ExecutorMCP(sample_rt, kb="sample")
+
+
+def connected(server: ExecutorMCP):
+    return create_connected_server_and_client_session(server.server)
+
+
+async def lookup(client: ClientSession, query: str = PRECISE_QUESTION, **extra):
+    return await client.call_tool("lookup_knowledge", {"query": query, **extra})
+
+
+# -- in-process -------------------------------------------------------------------
+def test_tools_are_listed_with_their_schemas(mcp_server):
+    async def main():
+        async with connected(mcp_server) as client:
+            tools = {t.name: t for t in (await client.list_tools()).tools}
+            prompts = [p.name for p in (await client.list_prompts()).prompts]
+            rules = await client.read_resource("executor://retrieval-rules")
+            return tools, prompts, rules
+
+    tools, prompts, rules = anyio.run(main)
+    assert set(tools) == {"lookup_knowledge", "query_knowledge_graph", "navigate_graph", "list_knowledge_bases", "feedback"}
+    lookup_schema = tools["lookup_knowledge"].inputSchema
+    assert lookup_schema["required"] == ["query"]
+    assert {"query", "missing_dimension", "session"} <= set(lookup_schema["properties"])
+    navigate_schema = tools["navigate_graph"].inputSchema["properties"]
+    assert {"entity", "target", "relations", "hops"} <= set(navigate_schema)
+    assert navigate_schema["hops"]["anyOf"][0]["maximum"] == 4
+    assert tools["query_knowledge_graph"].inputSchema["required"] == ["knowledge_base_ids", "query"]
+    feedback_schema = tools["feedback"].inputSchema  # its session is the rated one, not the action-memory one
+    assert feedback_schema["required"] == ["session", "verdict"]
+    assert feedback_schema["properties"]["verdict"]["enum"] == ["good", "bad"]
+    assert "rated" not in feedback_schema["properties"]["session"]["description"]
+    assert "ask or chat" in feedback_schema["properties"]["session"]["description"]
+    assert "retrieval_rules" in prompts
+    assert "missing_dimension" in rules.contents[0].text and "PRECISE" in rules.contents[0].text
+
+
+def test_a_repeated_lookup_is_deduped_in_its_mcp_session_and_not_in_another(mcp_server):
+    async def main():
+        async with connected(mcp_server) as first:
+            a = await lookup(first)
+            b = await lookup(first)
+        async with connected(mcp_server) as second:
+            c = await lookup(second)
+        return a, b, c
+
+    a, b, c = anyio.run(main)
+    assert level(a) == "relevance_level: PRECISE"
+    assert "troubleshooting/err-timeout.md" in text(a)
+    assert level(b) == "relevance_level: DEDUPED" and "dedup_reason: doc_retrieved" in text(b)
+    assert level(c) == "relevance_level: PRECISE"  # another MCP session has its own memory
+
+
+def test_an_explicit_session_is_shared_across_connections_and_logged(mcp_server, sample_rt):
+    async def main():
+        async with connected(mcp_server) as first:
+            a = await lookup(first, session="mcp-shared-1")
+        async with connected(mcp_server) as second:
+            b = await lookup(second, session="mcp-shared-1")
+        return a, b
+
+    a, b = anyio.run(main)
+    assert level(a) == "relevance_level: PRECISE" and level(b) == "relevance_level: DEDUPED"
+    rows = sample_rt.log.rows(session_id="mcp-shared-1", tool_name="lookup_knowledge")
+    assert [r.relevance_level for r in rows] == ["PRECISE", "DEDUPED"]
+    assert rows[0].retrieval_details["l1_top_similarity"] is not None  # raw scores go to the log, not the host
+
+
+def test_a_broken_store_is_an_unavailable_tool_error_never_nothing_found(sample_rt):
+    """issue 13's rule through the registry: a configuration or store failure is not the host's to fix and must
+    not read as an empty result; a knowledge base the host named wrongly is its own error, said plainly."""
+    from agent.runtime import Runtime
+
+    broken = Runtime(sample_rt.settings.model_copy(update={"reference_threshold": 0.9}))
+    broken.__dict__["vectors"] = sample_rt.vectors  # one Lite client per file in this process
+
+    async def main():
+        async with connected(ExecutorMCP(broken, kb="sample")) as client:
+            failed = await lookup(client)
+            failed_kg = await client.call_tool("query_knowledge_graph", {"knowledge_base_ids": ["sample"], "query": "Docker"})
+        async with connected(ExecutorMCP(sample_rt, kb="no_such_kb")) as client:
+            gone = await lookup(client)
+            wrong_id = await client.call_tool("query_knowledge_graph", {"knowledge_base_ids": ["nope1"], "query": "Docker"})
+        return failed, failed_kg, gone, wrong_id
+
+    failed, failed_kg, gone, wrong_id = anyio.run(main)
+    for result in (failed, failed_kg, gone):
+        assert result.isError and "\n" not in text(result)
+        assert text(result).startswith("error: the knowledge base is unavailable"), text(result)
+        assert "nothing on" not in text(result) and "relevance_level" not in text(result)
+    assert "reference-threshold" in text(failed) and "reference-threshold" in text(failed_kg)
+    assert "unknown knowledge base 'no_such_kb'" in text(gone)
+    # a wrong id is the host's to fix: it comes back in the result, as it does to the agent's LLM
+    assert not wrong_id.isError and "unavailable" not in text(wrong_id)
+    assert "error: nope1: unknown knowledge base 'nope1'" in text(wrong_id)
+
+
+def test_list_knowledge_bases(mcp_server, sample_rt):
+    async def main():
+        async with connected(mcp_server) as client:
+            return await client.call_tool("list_knowledge_bases", {"session": "mcp-kbs"}), \
+                await client.read_resource("executor://knowledge-bases")
+
+    result, resource = anyio.run(main)
+    assert not result.isError
+    lines = text(result).splitlines()  # other tests add knowledge bases to the shared home
+    assert "- sample: 42 documents, knowledge graph" in lines  # the fixture gives no description
+    assert [line.split(":")[0] for line in lines] == [f"- {name}" for name in sample_rt.catalog.names()]
+    listed = {k["name"]: k for k in json.loads(resource.contents[0].text)}
+    assert listed["sample"] == {"name": "sample", "description": "", "documents": 42, "has_graph": True}
+    assert set(listed) == set(sample_rt.catalog.names())
+    assert [r.tool_name for r in sample_rt.log.rows(session_id="mcp-kbs")] == ["list_knowledge_bases"]
+
+
+def answered_turn(rt, session: str, question: str) -> None:
+    """One offline `executor ask` turn of `session`, saved in the home's checkpoints as the CLI saves it."""
+    from agent.checkpoints import open_checkpointer
+    from agent.graph import build_graph
+    from agent.planner import OfflinePlanner
+    from agent.session import run_turn
+    from nodes.state import Context
+
+    with open_checkpointer(rt.settings) as saver:
+        run_turn(build_graph(rt, OfflinePlanner(), "offline", checkpointer=saver), question, session, Context(), "offline")
+
+
+def test_feedback_on_an_answer_is_stored_with_what_the_answer_was_built_from(mcp_server, sample_rt):
+    from stores.feedback import FeedbackStore
+
+    answered_turn(sample_rt, "mcp-rated", PRECISE_QUESTION)
+
+    async def main():
+        async with connected(mcp_server) as client:
+            bad = await client.call_tool("feedback", {"session": "mcp-rated", "turn": 1, "verdict": "bad",
+                                                      "comment": "wanted the retry settings"})
+            good = await client.call_tool("feedback", {"session": "mcp-rated", "verdict": "good"})  # turn: last
+            wrong = await client.call_tool("feedback", {"session": "mcp-rated", "turn": 2, "verdict": "good"})
+            nobody = await client.call_tool("feedback", {"session": "mcp-never-asked", "verdict": "bad"})
+            meh = await client.call_tool("feedback", {"session": "mcp-rated", "verdict": "meh"})
+            return bad, good, wrong, nobody, meh
+
+    bad, good, wrong, nobody, meh = anyio.run(main)
+    assert not bad.isError and text(bad).startswith(f"recorded bad for turn 1 of mcp-rated: {PRECISE_QUESTION}")
+    assert not good.isError and text(good).startswith("recorded good for turn 1 of mcp-rated")
+    rows = FeedbackStore(sample_rt.db).rows(session_id="mcp-rated")
+    assert len(rows) == 1  # the second verdict on the same turn replaced the first
+    row = rows[0]
+    assert (row.verdict, row.query) == ("good", PRECISE_QUESTION)
+    assert row.levels[0]["tool"] == "lookup_knowledge" and row.levels[0]["relevance_level"] == "PRECISE"
+    assert "troubleshooting/err-timeout.md" in row.documents
+    for result, message in ((wrong, "session 'mcp-rated' has no turn 2 (it has 1)"),
+                            (nobody, "session 'mcp-never-asked' has no answered turn"),
+                            (meh, "'meh' is not one of ['good', 'bad']")):
+        assert result.isError and message in text(result) and "\n" not in text(result), text(result)
+    assert FeedbackStore(sample_rt.db).rows(session_id="mcp-never-asked") == []
+
+
+def test_the_executor_llm_is_never_offered_the_feedback_tool():
+    """Feedback is the host's (a person's) to give: it is not in the agent's tool list, so neither the system
+    prompt nor the model's bound tools nor the guard know it (an LLM calling it is an unknown tool)."""
+    from tools.registry import TOOLS, all_tools
+
+    assert "feedback" in all_tools() and "feedback" not in TOOLS
+
+
+@pytest.mark.parametrize(
+    "tool, args, message",
+    [
+        ("lookup_knowledge", {}, "'query' is a required property"),
+        ("lookup_knowledge", {"query": "   "}, "query: must not be blank"),
+        ("lookup_knowledge", {"query": "x", "session": "no spaces allowed"}, "does not match"),
+        ("navigate_graph", {"entity": "ComfyUI", "relations": ["LIKES"]}, "unknown relation type 'LIKES'"),
+        ("navigate_graph", {"entity": "ComfyUI", "hops": 9}, "9 is greater than the maximum of 4"),
+        ("query_knowledge_graph", {"knowledge_base_ids": [], "query": "Docker"}, "should be non-empty"),
+        ("no_such_tool", {}, "no tool named 'no_such_tool'"),
+    ],
+)
+def test_a_bad_argument_is_a_one_line_tool_error_and_the_server_goes_on(mcp_server, tool, args, message):
+    async def main():
+        async with connected(mcp_server) as client:
+            bad = await client.call_tool(tool, args)
+            good = await client.call_tool("navigate_graph", {"entity": "ComfyUI", "relations": ["depends_on"], "hops": 1})
+            return bad, good
+
+    bad, good = anyio.run(main)
+    assert bad.isError
+    assert message in text(bad) and "\n" not in text(bad)
+    assert not good.isError and "ComfyUI -DEPENDS_ON-> Docker" in text(good)
+
+
+# -- as a process: stdio and HTTP ------------------------------------------------------
+@pytest.fixture(scope="module")
+def mcp_home(tmp_path_factory):
+    home = tmp_path_factory.mktemp("mcp-home")
+    assert run_cli(home, "ingest", "--json").returncode == 0
+    yield home
+    run_cli(home, "graph", "stop")
+
+
+def server_env(home) -> dict:
+    env = {**os.environ, "EXECUTOR_HOME": str(home), "LANGSMITH_TRACING": "false"}
+    for key in ("OPENAI_API_KEY", "OPENAI_BASE_URL"):
+        env.pop(key, None)
+    return env
+
+
+def test_stdio_server_as_a_subprocess(mcp_home):
+    params = StdioServerParameters(command=sys.executable, args=["-m", "agent.cli", "mcp"],
+                                   env=server_env(mcp_home), cwd=str(mcp_home))
+
+    async def one_connection():
+        with open(mcp_home / "stdio-stderr.log", "a") as errlog:
+            async with stdio_client(params, errlog=errlog) as (read, write), ClientSession(read, write) as client:
+                await client.initialize()
+                names = [t.name for t in (await client.list_tools()).tools]
+                first, again = await lookup(client), await lookup(client)
+                bad = await client.call_tool("lookup_knowledge", {"query": "x", "missing_dimension": "y" * 300})
+                kbs = await client.call_tool("list_knowledge_bases", {})
+                return names, first, again, bad, kbs
+
+    names, first, again, bad, kbs = anyio.run(one_connection)
+    assert "list_knowledge_bases" in names and "lookup_knowledge" in names
+    assert level(first) == "relevance_level: PRECISE" and level(again) == "relevance_level: DEDUPED"
+    assert bad.isError and "\n" not in text(bad)
+    assert not kbs.isError and text(kbs).startswith("- sample: 42 documents")
+    _, other, _, _, _ = anyio.run(one_connection)  # a new process and connection: a new session
+    assert level(other) == "relevance_level: PRECISE"
+
+
+def start_http_server(home, log):
+    """`executor mcp --http` on a free port, once it listens; None if it exited (the port was taken meanwhile,
+    or the previous test's server had not yet let go of the Milvus Lite file)."""
+    port = free_port()
+    proc = subprocess.Popen([sys.executable, "-m", "agent.cli", "mcp", "--http", "--host", "127.0.0.1", "--port", str(port)],
+                            env=server_env(home), cwd=str(home), stdout=log, stderr=subprocess.STDOUT)
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            return None, None
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            return proc, f"http://127.0.0.1:{port}/mcp"
+        except OSError:
+            time.sleep(0.3)
+    proc.kill()
+    pytest.fail("executor mcp --http did not listen within 120 s")
+
+
+@pytest.fixture
+def http_server(mcp_home):
+    path = mcp_home / "http-server.log"
+    log = open(path, "w")
+    for _ in range(3):
+        proc, url = start_http_server(mcp_home, log)
+        if proc is not None:
+            break
+        time.sleep(2)
+    else:
+        log.close()
+        pytest.fail(f"executor mcp --http exited three times: {path.read_text().strip()[-500:]}")
+    yield url
+    stop_process(proc, log)
+
+
+@asynccontextmanager
+async def http_client(url: str):
+    async with streamable_http_client(url) as (read, write, session_id), ClientSession(read, write) as client:
+        await client.initialize()
+        yield client, session_id()
+
+
+def test_http_server_keeps_two_concurrent_clients_apart(http_server):
+    results: dict[str, list] = {}
+
+    async def client_run(name: str, query: str):
+        async with http_client(http_server) as (client, session_id):
+            results[name] = [session_id, await lookup(client, query), await lookup(client, query)]
+
+    async def main():
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(client_run, "a", PRECISE_QUESTION)
+            tg.start_soon(client_run, "b", PRECISE_QUESTION)
+
+    anyio.run(main)
+    assert results["a"][0] and results["b"][0] and results["a"][0] != results["b"][0]
+    for name in ("a", "b"):  # each client's first lookup is new to its session, its second a repeat
+        _, first, again = results[name]
+        assert level(first) == "relevance_level: PRECISE", name
+        assert level(again) == "relevance_level: DEDUPED", name

@@ -1,0 +1,106 @@
+"""Adding a tool is one registry entry plus its handler: it is then bound, prompted, guarded, dispatched and logged."""
+
+import uuid
+
+import anyio
+import pytest
+from langchain_core.messages import AIMessage, ToolMessage
+from langgraph.checkpoint.memory import InMemorySaver
+from mcp.shared.memory import create_connected_server_and_client_session
+from pydantic import BaseModel, Field
+
+from agent.graph import build_graph
+from agent.mcp_server import ExecutorMCP
+from agent.session import run_turn
+from nodes.state import Context
+from tools.call import ToolOutput
+from tools.registry import TOOLS, Tool, parse_arguments, register, unregister
+from conftest import make_runtime
+from evals.scenarios_model import Scenario
+from scripted_model import ScriptedChatModel, raw_call, tool_message
+
+
+class shout(BaseModel):  # noqa: N801 - the tool name
+    """Repeat a word in capitals."""
+
+    word: str = Field(description="the word", min_length=1, max_length=20)
+
+
+def shout_handler(call, args) -> ToolOutput:
+    return ToolOutput(text=args.word.upper(), trace={"relevance_level": "NONE"})
+
+
+@pytest.fixture
+def shout_tool():
+    register(Tool(shout, shout_handler, prompt={"zh": "shout(word)：大写重复", "en": "shout(word): repeat a word in capitals"},
+                  query_field="word"))
+    yield
+    unregister("shout")
+
+
+@pytest.fixture(scope="module")
+def rt(tmp_path_factory):
+    rt = make_runtime(tmp_path_factory.mktemp("registry-home"))  # SQLite only: no vectors, no graph
+    yield rt
+    rt.close()
+
+
+def test_a_registered_tool_is_bound_prompted_dispatched_and_logged(shout_tool, rt):
+    model = ScriptedChatModel(responses=[
+        tool_message(raw_call("shout", {"word": "hello"}), raw_call("shout", {"word": ""})), AIMessage("done"),
+    ])
+    app = build_graph(rt, model, "llm", checkpointer=InMemorySaver())
+    sid = f"reg-{uuid.uuid4().hex[:8]}"
+    turn = run_turn(app, "shout hello", sid, Context(), "llm")
+
+    assert turn.answer == "done"
+    ran, refused = turn.trace
+    assert ran["tool"] == "shout" and ran["query"] == "hello" and not ran["blocked"] and ran["error"] is None
+    assert refused["blocked"] and refused["dedup_reason"] == "invalid_arguments"
+    messages = app.get_state({"configurable": {"thread_id": sid}}).values["messages"]
+    tool_texts = [m.content for m in messages if isinstance(m, ToolMessage)]
+    assert "HELLO" in tool_texts
+    system_prompt = model.calls[0][0].content
+    assert "- shout(word): repeat a word in capitals" in system_prompt
+    assert [(r.tool_name, r.query, r.blocked) for r in rt.log.rows(session_id=sid)] == [
+        ("shout", "", True), ("shout", "hello", False)  # the guard logs the refused call before the node runs
+    ]
+    assert turn.executed_lookups == 0  # not a retrieval tool: the lookup budget is untouched
+
+
+def test_a_registered_tool_is_listed_by_the_mcp_server_and_accepted_by_scenarios(shout_tool, rt):
+    async def main():
+        async with create_connected_server_and_client_session(ExecutorMCP(rt).server) as client:
+            tools = {t.name: t for t in (await client.list_tools()).tools}
+            return tools, await client.call_tool("shout", {"word": "mcp"})
+
+    tools, result = anyio.run(main)
+    assert tools["shout"].description == "Repeat a word in capitals."
+    assert tools["shout"].inputSchema["required"] == ["word"]
+    assert not result.isError and result.content[0].text == "MCP"
+    scenario = Scenario.model_validate({"id": "s", "lang": "en", "question": "q", "proposals": [{"shout": {"word": "x"}}]})
+    assert scenario.flat_proposals[0][1].tool == "shout"
+
+
+def test_an_unregistered_tool_is_gone():
+    assert "shout" not in TOOLS
+    with pytest.raises(KeyError):
+        parse_arguments("shout", {"word": "x"})
+
+
+def test_the_agent_discovers_knowledge_bases_and_navigates_with_relations_and_hops(sample_rt):
+    model = ScriptedChatModel(responses=[
+        tool_message(raw_call("list_knowledge_bases", {}),
+                     raw_call("navigate_graph", {"entity": "ComfyUI", "relations": ["DEPENDS_ON"], "hops": 1}),
+                     raw_call("navigate_graph", {"entity": "ComfyUI", "relations": ["LIKES"]})),
+        AIMessage("done"),
+    ])
+    app = build_graph(sample_rt, model, "llm", checkpointer=InMemorySaver())
+    sid = f"kbs-{uuid.uuid4().hex[:8]}"
+    turn = run_turn(app, "What knowledge bases are there?", sid, Context(), "llm")
+    assert "- sample: 42 documents, knowledge graph" in model.calls[0][0].content  # the prompt names this run's KBs
+    messages = app.get_state({"configurable": {"thread_id": sid}}).values["messages"]
+    kbs, paths = [m.content for m in messages if isinstance(m, ToolMessage)][-2:]
+    assert "- sample: 42 documents, knowledge graph" in kbs.splitlines()  # other tests add KBs to the shared home
+    assert paths.splitlines() and all(line.startswith("ComfyUI -DEPENDS_ON-> ") for line in paths.splitlines())
+    assert turn.trace[2]["dedup_reason"] == "invalid_arguments" and "unknown relation type 'LIKES'" in turn.trace[2]["error"]
