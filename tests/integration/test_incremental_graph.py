@@ -2,7 +2,8 @@
 
 import pytest
 
-from conftest import make_runtime, write_kb
+from conftest import make_runtime
+from doc_fixtures import write_kb
 from retrieval.ingest import SAMPLE_EXTRACT_CONFIG, ingest
 
 PAGES = {
