@@ -8,6 +8,7 @@ Slash commands are entries of SLASH_COMMANDS: adding one is adding an entry.
 
 from __future__ import annotations
 
+import signal
 import sys
 import threading
 import uuid
@@ -163,6 +164,9 @@ class _Answer:
 
 def chat(session: SessionOpt = None, kb: KbOpt = "sample"):
     """Chat with the executor: tool calls show as they happen, answers as Markdown; /help lists the commands."""
+    # Ctrl-C cancels an answer, so it must raise here even when the chat was started from something that
+    # ignores SIGINT (a job started with `&` by a script inherits SIGINT ignored)
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     with console.status("starting: loading the embedder and opening the knowledge base…", spinner="dots"):
         turns = Turns("chat")
         try:
