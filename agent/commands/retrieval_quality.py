@@ -42,7 +42,9 @@ def _observe(pairs, source: str, feedback_kbs: list[str] = ()):
         observed, sources, thresholds = [], {}, {}
         for source, kb, labels in loaded:
             # each KB graded the way its lookups are (`knowledge_base.grading`), with the entities it is aligned to
-            t = thresholds.setdefault(kb, rt.settings.thresholds(rt.embedder.name, rt.catalog.require(kb).grading))
+            if kb not in thresholds:  # one catalog read per KB, not per label file
+                thresholds[kb] = rt.settings.thresholds(rt.embedder.name, rt.catalog.require(kb).grading)
+            t = thresholds[kb]
             observed += observe(rt.grader, rt.catalog, rt.embedder, kb, labels, t, rt.known_entities)
             sources[source] = len(labels)
         return observed, sources, thresholds, rt.embedder.name
