@@ -13,7 +13,7 @@ from typing import Annotated, Literal
 from pydantic import BaseModel, Field
 
 from core.errors import InputError
-from retrieval.lookup import CONTROL, SESSION_ID, check_session_id
+from core.validation import CONTROL, SESSION_ID, check_session_id
 from stores.feedback import VERDICTS, FeedbackRow, FeedbackStore, TurnRecord
 from tools.call import ToolCall, ToolOutput
 from tools.registry import Tool, register
@@ -100,8 +100,9 @@ def record_feedback(rt, session: str, turn: int | str, verdict: str, note: str |
 
 def feedback_tool(call: ToolCall, args) -> ToolOutput:
     """The MCP `feedback` tool (registered below): the rated session is the tool's own `session` argument, not
-    the MCP session the call arrives in (a host rates answers that `executor ask` or `chat` gave)."""
-    row = record_feedback(call.rt, args.session, args.turn, args.verdict, args.comment)
+    the MCP session the call arrives in (a host rates answers that `executor ask` or `chat` gave). It runs at
+    the services layer, so `call.services` is the runtime itself (the store of verdicts and the checkpoints)."""
+    row = record_feedback(call.services, args.session, args.turn, args.verdict, args.comment)
     return ToolOutput(
         text=f"recorded {row.verdict} for turn {row.turn} of {row.session_id}: {row.query} "
              f"({len(row.documents)} documents, {len(row.cited)} cited)",

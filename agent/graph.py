@@ -1,31 +1,36 @@
 """The executor graph, top to bottom.
 
-    START → begin_turn → executor ─tool calls→ guard ─allowed→ lookup ─REFERENCE / thin→ graph_expand
-                            ↑          └─no tool calls→ answer → END        │        │
-                            └────── (more to do, turn not over) ────────────┴────────┘
+    START → begin_turn → executor ─tool calls→ guard ─allowed→ call_tools ─REFERENCE / thin→ graph_expand
+                            ↑          └─no tool calls→ answer → END          │           │
+                            └────── (more to do, turn not over) ──────────────┴───────────┘
     PRECISE, a spent lookup budget, or too many rounds: → answer
-    a store or the configuration failed: lookup → fail (the run raises the error)
+    a store or the configuration failed: call_tools → fail (the run raises the error)
 
 The rules live in `agent/routing.py` (where to go) and `nodes/guard.py`
-(what may run); `nodes/lookup.py` applies the session's document and domain
-dedup through the lookup service.
+(what may run); `nodes/call_tools.py` runs the approved calls through the tool
+registry, whose lookup applies the session's document and domain dedup.
+The composition root builds it (`agent.runtime.Runtime.app`), handing each node
+the collaborators it uses.
 """
 
 from __future__ import annotations
 
+from typing import Callable
 
 from langchain_core.language_models.chat_models import BaseChatModel
 from langgraph.graph import END, START, StateGraph
 from langgraph.runtime import Runtime as RunContext
 
 from agent import routing
-from nodes.state import Context, ExecutorInput, ExecutorOutput, ExecutorState
+from core.results import GraphExpansion, LookupResult
 from nodes.answer import fail, make_answer
 from nodes.begin_turn import begin_turn
+from nodes.call_tools import make_call_tools
 from nodes.executor import make_executor
 from nodes.graph_expand import make_graph_expand
 from nodes.guard import make_guard
-from nodes.lookup import make_lookup
+from nodes.state import Context, ExecutorInput, ExecutorOutput, ExecutorState
+from tools.call import ToolServices
 
 
 def _route(rule):
@@ -38,21 +43,25 @@ def _route(rule):
     return path
 
 
-def build_graph(rt, model: BaseChatModel, mode: str, checkpointer=None):
+def build_graph(services: ToolServices, expand: Callable[[LookupResult], GraphExpansion],
+                read_document: Callable[[str, str], str], model: BaseChatModel, mode: str, checkpointer=None):
+    """`services`: what the tools run on; `expand`: graph expansion of a lookup; `read_document(kb, doc_key)`:
+    a document's text, for the offline answer; `mode`: "llm" or "offline"."""
     graph = StateGraph(ExecutorState, context_schema=Context, input_schema=ExecutorInput, output_schema=ExecutorOutput)
     graph.add_node("begin_turn", begin_turn)
-    graph.add_node("executor", make_executor(model, rt))
-    graph.add_node("guard", make_guard(rt))
-    graph.add_node("lookup", make_lookup(rt))
-    graph.add_node("graph_expand", make_graph_expand(rt))
-    graph.add_node("answer", make_answer(model, mode, read_document=rt.vectors.document_text))
+    graph.add_node("executor", make_executor(model, services.catalog))
+    graph.add_node("guard", make_guard(services.log))
+    graph.add_node("call_tools", make_call_tools(services))
+    graph.add_node("graph_expand", make_graph_expand(expand))
+    graph.add_node("answer", make_answer(model, mode, read_document=read_document))
     graph.add_node("fail", fail)
 
     graph.add_edge(START, "begin_turn")
     graph.add_edge("begin_turn", "executor")
     graph.add_conditional_edges("executor", _route(routing.after_executor), ["guard", "answer"])
-    graph.add_conditional_edges("guard", _route(routing.after_guard), ["lookup", "executor", "answer"])
-    graph.add_conditional_edges("lookup", _route(routing.after_lookup), ["graph_expand", "executor", "answer", "fail"])
+    graph.add_conditional_edges("guard", _route(routing.after_guard), ["call_tools", "executor", "answer"])
+    graph.add_conditional_edges("call_tools", _route(routing.after_call_tools),
+                                ["graph_expand", "executor", "answer", "fail"])
     graph.add_conditional_edges("graph_expand", _route(routing.after_graph_expand), ["executor", "answer"])
     graph.add_edge("answer", END)
     return graph.compile(checkpointer=checkpointer, name="executor")

@@ -29,9 +29,9 @@ import agent.feedback  # noqa: F401 - registers the host's `feedback` tool
 from tools.call import ToolCall
 from tools.registry import all_tools, invoke, tool_named
 from prompts.executor import RULES
-from retrieval.graph_build import has_graph
+from prompts.results import expansion_text
 from retrieval.knowledge_bases import knowledge_bases
-from retrieval.lookup import SESSION_ID, check_session_id
+from core.validation import SESSION_ID, check_session_id
 
 SESSION_ARG = {
     "type": "string",
@@ -99,9 +99,8 @@ class ExecutorMCP:
             if out.error is not None:
                 raise ToolFailed(out.error)
             text = out.text
-            row = self.rt.catalog.get(self.kb) if out.expandable is not None else None
-            if row is not None and has_graph(row.extract_config):
-                text += "\n\n" + self.rt.expander.expand(out.expandable).to_llm_text()
+            if out.expandable is not None:  # a REFERENCE or thin lookup in a KB with a graph
+                text += "\n\n" + expansion_text(self.rt.expander.expand(out.expandable))
             return text
 
     def warm_up(self) -> None:
@@ -111,8 +110,8 @@ class ExecutorMCP:
             row = self.rt.catalog.get(self.kb)
             if row is not None:
                 self.rt.vectors.check_embedder(self.kb, self.rt.embedder)
-                self.rt.lookup.grader.keyword_index(self.kb, row.revision)
-                self.rt.lookup.grader.vocabulary(self.kb, row.revision)
+                self.rt.grader.keyword_index(self.kb, row.revision)
+                self.rt.grader.vocabulary(self.kb, row.revision)
 
     def _register(self) -> None:
         server = self.server

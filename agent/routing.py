@@ -41,11 +41,11 @@ def after_executor(state: ExecutorState, ctx: Context) -> str:
 
 def after_guard(state: ExecutorState, ctx: Context) -> str:
     if state.get("pending"):
-        return "lookup"
+        return "call_tools"
     return "answer" if turn_is_over(state, ctx) else "executor"
 
 
-def after_lookup(state: ExecutorState, ctx: Context) -> str:
+def after_call_tools(state: ExecutorState, ctx: Context) -> str:
     if state.get("failure"):
         return "fail"
     if state.get("pending_expansions"):
@@ -58,6 +58,6 @@ def after_graph_expand(state: ExecutorState, ctx: Context) -> str:
 
 
 def recursion_limit(ctx: Context) -> int:
-    """Enough supersteps for `max_rounds` full rounds (executor, guard, lookup, graph_expand) plus the ends,
+    """Enough supersteps for `max_rounds` full rounds (executor, guard, call_tools, graph_expand) plus the ends,
     so that the rounds bound, not LangGraph's recursion error, is what stops a model that never stops."""
     return 4 * ctx.max_rounds + 6

@@ -109,11 +109,19 @@ class Runtime:
         return Grader(self.catalog, self.vectors, self.embedder, self.settings.ensure_home() / "cache", self.settings.top_k)
 
     @cached_property
-    def lookup(self):
+    def lookup_service(self):
         from retrieval.lookup import LookupService
 
         return LookupService(self.settings, self.catalog, self.vectors, self.embedder, self.memory, self.grader,
                              self.known_entities)
+
+    def app(self, model, mode: str, checkpointer=None):
+        """The executor graph on this runtime's services: what the chat, `ask`, Studio and the eval all run.
+        `mode`: "llm" (a chat model) or "offline" (the planner)."""
+        from agent.graph import build_graph
+
+        return build_graph(self, lambda result: self.expander.expand(result),
+                           lambda kb, doc_key: self.vectors.document_text(kb, doc_key), model, mode, checkpointer)
 
     def __enter__(self) -> "Runtime":
         return self

@@ -11,7 +11,7 @@ from pydantic import BaseModel
 from agent.routing import recursion_limit
 from nodes.state import Context
 from tools.registry import LOOKUP
-from retrieval.lookup import check_session_id, clean_query
+from core.validation import check_session_id, clean_query
 
 
 class TurnResult(BaseModel):

@@ -5,10 +5,8 @@ its own. Thread ids become session ids. The settings come from the
 environment of the `langgraph dev` process (EXECUTOR_HOME, OPENAI_BASE_URL, ...).
 """
 
-from agent.graph import build_graph
 from agent.llm import make_chat_model
 from agent.runtime import Runtime
 
 _runtime = Runtime(source="studio")
-_model, _mode = make_chat_model(_runtime.settings)
-graph = build_graph(_runtime, _model, _mode)
+graph = _runtime.app(*make_chat_model(_runtime.settings))

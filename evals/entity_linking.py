@@ -132,7 +132,7 @@ def main(argv: list[str] | None = None) -> None:
     print(f"{report['labels']} labelled queries ({report['calibration_labels']} calibration, "
           f"{report['test_labels']} test), {report['entities_in_graph']} graph entities; chosen on calibration: "
           f"fuzzy cutoff {report['fuzzy_cutoff']}, embedding threshold {report['embedding_threshold']}")
-    print(f"| method | test precision | test recall | test F1 | calibration F1 |")
+    print("| method | test precision | test recall | test F1 | calibration F1 |")
     print("|---|---:|---:|---:|---:|")
     for method, r in report["methods"].items():
         t = r["test"]

@@ -17,7 +17,6 @@ from pydantic import BaseModel
 from tqdm import tqdm
 
 from core.errors import ExecutorError
-from agent.graph import build_graph
 from agent.session import TurnResult, run_turn
 from nodes.state import Context
 from tools.registry import LOOKUP, TOOLS
@@ -201,7 +200,7 @@ def run_suite(rt, scenarios: list[Scenario], guards: bool, policy: str = "script
                 chat, mode = ScriptedPolicy(batches=[[c.model_dump() for c in b] for b in turn.proposals]), "offline"
             else:
                 chat, mode = model, "llm"
-            app = build_graph(rt, chat, mode, checkpointer=saver)
+            app = rt.app(chat, mode, checkpointer=saver)
             try:
                 turns.append(run_turn(app, turn.question, session, context, mode,
                                       max_query_chars=rt.settings.max_query_chars))

@@ -12,13 +12,15 @@ from prompts.executor import system_prompt
 from retrieval.knowledge_bases import knowledge_bases
 
 
-def make_executor(model, rt):
+def make_executor(model, catalog):
+    """`catalog`: where the knowledge bases the system prompt names are listed."""
+
     bound = model.bind_tools([t.args for t in TOOLS.values()])
 
     def executor(state: ExecutorState, runtime: RunContext[Context]) -> ExecutorState:
         lang, ctx = lang_of(state), runtime.context or Context()
         prompt = system_prompt(lang, [t.prompt["zh" if lang == "zh" else "en"] for t in TOOLS.values()],
-                               [k.line() for k in knowledge_bases(rt.catalog)], ctx.kb)
+                               [k.line() for k in knowledge_bases(catalog)], ctx.kb)
         reply = invoke_llm(bound, [SystemMessage(prompt), *state["messages"]])
         return {"messages": [reply], "rounds": state.get("rounds", 0) + 1}
 

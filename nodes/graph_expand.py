@@ -4,13 +4,16 @@ from __future__ import annotations
 
 from langchain_core.messages import ToolMessage
 
+from core.results import LookupResult
+from nodes.call_tools import add_evidence
 from nodes.state import ExecutorState
+from prompts.results import expansion_text
 from tools.registry import LOOKUP
-from nodes.lookup import add_evidence
-from retrieval.lookup import LookupResult
 
 
-def make_graph_expand(rt):
+def make_graph_expand(expand):
+    """`expand(result)`: graph expansion of a lookup result (`retrieval.expansion.GraphExpander.expand`)."""
+
     def graph_expand(state: ExecutorState) -> ExecutorState:
         trace = [dict(t) for t in state.get("trace", [])]
         evidence, paths, messages = list(state.get("evidence", [])), list(state.get("graph_paths", [])), []
@@ -18,7 +21,7 @@ def make_graph_expand(rt):
         for pending in state.get("pending_expansions", []):
             result = LookupResult.model_validate(pending["result"])
             result.details = dict(pending["details"])
-            expansion = rt.expander.expand(result)  # never raises for a graph that is down
+            expansion = expand(result)  # never raises for a graph that is down
             entry = trace[pending["trace_index"]]
             entry["graph"] = expansion.status
             entry["sent"] = entry.get("sent", []) + [d.doc_key for d in expansion.documents]
@@ -26,7 +29,7 @@ def make_graph_expand(rt):
             evidence = add_evidence(evidence, found)
             session_evidence.update({e["doc_key"]: e for e in found})
             paths += [p for p in expansion.paths if p not in paths]
-            text = f"{pending['text']}\n\n{expansion.to_llm_text()}"
+            text = f"{pending['text']}\n\n{expansion_text(expansion)}"
             messages.append(ToolMessage(text, tool_call_id=pending["id"], name=LOOKUP))
         return {
             "messages": messages,

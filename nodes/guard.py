@@ -54,7 +54,9 @@ def block_reason(name: str, args, state: ExecutorState, ctx: Context, planned: i
     return None, ""
 
 
-def make_guard(rt):
+def make_guard(log):
+    """`log`: the invocation log, where a blocked or refused call gets its `tool_invocation` row."""
+
     def guard(state: ExecutorState, runtime: RunContext[Context], config: RunnableConfig) -> ExecutorState:
         ctx, session, lang = runtime.context, session_of(config), lang_of(state)
         trace, messages, approved = list(state.get("trace", [])), [], []
@@ -81,7 +83,7 @@ def make_guard(rt):
                     entry["error"] = blocked_message(reason, lang, detail)
                 blocked += name == LOOKUP
                 messages.append(ToolMessage(blocked_message(reason, lang, detail), tool_call_id=call["id"], name=name))
-                log_call(rt, session, name, ctx.kb, args, relevance_level=entry["relevance_level"],
+                log_call(log, session, name, ctx.kb, args, relevance_level=entry["relevance_level"],
                          dedup_reason=reason, blocked=True, error=entry["error"])
             trace.append(entry)
         return {"pending": approved, "messages": messages, "trace": trace, "blocked_lookups": blocked}

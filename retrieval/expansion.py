@@ -19,16 +19,15 @@ graph that is down never fails the turn: the expansion says "graph unavailable".
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING
 
-from pydantic import BaseModel, Field
 
 from core.errors import BackendError
-from prompts.framing import one_line, quoted
 from retrieval.graph_build import has_graph
 from core.settings import Thresholds
 from retrieval.grading import chunk_ids
-from retrieval.lookup import DocumentOut, LookupResult, document_content
+from core.results import DocumentOut, GraphExpansion, LookupResult
+from retrieval.lookup import document_content
 from retrieval.ranking import Candidate, features, rank
 from core.relevance import Level, language_of, similarity
 from retrieval.vocabulary import query_terms
@@ -53,7 +52,6 @@ if TYPE_CHECKING:
 
 MAX_SEEDS = 5
 MAX_SUMMARIES = 6
-Status = Literal["expanded", "nothing_new", "no_graph", "unavailable"]
 
 
 def fusion_lambda(top_score: float | None, t: Thresholds) -> float:
@@ -70,25 +68,6 @@ def should_expand(result: LookupResult, min_results: int) -> bool:
     if result.relevance_level in (Level.PRECISE, Level.DEDUPED):
         return False
     return result.relevance_level == Level.REFERENCE or result.details.get("relevant_docs", 0) < min_results
-
-
-class GraphExpansion(BaseModel):
-    status: Status
-    message: str
-    seeds: list[str] = Field(default_factory=list)
-    paths: list[str] = Field(default_factory=list)
-    documents: list[DocumentOut] = Field(default_factory=list)
-    details: dict = Field(default_factory=dict, exclude=True)
-
-    def to_llm_text(self) -> str:
-        lines = [f"graph_expansion: {self.status} — {self.message}"]
-        if self.paths:
-            lines.append("paths:")
-            lines += [f"  {one_line(p)}" for p in self.paths]
-        for d in self.documents:
-            lines.append(f"\n[graph] {one_line(d.title)} — {d.doc_key} (domain: {d.domain})")
-            lines.append(quoted(d.content))
-        return "\n".join(lines)
 
 
 class GraphExpander:

@@ -22,7 +22,7 @@ from retrieval.documents import Document
 from retrieval.sources import MB, SourceLimits, load_documents
 from retrieval.graph_build import build_graph_data, has_graph
 from stores.catalog import DocumentChange
-from stores.vectors import validate_kb_name
+from core.validation import validate_kb_name
 
 if TYPE_CHECKING:
     from core.settings import Settings

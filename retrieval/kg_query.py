@@ -15,17 +15,13 @@ from __future__ import annotations
 from concurrent.futures import ThreadPoolExecutor, wait
 from typing import TYPE_CHECKING
 
-from pydantic import BaseModel, Field
-
-from core.errors import ExecutorError, InputError, first_line
-from prompts.framing import one_line, quoted
-from prompts.hints import ALREADY_RETURNED
+from core.errors import ExecutorError, InputError
+from core.relevance import Level
+from core.results import KGHit, KGResult
+from core.validation import check_session_id, clean_query, validate_kb_name
 from retrieval.graph_build import has_graph
-from retrieval.lookup import check_session_id, clean_query
-from core.relevance import Level, language_of
 from retrieval.traversal_cache import new_tally
 from stores.memory import SentDocument
-from stores.vectors import validate_kb_name
 
 if TYPE_CHECKING:
     from core.settings import Settings
@@ -41,63 +37,6 @@ MAX_KBS = 10
 MAX_SEEDS = 4
 MAX_RESULTS = 8
 GRAPH_HOPS = 2
-
-
-class KGHit(BaseModel):
-    chunk_id: str
-    doc_key: str
-    title: str
-    domain: str
-    knowledge_bases: list[str]
-    relevance_level: str
-    content: str = ""
-    already_returned: bool = False
-    score: float = Field(0.0, exclude=True)  # for sorting and the log only
-
-
-class KGResult(BaseModel):
-    knowledge_base_ids: list[str] = Field(default_factory=list)  # as asked, duplicates folded
-    query: str
-    results: list[KGHit] = Field(default_factory=list)
-    count: int = 0
-    kb_counts: dict[str, int] = Field(default_factory=dict)
-    graph_configs: dict[str, dict] = Field(default_factory=dict)
-    # seed 002's contract: true when any knowledge base asked for has a graph config; the per-KB answer below
-    has_graph_config: bool = False
-    graph_config_by_kb: dict[str, bool] = Field(default_factory=dict)
-    graph_data: dict = Field(default_factory=lambda: {"nodes": [], "edges": []})
-    warnings: list[dict] = Field(default_factory=list)
-    errors: list[dict] = Field(default_factory=list)
-    display_type: str = "graph_query_results"
-    # knowledge bases whose store failed or timed out (not a wrong id): for the caller, not the LLM
-    failed_stores: list[str] = Field(default_factory=list, exclude=True)
-    # raw scores and counts for the tool_invocation row (written by the tool wrapper), never the LLM
-    details: dict = Field(default_factory=dict, exclude=True)
-
-    def add_error(self, kb: str, exc: Exception | str) -> None:
-        self.errors.append({"knowledge_base_id": kb, "error": exc if isinstance(exc, str) else first_line(exc)})
-        if not isinstance(exc, InputError):
-            self.failed_stores.append(kb)
-
-    def backend_failure(self) -> str | None:
-        """When no knowledge base answered and a store failed (not merely a wrong id): the errors, one line."""
-        if self.kb_counts or not self.failed_stores:
-            return None
-        return "; ".join(f"{e['knowledge_base_id']}: {e['error']}" for e in self.errors)
-
-    def to_llm_text(self) -> str:
-        zh = language_of(self.query) == "zh"
-        lines = [f"results: {self.count} from {', '.join(f'{k} ({n})' for k, n in self.kb_counts.items()) or 'no knowledge base'}"]
-        lines += [f"warning: {w['knowledge_base_id']}: {w['message']}" for w in self.warnings]
-        lines += [f"error: {e['knowledge_base_id']}: {e['error']}" for e in self.errors]
-        edges = self.graph_data["edges"]
-        if edges:
-            lines.append("graph:")
-            lines += [f"  {one_line(e['source'])} -{e['type']}-> {one_line(e['target'])}" for e in edges[:20]]
-        for hit in self.results:
-            lines.append(f"\n[{hit.relevance_level}] {one_line(hit.title)} — {hit.doc_key} ({', '.join(hit.knowledge_bases)})")
-            lines.append(ALREADY_RETURNED["zh" if zh else "en"] if hit.already_returned else quoted(hit.content))
-        return "\n".join(lines)
 
 
 def fold_ids(knowledge_base_ids) -> list[str]:

@@ -7,14 +7,11 @@ written by the one tool wrapper, `tools.registry.invoke`).
 
 from __future__ import annotations
 
-import re
 from typing import TYPE_CHECKING
 
-from pydantic import BaseModel, Field, computed_field
-
-from core.errors import InputError
-from prompts.framing import one_line, quoted
-from prompts.hints import ALREADY_RETURNED, hint
+from core.results import DocumentOut, LookupResult
+from core.validation import check_session_id, clean_query
+from prompts.hints import hint
 from prompts.messages import lookup_message
 from retrieval.alignment import search_text
 from retrieval.graph_build import has_graph
@@ -33,74 +30,6 @@ if TYPE_CHECKING:
     from stores.memory import ActionMemory
     from stores.vectors import VectorStore
 
-CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
-SESSION_ID = re.compile(r"^[\w.:\-]{1,128}$")
-
-
-class DocumentOut(BaseModel):
-    doc_key: str
-    title: str
-    domain: str
-    kb: str
-    content: str = ""
-    already_returned: bool = False
-
-
-class LookupResult(BaseModel):
-    found: bool
-    relevance_level: str | None
-    completeness_hint: str
-    dedup_reason: str | None = None
-    retrieved_domains_this_session: list[str]
-    primary: list[DocumentOut] = Field(default_factory=list)
-    supplement: list[DocumentOut] = Field(default_factory=list)
-    query: str
-    session: str
-    kb: str
-    missing_dimension: str | None = None
-    # raw scores and per-document similarities: for the log and graph expansion, never the LLM
-    details: dict = Field(default_factory=dict, exclude=True)
-
-    @property
-    def documents(self) -> list[DocumentOut]:
-        return self.primary + self.supplement
-
-    @computed_field
-    @property
-    def message(self) -> str:
-        """One line for a person (seed 000's LookupResult.message), in the query's language."""
-        docs = self.documents
-        fresh = sum(1 for d in docs if not d.already_returned)
-        domain = self.details.get("landing_domain") or (docs[0].domain if docs else None)
-        return lookup_message(self.relevance_level, self.dedup_reason, [d.title for d in docs], fresh, domain,
-                              language_of(self.query))
-
-    def to_llm_text(self) -> str:
-        lines = [
-            f"relevance_level: {self.relevance_level or 'NONE'}",
-            f"completeness_hint: {self.completeness_hint}",
-        ]
-        if self.dedup_reason:
-            lines.append(f"dedup_reason: {self.dedup_reason}")
-        lines.append(f"retrieved_domains_this_session: {', '.join(self.retrieved_domains_this_session) or '-'}")
-        lang = language_of(self.query)
-        for role, docs in (("primary", self.primary), ("supplement", self.supplement)):
-            for d in docs:
-                lines.append(f"\n[{role}] {one_line(d.title)} — {d.doc_key} (domain: {d.domain})")
-                lines.append(ALREADY_RETURNED[lang] if d.already_returned else quoted(d.content))
-        return "\n".join(lines)
-
-
-def clean_query(query: str | None, max_chars: int) -> str:
-    if query is None or not str(query).strip():
-        raise InputError("the query is empty")
-    query = str(query)
-    if len(query) > max_chars:
-        raise InputError(f"the query is {len(query):,} characters long; the limit is {max_chars:,}")
-    if CONTROL.search(query):
-        raise InputError("the query contains control characters")
-    return " ".join(query.split())
-
 
 def document_content(chunks, budget: int) -> str:
     """A document's closest chunks, up to the size budget, in reading order."""
@@ -113,12 +42,6 @@ def document_content(chunks, budget: int) -> str:
         used += len(c.text)
     text = "\n\n".join(c.text for c in sorted(picked, key=lambda c: c.chunk_index))
     return text if len(text) <= budget else text[: budget - 1] + "…"
-
-
-def check_session_id(session_id: str) -> str:
-    if not SESSION_ID.fullmatch(session_id or ""):  # match() with `$` let a trailing newline through
-        raise InputError("a session id is 1-128 letters, digits, '_', '-', '.' or ':'")
-    return session_id
 
 
 class LookupService:
@@ -254,6 +177,11 @@ class LookupService:
 
     @staticmethod
     def _finish(result: LookupResult) -> LookupResult:
+        docs = result.documents
+        fresh = sum(1 for d in docs if not d.already_returned)
+        domain = result.details.get("landing_domain") or (docs[0].domain if docs else None)
+        result.message = lookup_message(result.relevance_level, result.dedup_reason, [d.title for d in docs], fresh,
+                                        domain, language_of(result.query))
         result.details.update(
             relevance_level=result.relevance_level,
             completeness_hint=result.completeness_hint,

@@ -41,7 +41,7 @@ class RepeatStores(Protocol):
     settings: Settings
     catalog: Catalog
     embedder: Embedder
-    lookup: LookupService
+    lookup_service: LookupService
 
 MIN_PRECISION = 0.95
 FOLDS = 5
@@ -117,7 +117,7 @@ def score_pairs(rt: RepeatStores, kb: str, labels: list[RepeatLabel]) -> list[Pa
     session = f"calibrate-{uuid.uuid4().hex[:8]}"
     found: dict[str, list[str]] = {}
     for q in queries:
-        result = rt.lookup.lookup(q, session, kb, rules=False, dry_run=True)
+        result = rt.lookup_service.lookup(q, session, kb, rules=False, dry_run=True)
         found[q] = [d.doc_key for d in result.documents] if result.relevance_level else []
     vectors = dict(zip(queries, rt.embedder.embed_documents([" ".join(q.split()) for q in queries])))
     return [

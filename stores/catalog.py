@@ -19,7 +19,7 @@ from sqlalchemy import delete, func, select, update
 
 from core.errors import InputError
 from stores.database import Database, DocumentRow, KnowledgeBase, LlmExtraction, SessionDocument, utcnow
-from stores.vectors import validate_kb_name
+from core.validation import validate_kb_name
 
 
 @dataclass(frozen=True)

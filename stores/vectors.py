@@ -21,7 +21,7 @@ from typing import Iterator, Protocol
 
 import numpy as np
 
-from core.errors import BackendError, InputError, display_url, first_line
+from core.errors import BackendError, display_url, first_line
 from core.fs import HeldLock, private_umask, stderr_to
 from stores.embedders import Embedder
 
@@ -500,12 +500,3 @@ def _lite_lock_taken(path: Path) -> bool:
         fcntl.lockf(fh, fcntl.LOCK_UN)
     return False
 
-
-def validate_kb_name(name: str) -> str:
-    import re
-
-    if not re.fullmatch(r"[a-z][a-z0-9_]{0,47}", name or ""):
-        raise InputError(
-            f"invalid knowledge base name {name!r}: use lowercase letters, digits and '_', starting with a letter"
-        )
-    return name

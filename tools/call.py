@@ -4,16 +4,38 @@ and the one writer of `tool_invocation` rows (`log_call`), which `tools.registry
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from stores.invocation_log import Invocation
+
+if TYPE_CHECKING:
+    from core.settings import Settings
+    from retrieval.kg_query import KnowledgeGraphQuery
+    from retrieval.lookup import LookupService
+    from retrieval.traversal_cache import TraversalCache
+    from stores.catalog import Catalog
+    from stores.invocation_log import InvocationLog
+    from stores.knowledge_graph import GraphStore
+
+
+class ToolServices(Protocol):
+    """What the tools run on. The composition root (`agent.runtime.Runtime`) provides it and builds each service
+    on first use, so a call that needs no graph never starts the graph server."""
+
+    settings: "Settings"
+    catalog: "Catalog"
+    log: "InvocationLog"
+    lookup_service: "LookupService"
+    kg: "KnowledgeGraphQuery"
+    traversals: "TraversalCache"
+    graph: "GraphStore"
 
 
 @dataclass
 class ToolCall:
-    """Where a call runs: the stores, the session whose memory it uses, the run's knowledge base, rules on or off."""
+    """Where a call runs: the services, the session whose memory it uses, the run's knowledge base, rules on or off."""
 
-    rt: Any
+    services: ToolServices
     session: str
     kb: str = "sample"
     rules: bool = True
@@ -25,7 +47,7 @@ class ToolCall:
 class ToolOutput:
     """A tool's result: the text the LLM sees, plus what the graph's state and the trace need of it."""
 
-    text: str
+    text: str = ""  # a tool with a `render` (tools/registry.py) gets it from `result`
     trace: dict = field(default_factory=dict)  # fields of the call's trace entry
     evidence: list[dict] = field(default_factory=list)  # documents whose content was sent
     pointed_back: list[str] = field(default_factory=list)  # doc keys the session already had, named again
@@ -34,7 +56,7 @@ class ToolOutput:
     deduped: bool = False  # it ran and was blocked by the session rules
     level: str | None = None  # the level the turn goes on from (lookup_knowledge)
     precise: bool = False
-    expandable: Any = None  # a LookupResult graph expansion should widen
+    expandable: Any = None  # a LookupResult graph expansion should widen (the KB has a graph)
     error: str | None = None
     # a store or the configuration failed (not the caller's arguments): the turn ends in this error
     failure: str | None = None
@@ -45,12 +67,12 @@ class ToolOutput:
     result: Any = None  # the service's own result (LookupResult, KGResult), for a caller that prints it whole
 
 
-def log_call(rt, session: str, name: str, kb: str | None, args, query_field: str | None = None, **fields) -> None:
+def log_call(log: "InvocationLog", session: str, name: str, kb: str | None, args, query_field: str | None = None, **fields) -> None:
     """Write one `tool_invocation` row: every tool call, run or blocked, goes through here."""
     query = fields.pop("query", None)
     if query is None and isinstance(args, dict):
         query = args.get(query_field) if query_field else args.get("query")
-    rt.log.write(
+    log.write(
         Invocation(
             session_id=session, tool_name=str(name)[:64], query=str(query or "")[:2000], kb=kb,
             arguments=args if isinstance(args, dict) else {"raw": str(args)[:500]}, **fields,

@@ -1,19 +1,21 @@
 """The handlers behind the tool registry (`tools/registry.py`): validated arguments in, a `ToolOutput` out.
 
 They run the same services the CLI runs (lookup, query_knowledge_graph, the
-graph store, the catalog); the LangGraph lookup node and the MCP server both
-call them through `tools.registry.invoke`.
+graph store, the catalog: `call.services`); the LangGraph lookup node, the MCP
+server and the CLI all call them through `tools.registry`. A handler with a
+`render` in its registry entry leaves the text to it.
 """
 
 from __future__ import annotations
 
 from core.errors import BackendError, ConfigError, InputError
-from tools.call import ToolCall, ToolOutput
-from retrieval.expansion import should_expand
-from retrieval.knowledge_bases import knowledge_bases
-from retrieval.lookup import LookupResult
 from core.relevance import Level
+from core.results import LookupResult
+from retrieval.expansion import should_expand
+from retrieval.graph_build import has_graph
+from retrieval.knowledge_bases import knowledge_bases
 from retrieval.traversal_cache import new_tally
+from tools.call import ToolCall, ToolOutput
 
 
 def evidence_of(result: LookupResult, source: str = "lookup") -> list[dict]:
@@ -24,25 +26,28 @@ def evidence_of(result: LookupResult, source: str = "lookup") -> list[dict]:
     ]
 
 
-def require_run_kb(call: ToolCall) -> None:
-    """The run's knowledge base is gone: not the caller's to fix, so a configuration error, not an InputError."""
-    if call.rt.catalog.get(call.kb) is None:
+def require_run_kb(call: ToolCall):
+    """The run's knowledge base row. Gone: not the caller's to fix, so a configuration error, not an InputError."""
+    catalog = call.services.catalog
+    row = catalog.get(call.kb)
+    if row is None:
         try:
-            call.rt.catalog.require(call.kb)
+            catalog.require(call.kb)
         except InputError as exc:
             raise ConfigError(str(exc)) from None
+    return row
 
 
 def lookup(call: ToolCall, args) -> ToolOutput:
-    rt = call.rt
-    require_run_kb(call)
-    result = rt.lookup.lookup(args.query, call.session, call.kb, args.missing_dimension, rules=call.rules,
-                              batch=call.batch)
+    services = call.services
+    row = require_run_kb(call)
+    result = services.lookup_service.lookup(args.query, call.session, call.kb, args.missing_dimension, rules=call.rules,
+                                    batch=call.batch)
     level = result.relevance_level
     deduped = level == Level.DEDUPED
     sent = evidence_of(result)
+    widen = not deduped and has_graph(row.extract_config) and should_expand(result, services.settings.graph_min_results)
     return ToolOutput(
-        text=result.to_llm_text(),
         trace={"relevance_level": level or "NONE", "dedup_reason": result.dedup_reason, "blocked": deduped,
                "domain": result.details.get("landing_domain"), "sent": [e["doc_key"] for e in sent],
                "repeat_of": result.details.get("repeat_of")},
@@ -54,7 +59,7 @@ def lookup(call: ToolCall, args) -> ToolOutput:
         deduped=deduped,
         level=None if deduped else (level or "NONE"),
         precise=level == Level.PRECISE,
-        expandable=result if not deduped and should_expand(result, rt.settings.graph_min_results) else None,
+        expandable=result if widen else None,
         details=result.details,
         # the trace's rule: a DEDUPED lookup is blocked, whichever the reason (doc_retrieved included)
         row={"query": result.query, "relevance_level": level, "dedup_reason": result.dedup_reason, "blocked": deduped},
@@ -63,7 +68,7 @@ def lookup(call: ToolCall, args) -> ToolOutput:
 
 
 def kg_query(call: ToolCall, args) -> ToolOutput:
-    result = call.rt.kg.query(args.knowledge_base_ids, args.query, call.session)
+    result = call.services.kg.query(args.knowledge_base_ids, args.query, call.session)
     failed = result.backend_failure()
     if failed:  # no knowledge base answered and a store failed: not "nothing found"
         raise BackendError(failed)
@@ -78,7 +83,7 @@ def kg_query(call: ToolCall, args) -> ToolOutput:
              Level.REFERENCE.value if levels else "NONE")
     # the knowledge bases that failed while others answered: in the row, not a failed call
     errors = "; ".join(f"{e['knowledge_base_id']}: {e['error']}" for e in result.errors) or None
-    return ToolOutput(text=result.to_llm_text(), evidence=found, attempted=True, executed=True,
+    return ToolOutput(evidence=found, attempted=True, executed=True,
                       trace={"relevance_level": level, "sent": [e["doc_key"] for e in found]},
                       details=result.details, row={"query": result.query, "kb": ",".join(result.knowledge_base_ids)[:64],
                                                    "error": errors}, result=result)
@@ -86,13 +91,13 @@ def kg_query(call: ToolCall, args) -> ToolOutput:
 
 def navigate(call: ToolCall, args) -> ToolOutput:
     """Paths from an entity (or between two) in the run's knowledge base; relations and hops as the CLI checks them."""
-    rt, kb = call.rt, call.kb
-    settings = rt.settings
+    services, kb = call.services, call.kb
+    settings = services.settings
     if args.target:  # unreachable within the bound: the summary names the nearest pair the two sides reach
         hops = args.hops or max(3, settings.graph_hops)
-        return ToolOutput(text=rt.graph.navigate_between(kb, args.entity, args.target, hops, args.relations, 5).summary(hops))
+        return ToolOutput(text=services.graph.navigate_between(kb, args.entity, args.target, hops, args.relations, 5).summary(hops))
     hops, tally = args.hops or settings.graph_hops, new_tally()
-    paths = rt.traversals.navigate(kb, args.entity, hops, args.relations, 15, settings.graph_max_nodes_per_hop, tally)
+    paths = services.traversals.navigate(kb, args.entity, hops, args.relations, 15, settings.graph_max_nodes_per_hop, tally)
     paths = [p for p in paths if p.forward] if args.outgoing else paths  # "what X depends on", not what depends on X
     related = f"{', '.join(args.relations)} relations" if args.relations else "related entities"
     text = "\n".join(p.summary() for p in paths) or f"{args.entity} has no {related} in the graph."
@@ -100,7 +105,7 @@ def navigate(call: ToolCall, args) -> ToolOutput:
 
 
 def list_kbs(call: ToolCall, args) -> ToolOutput:
-    kbs = knowledge_bases(call.rt.catalog)
+    kbs = knowledge_bases(call.services.catalog)
     if not kbs:
         return ToolOutput(text="There are no knowledge bases yet.")
     return ToolOutput(text="\n".join(f"- {k.line()}" for k in kbs))

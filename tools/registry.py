@@ -2,8 +2,9 @@
 
 An entry holds the argument schema (a pydantic model whose class name is the
 tool name the LLM sees; it is also how arguments are validated), the handler,
-whether the tool counts against the lookup budget and the PRECISE stop, and
-one prompt line per language. The graph's guard and lookup node, the system
+how its result reads to the LLM (`render`, from `prompts/results.py`), whether
+the tool counts against the lookup budget and the PRECISE stop, and one prompt
+line per language. The graph's guard and lookup node, the system
 prompt, the MCP server and the eval's tool names all read this table; adding
 a tool is one `register(Tool(...))` plus its handler (`tools/handlers.py`).
 A tool registered with `agent=False` (feedback on answers) is served to a host
@@ -16,13 +17,14 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import Callable
+from typing import Any, Callable
 
 from pydantic import BaseModel, Field, ValidationError, field_validator
 
 from core.errors import ExecutorError, InputError
+from core.validation import check_session_id
 from prompts.executor import unavailable_message
-from retrieval.lookup import check_session_id
+from prompts.results import kg_text, lookup_text
 from stores.knowledge_graph import MAX_HOPS, RELATION_TYPES, relation_pattern
 from tools import handlers as _h
 from tools.call import ToolCall, ToolOutput
@@ -81,6 +83,7 @@ class Tool:
     args: type[BaseModel]
     handler: Callable[[ToolCall, BaseModel], ToolOutput]
     prompt: dict[str, str]  # one line per language for the system prompt's tool list
+    render: Callable[[Any], str] | None = None  # the text the LLM reads, from the handler's `result`
     retrieval: bool = False  # counts against the lookup budget; the PRECISE stop applies
     query_field: str | None = None  # the argument the trace and the log show as the call's query
     agent: bool = True  # offered to the executor LLM; False: only a host gets it (MCP), e.g. feedback on answers
@@ -145,10 +148,10 @@ def parse_arguments(name: str, args) -> BaseModel:
     return parsed
 
 
-def log_call(rt, session: str, name: str, kb: str | None, args, **fields) -> None:
+def log_call(log, session: str, name: str, kb: str | None, args, **fields) -> None:
     """The `tool_invocation` row of a call the guard blocked or refused (it never reached `invoke`)."""
     tool = tool_named(name)
-    _log_call(rt, session, name, kb, args, query_field=tool.query_field if tool else None, **fields)
+    _log_call(log, session, name, kb, args, query_field=tool.query_field if tool else None, **fields)
 
 
 def run(name: str, call: ToolCall, args: BaseModel) -> ToolOutput:
@@ -162,15 +165,17 @@ def run(name: str, call: ToolCall, args: BaseModel) -> ToolOutput:
     started = time.perf_counter()
     out, error = None, None
     try:
-        with call.rt.catalog.reading():  # one read of each KB row per call, however many steps need it
+        with call.services.catalog.reading():  # one read of each KB row per call, however many steps need it
             out = tool.handler(call, args)
+        if tool.render is not None:
+            out.text = tool.render(out.result)
         return out
     except Exception as exc:  # a bug too: its row says the call failed
         error = str(exc) if isinstance(exc, ExecutorError) else f"{exc.__class__.__name__}: {exc}"
         raise
     finally:
         row = {"error": error, "kb": call.kb, **(out.row if out else {})}
-        _log_call(call.rt, call.session, name, row.pop("kb"), args.model_dump(), query_field=tool.query_field, **row,
+        _log_call(call.services.log, call.session, name, row.pop("kb"), args.model_dump(), query_field=tool.query_field, **row,
                   latency_ms=round((time.perf_counter() - started) * 1000, 2),
                   retrieval_details=(out.details if out else None) or None)
 
@@ -197,14 +202,14 @@ def invoke(name: str, call: ToolCall, args) -> ToolOutput:
 
 # The four tools of the executor (`agent.feedback` registers one for a host: it needs the checkpoints).
 register(Tool(
-    lookup_knowledge, _h.lookup, retrieval=True, query_field="query",
+    lookup_knowledge, _h.lookup, render=lookup_text, retrieval=True, query_field="query",
     prompt={
         "zh": "lookup_knowledge(query, missing_dimension?)：检索知识库。结果带 relevance_level、completeness_hint 和 retrieved_domains_this_session。",
         "en": "lookup_knowledge(query, missing_dimension?): search the knowledge base. Each result carries relevance_level, completeness_hint and retrieved_domains_this_session.",
     },
 ))
 register(Tool(
-    query_knowledge_graph, _h.kg_query, retrieval=True, query_field="query",
+    query_knowledge_graph, _h.kg_query, render=kg_text, retrieval=True, query_field="query",
     prompt={
         "zh": "query_knowledge_graph(knowledge_base_ids, query)：同时检索多个知识库（最多 10 个），返回结果以及图谱中的节点和关系。",
         "en": "query_knowledge_graph(knowledge_base_ids, query): search several knowledge bases at once (up to 10); returns results plus graph nodes and edges.",

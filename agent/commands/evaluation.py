@@ -113,7 +113,7 @@ def stats(
     """Relevance levels, dedup reasons, similarities and lookups per session, from the invocation log."""
     from datetime import datetime
 
-    from retrieval.lookup import check_session_id
+    from core.validation import check_session_id
     from stores.embedders import embedder_name
     from stores.invocation_stats import invocation_stats, plot_stats, traversal_cache_stats
 

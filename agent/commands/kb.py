@@ -155,7 +155,8 @@ def kg(
         session = session or f"kg-{uuid.uuid4().hex[:12]}"
         # the tool's own path (and its tool_invocation row); the service checks the arguments with its own messages
         args = query_knowledge_graph.model_construct(knowledge_base_ids=csv_list(kb), query=query)
-        result = run(KG_QUERY, ToolCall(rt, session), args).result
+        out = run(KG_QUERY, ToolCall(rt, session), args)
+        result = out.result
     if result.errors and not result.kb_counts:  # every knowledge base failed: that is not "no results"
         raise ExecutorError("; ".join(f"{e['knowledge_base_id']}: {e['error']}" for e in result.errors))
     data = result.model_dump(mode="json")
@@ -164,5 +165,5 @@ def kg(
     if as_json:
         print_json(data)
         return
-    echo(result.to_llm_text())
+    echo(out.text)
 

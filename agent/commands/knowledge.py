@@ -63,7 +63,7 @@ def _print_plan(source: Path, kb: str, as_json: bool) -> None:
     from core.settings import get_settings
     from retrieval.ingest import source_limits
     from retrieval.sources import plan
-    from stores.vectors import validate_kb_name
+    from core.validation import validate_kb_name
 
     validate_kb_name(kb)
     data = {"kb": kb, **plan(source, source_limits(get_settings()))}
@@ -108,33 +108,32 @@ def lookup(
     as_json: JsonOpt = False,
 ):
     """Run lookup_knowledge once (and graph_expand when it applies) and print what the LLM would see."""
+    from prompts.results import expansion_text
     from tools.call import ToolCall
     from tools.registry import LOOKUP, lookup_knowledge, run
-    from retrieval.expansion import should_expand
 
     with runtime("lookup") as rt:
         session = session or f"cli-{uuid.uuid4().hex[:12]}"
         # the tool's own path (and its tool_invocation row); the lookup checks the arguments with its own messages
         args = lookup_knowledge.model_construct(query=query, missing_dimension=missing_dimension)
-        result = run(LOOKUP, ToolCall(rt, session, kb), args).result
-        expansion = None
-        if graph and should_expand(result, rt.settings.graph_min_results):
-            expansion = rt.expander.expand(result)
+        out = run(LOOKUP, ToolCall(rt, session, kb), args)
+        # widened as the graph's graph_expand node would: a REFERENCE or thin result, in a KB with a graph
+        expansion = rt.expander.expand(out.expandable) if graph and out.expandable is not None else None
     if as_json:
-        data = result.model_dump(mode="json")
+        data = out.result.model_dump(mode="json")
         data["graph_expansion"] = expansion.model_dump(mode="json") if expansion else None
         print_json(data)
         return
     console.print(f"[dim]session {session}[/]")
-    echo(result.to_llm_text())
+    echo(out.text)
     if expansion is not None:
-        echo("\n" + expansion.to_llm_text())
+        echo("\n" + expansion_text(expansion))
 
 
 @session_app.command("show")
 def session_show(session_id: SessionArg, as_json: JsonOpt = False):
     """Domains, documents and lookups a session already has (what the repeat rule compares with)."""
-    from retrieval.lookup import check_session_id
+    from core.validation import check_session_id
 
     check_session_id(session_id)
     with runtime() as rt:
@@ -171,7 +170,7 @@ def session_clear(session_id: SessionArg, as_json: JsonOpt = False):
     """Forget what a session retrieved, and its conversation."""
     from agent.checkpoints import open_checkpointer
     from agent.session import clear_session
-    from retrieval.lookup import check_session_id
+    from core.validation import check_session_id
 
     check_session_id(session_id)  # before any store is opened
     with runtime() as rt, open_checkpointer(rt.settings) as saver:

@@ -71,13 +71,13 @@ class LiveTrace:
         self.print_line = print_line or (lambda text: console.print(text, style="dim", highlight=False, markup=False))
 
     def __call__(self, node: str, update: dict) -> None:
-        if node not in ("guard", "lookup", "graph_expand"):
+        if node not in ("guard", "call_tools", "graph_expand"):
             return
         for i, entry in enumerate(update.get("trace", [])):
             # other tools have no level: they are settled once they ran (or were refused)
             ran = node != "guard" and entry["tool"] != LOOKUP
             settled = entry.get("blocked") or entry.get("relevance_level") or entry.get("error") or ran
-            if node == "lookup" and entry["tool"] == LOOKUP and update.get("pending_expansions"):
+            if node == "call_tools" and entry["tool"] == LOOKUP and update.get("pending_expansions"):
                 settled = settled and not any(p["trace_index"] == i for p in update["pending_expansions"])
             if settled and i not in self.shown:
                 self.shown.add(i)
@@ -108,7 +108,6 @@ class Turns:
 
     def __init__(self, source: str):
         from agent.checkpoints import open_checkpointer
-        from agent.graph import build_graph
         from agent.llm import make_chat_model
 
         self.stack = ExitStack()
@@ -117,7 +116,7 @@ class Turns:
             use_local_model(self.rt, self.stack)
             self.model, self.mode = make_chat_model(self.rt.settings)
             self.saver = self.stack.enter_context(open_checkpointer(self.rt.settings))
-            self.app = build_graph(self.rt, self.model, self.mode, checkpointer=self.saver)
+            self.app = self.rt.app(self.model, self.mode, checkpointer=self.saver)
         except BaseException:
             self.stack.close()
             raise

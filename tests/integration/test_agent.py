@@ -7,7 +7,6 @@ from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langgraph.checkpoint.memory import InMemorySaver
 
 from agent import routing
-from agent.graph import build_graph
 from agent.planner import OfflinePlanner, plan, split_question
 from agent.session import run_turn
 from nodes.state import Context
@@ -26,7 +25,7 @@ def session() -> str:
 
 
 def turn(rt, model, question, sid=None, mode="llm", **ctx):
-    app = build_graph(rt, model, mode, checkpointer=InMemorySaver())
+    app = rt.app(model, mode, checkpointer=InMemorySaver())
     return run_turn(app, question, sid or session(), Context(**ctx), mode)
 
 
@@ -49,7 +48,7 @@ def test_after_executor(state, ctx, expected):
 @pytest.mark.parametrize(
     "state, ctx, expected",
     [
-        ({"pending": [{"id": 1}]}, Context(), "lookup"),
+        ({"pending": [{"id": 1}]}, Context(), "call_tools"),
         ({"pending": [], "precise": True}, Context(), "answer"),
         ({"pending": [], "precise": True}, Context(guards=False), "executor"),
         ({"pending": [], "attempted_lookups": 3}, Context(lookup_budget=3), "answer"),
@@ -72,8 +71,8 @@ def test_after_guard(state, ctx, expected):
         ({"attempted_lookups": 3}, "answer"),
     ],
 )
-def test_after_lookup(state, expected):
-    assert routing.after_lookup(state, Context()) == expected
+def test_after_call_tools(state, expected):
+    assert routing.after_call_tools(state, Context()) == expected
 
 
 def test_recursion_limit_leaves_room_for_every_round():
@@ -122,7 +121,7 @@ def test_a_lookup_after_precise_is_answered_blocked_not_run(sample_rt):
     model = ScriptedChatModel(
         responses=[tool_message(lookup_call("ERR_TIMEOUT 是什么")), tool_message(lookup_call("ERR_TIMEOUT 的排查步骤"))],
     )
-    app = build_graph(sample_rt, model, "llm", checkpointer=InMemorySaver())
+    app = sample_rt.app(model, "llm", checkpointer=InMemorySaver())
     sid = session()
     config = {"configurable": {"thread_id": sid}}
     # start from a state where this turn already has its PRECISE result
@@ -259,7 +258,7 @@ def test_offline_mode_says_when_the_kb_has_nothing(sample_rt):
 
 
 def test_a_second_turn_answers_from_the_session_without_resending(sample_rt):
-    app = build_graph(sample_rt, OfflinePlanner(), "offline", checkpointer=InMemorySaver())
+    app = sample_rt.app(OfflinePlanner(), "offline", checkpointer=InMemorySaver())
     sid = session()
     first = run_turn(app, "数据库连接池怎么配置？", sid, Context(), "offline")
     again = run_turn(app, "数据库连接池怎么配置？", sid, Context(), "offline")

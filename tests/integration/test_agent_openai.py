@@ -4,7 +4,6 @@ import uuid
 
 from langgraph.checkpoint.memory import InMemorySaver
 
-from agent.graph import build_graph
 from agent.llm import make_chat_model
 from agent.session import run_turn
 from core.settings import Settings
@@ -17,7 +16,7 @@ def run(sample_rt, server, question):
                         model="fake-model")
     model, mode = make_chat_model(settings)
     assert mode == "llm"
-    app = build_graph(sample_rt, model, mode, checkpointer=InMemorySaver())
+    app = sample_rt.app(model, mode, checkpointer=InMemorySaver())
     tokens: list[str] = []
     result = run_turn(app, question, f"oa-{uuid.uuid4().hex[:8]}", Context(), mode, on_token=tokens.append)
     return result, tokens

@@ -54,7 +54,7 @@ def test_comfy_finds_comfyui_in_the_sample_graph(sample_rt):
     """The issue's example: "comfy 部署" names no entity exactly, yet graph expansion starts from ComfyUI."""
     assert sample_rt.known_entities.in_text("sample", "comfy 部署") == ["ComfyUI"]
     assert sample_rt.known_entities.in_text("sample", "ＣＯＭＦＹ 部署") == ["ComfyUI"]
-    result = sample_rt.lookup.lookup("comfy 部署", "align-comfy")
+    result = sample_rt.lookup_service.lookup("comfy 部署", "align-comfy")
     assert sample_rt.expander.expand(result).seeds[0] == "ComfyUI"
 
 

@@ -1,6 +1,5 @@
 """`executor chat` in a real terminal (pexpect): editing prompt, live trace, Markdown answers, Ctrl-C, /new, Ctrl-D."""
 
-import json
 import os
 import re
 import sys

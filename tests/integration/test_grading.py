@@ -68,7 +68,7 @@ def docs_rt(tmp_path_factory):
 
 
 def test_a_glossary_naming_every_term_is_not_precise(docs_rt):
-    r = docs_rt.lookup.lookup("What runs before install when a Job has the hook annotation?", "g1", kb="docs")
+    r = docs_rt.lookup_service.lookup("What runs before install when a Job has the hook annotation?", "g1", kb="docs")
     assert r.relevance_level != "PRECISE"
     assert r.primary[0].doc_key == "hooks.md"
     # the glossary's heading "Hook" matched, but a term on most pages is not a PRECISE signal
@@ -77,20 +77,20 @@ def test_a_glossary_naming_every_term_is_not_precise(docs_rt):
 
 
 def test_a_specific_title_that_the_vectors_agree_with_is_precise(docs_rt):
-    r = docs_rt.lookup.lookup("How do chart hooks run before install?", "g2", kb="docs")
+    r = docs_rt.lookup_service.lookup("How do chart hooks run before install?", "g2", kb="docs")
     assert r.relevance_level == "PRECISE"
     assert r.primary[0].doc_key == "hooks.md"
 
 
 def test_a_heading_many_pages_share_is_not_precise(docs_rt):
-    r = docs_rt.lookup.lookup("configuration", "g3", kb="docs")
+    r = docs_rt.lookup_service.lookup("configuration", "g3", kb="docs")
     assert r.relevance_level != "PRECISE"
     assert r.details["l0_match_count"] >= 4  # every page with that heading matched L0
     assert r.details["l0_specific_count"] == 0
 
 
 def test_an_off_topic_query_the_kb_never_mentions_is_nothing_found(docs_rt):
-    r = docs_rt.lookup.lookup("How do I enable state locking for Terraform with an S3 backend?", "g4", kb="docs")
+    r = docs_rt.lookup_service.lookup("How do I enable state locking for Terraform with an S3 backend?", "g4", kb="docs")
     assert r.relevance_level is None and not r.found
     assert r.documents == []
     assert "Terraform" in r.completeness_hint  # the hint names what the KB never mentions
@@ -98,7 +98,7 @@ def test_an_off_topic_query_the_kb_never_mentions_is_nothing_found(docs_rt):
 
 
 def test_the_ranker_still_finds_what_the_kb_answers(docs_rt):
-    r = docs_rt.lookup.lookup("How do I return a release to an earlier revision?", "g5", kb="docs")
+    r = docs_rt.lookup_service.lookup("How do I return a release to an earlier revision?", "g5", kb="docs")
     assert r.relevance_level in ("PRECISE", "HIGHLY_RELEVANT", "REFERENCE")
     assert r.primary[0].doc_key == "rollback.md"
 
@@ -106,10 +106,10 @@ def test_the_ranker_still_finds_what_the_kb_answers(docs_rt):
 def test_each_kb_is_graded_its_own_way(docs_rt):
     """New KBs get the calibrated ranker; a KB set to `similarity` is graded by the similarity alone."""
     query = "How do I return a release to an earlier revision?"
-    assert docs_rt.lookup.lookup(query, "k1", kb="docs").details["thresholds"]["ranker"] is not None
+    assert docs_rt.lookup_service.lookup(query, "k1", kb="docs").details["thresholds"]["ranker"] is not None
     docs_rt.catalog.set_grading("docs", "similarity")
     try:
-        r = docs_rt.lookup.lookup(query, "k2", kb="docs")
+        r = docs_rt.lookup_service.lookup(query, "k2", kb="docs")
         assert r.details["thresholds"]["ranker"] is None
         assert r.primary[0].doc_key == "rollback.md"
     finally:

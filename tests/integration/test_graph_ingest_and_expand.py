@@ -4,6 +4,7 @@ import pytest
 
 from conftest import make_runtime
 from doc_fixtures import write_kb
+from prompts.results import expansion_text
 from retrieval.expansion import fusion_lambda, should_expand
 from retrieval.extraction import EntityExtractor
 from retrieval.ingest import SAMPLE_EXTRACT_CONFIG, ingest
@@ -89,7 +90,7 @@ def test_fusion_lambda_follows_the_calibrated_score():
 
 
 def test_expansion_never_adds_what_the_grader_calls_irrelevant(sample_rt):
-    result = sample_rt.lookup.lookup("my service keeps restarting", "expand-0")
+    result = sample_rt.lookup_service.lookup("my service keeps restarting", "expand-0")
     assert result.relevance_level == Level.REFERENCE and should_expand(result, 5)
     expansion = sample_rt.expander.expand(result)
     # the graph reaches documents from these entities, but all of them score below REFERENCE for this query
@@ -100,7 +101,7 @@ def test_expansion_never_adds_what_the_grader_calls_irrelevant(sample_rt):
 def test_expansion_after_a_reference_result(sample_rt, monkeypatch):
     # the mechanics of expansion, with a REFERENCE bar low enough that documents the graph reaches count as related
     monkeypatch.setattr(sample_rt.settings, "reference_threshold", 0.15)
-    result = sample_rt.lookup.lookup("my service keeps restarting", "expand-1")
+    result = sample_rt.lookup_service.lookup("my service keeps restarting", "expand-1")
     assert result.relevance_level == Level.REFERENCE and should_expand(result, 5)
     expansion = sample_rt.expander.expand(result)
     assert expansion.status == "expanded", expansion.message
@@ -108,7 +109,7 @@ def test_expansion_after_a_reference_result(sample_rt, monkeypatch):
     assert expansion.documents and not returned & {d.doc_key for d in expansion.documents}
     assert all(d.content for d in expansion.documents)
     assert expansion.paths and all(" -" in p or " <-" in p for p in expansion.paths)
-    text = expansion.to_llm_text()
+    text = expansion_text(expansion)
     assert "graph_expansion: expanded" in text and "lambda" not in text and "0." not in text.split("paths:")[0]
 
     # the documents it sent are remembered: a second expansion does not send them again
@@ -127,7 +128,7 @@ def test_expansion_after_a_reference_result(sample_rt, monkeypatch):
 
 
 def test_no_expansion_after_precise():
-    from retrieval.lookup import LookupResult
+    from core.results import LookupResult
 
     precise = LookupResult(found=True, relevance_level=Level.PRECISE, completeness_hint="", query="q",
                            retrieved_domains_this_session=[], session="s", kb="sample",
@@ -140,7 +141,7 @@ def test_no_expansion_after_precise():
 def test_graph_down_during_a_lookup_degrades_to_lookup_results(sample_rt, tmp_path):
     rt = make_runtime(sample_rt.settings.home, falkordb_url=f"unix://{tmp_path}/nobody-listens.sock")
     try:
-        result = rt.lookup.lookup("my service keeps restarting", "graph-down")
+        result = rt.lookup_service.lookup("my service keeps restarting", "graph-down")
         assert result.documents  # the lookup itself is unaffected
         expansion = rt.expander.expand(result)
         assert expansion.status == "unavailable" and expansion.message.startswith("graph unavailable")
@@ -190,7 +191,7 @@ def test_llm_extraction_at_ingest_is_constrained_and_cached(tmp_path):
 
 
 def test_expansion_ignores_query_names_the_graph_does_not_know(sample_rt):
-    result = sample_rt.lookup.lookup("my FooBarService keeps restarting on port 9999", "expand-unknown")
+    result = sample_rt.lookup_service.lookup("my FooBarService keeps restarting on port 9999", "expand-unknown")
     assert should_expand(result, 5)  # a thin or REFERENCE result: otherwise this test would check nothing
     expansion = sample_rt.expander.expand(result)
     assert expansion.status in ("expanded", "nothing_new")
@@ -203,7 +204,7 @@ def test_ingest_goes_on_without_the_graph_when_it_is_down(tmp_path):
     try:
         report = ingest(rt, kb_dir, "nograph", progress=False, extract_config=SAMPLE_EXTRACT_CONFIG)
         assert report.graph is None and report.warnings[0].startswith("graph not built: graph unavailable")
-        assert rt.lookup.lookup("Alpha Docker", "ng-1", kb="nograph").documents
+        assert rt.lookup_service.lookup("Alpha Docker", "ng-1", kb="nograph").documents
     finally:
         rt.close()
 

@@ -37,7 +37,7 @@ def test_changed_document_replaces_its_chunks_and_removed_document_goes(sample_r
     comfy = [r for r in rows if r["doc_key"] == "deployment/comfyui-deployment.md"]
     assert comfy and not any("模型文件" in r["text"] for r in comfy)  # old chunks are gone
     assert len(rows) == second.chunks
-    r = sample_rt.lookup.lookup("CI pipeline stages promotion", "scratch-s", kb="scratch")
+    r = sample_rt.lookup_service.lookup("CI pipeline stages promotion", "scratch-s", kb="scratch")
     assert "deployment/ci-pipeline.md" not in {d.doc_key for d in r.documents}
 
 
@@ -68,13 +68,13 @@ def test_a_different_embedder_is_a_clear_error_until_rebuild(tmp_path):
     try:
         assert flag_rt.embedder.name == "flag:model" and flag_rt.embedder.dim == 384
         with pytest.raises(BackendError, match=r"use-multilingual-v3 \(512-d\).*flag:model \(384-d\)"):
-            flag_rt.lookup.lookup("disk full", "s1", kb="mini")
+            flag_rt.lookup_service.lookup("disk full", "s1", kb="mini")
         with pytest.raises(BackendError, match="--rebuild"):
             ingest(flag_rt, kb, "mini", progress=False)
         report = ingest(flag_rt, kb, "mini", rebuild=True, progress=False)
         assert report.embedder == "flag:model" and report.chunks == 2
-        flag_rt.lookup._checked.clear()
-        r = flag_rt.lookup.lookup("how do I restart a deployment with kubectl", "s2", kb="mini")
+        flag_rt.lookup_service._checked.clear()
+        r = flag_rt.lookup_service.lookup("how do I restart a deployment with kubectl", "s2", kb="mini")
         assert r.primary[0].doc_key == "ops/restart.md"
     finally:
         flag_rt.close()

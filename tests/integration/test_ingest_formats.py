@@ -78,7 +78,7 @@ def team_kb(tmp_path_factory):
 @pytest.mark.parametrize("doc_key,title,question", FINDABLE, ids=[f[0].split(".")[-1] for f in FINDABLE])
 def test_each_format_is_findable_by_its_content_with_title_and_doc_key(team_kb, doc_key, title, question):
     rt, report, _ = team_kb
-    result = rt.lookup.lookup(question, "s-" + doc_key.replace("/", "-"), kb="team")
+    result = rt.lookup_service.lookup(question, "s-" + doc_key.replace("/", "-"), kb="team")
     assert result.documents, question
     best = result.documents[0]
     assert (best.doc_key, best.title) == (doc_key, title)
@@ -125,7 +125,7 @@ def test_a_file_that_breaks_later_keeps_its_last_good_version(tmp_path):
         report = ingest(rt, root, "keep", progress=False)
         assert any(w.startswith("runbooks/key-rotation.docx: corrupt archive") for w in report.warnings)
         assert report.removed == 0 and "runbooks/key-rotation.docx" in rt.catalog.documents("keep")
-        r = rt.lookup.lookup("re-encrypt sealed secrets after rotating the signing keys", "s", kb="keep")
+        r = rt.lookup_service.lookup("re-encrypt sealed secrets after rotating the signing keys", "s", kb="keep")
         assert r.documents[0].doc_key == "runbooks/key-rotation.docx"
     finally:
         rt.close()
@@ -158,7 +158,7 @@ def test_symlinked_files_and_folders_outside_the_root_are_never_read(tmp_path):
 
 def test_size_limits_apply_after_conversion(tmp_path):
     big_script = "<script>" + "x" * 50_000 + "</script>"
-    root = write_kb(tmp_path, {
+    write_kb(tmp_path, {
         "big.md": "# Big\n\n" + "word " * 5_000,  # 25 kB of text
         "small-page.html": f"<html><head><title>Small</title>{big_script}</head><body><p>tiny page</p></body></html>",
         "ok.md": "# OK\n\nfine",

@@ -2,6 +2,7 @@
 
 import pytest
 
+from prompts.results import kg_text
 from core.errors import InputError
 from doc_fixtures import write_kb
 from retrieval.ingest import ingest
@@ -48,7 +49,7 @@ def test_edges_are_real_when_the_graph_connects_the_entities(kbs):
     assert {"ComfyUI", "Docker"} <= names and all(e["source"] in names and e["target"] in names
                                                   for e in result.graph_data["edges"])
     assert result.display_type == "graph_query_results"
-    text = result.to_llm_text()
+    text = kg_text(result)
     assert "ComfyUI -DEPENDS_ON-> Docker" in text and "score" not in text
     assert {n["name"] for n in result.graph_data["nodes"] if n["in_query"]} == {"ComfyUI", "Docker"}
 
@@ -107,7 +108,6 @@ def test_every_call_is_logged(kbs):
 def test_the_executor_can_call_it(kbs):
     from langgraph.checkpoint.memory import InMemorySaver
 
-    from agent.graph import build_graph
     from agent.session import run_turn
     from nodes.state import Context
     from scripted_model import ScriptedChatModel, raw_call, tool_message
@@ -117,7 +117,7 @@ def test_the_executor_can_call_it(kbs):
         tool_message(raw_call("query_knowledge_graph", {"knowledge_base_ids": ["sample", "plain"], "query": "Docker"})),
         AIMessage("Docker builds images. [deployment/docker-basics.md]"),
     ])
-    app = build_graph(kbs, model, "llm", checkpointer=InMemorySaver())
+    app = kbs.app(model, "llm", checkpointer=InMemorySaver())
     result = run_turn(app, "What do we use Docker for?", "kg-7", Context(), "llm")
     assert result.trace[0]["tool"] == "query_knowledge_graph" and result.trace[0]["sent"]
     assert result.executed_lookups == 1

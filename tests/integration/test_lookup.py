@@ -6,6 +6,7 @@ import uuid
 
 import pytest
 
+from prompts.results import lookup_text
 from core.errors import InputError
 from tools.call import ToolCall
 from tools.registry import LOOKUP, invoke
@@ -22,7 +23,7 @@ def tool_lookup(rt, query: str, session: str, kb: str = "sample"):
 
 
 def test_unique_error_code_is_precise(sample_rt):
-    r = sample_rt.lookup.lookup("ERR_TIMEOUT 是什么？", new_session())
+    r = sample_rt.lookup_service.lookup("ERR_TIMEOUT 是什么？", new_session())
     assert r.relevance_level == "PRECISE"
     assert r.primary[0].doc_key == "troubleshooting/err-timeout.md"
     assert "ERR_TIMEOUT" in r.primary[0].content
@@ -43,13 +44,13 @@ def test_pool_question_lands_in_infrastructure_and_repeat_is_deduped(sample_rt):
     assert again.relevance_level == "DEDUPED"
     assert again.dedup_reason == "doc_retrieved"
     assert all(d.already_returned and d.content == "" for d in again.documents)
-    assert "已返回" in again.to_llm_text()
+    assert "已返回" in lookup_text(again)
     # the log and the trace agree: a DEDUPED lookup is blocked, doc_retrieved included
     assert [r.blocked for r in sample_rt.log.rows(session_id=s)] == [False, True]
     assert first.message.startswith(("精确命中：《", "高度相关：《")) and "infrastructure" in first.message
     assert again.message == f"找到的 {len(again.documents)} 篇文档本会话都已返回过。"
 
-    other = sample_rt.lookup.lookup("数据库连接池怎么配置？", new_session())
+    other = sample_rt.lookup_service.lookup("数据库连接池怎么配置？", new_session())
     assert other.relevance_level == first.relevance_level
     assert [d.doc_key for d in other.documents] == [d.doc_key for d in first.documents]
     assert all(d.content for d in other.documents)
@@ -58,9 +59,9 @@ def test_pool_question_lands_in_infrastructure_and_repeat_is_deduped(sample_rt):
 def test_a_different_question_in_an_answered_domain_runs(sample_rt):
     """The issue's report: after a MySQL pool question, a Redis expiry question was blocked by domain."""
     s = new_session()
-    first = sample_rt.lookup.lookup("MySQL 连接池怎么配置？", s)
+    first = sample_rt.lookup_service.lookup("MySQL 连接池怎么配置？", s)
     assert first.relevance_level in ("PRECISE", "HIGHLY_RELEVANT") and first.primary[0].domain == "infrastructure"
-    second = sample_rt.lookup.lookup("Redis 缓存的过期时间怎么设置？", s)
+    second = sample_rt.lookup_service.lookup("Redis 缓存的过期时间怎么设置？", s)
     assert second.dedup_reason is None and second.relevance_level != "DEDUPED"
     assert second.primary[0].doc_key == "infrastructure/redis-cache-expiry.md" and second.primary[0].content
     # the domains of every document sent, supplements included
@@ -73,17 +74,17 @@ def test_reference_then_targeted_supplement(sample_rt):
     targeted = "慢查询 EXPLAIN 执行计划分析"
     s, control = new_session(), new_session()
     for session in (s, control):
-        first = sample_rt.lookup.lookup("系统变慢了怎么办", session)
+        first = sample_rt.lookup_service.lookup("系统变慢了怎么办", session)
         assert first.relevance_level == "REFERENCE"
         assert first.primary[0].domain == "troubleshooting"
 
-    rephrased = sample_rt.lookup.lookup("系统很慢如何处理", s)
+    rephrased = sample_rt.lookup_service.lookup("系统很慢如何处理", s)
     assert rephrased.relevance_level == "DEDUPED"
 
-    blind = sample_rt.lookup.lookup(targeted, control)  # same domain, another need: it runs
+    blind = sample_rt.lookup_service.lookup(targeted, control)  # same domain, another need: it runs
     assert blind.dedup_reason is None and any(d.content for d in blind.documents)
 
-    supplement = sample_rt.lookup.lookup(targeted, s, missing_dimension="执行计划分析")
+    supplement = sample_rt.lookup_service.lookup(targeted, s, missing_dimension="执行计划分析")
     assert supplement.dedup_reason is None
     new = [d for d in supplement.documents if not d.already_returned]
     assert new and all(d.content for d in new)
@@ -91,11 +92,11 @@ def test_reference_then_targeted_supplement(sample_rt):
 
 
 def test_nothing_found_says_so(sample_rt):
-    r = sample_rt.lookup.lookup("how to bake sourdough bread", new_session())
+    r = sample_rt.lookup_service.lookup("how to bake sourdough bread", new_session())
     assert r.found is False and r.relevance_level is None
     assert r.primary == [] and "nothing relevant" in r.completeness_hint
     assert r.message == "Nothing relevant in the knowledge base."
-    helm = sample_rt.lookup.lookup("How do I roll back a Helm release?", new_session())
+    helm = sample_rt.lookup_service.lookup("How do I roll back a Helm release?", new_session())
     names = {"PRECISE": "Precise match", "HIGHLY_RELEVANT": "Highly relevant", "REFERENCE": "Related references"}
     assert helm.message.startswith(f'{names[helm.relevance_level]}: "{helm.primary[0].title}" ({helm.primary[0].domain})')
 
@@ -104,8 +105,8 @@ def test_scores_never_reach_the_llm_but_reach_the_log(sample_rt):
     s = new_session()
     out = tool_lookup(sample_rt, "How do I roll back a Helm release?", s)
     r = out.result
-    assert out.text == r.to_llm_text()
-    text, payload = r.to_llm_text(), json.dumps(r.model_dump(mode="json"), ensure_ascii=False)
+    assert out.text == lookup_text(r)
+    text, payload = lookup_text(r), json.dumps(r.model_dump(mode="json"), ensure_ascii=False)
     for leak in ("distance", "similarity", "l1_", "score"):
         assert leak not in text and leak not in payload
     assert not re.search(r"0\.\d{3,}", text)
@@ -131,9 +132,9 @@ def test_every_lookup_is_logged_including_errors(sample_rt):
 def test_the_service_itself_writes_no_row(sample_rt):
     """One wrapper writes every tool_invocation row: a service called on its own (calibration does) logs nothing."""
     s = new_session()
-    assert sample_rt.lookup.lookup("ERR_TIMEOUT 是什么？", s).relevance_level == "PRECISE"
+    assert sample_rt.lookup_service.lookup("ERR_TIMEOUT 是什么？", s).relevance_level == "PRECISE"
     with pytest.raises(InputError, match="unknown knowledge base 'nope'"):
-        sample_rt.lookup.lookup("anything", s, kb="nope")
+        sample_rt.lookup_service.lookup("anything", s, kb="nope")
     assert sample_rt.log.rows(session_id=s) == []
 
 
@@ -144,15 +145,15 @@ def test_the_service_itself_writes_no_row(sample_rt):
 def test_bad_queries_are_refused_and_leave_no_memory(sample_rt, query, message):
     s = new_session()
     with pytest.raises(InputError, match=message):
-        sample_rt.lookup.lookup(query, s)
+        sample_rt.lookup_service.lookup(query, s)
     with sample_rt.db.session() as db:
         assert db.query(SessionDocument).filter_by(session_id=s).count() == 0
 
 
 def test_clearing_a_session_forgets_it(sample_rt):
     s = new_session()
-    sample_rt.lookup.lookup("ERR_TIMEOUT", s)
+    sample_rt.lookup_service.lookup("ERR_TIMEOUT", s)
     assert list(sample_rt.memory.domain_levels(s)) == ["troubleshooting"]
     assert sample_rt.memory.clear(s) >= 1
     assert sample_rt.memory.domain_levels(s) == {}
-    assert sample_rt.lookup.lookup("ERR_TIMEOUT", s).relevance_level == "PRECISE"
+    assert sample_rt.lookup_service.lookup("ERR_TIMEOUT", s).relevance_level == "PRECISE"

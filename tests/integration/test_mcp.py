@@ -151,13 +151,12 @@ def test_list_knowledge_bases(mcp_server, sample_rt):
 def answered_turn(rt, session: str, question: str) -> None:
     """One offline `executor ask` turn of `session`, saved in the home's checkpoints as the CLI saves it."""
     from agent.checkpoints import open_checkpointer
-    from agent.graph import build_graph
     from agent.planner import OfflinePlanner
     from agent.session import run_turn
     from nodes.state import Context
 
     with open_checkpointer(rt.settings) as saver:
-        run_turn(build_graph(rt, OfflinePlanner(), "offline", checkpointer=saver), question, session, Context(), "offline")
+        run_turn(rt.app(OfflinePlanner(), "offline", checkpointer=saver), question, session, Context(), "offline")
 
 
 def test_feedback_on_an_answer_is_stored_with_what_the_answer_was_built_from(mcp_server, sample_rt):

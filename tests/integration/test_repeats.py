@@ -10,7 +10,6 @@ import yaml
 from langgraph.checkpoint.memory import InMemorySaver
 
 from core.errors import InputError
-from agent.graph import build_graph
 from agent.planner import OfflinePlanner
 from agent.session import run_turn
 from core.settings import REPO_ROOT, RepeatThresholds, Settings
@@ -107,8 +106,8 @@ def test_a_lookup_is_remembered_in_the_database_with_the_embedding_it_computed(s
     real = sample_rt.embedder.embed_query
     monkeypatch.setattr(sample_rt.embedder, "embed_query", lambda text: calls.append(text) or real(text))
     s = f"t-{uuid.uuid4().hex[:8]}"
-    sample_rt.lookup.lookup("Redis 缓存的过期时间怎么设置？", s, batch="m1")
-    sample_rt.lookup.lookup("Redis 缓存 TTL 设置多少合适？", s, batch="m2")
+    sample_rt.lookup_service.lookup("Redis 缓存的过期时间怎么设置？", s, batch="m1")
+    sample_rt.lookup_service.lookup("Redis 缓存 TTL 设置多少合适？", s, batch="m2")
     assert len(calls) == 2  # one embedding per lookup, the repeat rule included
 
     fresh = ActionMemory(Database(sample_rt.settings.db_url))  # what another process would read
@@ -166,7 +165,7 @@ def test_redis_expiry_after_a_mysql_pool_question_runs(sample_rt):
 
 def test_the_two_part_zh_question_keeps_both_parts(sample_rt):
     """The offline planner splits it into two lookups in one message; they land in one domain and both run."""
-    app = build_graph(sample_rt, OfflinePlanner(), "offline", checkpointer=InMemorySaver())
+    app = sample_rt.app(OfflinePlanner(), "offline", checkpointer=InMemorySaver())
     result = run_turn(app, "Redis 缓存过期怎么配置？另外 MySQL 主从复制延迟怎么处理？", f"t-{uuid.uuid4().hex[:8]}",
                       Context(), "offline")
     assert [t["blocked"] for t in result.trace] == [False, False]

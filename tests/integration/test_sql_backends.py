@@ -47,7 +47,6 @@ def test_a_session_resumes_from_a_postgres_checkpointer(sample_rt):
     import psycopg
 
     from agent.checkpoints import open_checkpointer
-    from agent.graph import build_graph
     from agent.planner import OfflinePlanner
     from agent.session import run_turn
     from core.settings import Settings
@@ -61,10 +60,10 @@ def test_a_session_resumes_from_a_postgres_checkpointer(sample_rt):
     settings = Settings(home=sample_rt.settings.home, checkpoint_url=url)
     session = f"pg-{uuid.uuid4().hex[:8]}"
     with open_checkpointer(settings) as saver:
-        app = build_graph(sample_rt, OfflinePlanner(), "offline", checkpointer=saver)
+        app = sample_rt.app(OfflinePlanner(), "offline", checkpointer=saver)
         first = run_turn(app, "数据库连接池怎么配置？", session, Context(), "offline")
     with open_checkpointer(settings) as saver:
-        app = build_graph(sample_rt, OfflinePlanner(), "offline", checkpointer=saver)
+        app = sample_rt.app(OfflinePlanner(), "offline", checkpointer=saver)
         state = app.get_state({"configurable": {"thread_id": session}}).values
         assert state["session_evidence"] and len(state["messages"]) >= 3
         again = run_turn(app, "数据库连接池怎么配置？", session, Context(), "offline")
@@ -99,7 +98,6 @@ def test_migrations_keep_rows_on_every_database(db_url):
     """Upgrade a database at the first revision, with rows in it, to the newest schema."""
     from alembic import command
     from alembic.config import Config
-    from sqlalchemy import create_engine, text
 
     from stores.database import MIGRATIONS, SCHEMA_REVISION, schema_revision
 

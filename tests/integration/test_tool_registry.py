@@ -9,7 +9,6 @@ from langgraph.checkpoint.memory import InMemorySaver
 from mcp.shared.memory import create_connected_server_and_client_session
 from pydantic import BaseModel, Field
 
-from agent.graph import build_graph
 from agent.mcp_server import ExecutorMCP
 from agent.session import run_turn
 from nodes.state import Context
@@ -49,7 +48,7 @@ def test_a_registered_tool_is_bound_prompted_dispatched_and_logged(shout_tool, r
     model = ScriptedChatModel(responses=[
         tool_message(raw_call("shout", {"word": "hello"}), raw_call("shout", {"word": ""})), AIMessage("done"),
     ])
-    app = build_graph(rt, model, "llm", checkpointer=InMemorySaver())
+    app = rt.app(model, "llm", checkpointer=InMemorySaver())
     sid = f"reg-{uuid.uuid4().hex[:8]}"
     turn = run_turn(app, "shout hello", sid, Context(), "llm")
 
@@ -95,7 +94,7 @@ def test_the_agent_discovers_knowledge_bases_and_navigates_with_relations_and_ho
                      raw_call("navigate_graph", {"entity": "ComfyUI", "relations": ["LIKES"]})),
         AIMessage("done"),
     ])
-    app = build_graph(sample_rt, model, "llm", checkpointer=InMemorySaver())
+    app = sample_rt.app(model, "llm", checkpointer=InMemorySaver())
     sid = f"kbs-{uuid.uuid4().hex[:8]}"
     turn = run_turn(app, "What knowledge bases are there?", sid, Context(), "llm")
     assert "- sample: 42 documents, knowledge graph" in model.calls[0][0].content  # the prompt names this run's KBs

@@ -1,8 +1,9 @@
-"""lookup: runs the tool calls the guard let through, against the real stores.
+"""call_tools: runs the tool calls the guard let through, against the real stores.
 
 Every call runs through the tool registry (`tools.registry.invoke`), as MCP's do.
 A lookup that graph expansion should widen keeps its tool message back for
-`graph_expand`, which sends the lookup text and the expansion together.
+`graph_expand`, which sends the lookup text and the expansion together (the
+tool sets `expandable` only when the run's knowledge base has a graph).
 Calls proposed together in one message were planned before any result came
 back (sub-questions), so a PRECISE result does not block its siblings, and
 they are never repeats of each other (the lookup gets the message as its
@@ -16,11 +17,10 @@ from langchain_core.messages import ToolMessage
 from langchain_core.runnables import RunnableConfig
 from langgraph.runtime import Runtime as RunContext
 
-from nodes.state import Context, ExecutorState
-from tools.call import ToolCall
-from tools.registry import invoke
 from nodes.common import lang_of, session_of
-from retrieval.graph_build import has_graph
+from nodes.state import Context, ExecutorState
+from tools.call import ToolCall, ToolServices
+from tools.registry import invoke
 
 
 def recalled(pointed_back: list[str], session_evidence: dict[str, dict]) -> list[dict]:
@@ -39,8 +39,8 @@ def add_evidence(evidence: list[dict], new: list[dict]) -> list[dict]:
     return out
 
 
-def make_lookup(rt):
-    def lookup(state: ExecutorState, runtime: RunContext[Context], config: RunnableConfig) -> ExecutorState:
+def make_call_tools(services: ToolServices):
+    def call_tools(state: ExecutorState, runtime: RunContext[Context], config: RunnableConfig) -> ExecutorState:
         ctx, session, lang = runtime.context, session_of(config), lang_of(state)
         trace = [dict(t) for t in state.get("trace", [])]
         evidence = list(state.get("evidence", []))
@@ -48,12 +48,10 @@ def make_lookup(rt):
         counts = {k: state.get(k, 0) for k in ("attempted_lookups", "executed_lookups", "blocked_lookups")}
         precise, last_level = bool(state.get("precise")), state.get("last_level")
         messages, expansions, failure = [], [], None
-        kb_row = rt.catalog.get(ctx.kb)
-        graph_ok = ctx.graph_expansion and kb_row is not None and has_graph(kb_row.extract_config)
 
         for call in state.get("pending", []):
             entry = trace[call["trace_index"]]
-            where = ToolCall(rt, session, ctx.kb, rules=ctx.guards, batch=call.get("batch"), lang=lang)
+            where = ToolCall(services, session, ctx.kb, rules=ctx.guards, batch=call.get("batch"), lang=lang)
             out = invoke(call["name"], where, call["args"])
             entry.update(out.trace)
             failure = failure or out.failure
@@ -68,7 +66,7 @@ def make_lookup(rt):
             if out.level is not None:
                 last_level = out.level
             precise = precise or out.precise
-            if graph_ok and out.expandable is not None:
+            if ctx.graph_expansion and out.expandable is not None:
                 result = out.expandable
                 expansions.append({
                     "id": call["id"], "trace_index": call["trace_index"], "text": out.text,
@@ -92,4 +90,4 @@ def make_lookup(rt):
             "failure": failure,
         }
 
-    return lookup
+    return call_tools

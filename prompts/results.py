@@ -1,0 +1,51 @@
+"""How a retrieval result reads to the LLM: levels, hints and quoted documents, never a score."""
+
+from __future__ import annotations
+
+from core.relevance import language_of
+from core.results import GraphExpansion, KGResult, LookupResult
+from prompts.framing import one_line, quoted
+from prompts.hints import ALREADY_RETURNED
+
+
+def lookup_text(result: LookupResult) -> str:
+    lines = [
+        f"relevance_level: {result.relevance_level or 'NONE'}",
+        f"completeness_hint: {result.completeness_hint}",
+    ]
+    if result.dedup_reason:
+        lines.append(f"dedup_reason: {result.dedup_reason}")
+    lines.append(f"retrieved_domains_this_session: {', '.join(result.retrieved_domains_this_session) or '-'}")
+    lang = language_of(result.query)
+    for role, docs in (("primary", result.primary), ("supplement", result.supplement)):
+        for d in docs:
+            lines.append(f"\n[{role}] {one_line(d.title)} — {d.doc_key} (domain: {d.domain})")
+            lines.append(ALREADY_RETURNED[lang] if d.already_returned else quoted(d.content))
+    return "\n".join(lines)
+
+
+def kg_text(result: KGResult) -> str:
+    zh = language_of(result.query) == "zh"
+    counts = ", ".join(f"{k} ({n})" for k, n in result.kb_counts.items()) or "no knowledge base"
+    lines = [f"results: {result.count} from {counts}"]
+    lines += [f"warning: {w['knowledge_base_id']}: {w['message']}" for w in result.warnings]
+    lines += [f"error: {e['knowledge_base_id']}: {e['error']}" for e in result.errors]
+    edges = result.graph_data["edges"]
+    if edges:
+        lines.append("graph:")
+        lines += [f"  {one_line(e['source'])} -{e['type']}-> {one_line(e['target'])}" for e in edges[:20]]
+    for hit in result.results:
+        lines.append(f"\n[{hit.relevance_level}] {one_line(hit.title)} — {hit.doc_key} ({', '.join(hit.knowledge_bases)})")
+        lines.append(ALREADY_RETURNED["zh" if zh else "en"] if hit.already_returned else quoted(hit.content))
+    return "\n".join(lines)
+
+
+def expansion_text(expansion: GraphExpansion) -> str:
+    lines = [f"graph_expansion: {expansion.status} — {expansion.message}"]
+    if expansion.paths:
+        lines.append("paths:")
+        lines += [f"  {one_line(p)}" for p in expansion.paths]
+    for d in expansion.documents:
+        lines.append(f"\n[graph] {one_line(d.title)} — {d.doc_key} (domain: {d.domain})")
+        lines.append(quoted(d.content))
+    return "\n".join(lines)
