@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import re
 import threading
+from bisect import bisect_left
 from dataclasses import dataclass
 from typing import Callable, Iterable
 
@@ -104,6 +105,14 @@ class EntityAligner:
         self.embedding_threshold = embedding_threshold
         self._canonical = sorted(set(self.surfaces.values()))
         self._vectors: np.ndarray | None = None
+        # indexes built once per KB revision (the aligner is cached per revision), so a lookup does not scan every
+        # name per query term: names in sorted order for prefixes, names by first character for fuzzy matching;
+        # `_order` keeps the dictionary's own order as the tie-break it always was
+        self._order = {s: i for i, s in enumerate(self.surfaces)}
+        self._sorted = sorted(self.surfaces)
+        self._by_first: dict[str, list[str]] = {}
+        for surface in self.surfaces:
+            self._by_first.setdefault(surface[:1], []).append(surface)
 
     def _embed(self, texts: list[str]) -> np.ndarray:
         with _EMBED_LOCK:
@@ -136,8 +145,8 @@ class EntityAligner:
                 continue
             han = bool(HAN.search(term))
             if len(term) >= (MIN_PREFIX_HAN if han else MIN_PREFIX):
-                prefixed = sorted((s for s in self.surfaces if s.startswith(term) and len(term) >= PREFIX_SHARE * len(s)),
-                                  key=len)
+                prefixed = sorted((s for s in self._starting_with(term) if len(term) >= PREFIX_SHARE * len(s)),
+                                  key=lambda s: (len(s), self._order[s]))
                 if prefixed:
                     found.append(Alignment(self.surfaces[prefixed[0]], term, "prefix", 1.0))
                     taken |= words
@@ -145,7 +154,7 @@ class EntityAligner:
         for term in rest:
             if not HAN.search(term) and len(term) >= MIN_FUZZY:
                 # a typo rarely changes the first letter; without this, "bad gateway" would be "api gateway"
-                same_start = [s for s in self.surfaces if s[0] == term[0]]
+                same_start = self._by_first.get(term[0], [])
                 best = process.extractOne(term, same_start, scorer=fuzz.ratio) if same_start else None
                 if best is not None:
                     found.append(Alignment(self.surfaces[best[0]], term, "fuzzy", best[1] / 100))
@@ -155,6 +164,12 @@ class EntityAligner:
                 j = int(np.argmax(row))
                 found.append(Alignment(self._canonical[j], term, "embedding", float(row[j])))
         return found
+
+    def _starting_with(self, prefix: str):
+        i = bisect_left(self._sorted, prefix)
+        while i < len(self._sorted) and self._sorted[i].startswith(prefix):
+            yield self._sorted[i]
+            i += 1
 
     def align(self, text: str) -> list[Alignment]:
         """The entities `text` means, best first, one alignment per entity."""
