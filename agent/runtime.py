@@ -6,6 +6,7 @@ context manager (`with Runtime(...) as rt:`): leaving the block closes what was 
 
 from __future__ import annotations
 
+import threading
 from functools import cached_property
 
 from core.settings import Settings, get_settings
@@ -114,6 +115,16 @@ class Runtime:
 
         return LookupService(self.settings, self.catalog, self.vectors, self.embedder, self.memory, self.grader,
                              self.known_entities)
+
+    def start_loading(self) -> None:
+        """Start what a first lookup waits for, each on a thread of its own, so that their waits overlap: the
+        vector store opens (Milvus Lite's server takes ~1 s to start), the embedder loads (the default one on
+        its own thread) and jieba reads its dictionary. The first call that needs one waits for it."""
+        from retrieval.vocabulary import load_segmenter
+
+        self.vectors.open_in_background()
+        threading.Thread(target=load_segmenter, name="load-jieba", daemon=True).start()
+        self.embedder
 
     def app(self, model, mode: str, checkpointer=None):
         """The executor graph on this runtime's services: what the chat, `ask`, Studio and the eval all run.

@@ -14,6 +14,7 @@ from __future__ import annotations
 import fcntl
 import json
 import logging
+import threading
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
@@ -114,6 +115,9 @@ class VectorStore(Protocol):
     def texts(self, kb: str, batch_size: int = 1000) -> Iterator[tuple[str, str, str]]:
         """Every chunk's (doc_key, title, text)."""
 
+    def open_in_background(self) -> None:
+        """Start connecting on a thread of its own; the first call waits for it (and raises what it met)."""
+
     def close(self) -> None: ...
 
 
@@ -150,6 +154,8 @@ class MilvusVectorStore:
         self._token = token
         self._timeout = timeout_s
         self._client = None
+        self._opening = threading.Lock()  # held while the client is being opened, by any thread
+        self._opener: threading.Thread | None = None
         self._lock = HeldLock(self.lock_path) if self.is_lite else None
         self._lexical: dict[str, bool] = {}  # kb -> whether its collection has the sparse half
         # kb -> its collection's recorded embedder, Lite only: a Lite file has one process at a time, this
@@ -167,11 +173,24 @@ class MilvusVectorStore:
     @property
     def client(self):
         if self._client is None:
-            if self.is_lite:
-                self._client = self._open_lite()
-            else:
-                self._client = self._connect(self.uri)
+            with self._opening:  # a background open in progress finishes first (or fails, and this tries again)
+                if self._client is None:
+                    self._client = self._open_lite() if self.is_lite else self._connect(self.uri)
         return self._client
+
+    def open_in_background(self) -> None:
+        """Start opening the store on a thread of its own. Milvus Lite's start-up is ~1 s, most of it waiting for
+        its server process: a command loads its embedder meanwhile, and its first call waits for the rest. A
+        failure is not lost: the first call opens again and raises it."""
+        if self._client is None and self._opener is None:
+            self._opener = threading.Thread(target=self._try_open, name="open-vectors", daemon=True)
+            self._opener.start()
+
+    def _try_open(self) -> None:
+        try:
+            self.client
+        except Exception:  # noqa: BLE001 - raised again, in the caller's thread, by its first call
+            pass
 
     def _open_lite(self):
         path = Path(self.uri)
@@ -246,6 +265,8 @@ class MilvusVectorStore:
         return kw
 
     def close(self) -> None:
+        if self._opener is not None:  # its stderr redirection ends before anything else is printed
+            self._opener.join()
         if self._client is not None:
             self._client.close()
             self._client = None

@@ -152,6 +152,7 @@ def kg(
     from tools.registry import KG_QUERY, query_knowledge_graph, run
 
     with runtime("lookup") as rt:  # a person calling the tool directly, like `lookup`
+        rt.start_loading()
         session = session or f"kg-{uuid.uuid4().hex[:12]}"
         # the tool's own path (and its tool_invocation row); the service checks the arguments with its own messages
         args = query_knowledge_graph.model_construct(knowledge_base_ids=csv_list(kb), query=query)
