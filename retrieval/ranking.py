@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 from core.relevance import document_language
 from core.settings import RANKER_FEATURES as FEATURES, Ranker  # noqa: F401 - FEATURES: read here by calibration
@@ -68,11 +69,18 @@ def background(similarities: list[float]) -> float:
     return sum(tail) / len(tail) if tail else 0.0
 
 
+@lru_cache(maxsize=2048)
+def _profile(text: str) -> tuple[frozenset[str], str]:
+    """A candidate text's terms and language. Segmenting it (jieba) is most of a feature's cost, and the same
+    document comes back with the same chunks for many queries of a session or a server."""
+    return frozenset(terms(text)), document_language(text)
+
+
 def features(c: Candidate, top_similarity: float, floor: float, top_lexical: float, q: QueryTerms) -> dict[str, float]:
-    text = c.title + "\n" + "\n".join(h.text for h in c.chunks.values())
-    coverage = q.coverage_of(terms(text))
+    text_terms, language = _profile(c.title + "\n" + "\n".join(h.text for h in c.chunks.values()))
+    coverage = q.coverage_of(text_terms)
     lexical = c.lexical / top_lexical if top_lexical > 0 else 0.0
-    same = 0.0 if document_language(text) != q.language else 1.0
+    same = 0.0 if language != q.language else 1.0
     return {
         "similarity": c.similarity,
         "lift": c.similarity - floor,

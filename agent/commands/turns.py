@@ -127,6 +127,7 @@ class Turns:
     def warm_up(self, kb: str) -> None:
         """Load what the first question would wait for (the embedder, the vector store, the KB's collection)."""
         self.check_kb(kb)
+        self.rt.start_loading()
         self.rt.vectors.check_embedder(kb, self.rt.embedder)
         self.rt.embedder.embed_query("warm up")
 
