@@ -287,43 +287,46 @@ def main(
     console.print(f"[bold]traversal cache[/], first call of the KB revision (reads the graph into memory): "
                   f"{results['cache_first_call_s'] * 1000:.0f} ms"
                   + ("" if base is None else f"; before ({baseline_ref}): {base['cache_first_call_s'] * 1000:.0f} ms"))
-    stores = [label for label in ("bolt", "sqlite", "postgres") if label in results["navigate"][0]]
-    columns = ["cache", "native", "plain", "memory", *stores]
-    titles = {"cache": "traversal cache", "native": "FalkorDB Cypher", "plain": "plain *1..h", "memory": "BFS floor",
-              "bolt": "Bolt", "sqlite": "SQLite", "postgres": "Postgres"}
-    table = Table(title=f"navigate, {queries} random starts, max_paths {max_paths}, max_nodes_per_hop {max_nodes_per_hop}"
-                        " (ms, p50 / p95). traversal cache = what graph expansion, query_knowledge_graph and "
-                        "navigate_graph call; FalkorDB Cypher = GraphStore.navigate; plain = uncapped variable-length "
-                        "MATCH; BFS floor = the capped traversal in a few lines of Python; ratio = FalkorDB Cypher p95 / "
-                        "that p95" + ("" if base is None else f"; before = the same benchmark on {baseline_ref}'s code"))
-    table.add_column("hops", justify="right")
-    for label in columns:
-        table.add_column(titles[label], justify="right")
-        if label != "native":
-            table.add_column("ratio", justify="right")
-    if base is not None:
-        table.add_column("before: traversal cache", justify="right")
-        table.add_column("before / now p95", justify="right")
-        table.add_column("before: FalkorDB Cypher", justify="right")
-    table.add_column("paths", justify="right")
-    rows = [(str(r["hops"]), r, base and base["navigate"][i]) for i, r in enumerate(results["navigate"])]
-    if results["between"]:
-        rows.append(("path, 3", {**results["between"]}, None))
     cell = lambda c: "-" if c is None else f"{c['p50_ms']:.2f} / {c['p95_ms']:.2f}"  # noqa: E731
-    for title, r, before in rows:
-        cells = [title]
-        for label in columns:
-            cells.append(cell(r.get(label)))
-            if label != "native":
-                cells.append("-" if r.get(label) is None else f"{r['native']['p95_ms'] / r[label]['p95_ms']:.1f}x")
-        if base is not None:
-            cells += [cell(before and before["cache"]),
-                      "-" if before is None else f"{before['cache']['p95_ms'] / r['cache']['p95_ms']:.1f}x",
-                      cell(before and before["native"])]
-        cells.append(f"{r['native']['mean_paths']:.0f}")
-        table.add_row(*cells)
+    ratio = lambda a, b: "-" if a is None or b is None else f"{a['p95_ms'] / b['p95_ms']:.1f}x"  # noqa: E731
+    table = Table(title=f"navigate, {queries} random starts, max_paths {max_paths}, max_nodes_per_hop {max_nodes_per_hop} "
+                        "(ms, p50 / p95). traversal cache = what graph expansion, query_knowledge_graph and navigate_graph "
+                        "call; FalkorDB Cypher = GraphStore.navigate; plain = the uncapped variable-length MATCH; BFS floor "
+                        "= the capped traversal in a few lines of Python; ratio = FalkorDB Cypher p95 / that p95")
+    for col in ("hops", "traversal cache", "ratio", "FalkorDB Cypher", "plain *1..h", "ratio", "BFS floor", "ratio", "paths"):
+        table.add_column(col, justify="right")
+    for r in results["navigate"]:
+        table.add_row(str(r["hops"]), cell(r["cache"]), ratio(r["native"], r["cache"]), cell(r["native"]),
+                      cell(r["plain"]), ratio(r["native"], r["plain"]), cell(r["memory"]), ratio(r["native"], r["memory"]),
+                      f"{r['native']['mean_paths']:.0f}")
     console.print(table)
-
+    stores = [label for label in ("bolt", "sqlite", "postgres") if label in results["navigate"][0]]
+    if stores:
+        titles = {"bolt": "neo4j driver over Bolt", "sqlite": "SQL on SQLite", "postgres": "SQL on Postgres"}
+        table = Table(title="the same calls on the other drivers and backends (ms, p50 / p95; ratio = FalkorDB Cypher "
+                            "p95 / that p95); path, 3 = navigate_between over 3 hops")
+        table.add_column("hops", justify="right")
+        for label in ["native", *stores]:
+            table.add_column("FalkorDB Cypher" if label == "native" else titles[label], justify="right")
+            if label != "native":
+                table.add_column("ratio", justify="right")
+        rows = [(str(r["hops"]), r) for r in results["navigate"]]
+        if results["between"]:
+            rows.append(("path, 3", results["between"]))
+        for title, r in rows:
+            cells = [title, cell(r["native"])]
+            for label in stores:
+                cells += [cell(r.get(label)), ratio(r["native"], r.get(label))]
+            table.add_row(*cells)
+        console.print(table)
+    if base is not None:
+        table = Table(title=f"before = the same benchmark on {baseline_ref}'s code (ms, p50 / p95)")
+        for col in ("hops", "traversal cache", "before", "before / now, p95", "FalkorDB Cypher", "before"):
+            table.add_column(col, justify="right")
+        for r, b in zip(results["navigate"], base["navigate"]):
+            table.add_row(str(r["hops"]), cell(r["cache"]), cell(b["cache"]), ratio(b["cache"], r["cache"]),
+                          cell(r["native"]), cell(b["native"]))
+        console.print(table)
 
 if __name__ == "__main__":
     typer.run(main)
