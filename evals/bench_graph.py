@@ -36,13 +36,15 @@ from rich.console import Console
 from rich.table import Table
 from tqdm import tqdm
 
-from evals.baseline import BEFORE_ISSUE_17, run_on
+from evals.baseline import run_on
 from stores.database import Database
 from stores.knowledge_graph import DEFAULT_WEIGHT, RELATION_TYPES, GraphData, GraphStore, relation_pattern
 from stores.knowledge_graph_drivers import FALKORDB, FalkorDriver, Neo4jDriver
 from stores.falkordb_server import FalkorDBServer
 
 KB = "bench"
+# main before navigate was served from memory (issue 17); older commits' traversal cache took other arguments
+BEFORE_THIS_WORK = "872b078"
 NAIVE_SLICE = 2000
 POSTGRES = "postgresql+psycopg://postgres@127.0.0.1:5432/test"
 
@@ -262,7 +264,7 @@ def main(
     max_nodes_per_hop: int = typer.Option(25),
     bolt_driver: bool = typer.Option(True, "--bolt/--no-bolt", help="also run the neo4j driver over FalkorDB's Bolt port"),
     sql: bool = typer.Option(True, "--sql/--no-sql", help="also run the SQL backend on SQLite and Postgres"),
-    baseline_ref: str = typer.Option(BEFORE_ISSUE_17, help="git ref whose code is the baseline"),
+    baseline_ref: str = typer.Option(BEFORE_THIS_WORK, help="git ref whose code is the baseline"),
     no_baseline: bool = typer.Option(False, "--no-baseline", help="time this code only"),
     json_out: Path = typer.Option(None, "--json"),
 ):

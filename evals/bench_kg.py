@@ -38,7 +38,7 @@ from tqdm import tqdm
 
 from agent.runtime import Runtime
 from core.settings import SAMPLE_KB_PATH, Settings
-from evals.baseline import BEFORE_ISSUE_17, run_on
+from evals.baseline import run_on
 from retrieval.ingest import SAMPLE_EXTRACT_CONFIG, ingest
 
 QUERIES = [
@@ -47,6 +47,8 @@ QUERIES = [
     "API pagination cursor", "慢查询优化", "OOMKilled pods", "secrets rotation in Vault",
 ]
 MODES = ("concurrent", "sequential")
+# main before this benchmark's breakdown and the traversal cache's in-memory graph (issue 17)
+BEFORE_THIS_WORK = "872b078"
 
 
 class Phases:
@@ -141,7 +143,7 @@ def main(
     kbs: int = typer.Option(10),
     queries: int = typer.Option(24),
     phases: bool = typer.Option(True, "--phases/--no-phases", help="time the calls each KB makes (a separate sequential pass)"),
-    baseline_ref: str = typer.Option(BEFORE_ISSUE_17, help="git ref whose code is the baseline"),
+    baseline_ref: str = typer.Option(BEFORE_THIS_WORK, help="git ref whose code is the baseline"),
     no_baseline: bool = typer.Option(False, "--no-baseline", help="time this code only"),
     json_out: Path = typer.Option(None, "--json"),
 ):
