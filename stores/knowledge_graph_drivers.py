@@ -153,7 +153,7 @@ class FalkorDriver:
             header = f"CYPHER {values} " if values else ""
             reply = self._db.connection.execute_command("GRAPH.RO_QUERY", self._name, header + query,
                                                         "timeout", self.timeout_ms)
-            for part in (reply[0], reply[-1]):  # an error during the query comes inside the reply, not raised
+            for part in (reply[0], reply[-1]):  # as the falkordb client checks: an error may come inside the reply
                 if isinstance(part, redis.ResponseError):
                     raise part
             return reply[1] if len(reply) > 1 else []  # the client's connection decodes replies to str
