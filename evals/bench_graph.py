@@ -1,22 +1,27 @@
-"""Graph benchmark: bulk load rate, and navigate latency on FalkorDB (native client and neo4j driver) and SQL.
+"""Graph benchmark: bulk load rate, and navigate latency through the traversal cache, FalkorDB (native client and
+neo4j driver) and SQL, beside the same benchmark on a baseline commit's code.
 
-    python -m evals.bench_graph [--nodes 10000] [--edges 100000] [--queries 100] [--no-bolt] [--no-sql] [--json FILE]
+    python -m evals.bench_graph [--nodes 10000] [--edges 100000] [--queries 100] [--no-bolt] [--no-sql]
+                                [--baseline-ref REF | --no-baseline] [--json FILE]
 
 A random graph (uniform endpoints, six relation types, weights 0.1-1) is
 loaded into a throw-away FalkorDB started from the wheel, with its Bolt port
 open. The load goes through `GraphStore.replace_kb` (UNWIND batches) and is set
 against a naive one-MERGE-per-edge load of a slice of the same edges. Then
-1-, 2- and 3-hop `navigate` calls from random start nodes run through both
-drivers, beside two references on the same starts: the plain uncapped
-variable-length match (`MATCH p=(s)-[*1..h]-(m)`, best `max_paths` paths by
-score: what the caps save) and the same capped traversal as an in-memory
-breadth-first search in plain Python over an adjacency list (the floor: no
-query engine, no round trip). The same graph goes into the SQL backend (`EXECUTOR_GRAPH_BACKEND=sql`)
-on a throw-away SQLite file and, when a server answers, a throw-away Postgres
-schema, which run the same calls plus 3-hop `navigate_between` between random
-pairs. Printed side by side with FalkorDB as ratios, never asserted.
+1-, 2- and 3-hop `navigate` calls from random start nodes run through the
+traversal cache (`retrieval/traversal_cache.py`, over a real catalog: what graph
+expansion, query_knowledge_graph and navigate_graph call; it reads the KB's graph
+into memory on its first call, timed apart) and through both drivers' Cypher,
+beside two references on the same starts: the plain uncapped variable-length
+match (`MATCH p=(s)-[*1..h]-(m)`, best `max_paths` paths by score: what the caps
+save) and the same capped traversal as a breadth-first search in a few lines of
+Python over an adjacency list (the floor: no query engine, no round trip). The
+same graph goes into the SQL backend (`EXECUTOR_GRAPH_BACKEND=sql`) on a
+throw-away SQLite file and, when a server answers, a throw-away Postgres schema,
+which run the same calls plus 3-hop `navigate_between` between random pairs. The
+baseline is this benchmark run on another commit's code (`evals/baseline.py`,
+FalkorDB only). Printed side by side as ratios, never asserted.
 """
-
 from __future__ import annotations
 
 import json
@@ -31,12 +36,15 @@ from rich.console import Console
 from rich.table import Table
 from tqdm import tqdm
 
+from evals.baseline import run_on
 from stores.database import Database
 from stores.knowledge_graph import DEFAULT_WEIGHT, RELATION_TYPES, GraphData, GraphStore, relation_pattern
 from stores.knowledge_graph_drivers import FALKORDB, FalkorDriver, Neo4jDriver
 from stores.falkordb_server import FalkorDBServer
 
 KB = "bench"
+# main before navigate was served from memory (issue 17); older commits' traversal cache took other arguments
+BEFORE_THIS_WORK = "872b078"
 NAIVE_SLICE = 2000
 POSTGRES = "postgresql+psycopg://postgres@127.0.0.1:5432/test"
 
@@ -163,23 +171,26 @@ def _latency(store, label: str, calls: list, run) -> dict:
     return {"p50_ms": round(p50, 2), "p95_ms": round(p95, 2), "mean_paths": round(paths / len(calls), 1)}
 
 
-def main(
-    nodes: int = typer.Option(10_000),
-    edges: int = typer.Option(100_000),
-    queries: int = typer.Option(100),
-    max_paths: int = typer.Option(50),
-    max_nodes_per_hop: int = typer.Option(25),
-    bolt_driver: bool = typer.Option(True, "--bolt/--no-bolt", help="also run the neo4j driver over FalkorDB's Bolt port"),
-    sql: bool = typer.Option(True, "--sql/--no-sql", help="also run the SQL backend on SQLite and Postgres"),
-    json_out: Path = typer.Option(None, "--json"),
-):
-    console = Console()
+def _traversal_cache(native: GraphStore, folder: Path):
+    """The product's path (graph expansion, query_knowledge_graph, navigate_graph): the traversal cache over a
+    real catalog, which serves navigate from its in-memory snapshot of the KB's graph where the code has one."""
+    from retrieval.traversal_cache import TraversalCache
+    from stores.catalog import Catalog
+
+    catalog = Catalog(Database(f"sqlite:///{folder / 'catalog.db'}"))
+    catalog.create(KB)
+    return TraversalCache(catalog, lambda: native)
+
+
+def measure(nodes: int, edges: int, queries: int, max_paths: int, max_nodes_per_hop: int, bolt_driver: bool,
+            sql: bool, console: Console) -> dict:
     folder = Path(tempfile.mkdtemp(prefix="bench-graph-"))
     server = FalkorDBServer(folder, bolt_port=_free_port() if bolt_driver else None, bolt_on_all_interfaces=True)
     server.ensure_running()
     # the Bolt port serves the graph named "falkordb" only
     native = GraphStore(FalkorDriver("falkordb", socket_path=str(server.socket_path), timeout_s=60))
-    results: dict = {"nodes": nodes, "edges": edges, "queries": queries, "load": {}, "navigate": [], "between": {}}
+    results: dict = {"nodes": nodes, "edges": edges, "queries": queries, "max_paths": max_paths,
+                     "max_nodes_per_hop": max_nodes_per_hop, "load": {}, "navigate": [], "between": {}}
     stores: dict = {"native": native}
     postgres = None
     try:
@@ -210,13 +221,22 @@ def main(
                     results["load"][label] = {"seconds": round(seconds, 2), "edges_per_s": round(edges / seconds)}
 
         rng = random.Random(5)
-        starts = [f"entity-{i}" for i in rng.sample(range(nodes), queries)]
+        sample = rng.sample(range(nodes), queries + 1)
+        starts = [f"entity-{i}" for i in sample[1:]]
+        cache = _traversal_cache(native, folder)
+        # the first traversal of a KB revision reads its graph into memory (where the code does): timed apart
+        t = time.perf_counter()
+        cache.navigate(KB, f"entity-{sample[0]}", 1, None, max_paths, max_nodes_per_hop)
+        results["cache_first_call_s"] = round(time.perf_counter() - t, 3)
         adj = adjacency(data)
         for hops in (1, 2, 3):
             row = {"hops": hops}
             for label, store in stores.items():
                 row[label] = _latency(store, f"{label} {hops}-hop", starts, lambda st, name: len(
                     st.navigate(KB, name, hops, None, max_paths, max_nodes_per_hop)))
+            # distinct starts: every call misses the result cache and traverses
+            row["cache"] = _latency(cache, f"traversal cache {hops}-hop", starts, lambda c, name: len(
+                c.navigate(KB, name, hops, None, max_paths, max_nodes_per_hop)))
             row["plain"] = _latency(native, f"plain *1..{hops}", starts, lambda st, name: plain_match(
                 st, name, hops, max_paths))
             row["memory"] = _latency(adj, f"memory BFS {hops}-hop", starts, lambda a, name: len(
@@ -233,6 +253,30 @@ def main(
         server.stop()
         if postgres is not None:
             postgres.drop()
+    return results
+
+
+def main(
+    nodes: int = typer.Option(10_000),
+    edges: int = typer.Option(100_000),
+    queries: int = typer.Option(100),
+    max_paths: int = typer.Option(50),
+    max_nodes_per_hop: int = typer.Option(25),
+    bolt_driver: bool = typer.Option(True, "--bolt/--no-bolt", help="also run the neo4j driver over FalkorDB's Bolt port"),
+    sql: bool = typer.Option(True, "--sql/--no-sql", help="also run the SQL backend on SQLite and Postgres"),
+    baseline_ref: str = typer.Option(BEFORE_THIS_WORK, help="git ref whose code is the baseline"),
+    no_baseline: bool = typer.Option(False, "--no-baseline", help="time this code only"),
+    json_out: Path = typer.Option(None, "--json"),
+):
+    console = Console(width=160)
+    results = measure(nodes, edges, queries, max_paths, max_nodes_per_hop, bolt_driver, sql, console)
+    args = ["--nodes", str(nodes), "--edges", str(edges), "--queries", str(queries), "--max-paths", str(max_paths),
+            "--max-nodes-per-hop", str(max_nodes_per_hop), "--no-bolt", "--no-sql"]  # the baseline: FalkorDB only
+    base = None if no_baseline else run_on(baseline_ref, __file__, args)
+    if json_out:
+        json_out.write_text(json.dumps({"current": results, "baseline": base, "baseline_ref": baseline_ref}, indent=2))
+    if no_baseline and json_out:
+        return  # the baseline's own run: its figures go to the JSON only
 
     console.print(
         f"[bold]load[/] {edges:,} edges + {nodes:,} nodes into FalkorDB in {results['load_seconds']} s = "
@@ -242,32 +286,49 @@ def main(
     for label, load in results["load"].items():
         console.print(f"[bold]load[/] the same into SQL on {label} in {load['seconds']} s = {load['edges_per_s']:,} edges/s "
                       f"({load['edges_per_s'] / results['load_edges_per_s']:.2f}x FalkorDB)")
-    others = [label for label in stores if label != "native"] + ["plain", "memory"]
+    console.print(f"[bold]traversal cache[/], first call of the KB revision (reads the graph into memory): "
+                  f"{results['cache_first_call_s'] * 1000:.0f} ms"
+                  + ("" if base is None else f"; before ({baseline_ref}): {base['cache_first_call_s'] * 1000:.0f} ms"))
+    cell = lambda c: "-" if c is None else f"{c['p50_ms']:.2f} / {c['p95_ms']:.2f}"  # noqa: E731
+    ratio = lambda a, b: "-" if a is None or b is None else f"{a['p95_ms'] / b['p95_ms']:.1f}x"  # noqa: E731
     table = Table(title=f"navigate, {queries} random starts, max_paths {max_paths}, max_nodes_per_hop {max_nodes_per_hop} "
-                        "(ms; ratio = p95 / FalkorDB native p95; plain = uncapped variable-length MATCH on FalkorDB, "
-                        "memory = the capped traversal as a BFS in Python)")
-    table.add_column("hops", justify="right")
-    for label in ["native", *others]:
-        table.add_column(f"{label} p50 / p95", justify="right")
-        if label != "native":
-            table.add_column(f"{label} ratio", justify="right")
-    table.add_column("paths", justify="right")
-    rows = [(str(r["hops"]), r) for r in results["navigate"]]
-    if results["between"]:
-        rows.append(("path, 3", {**results["between"], "bolt": None, "plain": None, "memory": None}))
-    for title, r in rows:
-        cells = [title]
-        for label in ["native", *others]:
-            cell = r.get(label)
-            cells.append("-" if cell is None else f"{cell['p50_ms']:.2f} / {cell['p95_ms']:.2f}")
-            if label != "native":
-                cells.append("-" if cell is None else f"{cell['p95_ms'] / r['native']['p95_ms']:.1f}x")
-        cells.append(f"{r['native']['mean_paths']:.0f}")
-        table.add_row(*cells)
+                        "(ms, p50 / p95). traversal cache = what graph expansion, query_knowledge_graph and navigate_graph "
+                        "call; FalkorDB Cypher = GraphStore.navigate; plain = the uncapped variable-length MATCH; BFS floor "
+                        "= the capped traversal in a few lines of Python; ratio = FalkorDB Cypher p95 / that p95")
+    for col in ("hops", "traversal cache", "ratio", "FalkorDB Cypher", "plain *1..h", "ratio", "BFS floor", "ratio", "paths"):
+        table.add_column(col, justify="right")
+    for r in results["navigate"]:
+        table.add_row(str(r["hops"]), cell(r["cache"]), ratio(r["native"], r["cache"]), cell(r["native"]),
+                      cell(r["plain"]), ratio(r["native"], r["plain"]), cell(r["memory"]), ratio(r["native"], r["memory"]),
+                      f"{r['native']['mean_paths']:.0f}")
     console.print(table)
-    if json_out:
-        json_out.write_text(json.dumps(results, indent=2))
-
+    stores = [label for label in ("bolt", "sqlite", "postgres") if label in results["navigate"][0]]
+    if stores:
+        titles = {"bolt": "neo4j driver over Bolt", "sqlite": "SQL on SQLite", "postgres": "SQL on Postgres"}
+        table = Table(title="the same calls on the other drivers and backends (ms, p50 / p95; ratio = FalkorDB Cypher "
+                            "p95 / that p95); path, 3 = navigate_between over 3 hops")
+        table.add_column("hops", justify="right")
+        for label in ["native", *stores]:
+            table.add_column("FalkorDB Cypher" if label == "native" else titles[label], justify="right")
+            if label != "native":
+                table.add_column("ratio", justify="right")
+        rows = [(str(r["hops"]), r) for r in results["navigate"]]
+        if results["between"]:
+            rows.append(("path, 3", results["between"]))
+        for title, r in rows:
+            cells = [title, cell(r["native"])]
+            for label in stores:
+                cells += [cell(r.get(label)), ratio(r["native"], r.get(label))]
+            table.add_row(*cells)
+        console.print(table)
+    if base is not None:
+        table = Table(title=f"before = the same benchmark on {baseline_ref}'s code (ms, p50 / p95)")
+        for col in ("hops", "traversal cache", "before", "before / now, p95", "FalkorDB Cypher", "before"):
+            table.add_column(col, justify="right")
+        for r, b in zip(results["navigate"], base["navigate"]):
+            table.add_row(str(r["hops"]), cell(r["cache"]), cell(b["cache"]), ratio(b["cache"], r["cache"]),
+                          cell(r["native"]), cell(b["native"]))
+        console.print(table)
 
 if __name__ == "__main__":
     typer.run(main)

@@ -49,12 +49,16 @@ class Catalog:
         self._lock = threading.Lock()
 
     @contextmanager
-    def reading(self) -> Iterator[None]:
-        """Within the block, each KB row is read once (on this thread); nested blocks share the outer one's rows."""
-        if getattr(self._pinned, "rows", None) is not None:
+    def reading(self, rows: dict[str, KnowledgeBase] | None = None) -> Iterator[None]:
+        """Within the block, each KB row is read once (on this thread); nested blocks share the outer one's rows.
+        `rows`: rows the caller already read (on another thread: a tool call's per-KB workers), used as read."""
+        pinned = getattr(self._pinned, "rows", None)
+        if pinned is not None:
+            for name, row in (rows or {}).items():
+                pinned.setdefault(name, row)
             yield
             return
-        self._pinned.rows = {}
+        self._pinned.rows = dict(rows or {})
         try:
             yield
         finally:

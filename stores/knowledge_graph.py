@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Iterable
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ConfigDict
 
 from core.errors import InputError
 from stores.graph_diff import GraphDiff, totals
@@ -72,11 +72,16 @@ def bounded(value, name: str, low: int, high: int) -> int:
 
 
 class GraphNode(BaseModel):
+    # frozen: a cached traversal's paths, and the in-memory graph's nodes and edges, are shared by every caller
+    model_config = ConfigDict(frozen=True)
+
     name: str
     type: str | None = None
 
 
 class GraphEdge(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
     type: str
     source: str
     target: str
@@ -295,6 +300,20 @@ class GraphStore:
             {"kb": kb, "keys": list(keys)},
         )
         return [(r["a"], r["b"], r["name"], r["type"]) for r in rows]
+
+    def traversal_rows(self, kb: str, limit: int) -> tuple[list[tuple], list[tuple]]:
+        """Every entity of `kb` as (key, name, type) and up to `limit` + 1 of its relations as (type, source key,
+        target key, weight): what `stores.knowledge_graph_memory.GraphSnapshot` traverses in memory. The
+        relations are matched as the traversal matches them (from an entity of the KB to any entity)."""
+        run = self.driver.run_scalars  # bulk rows: FalkorDB's weights come back as text, hence float() below
+        entities = run("MATCH (e:Entity {kb: $kb}) RETURN e.key, e.name, e.type", {"kb": kb})
+        relations = run(
+            f"MATCH (a:Entity {{kb: $kb}})-[r:{relation_pattern(None)}]->(b:Entity) "
+            "RETURN type(r), a.key, b.key, r.weight LIMIT $limit",
+            {"kb": kb, "limit": int(limit) + 1},
+        )
+        return ([tuple(r) for r in entities],
+                [(y, s, t, None if w is None else float(w)) for y, s, t, w in relations])
 
     def entity_names(self, kb: str) -> dict[str, tuple[str, str | None]]:
         rows = self.driver.run(

@@ -58,6 +58,10 @@ class CypherDriver(Protocol):
 
     def run(self, query: str, params: dict | None = None, *, write: bool = False) -> list[dict[str, Any]]: ...
 
+    def run_scalars(self, query: str, params: dict | None = None) -> list[list]:
+        """A bulk read of scalar columns, positional: strings as str, integers as int, null as None, doubles
+        as float or as their decimal text (FalkorDB's verbose reply): the caller converts them."""
+
     def close(self) -> None: ...
 
 
@@ -128,11 +132,40 @@ class FalkorDriver:
         self._graph = self._db.select_graph(self._name)
 
     def run(self, query: str, params: dict | None = None, *, write: bool = False) -> list[dict[str, Any]]:
+        def rows(params: dict) -> list[dict[str, Any]]:
+            call = self._graph.query if write else self._graph.ro_query  # the graph of this connection (restarts)
+            result = call(query, params, timeout=self.timeout_ms)
+            names = [h[1] if isinstance(h, (list, tuple)) else h for h in (result.header or [])]
+            return [dict(zip(names, _plain(row))) for row in result.result_set]
+
+        return self._retrying(rows, params)
+
+    def run_scalars(self, query: str, params: dict | None = None) -> list[list]:
+        """A read whose columns are scalars, as positional rows in the server's verbose reply: strings and
+        doubles as text (the caller knows its columns' types), integers as int, null as None. The falkordb
+        client parses its compact reply cell by cell in Python: for the 400,000 cells of a 100,000-relation
+        snapshot that took 1.2 s against 0.45 s for this."""
+        import redis
+        from falkordb.helpers import stringify_param_value
+
+        def rows(params: dict) -> list[list]:
+            values = " ".join(f"{k}={stringify_param_value(v)}" for k, v in params.items())
+            header = f"CYPHER {values} " if values else ""
+            reply = self._db.connection.execute_command("GRAPH.RO_QUERY", self._name, header + query,
+                                                        "timeout", self.timeout_ms)
+            for part in (reply[0], reply[-1]):  # as the falkordb client checks: an error may come inside the reply
+                if isinstance(part, redis.ResponseError):
+                    raise part
+            return reply[1] if len(reply) > 1 else []  # the client's connection decodes replies to str
+
+        return self._retrying(rows, params)
+
+    def _retrying(self, rows: Callable[[dict], list], params: dict | None) -> list:
         import redis
 
         params = clean_params(params or {})
         try:
-            return self._run(query, params, write)
+            return self._run(rows, params)
         except redis.ConnectionError as exc:
             if self._restart is None:
                 raise BackendError(f"graph unavailable: {self.description}: {first_line(exc)}") from exc
@@ -140,27 +173,24 @@ class FalkorDriver:
         self._restart()  # the embedded server died (or was stopped): start it again, once
         self._connect()
         try:
-            return self._run(query, params, write)
+            return self._run(rows, params)
         except (redis.ConnectionError, OSError) as exc:
             raise BackendError(f"graph unavailable: {self.description}: {first_line(exc)}") from exc
 
-    def _run(self, query: str, params: dict, write: bool) -> list[dict[str, Any]]:
+    def _run(self, rows: Callable[[dict], list], params: dict) -> list:
         import redis
 
-        call = self._graph.query if write else self._graph.ro_query
         try:
-            result = call(query, params, timeout=self.timeout_ms)
+            return rows(params)
         except redis.ResponseError as exc:
             message = first_line(exc)
             if "timed out" in message.lower():
                 raise BackendError(f"graph query timed out after {self.timeout_ms} ms") from exc
             raise BackendError(f"graph query failed: {message}") from exc
         except redis.ConnectionError:
-            raise  # run() decides: restart the embedded server, or report it unavailable
+            raise  # _retrying() decides: restart the embedded server, or report it unavailable
         except self._redis_errors as exc:
             raise BackendError(f"graph unavailable: {self.description}: {first_line(exc)}") from exc
-        names = [h[1] if isinstance(h, (list, tuple)) else h for h in (result.header or [])]
-        return [dict(zip(names, _plain(row))) for row in result.result_set]
 
     def delete_graph(self) -> None:
         """Drop the whole graph (tests and benchmarks start from nothing)."""
@@ -226,6 +256,11 @@ class Neo4jDriver:
             raise BackendError(f"graph query failed: {first_line(exc.message or exc)}") from exc
         except (neo4j.exceptions.DriverError, OSError) as exc:
             raise BackendError(f"graph unavailable: {self.description}: {first_line(exc)}") from exc
+
+    def run_scalars(self, query: str, params: dict | None = None) -> list[list]:
+        """A read whose columns are scalars, as positional rows (FalkorDriver.run_scalars' shape; the values
+        keep their types here)."""
+        return [list(row.values()) for row in self.run(query, params)]
 
     def close(self) -> None:
         self._driver.close()

@@ -283,6 +283,18 @@ class SqlGraphStore:
         return [(r["a"], r["b"], r["name"], r["type"])
                 for r in self._rows(statement, {"kb": kb, "types": types, "keys": list(keys)})]
 
+    def traversal_rows(self, kb: str, limit: int) -> tuple[list[tuple], list[tuple]]:
+        """Every entity of `kb` as (key, name, type) and up to `limit` + 1 of its relations as (type, source key,
+        target key, weight), for `stores.knowledge_graph_memory.GraphSnapshot`."""
+        entities = self._rows(select(GraphEntity.id, GraphEntity.key, GraphEntity.name, GraphEntity.type)
+                              .where(GraphEntity.kb == kb).order_by(GraphEntity.id))
+        keys = {r["id"]: r["key"] for r in entities}
+        relations = self._rows(select(GraphRelation.type, GraphRelation.source_id, GraphRelation.target_id,
+                                      GraphRelation.weight).where(GraphRelation.kb == kb)
+                               .order_by(GraphRelation.id).limit(int(limit) + 1))
+        return ([(r["key"], r["name"], r["type"]) for r in entities],
+                [(r["type"], keys.get(r["source_id"]), keys.get(r["target_id"]), r["weight"]) for r in relations])
+
     def entity_names(self, kb: str) -> dict[str, tuple[str, str | None]]:
         rows = self._rows(select(GraphEntity.key, GraphEntity.name, GraphEntity.type, GraphEntity.aliases)
                           .where(GraphEntity.kb == kb))

@@ -56,3 +56,26 @@ def test_inside_reading_a_kb_row_is_read_once(tmp_path):
     assert len(statements) == 2  # "ops" once, "nope" once
     catalog.get("ops")
     assert len(statements) == 3  # outside the block every read goes to the database
+
+
+def test_rows_read_on_another_thread_are_not_read_again(tmp_path):
+    """query_knowledge_graph reads each KB row once and hands it to that KB's worker thread."""
+    import threading
+
+    db = Database(f"sqlite:///{tmp_path / 'executor.db'}")
+    catalog = Catalog(db)
+    catalog.create("ops")
+    row = catalog.require("ops")
+    statements = counted(db)
+    seen = []
+
+    def worker():
+        with catalog.reading({"ops": row}):
+            seen.extend([catalog.require("ops"), catalog.get("ops")])
+            with catalog.reading({"ops": None}):  # a nested block keeps the rows it has
+                seen.append(catalog.get("ops"))
+
+    thread = threading.Thread(target=worker)
+    thread.start()
+    thread.join()
+    assert seen == [row, row, row] and statements == []

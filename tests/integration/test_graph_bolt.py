@@ -89,3 +89,15 @@ def test_unknown_entity_and_injection_over_bolt(stores):
     with pytest.raises(InputError, match="unknown relation type"):
         bolt.navigate(KB, "ComfyUI", relation_filter=["DEPENDS_ON]-() DETACH DELETE n //"])
     assert bolt.stats(KB)["entities"] == 7
+
+
+def test_the_in_memory_snapshot_reads_the_same_graph_over_bolt(stores):
+    """The traversal cache's bulk read (`run_scalars`) through the Neo4j adapter: the same snapshot, the same paths."""
+    from stores.knowledge_graph_memory import GraphSnapshot
+
+    native, bolt = stores
+    over_bolt, direct = GraphSnapshot.load(bolt, KB, 100), GraphSnapshot.load(native, KB, 100)
+    assert (over_bolt.entity_count, over_bolt.relation_count) == (direct.entity_count, direct.relation_count) == (7, 7)
+    for start in ("ComfyUI", "Docker", "Helm"):
+        assert as_tuples(over_bolt.navigate(start, 3)) == as_tuples(direct.navigate(start, 3)) == as_tuples(
+            native.navigate(KB, start, 3))

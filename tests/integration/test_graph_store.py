@@ -11,15 +11,36 @@ import pytest
 from core.errors import BackendError, InputError
 from conftest import known_graph_data
 from stores.knowledge_graph import GraphData, GraphStore
+from stores.knowledge_graph_memory import GraphSnapshot
 from stores.falkordb_server import FalkorDBServer
 
 KB = "known"
 
 
-@pytest.fixture(params=["falkordb", "sql-sqlite", "sql-postgres", "neo4j"])
+class InMemoryNavigate:
+    """A store whose `navigate` runs on the in-memory snapshot of its own graph (what the traversal cache
+    serves), read afresh for every call; everything else is the store's."""
+
+    def __init__(self, store):
+        self.store = store
+
+    def __getattr__(self, name):
+        return getattr(self.store, name)
+
+    def navigate(self, kb, entity, max_hops=2, relation_filter=None, max_paths=20, max_nodes_per_hop=25):
+        snapshot = GraphSnapshot.load(self.store, kb, 1_000_000)
+        assert snapshot is not None
+        return snapshot.navigate(entity, max_hops, relation_filter, max_paths, max_nodes_per_hop)
+
+
+@pytest.fixture(params=["falkordb", "sql-sqlite", "sql-postgres", "neo4j", "memory-falkordb", "memory-sqlite"])
 def store(request):
     if request.param == "falkordb":
         yield request.getfixturevalue("falkor_store")
+        return
+    if request.param.startswith("memory-"):
+        engine = request.param[7:]
+        yield InMemoryNavigate(request.getfixturevalue("falkor_store" if engine == "falkordb" else f"sql_store_{engine}"))
         return
     if request.param.startswith("sql-"):
         yield request.getfixturevalue("sql_store_" + request.param[4:])

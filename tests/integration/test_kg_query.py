@@ -103,6 +103,9 @@ def test_every_call_is_logged(kbs):
     assert row.arguments["knowledge_base_ids"] == ["sample", "nope"] and "nope" in row.error
     assert row.kb == "sample,nope" and row.latency_ms > 0
     assert row.retrieval_details["kb_counts"]["sample"] > 0 and row.retrieval_details["scores"]
+    # each knowledge base that answered, with its worker's wall and CPU time (what bench_kg's breakdown reads)
+    assert list(row.retrieval_details["kb_timings"]) == ["sample"]
+    assert set(row.retrieval_details["kb_timings"]["sample"]) == {"ms", "cpu_ms"}
 
 
 def test_the_executor_can_call_it(kbs):
