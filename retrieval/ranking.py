@@ -29,7 +29,8 @@ Features (all in [0, 1] or small integers, so weights stay comparable):
   0 otherwise. The dense vectors are the only layer that sees across languages, so for such a page
   they must carry the decision; with `other_language` alone the model could only add a flat bonus, which
   put any page of the other language (no shared word, middling similarity) above a same-language page
-  with every query term (Helm: "where can I download an unstable build" ranked a Chinese API page first).
+  with every query term (Helm: for "helm install --dry-run 渲染通过了..." the English install page, sharing no
+  word with it, ranked first and the Chinese page that answers 4th).
 """
 
 from __future__ import annotations

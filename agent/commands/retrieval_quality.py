@@ -75,6 +75,7 @@ def calibrate(
     labels: Annotated[Optional[list[Path]], typer.Option("--labels", help="YAML list of {query, relevant: [doc_key, ...]}; repeat for several files")] = None,
     kb: KbsOpt = None,
     for_kb: Annotated[Optional[str], typer.Option("--for", help="fit this KB's own model (thresholds and figures on its questions; the other labels only help fit the ranker); default: the KB when every label file is on one KB, else the embedder's shared preset")] = None,
+    shared: Annotated[bool, typer.Option("--shared", help="fit the embedder's shared preset (config.yaml) even when every label file is on one KB")] = False,
     write: Annotated[bool, typer.Option("--write", help="store the result: a KB's own model in the catalog (used by that KB's lookups only), the shared preset in config.yaml for this embedder")] = False,
     reset: Annotated[bool, typer.Option("--reset", help="drop the own model of the KB given with --kb (it goes back to the shared preset)")] = False,
     feedback: Annotated[Optional[list[str]], typer.Option("--feedback", help="also learn from users' good/bad answers on this KB (executor feedback); repeat for several")] = None,
@@ -85,8 +86,10 @@ def calibrate(
         return _reset(labels, kb, for_kb, write, as_json)
     if not labels:
         raise InputError("give --labels FILE (with --kb NAME), or --reset --kb NAME")
+    if shared and for_kb:
+        raise InputError("--for KB fits that KB's own model, --shared the embedder's shared one: give one of them")
     pairs = _pair(labels, kb)
-    target = for_kb or (pairs[0][1] if len({k for _, k in pairs}) == 1 else None)
+    target = None if shared else for_kb or (pairs[0][1] if len({k for _, k in pairs}) == 1 else None)
     if target is not None and target not in {k for _, k in pairs} and not feedback:
         raise InputError(f"--for {target}: no --labels file is on that KB")
     from core.settings import Thresholds, config_path, get_settings
