@@ -7,16 +7,22 @@ each candidate document keeps its features (`retrieval.ranking`). Then:
    relevant?) pairs, gives each document a probability of answering;
 2. HIGHLY_RELEVANT is the lowest probability at which the best document of a
    question is relevant for at least 92% of the questions graded there (the target is 90%
-   on questions the fit never saw);
+   on questions the fit never saw), and above every off-topic question's best document;
    REFERENCE the lowest at which at most 5% of the off-topic questions
    (`relevant: []`) still get a document (without off-topic labels: the lowest
    at which 40% of the documents sent are relevant); never above HIGHLY_RELEVANT;
+   the supplements' bar the lowest at which 40% of the documents sent after the
+   first (2nd to 4th, on questions that got a level) are relevant; never above REFERENCE;
 3. the same procedure is run k times, each time fitted on k-1 folds of the
    questions and measured on the fold left out, so the reported figures come
    from questions the model never saw.
 
 Several label files (each on its own KB) are pooled: a model fitted on two
-unrelated corpora transfers better to a third than one fitted on either.
+unrelated corpora transfers better to a third than one fitted on either. That
+pooled model is the embedder's shared preset. A KB's own model (`target`) is
+fitted on the labels given (only its own, or pooled with others) with its
+thresholds chosen on its own questions alone, since each KB's scores sit at
+their own height; its figures are measured on its own questions.
 """
 
 from __future__ import annotations
@@ -29,12 +35,12 @@ import numpy as np
 from pydantic import BaseModel, Field
 
 from core.errors import InputError
-from core.settings import Ranker, Thresholds, update_config
+from core.settings import KbModel, Ranker, Thresholds, update_config
 from retrieval.alignment import search_text
 from retrieval.graph_build import has_graph
 from retrieval.grading import Graded, Grader
 from retrieval.label_files import load_label_list
-from retrieval.quality import Quality, Question, measure
+from retrieval.quality import DOCUMENTS_SENT, Quality, Question, measure
 from retrieval.ranking import FEATURES
 from core.relevance import language_of
 from stores.catalog import Catalog
@@ -43,11 +49,15 @@ from stores.embedders import Embedder
 HR_MIN_PRECISION = 0.92  # above the 0.9 target, so the figure holds on questions the fit never saw
 OFF_TOPIC_MAX_RATE = 0.05
 REF_MIN_PRECISION = 0.4
+SUPPLEMENT_MIN_PRECISION = 0.4  # the same bar REFERENCE uses without off-topic labels
 GRID = [round(0.02 + i * 0.01, 2) for i in range(97)]  # 0.02 .. 0.98
 FOLDS = 5
-RULE = (f"HIGHLY_RELEVANT: lowest score where the best document is relevant for >= {HR_MIN_PRECISION:.0%} of questions; "
+RULE = (f"HIGHLY_RELEVANT: lowest score where the best document is relevant for >= {HR_MIN_PRECISION:.0%} of questions, "
+        f"above every off-topic question's best; "
         f"REFERENCE: lowest score where <= {OFF_TOPIC_MAX_RATE:.0%} of off-topic questions still get a document "
-        f"(no off-topic labels: >= {REF_MIN_PRECISION:.0%} of documents sent are relevant), not above HIGHLY_RELEVANT")
+        f"(no off-topic labels: >= {REF_MIN_PRECISION:.0%} of documents sent are relevant), not above HIGHLY_RELEVANT; "
+        f"supplements: lowest score where >= {SUPPLEMENT_MIN_PRECISION:.0%} of the 2nd-4th documents sent are relevant, "
+        f"not above REFERENCE")
 
 
 class Label(BaseModel):
@@ -73,9 +83,11 @@ class Calibration(BaseModel):
     embedder: str
     labels: dict[str, int]  # label file -> questions
     rule: str = RULE
+    target: str | None = None  # the KB this model is for (None: the embedder's shared preset)
     ranker: Ranker
     highly_relevant_threshold: float
     reference_threshold: float
+    supplement_threshold: float
     held_out: Quality  # k-fold: every question measured by a model fitted without it
     fitted: Quality  # the final model on every question (fitted on them: for comparison only)
     current: Quality  # each KB's grading in force before this run
@@ -129,10 +141,12 @@ def fit_ranker(observed: list[Observed]) -> Ranker:
                   weights={f: round(float(w), 4) for f, w in zip(FEATURES, model.coef_[0])})
 
 
-def choose_thresholds(observed: list[Observed], ranker: Ranker, max_l2: float) -> tuple[float, float]:
+def choose_thresholds(observed: list[Observed], ranker: Ranker, max_l2: float) -> tuple[float, float, float]:
+    """HIGHLY_RELEVANT, REFERENCE and the supplements' bar for `ranker`, by the rules in RULE."""
     # score the best document of each question once; the thresholds only cut this list
     best: list[tuple[float, bool, bool]] = []  # (score, relevant, off-topic)
     sent: list[tuple[float, bool]] = []  # every candidate: (score, relevant)
+    after: list[tuple[float, float, bool]] = []  # 2nd-4th candidates: (best score of the question, score, relevant)
     probe = Thresholds(max_l2_distance=max_l2, highly_relevant_threshold=1.0, reference_threshold=0.0, ranker=ranker)
     for o in observed:
         o.graded.regrade(probe)
@@ -140,11 +154,13 @@ def choose_thresholds(observed: list[Observed], ranker: Ranker, max_l2: float) -
         top = o.graded.candidates[0] if o.graded.candidates else None
         if top is not None:
             best.append((top.score, top.doc_key in relevant, not relevant))
+            after += [(top.score, c.score, c.doc_key in relevant) for c in o.graded.candidates[1:DOCUMENTS_SENT]]
         sent += [(c.score, c.doc_key in relevant) for c in o.graded.candidates]
+    off_best = max((s for s, _, off in best if off), default=-1.0)
 
     def hr_ok(t: float) -> bool:
         graded = [rel for s, rel, off in best if s >= t]
-        return bool(graded) and sum(graded) / len(graded) >= HR_MIN_PRECISION
+        return bool(graded) and sum(graded) / len(graded) >= HR_MIN_PRECISION and t > off_best
 
     hr = next((t for t in GRID if hr_ok(t)), GRID[-1])
     off_scores = [s for s, _, off in best if off]
@@ -155,14 +171,23 @@ def choose_thresholds(observed: list[Observed], ranker: Ranker, max_l2: float) -
         def ref_ok(t: float) -> bool:
             kept = [rel for s, rel in sent if s >= t]
             return bool(kept) and sum(kept) / len(kept) >= REF_MIN_PRECISION
-    ref = next((t for t in GRID if ref_ok(t)), hr)
-    return hr, min(ref, hr)
+    ref = min(next((t for t in GRID if ref_ok(t)), hr), hr)
+
+    def supplement_ok(t: float) -> bool:
+        kept = [rel for top, s, rel in after if top >= ref and s >= t]
+        return bool(kept) and sum(kept) / len(kept) >= SUPPLEMENT_MIN_PRECISION
+
+    supplement = min(next((t for t in GRID if supplement_ok(t)), ref), ref)
+    return hr, ref, supplement
 
 
-def fit(observed: list[Observed], max_l2: float) -> Thresholds:
+def fit(observed: list[Observed], max_l2: float, target: str | None = None) -> Thresholds:
+    """The ranker fitted on every observed question; the thresholds on `target`'s questions (None: on all)."""
     ranker = fit_ranker(observed)
-    hr, ref = choose_thresholds(observed, ranker, max_l2)
-    return Thresholds(max_l2_distance=max_l2, highly_relevant_threshold=hr, reference_threshold=ref, ranker=ranker)
+    own = [o for o in observed if target is None or o.kb == target]
+    hr, ref, supplement = choose_thresholds(own, ranker, max_l2)
+    return Thresholds(max_l2_distance=max_l2, highly_relevant_threshold=hr, reference_threshold=ref,
+                      supplement_threshold=supplement, ranker=ranker)
 
 
 def folds_of(observed: list[Observed], k: int, seed: int = 7) -> list[int]:
@@ -178,37 +203,57 @@ def folds_of(observed: list[Observed], k: int, seed: int = 7) -> list[int]:
     return fold
 
 
-def cross_validate(observed: list[Observed], max_l2: float, k: int = FOLDS) -> list[Question]:
+def cross_validate(observed: list[Observed], max_l2: float, k: int = FOLDS, target: str | None = None
+                   ) -> list[Question]:
+    """Every question graded by a model fitted without its fold (with `target`: that KB's questions only)."""
     fold = folds_of(observed, k)
     out: list[Question | None] = [None] * len(observed)
     for f in range(k):
         train = [o for o, g in zip(observed, fold) if g != f]
-        t = fit(train, max_l2)
-        held = [(i, o) for i, (o, g) in enumerate(zip(observed, fold)) if g == f]
+        t = fit(train, max_l2, target)
+        held = [(i, o) for i, (o, g) in enumerate(zip(observed, fold)) if g == f and (target is None or o.kb == target)]
         for (i, _), q in zip(held, regrade([o for _, o in held], t)):
             out[i] = q
     return [q for q in out if q is not None]
 
 
 def calibrate(observed: list[Observed], sources: dict[str, int], current: Mapping[str, Thresholds], embedder: str,
-              k: int = FOLDS) -> Calibration:
-    """`current`: the thresholds each KB is graded with now (the "before" figures)."""
-    if len(observed) < 2 * k:
-        raise InputError(f"{len(observed)} labelled questions are too few for {k}-fold calibration")
+              k: int = FOLDS, target: str | None = None) -> Calibration:
+    """`current`: the thresholds each KB is graded with now (the "before" figures). `target`: fit that KB's own
+    model (thresholds and figures on its questions); None: the shared preset over every KB."""
+    own = [o for o in observed if target is None or o.kb == target]
+    if target is not None and not own:
+        raise InputError(f"no labelled questions are on knowledge base {target!r}: give --labels FILE --kb {target}")
+    if len(own) < 2 * k:
+        raise InputError(f"{len(own)} labelled questions are too few for {k}-fold calibration")
     max_l2 = next(iter(current.values())).max_l2_distance
-    held_out = measure(cross_validate(observed, max_l2, k))
-    before = measure(regrade(observed, current))
-    final = fit(observed, max_l2)
+    held_out = measure(cross_validate(observed, max_l2, k, target))
+    before = measure(regrade(own, current))
+    final = fit(observed, max_l2, target)
     return Calibration(
-        embedder=embedder, labels=sources, ranker=final.ranker,
+        embedder=embedder, labels=sources, target=target, ranker=final.ranker,
         highly_relevant_threshold=final.highly_relevant_threshold, reference_threshold=final.reference_threshold,
-        held_out=held_out, fitted=measure(regrade(observed, final)), current=before, folds=k,
+        supplement_threshold=final.supplement, held_out=held_out, fitted=measure(regrade(own, final)), current=before,
+        folds=k,
+    )
+
+
+def kb_model(result: Calibration, max_l2: float, fitted_at: str) -> KbModel:
+    """The fitted model as a KB stores it (`knowledge_base.grading_model`)."""
+    figures = result.held_out.by_kb[result.target]["all"] if result.target in result.held_out.by_kb else None
+    return KbModel(
+        embedder=result.embedder, labels=result.labels, fitted_at=fitted_at,
+        thresholds=Thresholds(max_l2_distance=max_l2, highly_relevant_threshold=result.highly_relevant_threshold,
+                              reference_threshold=result.reference_threshold,
+                              supplement_threshold=result.supplement_threshold, ranker=result.ranker),
+        held_out=figures.model_dump() if figures is not None else {},
     )
 
 
 def write_thresholds(config_path: Path, embedder: str, t: Thresholds) -> None:
     """Store one embedder's model and thresholds in config.yaml, keeping everything else in the file."""
-    entry = {"highly-relevant-threshold": t.highly_relevant_threshold, "reference-threshold": t.reference_threshold}
+    entry = {"highly-relevant-threshold": t.highly_relevant_threshold, "reference-threshold": t.reference_threshold,
+             "supplement-threshold": t.supplement_threshold}
     if t.ranker is not None:
         entry["ranker"] = t.ranker.model_dump()
     update_config(config_path, ("retrieval", "normalization", "embedders", embedder), entry)

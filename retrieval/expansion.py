@@ -147,7 +147,7 @@ class GraphExpander:
         chunks_by_doc: dict[str, list] = {}
         for hit in self.vectors.get_chunks(kb, ids, vector):
             chunks_by_doc.setdefault(hit.doc_key, []).append(hit)
-        t = self.settings.thresholds(self.embedder.name, self.catalog.require(kb).grading)
+        t = self.settings.kb_thresholds(self.embedder.name, self.catalog.require(kb))
         semantic = self._scores(result, chunks_by_doc, t)
         relevant = {k: v for k, v in semantic.items() if v >= t.reference_threshold}
         if not relevant:

@@ -49,10 +49,11 @@ class Graded:
         return self
 
     def relevant(self, t: Thresholds) -> list[Candidate]:
-        """The documents worth sending: the best one whenever there is a level, then every one at REFERENCE or above."""
+        """The documents worth sending: the best one whenever there is a level (its score is what says the KB
+        answers at all), then every one at the supplements' bar or above (REFERENCE unless calibrated lower)."""
         if self.level is None:
             return []
-        return [c for i, c in enumerate(self.candidates) if i == 0 or c.score >= t.reference_threshold]
+        return [c for i, c in enumerate(self.candidates) if i == 0 or c.score >= t.supplement]
 
     def details(self) -> dict:
         top = self.candidates[0] if self.candidates else None

@@ -128,7 +128,7 @@ class KnowledgeGraphQuery:
     def _one_kb(self, kb: str, row, query: str, vector, cache: dict) -> tuple[list, dict]:
         config = row.extract_config
         self.vectors.check_embedder(kb, self.embedder)  # remembered per collection by the store
-        t = self.settings.thresholds(self.embedder.name, row.grading)  # each KB graded its own way
+        t = self.settings.kb_thresholds(self.embedder.name, row)  # each KB graded its own way
         graded = self.grader.grade(kb, row.revision, query, vector, t)
         # every chunk found for a relevant document, with its document's calibrated score and level
         hits = [(h, c.score, Level.HIGHLY_RELEVANT if c.score >= t.highly_relevant_threshold else Level.REFERENCE)

@@ -82,7 +82,7 @@ class LookupService:
     def _lookup(self, query, session_id, kb, missing_dimension, rules, batch, dry_run) -> LookupResult:
         kb_row = self.catalog.require(kb)
         self.check_embedder(kb)
-        thresholds = self.settings.thresholds(self.embedder.name, kb_row.grading)
+        thresholds = self.settings.kb_thresholds(self.embedder.name, kb_row)
         lang = language_of(query)
 
         vector = self.embedder.embed_query(query)

@@ -24,7 +24,13 @@ Features (all in [0, 1] or small integers, so weights stay comparable):
   see a Chinese page answering an English question (and bilingual KBs are full of those), so the
   model needs to know when missing overlap means nothing;
 - `coverage_same_language`, `lexical_same_language`: `coverage` and `lexical` where the languages
-  match, 0 otherwise, so overlap counts fully only where it can happen at all.
+  match, 0 otherwise, so overlap counts fully only where it can happen at all;
+- `similarity_other_language`, `lift_other_language`: `similarity` and `lift` where the languages differ,
+  0 otherwise. The dense vectors are the only layer that sees across languages, so for such a page
+  they must carry the decision; with `other_language` alone the model could only add a flat bonus, which
+  put any page of the other language (no shared word, middling similarity) above a same-language page
+  with every query term (Helm: for "helm install --dry-run 渲染通过了..." the English install page, sharing no
+  word with it, ranked first and the Chinese page that answers 4th).
 """
 
 from __future__ import annotations
@@ -93,6 +99,8 @@ def features(c: Candidate, top_similarity: float, floor: float, top_lexical: flo
         "other_language": 1.0 - same,
         "coverage_same_language": coverage * same,
         "lexical_same_language": lexical * same,
+        "similarity_other_language": c.similarity * (1.0 - same),
+        "lift_other_language": (c.similarity - floor) * (1.0 - same),
     }
 
 

@@ -111,6 +111,12 @@ class Catalog:
         with self.db.session() as s:
             s.execute(update(KnowledgeBase).where(KnowledgeBase.name == name).values(grading=grading))
 
+    def set_grading_model(self, name: str, model: dict | None) -> None:
+        """This KB's own fitted grading model (None: back to the shared preset)."""
+        self.require(name)
+        with self.db.session() as s:
+            s.execute(update(KnowledgeBase).where(KnowledgeBase.name == name).values(grading_model=model))
+
     def documents(self, kb: str) -> dict[str, DocumentRow]:
         """The KB's documents by key (read again only when the KB's version moved); the rows are shared: read-only."""
         row = self.get(kb)

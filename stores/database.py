@@ -45,6 +45,9 @@ class KnowledgeBase(Base):
     revision: Mapped[int] = mapped_column(Integer, default=0)
     # "similarity" or "ranker"; NULL follows the settings' default (core.settings.DEFAULT_GRADING)
     grading: Mapped[str | None] = mapped_column(String(16), nullable=True)
+    # this KB's own ranker and thresholds (core.settings.KbModel as JSON), written by `executor calibrate
+    # --write`; NULL: the embedder's shared preset
+    grading_model: Mapped[dict | None] = mapped_column(JSON, nullable=True)
     created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
 
 
@@ -178,7 +181,7 @@ class Database:
             s.close()
 
 
-SCHEMA_REVISION = "0006"  # the newest migration in stores/migrations/versions
+SCHEMA_REVISION = "0007"  # the newest migration in stores/migrations/versions
 MIGRATIONS = Path(__file__).with_name("migrations")
 
 

@@ -43,7 +43,7 @@ def _observe(pairs, source: str, feedback_kbs: list[str] = ()):
         for source, kb, labels in loaded:
             # each KB graded the way its lookups are (`knowledge_base.grading`), with the entities it is aligned to
             if kb not in thresholds:  # one catalog read per KB, not per label file
-                thresholds[kb] = rt.settings.thresholds(rt.embedder.name, rt.catalog.require(kb).grading)
+                thresholds[kb] = rt.settings.kb_thresholds(rt.embedder.name, rt.catalog.require(kb))
             t = thresholds[kb]
             observed += observe(rt.grader, rt.catalog, rt.embedder, kb, labels, t, rt.known_entities)
             sources[source] = len(labels)
@@ -72,34 +72,87 @@ def eval_retrieval(
 
 
 def calibrate(
-    labels: LabelsOpt,
+    labels: Annotated[Optional[list[Path]], typer.Option("--labels", help="YAML list of {query, relevant: [doc_key, ...]}; repeat for several files")] = None,
     kb: KbsOpt = None,
-    write: Annotated[bool, typer.Option("--write", help="store the fitted model and thresholds in config.yaml for this embedder (KBs graded by the ranker use it)")] = False,
+    for_kb: Annotated[Optional[str], typer.Option("--for", help="fit this KB's own model (thresholds and figures on its questions; the other labels only help fit the ranker); default: the KB when every label file is on one KB, else the embedder's shared preset")] = None,
+    shared: Annotated[bool, typer.Option("--shared", help="fit the embedder's shared preset (config.yaml) even when every label file is on one KB")] = False,
+    write: Annotated[bool, typer.Option("--write", help="store the result: a KB's own model in the catalog (used by that KB's lookups only), the shared preset in config.yaml for this embedder")] = False,
+    reset: Annotated[bool, typer.Option("--reset", help="drop the own model of the KB given with --kb (it goes back to the shared preset)")] = False,
     feedback: Annotated[Optional[list[str]], typer.Option("--feedback", help="also learn from users' good/bad answers on this KB (executor feedback); repeat for several")] = None,
     as_json: JsonOpt = False,
 ):
     """Fit the grading model and thresholds for the active embedder from labelled questions (k-fold figures)."""
+    if reset:
+        return _reset(labels, kb, for_kb, write, as_json)
+    if not labels:
+        raise InputError("give --labels FILE (with --kb NAME), or --reset --kb NAME")
+    if shared and for_kb:
+        raise InputError("--for KB fits that KB's own model, --shared the embedder's shared one: give one of them")
+    pairs = _pair(labels, kb)
+    target = None if shared else for_kb or (pairs[0][1] if len({k for _, k in pairs}) == 1 else None)
+    if target is not None and target not in {k for _, k in pairs} and not feedback:
+        raise InputError(f"--for {target}: no --labels file is on that KB")
     from core.settings import Thresholds, config_path, get_settings
-    from retrieval.calibration import calibrate as run_calibration, write_thresholds
+    from retrieval.calibration import calibrate as run_calibration, kb_model, write_thresholds
 
-    observed, sources, current, embedder = _observe(_pair(labels, kb), "calibrate", feedback or [])
-    result = run_calibration(observed, sources, current, embedder)
-    replaced = get_settings().thresholds(embedder, "ranker")  # what --write replaces: the ranker in force
-    if write:
+    observed, sources, current, embedder = _observe(pairs, "calibrate", feedback or [])
+    result = run_calibration(observed, sources, current, embedder, target=target)
+    # what --write replaces: the KB's grading in force, or the embedder's shared ranker
+    replaced = current[target] if target is not None else get_settings().thresholds(embedder, "ranker")
+    written = None
+    if write and target is not None:
+        written = _write_kb_model(target, kb_model(result, replaced.max_l2_distance, _now()))
+    elif write:
         write_thresholds(config_path(), result.embedder, Thresholds(
             max_l2_distance=replaced.max_l2_distance, highly_relevant_threshold=result.highly_relevant_threshold,
-            reference_threshold=result.reference_threshold, ranker=result.ranker))
+            reference_threshold=result.reference_threshold, supplement_threshold=result.supplement_threshold,
+            ranker=result.ranker))
+        written = str(config_path())
     if as_json:
-        print_json(result.model_dump() | {"written_to": str(config_path()) if write else None})
+        print_json(result.model_dump() | {"written_to": written})
         return
+    what = f"knowledge base {target}'s own model" if target else "the shared preset"
     console.print(quality_table(
-        f"{result.embedder}: {sum(sources.values())} questions, {result.folds}-fold",
+        f"{result.embedder}: {what}, {sum(sources.values())} questions, {result.folds}-fold",
         {"before": result.current, "held-out": result.held_out}))
     console.print(f"rule: {result.rule}", highlight=False, markup=False)
     console.print(f"HIGHLY_RELEVANT {replaced.highly_relevant_threshold:.2f} -> {result.highly_relevant_threshold:.2f}, "
-                  f"REFERENCE {replaced.reference_threshold:.2f} -> {result.reference_threshold:.2f} "
-                  f"(on the model's probability)", highlight=False, markup=False)
+                  f"REFERENCE {replaced.reference_threshold:.2f} -> {result.reference_threshold:.2f}, "
+                  f"supplements {replaced.supplement:.2f} -> {result.supplement_threshold:.2f} "
+                  f"(before: {'the model' if replaced.ranker else 'similarity'}; after: the model's probability)",
+                  highlight=False, markup=False)
     console.print("model: " + ", ".join(f"{k} {v:+.2f}" for k, v in result.ranker.weights.items())
                   + f", bias {result.ranker.bias:+.2f}", highlight=False, markup=False)
-    if write:
-        console.print(f"written to {config_path()}", highlight=False, markup=False)
+    if written:
+        console.print(f"written to {written}", highlight=False, markup=False)
+
+
+def _now() -> str:
+    from datetime import datetime, timezone
+
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+def _write_kb_model(kb: str, model) -> str:
+    """Store a KB's own model in its catalog row; only a KB graded by the ranker can use one."""
+    with runtime("calibrate") as rt:
+        row = rt.catalog.require(kb)
+        grading = rt.settings.grading_of(row.grading)
+        if grading != "ranker":
+            raise InputError(f"knowledge base {kb!r} is graded by {grading}; its own model would not be used "
+                             f"(re-ingest it with --grading ranker first)")
+        rt.catalog.set_grading_model(kb, model.model_dump(mode="json", by_alias=False))
+    return f"the catalog (knowledge base {kb})"
+
+
+def _reset(labels, kbs, for_kb, write, as_json) -> None:
+    names = list(dict.fromkeys([*(kbs or []), *([for_kb] if for_kb else [])]))
+    if labels or write or len(names) != 1:
+        raise InputError("--reset takes one --kb NAME and no --labels or --write")
+    with runtime("calibrate") as rt:
+        rt.catalog.set_grading_model(names[0], None)
+    if as_json:
+        print_json({"kb": names[0], "grading_model": None})
+        return
+    console.print(f"knowledge base {names[0]}: own grading model dropped; it is graded by the shared preset",
+                  highlight=False, markup=False)

@@ -185,18 +185,36 @@ def test_threshold_rules_on_a_hand_built_case():
         ([], [("x", 0.305)]),  # off-topic, best at 0.305
         ([], [("y", 0.1)]),
     ])
-    hr, ref = choose_thresholds(observed, UNIT, 2.0)
+    hr, ref, supplement = choose_thresholds(observed, UNIT, 2.0)
     # best documents at >= t: 0.9 right, 0.7 right, 0.605 wrong: 2/3 at 0.60, 1.0 from 0.61 on
     assert hr == 0.61
     # off-topic bests 0.305 and 0.1: at most 5% may get a document, so both must fall below REFERENCE
     assert ref == 0.31
+    # documents after the first of an answered question: x 0.2 wrong, c 0.5 right: 1 in 2 at any cut
+    assert supplement == 0.02
+
+
+def test_the_supplements_bar_keeps_40_percent_of_the_documents_sent_after_the_first_relevant():
+    observed = _observed("k", [
+        (["a"], [("a", 0.9), ("x", 0.2)]),
+        (["b"], [("b", 0.7), ("w", 0.15), ("z", 0.1)]),
+        (["c", "c2"], [("c", 0.6), ("c2", 0.5)]),
+        ([], [("x", 0.305)]),
+    ])
+    hr, ref, supplement = choose_thresholds(observed, UNIT, 2.0)
+    assert ref == 0.31
+    # after the first: 0.5 right, 0.2, 0.15, 0.1 wrong: 1/4 from 0.02, 1/3 from 0.11, 1/2 from 0.16 on
+    assert supplement == 0.16
+    # an off-topic question's best (0.305) is never HIGHLY_RELEVANT, whatever the precision says
+    assert hr > 0.305
 
 
 def test_without_off_topic_labels_reference_keeps_documents_relevant():
     observed = _observed("k", [(["a"], [("a", 0.9), ("x", 0.5)]), (["b"], [("b", 0.8), ("y", 0.35)])])
-    hr, ref = choose_thresholds(observed, UNIT, 2.0)
+    hr, ref, supplement = choose_thresholds(observed, UNIT, 2.0)
     assert hr == 0.02  # every best document is relevant
     assert ref == 0.02  # 2 of 4 sent documents relevant at any cut >= 0.4 of them: the lowest threshold
+    assert supplement == ref  # no document after the first is relevant: the bar stays at REFERENCE
 
 
 def test_folds_spread_every_label_file():
@@ -217,7 +235,8 @@ def test_calibrate_command_writes_the_model_and_reports_held_out_figures(sample_
     config.write_text("top_k: 12\n", encoding="utf-8")
     home = tmp_path / "cal-home"
     assert run_cli(home, "ingest").returncode == 0
-    r = run_cli(home, "calibrate", "--labels", str(labels), "--write", "--json", EXECUTOR_CONFIG=str(config))
+    # every label on one KB would fit that KB's own model; --shared fits the embedder's preset in config.yaml
+    r = run_cli(home, "calibrate", "--labels", str(labels), "--shared", "--write", "--json", EXECUTOR_CONFIG=str(config))
     assert r.returncode == 0, r.stderr
     result = json.loads(r.stdout)
     hr, ref = result["highly_relevant_threshold"], result["reference_threshold"]
@@ -232,6 +251,7 @@ def test_calibrate_command_writes_the_model_and_reports_held_out_figures(sample_
     finally:
         del os.environ["EXECUTOR_CONFIG"]
     assert (t.highly_relevant_threshold, t.reference_threshold) == (hr, ref)
+    assert t.supplement == result["supplement_threshold"]
     assert t.ranker.weights == result["ranker"]["weights"]  # the written model is the one in force
     assert "top_k: 12" in config.read_text()  # the rest of the file is kept
     run_cli(home, "graph", "stop")
