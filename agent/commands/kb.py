@@ -55,6 +55,8 @@ def _kb_info(rt, name: str, with_graph: bool = True) -> dict:
         "source_path": row.source_path,
         "revision": row.revision,
         "grading": rt.settings.grading_of(row.grading),
+        # the KB's own model (`executor calibrate --write`): what it was fitted on and its held-out figures
+        "grading_model": _model_summary(row.grading_model),
         "created_at": row.created_at.isoformat(timespec="seconds"),
     }
     if with_graph and info["has_graph_config"]:
@@ -63,6 +65,14 @@ def _kb_info(rt, name: str, with_graph: bool = True) -> dict:
         except ExecutorError as exc:
             info["graph"] = {"error": str(exc)}
     return info
+
+
+def _model_summary(raw) -> dict | None:
+    if not raw:
+        return None
+    if not isinstance(raw, dict):  # a damaged model: the lookup says how to mend it; here, only that it is
+        return {"error": "invalid"}
+    return {k: raw.get(k) for k in ("embedder", "fitted_at", "labels", "held_out")}
 
 
 @kb_app.command("list")
@@ -91,6 +101,17 @@ def kb_show(name: KbArg, as_json: JsonOpt = False):
     _print_kb(info)
 
 
+def _model_text(model: dict | None) -> str:
+    if model is None:
+        return ""
+    if "error" in model:
+        return " (its own model is invalid: refit it with `executor calibrate --write`)"
+    held = model.get("held_out") or {}
+    figures = ", ".join(f"{k} {v}" for k, v in held.items() if v is not None and k in ("hit_at_1", "relevant_returned", "off_topic_none"))
+    return (f" (its own model, {model.get('embedder')}, fitted {model.get('fitted_at') or '?'} on "
+            f"{sum((model.get('labels') or {}).values())} questions" + (f"; held out {figures}" if figures else "") + ")")
+
+
 def _print_kb(info: dict) -> None:
     from rich.table import Table
 
@@ -113,7 +134,7 @@ def _print_kb(info: dict) -> None:
         ("entity types", ", ".join(config.get("entity_types") or []) or "-"),
         ("relation types", ", ".join(config.get("relation_types") or []) or "-"),
         ("graph", graph_text),
-        ("grading", info["grading"]),
+        ("grading", info["grading"] + _model_text(info["grading_model"])),
         ("source", info["source_path"] or "-"),
         ("revision", str(info["revision"])),
         ("created", info["created_at"]),

@@ -93,6 +93,10 @@ def test_the_model_written_for_one_kb_grades_that_kb_only(home, tmp_path):
     assert stored.thresholds.ranker.model_dump() == result["ranker"]
     assert _thresholds(home, "docs") == stored.thresholds.model_dump()
     assert _thresholds(home, "other") == RANKER_PRESETS[result["embedder"]].model_dump()
+    shown = json.loads(run_cli(home, "kb", "show", "docs", "--json").stdout)["grading_model"]
+    assert shown["embedder"] == result["embedder"] and shown["labels"] == stored.labels
+    assert shown["held_out"]["questions"] == len(LABELS)
+    assert json.loads(run_cli(home, "kb", "show", "other", "--json").stdout)["grading_model"] is None
 
 
 def test_a_damaged_model_is_one_line_and_other_kbs_still_work(home, tmp_path):
