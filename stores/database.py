@@ -62,6 +62,12 @@ class DocumentRow(Base):
     content_hash: Mapped[str] = mapped_column(String(64))
     chunk_count: Mapped[int] = mapped_column(Integer)
     updated_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
+    # what an incremental ingest compares (migration 0007): the file as last read, its hash, its parsed text
+    # (zlib; deferred: only an ingest's graph build reads it) and its warnings
+    file_stat: Mapped[str | None] = mapped_column(String(128), nullable=True)
+    file_hash: Mapped[str | None] = mapped_column(String(64), nullable=True)
+    body: Mapped[bytes | None] = mapped_column(LargeBinary, nullable=True, deferred=True)
+    warnings: Mapped[list | None] = mapped_column(JSON, nullable=True)
 
 
 class LlmExtraction(Base):
@@ -178,7 +184,7 @@ class Database:
             s.close()
 
 
-SCHEMA_REVISION = "0006"  # the newest migration in stores/migrations/versions
+SCHEMA_REVISION = "0007"  # the newest migration in stores/migrations/versions
 MIGRATIONS = Path(__file__).with_name("migrations")
 
 
