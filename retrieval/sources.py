@@ -33,7 +33,8 @@ from pathlib import Path
 
 from core.errors import InputError
 from retrieval.converters import READ_AS_TEXT, SUPPORTED, ConversionError, convert, decode_text, format_of
-from retrieval.documents import PARSER_VERSION, Document, check_doc_key, parse_text
+from retrieval import documents as parser  # its PARSER_VERSION read at each use, not copied at import
+from retrieval.documents import Document, check_doc_key, parse_text
 from retrieval.sanitize import sanitize_text
 
 MB = 1_000_000
@@ -63,7 +64,7 @@ class SourceFile:
     @property
     def file_stat(self) -> str:
         """What says the file is the one read before, without opening it (and the parser that read it)."""
-        return f"{PARSER_VERSION}:{self.size}:{self.mtime_ns}:{self.ctime_ns}"
+        return f"{parser.PARSER_VERSION}:{self.size}:{self.mtime_ns}:{self.ctime_ns}"
 
     def trusted_stat(self, read_at_ns: int) -> str | None:
         """`file_stat`, or None when the file was modified too close to `read_at_ns` for its mtime to tell."""
@@ -201,7 +202,7 @@ def read_regular_file(path: Path, max_bytes: int) -> bytes:
 
 def file_hash(data: bytes) -> str:
     """The bytes' SHA-256, with the parser version: a new parser reads every file again."""
-    return hashlib.sha256(PARSER_VERSION.encode() + b"\0" + data).hexdigest()
+    return hashlib.sha256(parser.PARSER_VERSION.encode() + b"\0" + data).hexdigest()
 
 
 def load_source(source: SourceFile, limits: SourceLimits) -> Document:

@@ -45,11 +45,11 @@ def test_known_files_are_skipped_by_state_or_by_hash(tmp_path):
 
 
 def test_a_new_parser_version_reads_every_file_again(tmp_path, monkeypatch):
-    import retrieval.sources as sources
+    import retrieval.documents as documents
 
     write(tmp_path, "a.md", "# A\n\nalpha", when=HOUR_AGO)
     first = load_documents(tmp_path)
     known = {k: Known(s.file_stat, s.file_hash) for k, s in first.states.items()}
-    monkeypatch.setattr(sources, "PARSER_VERSION", "next")
+    monkeypatch.setattr(documents, "PARSER_VERSION", "next")
     again = load_documents(tmp_path, known=known)
     assert [d.doc_key for d in again.documents] == ["a.md"] and not again.unchanged
