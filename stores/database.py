@@ -66,7 +66,7 @@ class DocumentRow(Base):
     # (zlib; deferred: only an ingest's graph build reads it) and its warnings
     file_stat: Mapped[str | None] = mapped_column(String(128), nullable=True)
     file_hash: Mapped[str | None] = mapped_column(String(64), nullable=True)
-    body: Mapped[bytes | None] = mapped_column(LargeBinary, nullable=True, deferred=True)
+    body: Mapped[bytes | None] = mapped_column(LargeBinary(2**32 - 1), nullable=True, deferred=True)  # MySQL: LONGBLOB
     warnings: Mapped[list | None] = mapped_column(JSON, nullable=True)
 
 

@@ -156,3 +156,28 @@ def test_a_catalog_without_file_states_reads_every_file_once(tmp_path, spy):
         assert rt.graph.counts("inc")["documents"] == graph_before["documents"]
     finally:
         rt.close()
+
+
+@pytest.mark.parametrize("kind", ["postgres", "mysql"])
+def test_a_large_document_text_is_kept_whole_on_the_production_databases(kind):
+    """The parsed text kept for the graph build fits a large page (MySQL's plain BLOB stops at 64 kB)."""
+    import random
+
+    from conftest import fresh_database
+    from stores.catalog import Catalog, DocumentChange, FileRefresh
+    from stores.database import Database
+
+    rng = random.Random(3)
+    body = "".join(rng.choice("abcdefghijklmnopqrstuvwxyz 数据库连接池") for _ in range(300_000))  # ~150 kB zlib'd
+    with fresh_database(kind) as url:
+        catalog = Catalog(Database(url))
+        catalog.create("big")
+        change = DocumentChange(doc_key="big.md", title="Big", domain="ops", keywords=[], error_codes=[], entities=[],
+                                relations=[], content_hash="h", chunk_count=1, file_stat="2:1:2:3", file_hash="f",
+                                body=body, warnings=["one"])
+        catalog.apply_ingest("big", [change], [], "use", 512, "docs")
+        assert catalog.stored_bodies("big", {"big.md"}) == {"big.md": body}
+        catalog.apply_ingest("big", [], [], "use", 512, "docs", refreshed=[FileRefresh("big.md", None, "g")])
+        record = catalog.file_records("big")["big.md"]
+        assert (record.file_stat, record.file_hash, record.has_body, record.warnings) == (None, "g", True, ["one"])
+        catalog.db.engine.dispose()

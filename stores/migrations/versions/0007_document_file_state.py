@@ -25,7 +25,7 @@ def upgrade() -> None:
     with op.batch_alter_table("document") as batch:
         batch.add_column(sa.Column("file_stat", sa.String(128), nullable=True))
         batch.add_column(sa.Column("file_hash", sa.String(64), nullable=True))
-        batch.add_column(sa.Column("body", sa.LargeBinary, nullable=True))
+        batch.add_column(sa.Column("body", sa.LargeBinary(2**32 - 1), nullable=True))  # MySQL: LONGBLOB, not a 64 kB BLOB
         batch.add_column(sa.Column("warnings", sa.JSON, nullable=True))
 
 
