@@ -4,6 +4,11 @@ Everything is parsed and embedded before anything is written; the catalog is
 committed last, in one transaction. A failure part-way leaves the catalog as
 it was, and the next ingest notices vectors that disagree with it and
 re-embeds the whole KB.
+
+A re-ingest opens only the files whose state moved since they were last read
+(`retrieval/sources.py`): an unchanged document costs a stat. Its chunks and
+vectors stay as they are, and the graph build, which needs every page's text,
+reads it from the catalog (`document.body`), as `parse_text` made it then.
 """
 
 from __future__ import annotations
@@ -19,12 +24,14 @@ from tqdm import tqdm
 from core.errors import BackendError
 from core.settings import SAMPLE_KB_PATH
 from retrieval.documents import Document
-from retrieval.sources import MB, SourceLimits, load_documents
+from retrieval.sources import MB, Known, SourceLimits, check_root, load_documents
 from retrieval.graph_build import build_graph_data, has_graph
-from stores.catalog import DocumentChange
+from stores.catalog import DocumentChange, FileRefresh
 from core.validation import validate_kb_name
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from core.settings import Settings
     from retrieval.llm_extraction import LLMExtractor
     from stores.catalog import Catalog
@@ -101,8 +108,7 @@ def ingest(
     """`grading` sets how the KB is graded (None: a new KB gets the default, an existing one keeps its own)."""
     started = time.perf_counter()
     validate_kb_name(kb)
-    loaded = load_documents(Path(path), source_limits(rt.settings))
-    docs = loaded.documents
+    check_root(Path(path))  # a wrong folder is an error before any store is opened
     embedder = rt.embedder
     vectors = rt.vectors
 
@@ -118,10 +124,20 @@ def ingest(
     consistent = stored_chunks == sum(d.chunk_count for d in existing.values())
     full = rebuild or recorded is None or not consistent
 
-    changed = [d for d in docs if full or d.doc_key not in existing or existing[d.doc_key].content_hash != d.content_hash]
-    keys = {d.doc_key for d in docs}
+    # a file read before and unchanged since is not read again (retrieval/sources.py); one whose text the
+    # catalog does not hold (a row from before it was kept) is read, as the graph build needs its text
+    records = {} if full else {k: r for k, r in rt.catalog.file_records(kb).items() if r.has_body}
+    known = {k: Known(r.file_stat, r.file_hash) for k, r in records.items()}
+    loaded = load_documents(Path(path), source_limits(rt.settings), known)
+    read = loaded.documents
+    changed = [d for d in read if full or d.doc_key not in existing or existing[d.doc_key].content_hash != d.content_hash]
+    changed_keys = {d.doc_key for d in changed}
+    keys = set(loaded.order)
     # a file that is still there but failed to load this time keeps the version ingested before
     removed = [k for k in existing if k not in keys and (full or k not in loaded.failed)]
+    kept = [k for k in loaded.order if k in loaded.unchanged]
+    # an unchanged file's own warnings, as when it was read (the folder's are in loaded.warnings)
+    warnings = list(loaded.warnings) + [f"{k}: {w}" for k in kept for w in records[k].warnings]
 
     rows, texts = [], []
     for doc in changed:
@@ -142,11 +158,18 @@ def ingest(
     # unavailable, and the next ingest builds it.
     kb_row = rt.catalog.get(kb)
     config = kb_row.extract_config if kb_row is not None else (extract_config or {})
-    graph_counts, graph_written, warnings = None, None, list(loaded.warnings)
+    graph_counts, graph_written = None, None
     if has_graph(config):
+        def all_documents() -> list[Document]:  # the unchanged ones from the catalog, in the folder's order
+            # (the order matters: the first page that names an entity gives its spelling)
+            bodies = rt.catalog.stored_bodies(kb, set(kept))
+            by_key = {d.doc_key: d for d in read} | {k: _stored_document(existing[k], bodies[k]) for k in kept}
+            return [by_key[k] for k in loaded.order]
+
         try:
             graph_counts, graph_written, graph_warnings = _update_graph(
-                rt, kb, docs, config, llm_extractor, progress, full=full, unchanged=not (changed or removed))
+                rt, kb, all_documents, len(keys), config, llm_extractor, progress, full=full,
+                unchanged=not (changed or removed))
             warnings += graph_warnings
         except BackendError as exc:
             warnings.append(f"graph not built: {exc}")
@@ -170,17 +193,23 @@ def ingest(
                           grading=grading or (SAMPLE_GRADING if bundled else None))
     elif grading is not None:
         rt.catalog.set_grading(kb, grading)
+    states = loaded.states
     rt.catalog.apply_ingest(
         kb,
         changed=[
             DocumentChange(
                 doc_key=d.doc_key, title=d.title, domain=d.domain, keywords=d.keywords, error_codes=d.error_codes,
                 entities=d.entities, relations=d.relations, content_hash=d.content_hash,
-                chunk_count=len(d.chunks()),
+                chunk_count=len(d.chunks()), file_stat=states[d.doc_key].file_stat,
+                file_hash=states[d.doc_key].file_hash, body=d.body, warnings=d.warnings,
             )
             for d in changed
         ],
         removed=removed,
+        # read again but the same: the new file state (and the text, which a row from before 0007 lacks)
+        refreshed=[FileRefresh(d.doc_key, states[d.doc_key].file_stat, states[d.doc_key].file_hash, d.body, d.warnings)
+                   for d in read if d.doc_key not in changed_keys]
+        + [FileRefresh(k, states[k].file_stat, states[k].file_hash) for k in kept if k in states],
         embedder=embedder.name,
         dim=embedder.dim,
         source=str(Path(path).resolve()),
@@ -188,12 +217,12 @@ def ingest(
     added = sum(1 for d in changed if d.doc_key not in existing)
     return IngestReport(
         kb=kb,
-        documents=len(docs),
+        documents=len(keys),
         chunks=vectors.count(kb),
         added=added,
         changed=len(changed) - added,
         removed=len(removed),
-        unchanged=len(docs) - len(changed),
+        unchanged=len(keys) - len(changed),
         seconds=round(time.perf_counter() - started, 2),
         embedder=embedder.name,
         graph=graph_counts,
@@ -205,8 +234,14 @@ def ingest(
     )
 
 
-def _update_graph(rt, kb: str, docs: list[Document], config: dict, llm_extractor, progress: bool, *, full: bool,
-                  unchanged: bool) -> tuple[dict, dict, list[str]]:
+def _stored_document(row, body: str) -> Document:
+    """A document as the catalog holds it, for the graph build: what `parse_text` made of its file last time."""
+    return Document(doc_key=row.doc_key, title=row.title, domain=row.domain, keywords=list(row.keywords or []),
+                    body=body, entities=list(row.entities or []), relations=list(row.relations or []))
+
+
+def _update_graph(rt, kb: str, documents: "Callable[[], list[Document]]", count: int, config: dict, llm_extractor,
+                  progress: bool, *, full: bool, unchanged: bool) -> tuple[dict, dict, list[str]]:
     """Bring the KB's graph in line with its documents: (totals, rows written per kind, warnings).
 
     The graph is derived from all documents (a name found in one page is matched in every page, and
@@ -218,8 +253,9 @@ def _update_graph(rt, kb: str, docs: list[Document], config: dict, llm_extractor
     """
     graph = rt.graph
     stored = graph.counts(kb)
-    if unchanged and not full and llm_extractor is None and stored["documents"] == len(docs):
+    if unchanged and not full and llm_extractor is None and stored["documents"] == count:
         return stored, {"entities": 0, "documents": 0, "mentions": 0, "relations": 0}, []
+    docs = documents()
     llm_results, warnings = _llm_extractions(rt, kb, docs, llm_extractor, progress) if llm_extractor else ({}, [])
     data, graph_warnings = build_graph_data(docs, config, llm_results)
     warnings += graph_warnings

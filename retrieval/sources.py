@@ -5,12 +5,26 @@ symbolic link is never followed (`docs/passwd.md -> /etc/passwd` is a warning, n
 and files are opened with O_NOFOLLOW so a link swapped in after the walk is refused too. A
 file that cannot be read or converted is one warning line and the rest are ingested; an
 extension nobody converts is counted once in the summary.
+
+A re-ingest reads only what changed. Each file read is recorded with its state
+(`file_stat`: parser version, size, mtime and ctime in ns) and the SHA-256 of its
+bytes. Next time a file whose state is the recorded one is not opened at all; one
+whose state moved is read and hashed, and converted only when its bytes differ
+(a `touch`, a checkout or a copy of the folder cost a read, not a conversion). A
+file changed without its size, mtime or ctime moving goes unseen: ctime cannot be
+set by a program (only by the clock), so that takes a change of the system
+clock; `--rebuild` reads everything. A state within `RACY_NS` of the moment the
+file was read is not trusted (a write in the same clock tick would keep it, as
+git's "racily clean" entries): it is recorded as unknown and the file is read
+and hashed again next time.
 """
 
 from __future__ import annotations
 
 import errno
+import hashlib
 import os
+import time
 import re
 import stat
 from collections import Counter
@@ -19,10 +33,12 @@ from pathlib import Path
 
 from core.errors import InputError
 from retrieval.converters import READ_AS_TEXT, SUPPORTED, ConversionError, convert, decode_text, format_of
+from retrieval import documents as parser  # its PARSER_VERSION read at each use, not copied at import
 from retrieval.documents import Document, check_doc_key, parse_text
 from retrieval.sanitize import sanitize_text
 
 MB = 1_000_000
+RACY_NS = 2_000_000_000  # FAT and some network file systems keep mtimes to 2 s
 
 
 @dataclass(frozen=True)
@@ -38,10 +54,37 @@ class SourceFile:
     doc_key: str
     format: str
     size: int
+    mtime_ns: int = 0
+    ctime_ns: int = 0
 
     @property
     def converted(self) -> bool:
         return self.format not in READ_AS_TEXT
+
+    @property
+    def file_stat(self) -> str:
+        """What says the file is the one read before, without opening it (and the parser that read it)."""
+        return f"{parser.PARSER_VERSION}:{self.size}:{self.mtime_ns}:{self.ctime_ns}"
+
+    def trusted_stat(self, read_at_ns: int) -> str | None:
+        """`file_stat`, or None when the file was modified too close to `read_at_ns` for its mtime to tell."""
+        return None if self.mtime_ns >= read_at_ns - RACY_NS else self.file_stat
+
+
+@dataclass(frozen=True)
+class Known:
+    """What the catalog recorded of a document's file when it was last read."""
+
+    file_stat: str | None
+    file_hash: str | None
+
+
+@dataclass(frozen=True)
+class FileState:
+    """What to record of a file read this time: its trusted state (or None) and the hash of its bytes."""
+
+    file_stat: str | None
+    file_hash: str
 
 
 @dataclass
@@ -66,6 +109,11 @@ class Loaded:
     skipped: int  # files refused (links, limits, conversion failures), each with a warning
     unsupported: dict[str, int]
     failed: set[str] = field(default_factory=set)  # doc keys present but unreadable now: their last version stays
+    # files not converted because they are the ones recorded (`known`): unchanged, by state or by hash
+    unchanged: set[str] = field(default_factory=set)
+    states: dict[str, FileState] = field(default_factory=dict)  # doc key -> state, for every file read this time
+    bytes_read: int = 0  # of file content
+    order: list[str] = field(default_factory=list)  # every document's key, read or unchanged, in the walk's order
 
 
 def _printable(name: str) -> str:
@@ -136,7 +184,8 @@ def _classify(path: Path, base: Path, limits: SourceLimits, found: Discovery) ->
     if info.st_size > limits.max_file_bytes:
         found.skipped.append((shown, f"{info.st_size / MB:,.1f} MB, over the {limits.max_file_bytes / MB:,.0f} MB file limit"))
         return
-    found.files.append(SourceFile(path=path, doc_key=rel, format=fmt, size=info.st_size))
+    found.files.append(SourceFile(path=path, doc_key=rel, format=fmt, size=info.st_size, mtime_ns=info.st_mtime_ns,
+                                  ctime_ns=info.st_ctime_ns))
 
 
 def read_regular_file(path: Path, max_bytes: int) -> bytes:
@@ -151,9 +200,18 @@ def read_regular_file(path: Path, max_bytes: int) -> bytes:
     return data
 
 
+def file_hash(data: bytes) -> str:
+    """The bytes' SHA-256, with the parser version: a new parser reads every file again."""
+    return hashlib.sha256(parser.PARSER_VERSION.encode() + b"\0" + data).hexdigest()
+
+
 def load_source(source: SourceFile, limits: SourceLimits) -> Document:
     """One file as a Document; ConversionError or OSError (one-line messages) when it cannot be."""
-    data = read_regular_file(source.path, limits.max_file_bytes)
+    return parse_source(source, read_regular_file(source.path, limits.max_file_bytes), limits)
+
+
+def parse_source(source: SourceFile, data: bytes, limits: SourceLimits) -> Document:
+    """The bytes of `source` as a Document (converted first when the format needs it)."""
     if not source.converted:
         text, meta_title = decode_text(data), None
     else:
@@ -171,34 +229,61 @@ def load_source(source: SourceFile, limits: SourceLimits) -> Document:
     return parse_text(source.doc_key, text, source.format, meta_title)
 
 
-def load_documents(root: Path, limits: SourceLimits = SourceLimits()) -> Loaded:
-    """Every readable document under `root`, with one warning per file that was not."""
+def load_documents(root: Path, limits: SourceLimits = SourceLimits(), known: dict[str, Known] | None = None) -> Loaded:
+    """Every readable document under `root`, with one warning per file that was not.
+
+    With `known` (doc key -> what was recorded when it was last read), a file whose state is the recorded
+    one is not opened, and one whose bytes hash as recorded is not converted: both are `unchanged`, not in
+    `documents` (their warnings are the caller's to repeat)."""
     found = discover(root, limits)
+    known = known or {}
     warnings = [f"{name}: {reason}" for name, reason in found.skipped]
     docs: list[Document] = []
     failed: set[str] = set()
+    unchanged: set[str] = set()
+    states: dict[str, FileState] = {}
+    bytes_read = 0
     for source in found.files:
+        before = known.get(source.doc_key)
+        if before is not None and before.file_stat == source.file_stat:
+            unchanged.add(source.doc_key)
+            continue
         try:
-            doc = load_source(source, limits)
+            read_at = time.time_ns()
+            data = read_regular_file(source.path, limits.max_file_bytes)
+            bytes_read += len(data)
+            digest = file_hash(data)
+            if before is not None and before.file_hash == digest:
+                unchanged.add(source.doc_key)
+            else:
+                doc = parse_source(source, data, limits)
         except (ConversionError, OSError) as exc:
             warnings.append(f"{source.doc_key}: {exc if isinstance(exc, ConversionError) else _os_reason(exc)}")
             failed.add(source.doc_key)
+            continue
+        states[source.doc_key] = FileState(source.trusted_stat(read_at), digest)
+        if source.doc_key in unchanged:
             continue
         warnings += [f"{doc.doc_key}: {w}" for w in doc.warnings]
         docs.append(doc)
     if found.unsupported:
         warnings.append(found.unsupported_summary())
-    if not docs:
+    if not docs and not unchanged:
         kinds = ", ".join(sorted(SUPPORTED))
         detail = f" ({len(warnings)} warnings: {warnings[0]}{' …' if len(warnings) > 1 else ''})" if warnings else ""
         raise InputError(f"{found.root}: no documents to ingest (supported: {kinds}){detail}")
+    kept = [f.format for f in found.files if f.doc_key in unchanged]
     return Loaded(
         documents=docs,
         warnings=warnings,
-        formats=dict(Counter(d.source_format for d in docs)),
-        skipped=len(found.skipped) + len(found.files) - len(docs),
+        formats=dict(Counter([d.source_format for d in docs] + kept)),
+        skipped=len(found.skipped) + len(failed),
         unsupported=dict(found.unsupported),
         failed=failed,
+        unchanged=unchanged,
+        states=states,
+        bytes_read=bytes_read,
+        order=[f.doc_key for f in found.files if f.doc_key in unchanged or f.doc_key in states],
     )
 
 

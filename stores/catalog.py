@@ -11,6 +11,7 @@ or another.
 from __future__ import annotations
 
 import threading
+import zlib
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -33,6 +34,37 @@ class DocumentChange:
     relations: list[dict]
     content_hash: str
     chunk_count: int
+    # the file as read (stores/migrations 0008): None leaves what the row had
+    file_stat: str | None = None
+    file_hash: str | None = None
+    body: str | None = None
+    warnings: list[str] | None = None
+
+
+@dataclass(frozen=True)
+class FileRecord:
+    """A document's file as last read: what an incremental ingest compares before opening it."""
+
+    file_stat: str | None
+    file_hash: str | None
+    has_body: bool
+    warnings: list[str]
+
+
+@dataclass(frozen=True)
+class FileRefresh:
+    """An unchanged document whose file was read again: its new state (and its text and warnings, for a row
+    written before they were kept)."""
+
+    doc_key: str
+    file_stat: str | None
+    file_hash: str
+    body: str | None = None
+    warnings: list[str] | None = None
+
+
+def _compress(body: str) -> bytes:
+    return zlib.compress(body.encode("utf-8"), 1)  # level 1: ~3x smaller, and fast on a large ingest
 
 
 def version(row: KnowledgeBase) -> tuple:
@@ -133,8 +165,26 @@ class Catalog:
             self._documents[kb] = (version(row), docs)
         return dict(docs)
 
+    def file_records(self, kb: str) -> dict[str, FileRecord]:
+        """doc key -> its file as last read (no text loaded)."""
+        query = select(DocumentRow.doc_key, DocumentRow.file_stat, DocumentRow.file_hash,
+                       DocumentRow.body.is_not(None), DocumentRow.warnings).where(DocumentRow.kb == kb)
+        with self.db.session() as s:
+            return {key: FileRecord(stat, digest, bool(has), list(warnings or []))
+                    for key, stat, digest, has, warnings in s.execute(query)}
+
+    def stored_bodies(self, kb: str, doc_keys: set[str]) -> dict[str, str]:
+        """The parsed text of the documents `doc_keys` (those that have one)."""
+        if not doc_keys:
+            return {}
+        query = select(DocumentRow.doc_key, DocumentRow.body).where(DocumentRow.kb == kb, DocumentRow.body.is_not(None))
+        with self.db.session() as s:
+            rows = s.execute(query).all()  # the whole KB and a filter here: no bound on a key list's length
+        return {key: zlib.decompress(body).decode("utf-8") for key, body in rows if key in doc_keys}
+
     def apply_ingest(
-        self, kb: str, changed: list[DocumentChange], removed: list[str], embedder: str, dim: int, source: str
+        self, kb: str, changed: list[DocumentChange], removed: list[str], embedder: str, dim: int, source: str,
+        refreshed: list[FileRefresh] | None = None,
     ) -> int:
         """Record one ingest in a single transaction; returns the new revision."""
         with self.db.session() as s:
@@ -144,7 +194,18 @@ class Catalog:
             if removed:
                 s.execute(delete(DocumentRow).where(DocumentRow.kb == kb, DocumentRow.doc_key.in_(removed)))
             for c in changed:
-                s.merge(DocumentRow(kb=kb, updated_at=utcnow(), **c.__dict__))
+                values = {**c.__dict__, "body": None if c.body is None else _compress(c.body)}
+                s.merge(DocumentRow(kb=kb, updated_at=utcnow(), **values))
+            updates = []
+            for c in refreshed or []:
+                values = {"kb": kb, "doc_key": c.doc_key, "file_stat": c.file_stat, "file_hash": c.file_hash}
+                if c.body is not None:
+                    values["body"], values["warnings"] = _compress(c.body), c.warnings
+                updates.append(values)
+            for keys in ({"body"}, set()):  # one executemany per shape of row
+                batch = [u for u in updates if keys <= u.keys() and (keys or "body" not in u)]
+                if batch:
+                    s.execute(update(DocumentRow), batch)
             return row.revision
 
     def cached_extraction(self, kb: str, doc_key: str, cache_key: str) -> dict | None:

@@ -65,6 +65,12 @@ class DocumentRow(Base):
     content_hash: Mapped[str] = mapped_column(String(64))
     chunk_count: Mapped[int] = mapped_column(Integer)
     updated_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
+    # what an incremental ingest compares (migration 0008): the file as last read, its hash, its parsed text
+    # (zlib; deferred: only an ingest's graph build reads it) and its warnings
+    file_stat: Mapped[str | None] = mapped_column(String(128), nullable=True)
+    file_hash: Mapped[str | None] = mapped_column(String(64), nullable=True)
+    body: Mapped[bytes | None] = mapped_column(LargeBinary(2**32 - 1), nullable=True, deferred=True)  # MySQL: LONGBLOB
+    warnings: Mapped[list | None] = mapped_column(JSON, nullable=True)
 
 
 class LlmExtraction(Base):
@@ -181,7 +187,7 @@ class Database:
             s.close()
 
 
-SCHEMA_REVISION = "0007"  # the newest migration in stores/migrations/versions
+SCHEMA_REVISION = "0008"  # the newest migration in stores/migrations/versions
 MIGRATIONS = Path(__file__).with_name("migrations")
 
 

