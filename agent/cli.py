@@ -17,7 +17,7 @@ import json
 import os
 import sys
 import traceback
-from typing import Annotated, Optional
+from typing import Annotated, NoReturn, Optional
 
 import typer
 from typer.core import TyperGroup
@@ -61,8 +61,28 @@ class ExecutorGroup(TyperGroup):
         except KeyboardInterrupt as exc:
             code = report(exc, argv)
         if standalone_mode:
-            sys.exit(code)
+            leave(code)
         return code
+
+
+def leave(code: int) -> NoReturn:
+    """End the program now, without tearing the interpreter down: unloading its ~2,000 modules (gRPC, pymilvus,
+    numpy, jieba's dictionary, ...) takes 0.3-0.5 s after the work is done (measured: `import pymilvus` alone
+    costs 0.16 s at exit). What must happen at exit still does, in the same order as a normal exit: the atexit
+    handlers (logging's flush among them), the output flushed, and Milvus Lite's server released (its manager
+    does that in a finalizer, waiting for the server to exit, so the next command finds the file free)."""
+    import atexit
+
+    atexit._run_exitfuncs()
+    lite = sys.modules.get("milvus_lite.server_manager")
+    if lite is not None:
+        lite.server_manager_instance.release_all()
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):  # a closed pipe: nothing more can reach the reader
+            pass
+    os._exit(code)
 
 
 app = sub_app(

@@ -14,7 +14,9 @@ from __future__ import annotations
 import fcntl
 import json
 import logging
+import subprocess
 import threading
+import time
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
@@ -133,6 +135,36 @@ def open_vector_store(uri: str, token: str | None = None, timeout_s: float = 30.
     return MilvusVectorStore(uri, token, timeout_s, dense_index)
 
 
+class _ListeningPopen(subprocess.Popen):
+    """milvus-lite (pinned 2.5.1, `milvus_lite/server.py`) starts its server and then waits a fixed 0.5 s to see
+    that it did not exit: half of a command's start-up. The server listens on its socket ~20 ms after it starts.
+    This wait returns as theirs does, only sooner: an exit is their failure, the socket their success, and
+    after 0.5 s with neither, their success too. Every other wait is Popen's own."""
+
+    def wait(self, timeout=None):
+        if timeout != 0.5 or not isinstance(self.args, list) or len(self.args) < 3:
+            return super().wait(timeout)
+        # the server's arguments: binary, data file, "unix:" + socket path, ...
+        socket = Path(str(self.args[2]).removeprefix("unix:"))
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.poll() is not None:
+                return self.returncode
+            if socket.exists():
+                break
+            time.sleep(0.005)
+        raise subprocess.TimeoutExpired(self.args, timeout)
+
+
+def _start_lite_when_listening() -> None:
+    from types import SimpleNamespace
+
+    from milvus_lite import server
+
+    if getattr(server.subprocess, "Popen", None) is not _ListeningPopen:
+        server.subprocess = SimpleNamespace(Popen=_ListeningPopen, TimeoutExpired=subprocess.TimeoutExpired)
+
+
 def _truncate_utf8(text: str, limit: int) -> str:
     data = text.encode("utf-8")
     return text if len(data) <= limit else data[:limit].decode("utf-8", errors="ignore")
@@ -202,6 +234,7 @@ class MilvusVectorStore:
                 raise BackendError(self._locked_message())
             log = path.with_name(f"{path.name}.log")
             seen = log.stat().st_size if log.exists() else 0
+            _start_lite_when_listening()
             # the Lite server and the files it creates are private to their owner; its own log lines go
             # to a file beside it, not to the terminal
             with private_umask(), stderr_to(log):
