@@ -71,6 +71,14 @@ def bounded(value, name: str, low: int, high: int) -> int:
     return value
 
 
+def navigation(entity: str, max_hops, relation_filter, max_paths, max_nodes_per_hop):
+    """The arguments of a `navigate`, checked as every store checks them, in the same order (the first bad one
+    is the error): (entity name, hops, relation types, nodes per hop, paths)."""
+    return (check_entity_name(entity), bounded(max_hops, "hops", 1, MAX_HOPS), relation_types(relation_filter),
+            bounded(max_nodes_per_hop, "max_nodes_per_hop", 1, MAX_NODES_PER_HOP),
+            bounded(max_paths, "max_paths", 1, MAX_PATHS))
+
+
 class GraphNode(BaseModel):
     # frozen: a cached traversal's paths, and the in-memory graph's nodes and edges, are shared by every caller
     model_config = ConfigDict(frozen=True)

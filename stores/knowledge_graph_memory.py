@@ -27,17 +27,12 @@ from typing import Iterable, Protocol
 from core.errors import InputError
 from stores.knowledge_graph import (
     DEFAULT_WEIGHT,
-    MAX_HOPS,
-    MAX_NODES_PER_HOP,
-    MAX_PATHS,
     RELATION_TYPES,
     GraphEdge,
     GraphNode,
     GraphPath,
-    bounded,
-    check_entity_name,
     entity_key,
-    relation_types,
+    navigation,
 )
 
 _TYPE_INDEX = {t: i for i, t in enumerate(RELATION_TYPES)}
@@ -111,12 +106,9 @@ class GraphSnapshot:
         max_nodes_per_hop: int = 25,
     ) -> list[GraphPath]:
         """Paths from `entity` to the nodes around it, best score first: `GraphStore.navigate` in memory."""
-        name = check_entity_name(entity)
-        hops = bounded(max_hops, "hops", 1, MAX_HOPS)
-        kinds = frozenset(_TYPE_INDEX[t] for t in relation_types(relation_filter))
+        name, hops, types, fan, limit = navigation(entity, max_hops, relation_filter, max_paths, max_nodes_per_hop)
+        kinds = frozenset(_TYPE_INDEX[t] for t in types)
         allowed = None if kinds == _ALL_TYPES else kinds
-        fan = bounded(max_nodes_per_hop, "max_nodes_per_hop", 1, MAX_NODES_PER_HOP)
-        limit = bounded(max_paths, "max_paths", 1, MAX_PATHS)
         start = self._index.get(entity_key(name))
         if start is None:
             raise InputError(f"no entity {name!r} in the graph of knowledge base {self.kb!r}")

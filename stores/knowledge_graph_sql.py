@@ -36,7 +36,6 @@ from stores.graph_diff import GraphDiff, totals
 from stores.knowledge_graph import (
     DEFAULT_WEIGHT,
     MAX_HOPS,
-    MAX_NODES_PER_HOP,
     MAX_PATHS,
     GraphData,
     GraphEdge,
@@ -47,6 +46,7 @@ from stores.knowledge_graph import (
     bounded,
     check_entity_name,
     entity_key,
+    navigation,
     paths_between,
     relation_types,
 )
@@ -232,11 +232,7 @@ class SqlGraphStore:
         max_nodes_per_hop: int = 25,
     ) -> list[GraphPath]:
         """Paths from `entity` to the nodes around it, best score first (score = product of weights)."""
-        name = check_entity_name(entity)
-        hops = bounded(max_hops, "hops", 1, MAX_HOPS)
-        types = relation_types(relation_filter)
-        fan = bounded(max_nodes_per_hop, "max_nodes_per_hop", 1, MAX_NODES_PER_HOP)
-        limit = bounded(max_paths, "max_paths", 1, MAX_PATHS)
+        name, hops, types, fan, limit = navigation(entity, max_hops, relation_filter, max_paths, max_nodes_per_hop)
         start = self._require_id(kb, name)
         statement = text(_navigate_sql(hops)).bindparams(bindparam("types", expanding=True))
         rows = self._rows(statement, {"start": start, "start_path": f",{start},", "types": types,
