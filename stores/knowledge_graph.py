@@ -79,6 +79,16 @@ def navigation(entity: str, max_hops, relation_filter, max_paths, max_nodes_per_
             bounded(max_paths, "max_paths", 1, MAX_PATHS))
 
 
+def navigation_between(source: str, target: str, max_hops, relation_filter, max_paths):
+    """The arguments of a `navigate_between`, checked as every store checks them, in the same order:
+    (source name, target name, hops, relation types, paths)."""
+    a, b = check_entity_name(source), check_entity_name(target)
+    if entity_key(a) == entity_key(b):
+        raise InputError("source and target are the same entity")
+    return (a, b, bounded(max_hops, "hops", 1, MAX_HOPS), relation_types(relation_filter),
+            bounded(max_paths, "max_paths", 1, MAX_PATHS))
+
+
 class GraphNode(BaseModel):
     # frozen: a cached traversal's paths, and the in-memory graph's nodes and edges, are shared by every caller
     model_config = ConfigDict(frozen=True)
@@ -262,19 +272,9 @@ class GraphStore:
         max_nodes_per_hop: int = 25,
     ) -> list[GraphPath]:
         """Paths from `entity` to the nodes around it, best score first (score = product of weights)."""
-        name = check_entity_name(entity)
-        query = _navigate_query(
-            self.driver.dialect, bounded(max_hops, "hops", 1, MAX_HOPS), relation_pattern(relation_filter)
-        )
-        rows = self.driver.run(
-            query,
-            {
-                "kb": kb,
-                "key": entity_key(name),
-                "fan": bounded(max_nodes_per_hop, "max_nodes_per_hop", 1, MAX_NODES_PER_HOP),
-                "max_paths": bounded(max_paths, "max_paths", 1, MAX_PATHS),
-            },
-        )
+        name, hops, types, fan, limit = navigation(entity, max_hops, relation_filter, max_paths, max_nodes_per_hop)
+        query = _navigate_query(self.driver.dialect, hops, "|".join(types))  # relation_pattern: whitelisted names
+        rows = self.driver.run(query, {"kb": kb, "key": entity_key(name), "fan": fan, "max_paths": limit})
         if not rows:
             self.require_entity(kb, name)
         return _paths(rows)
@@ -289,15 +289,9 @@ class GraphStore:
         max_paths: int = 5,
     ) -> PathsBetween:
         """Up to `max_paths` cycle-free paths between two entities; `reachable: false` and no paths if none."""
-        a, b = check_entity_name(source), check_entity_name(target)
-        if entity_key(a) == entity_key(b):
-            raise InputError("source and target are the same entity")
-        query = _between_query(bounded(max_hops, "hops", 1, MAX_HOPS), relation_pattern(relation_filter))
-        rows = self.driver.run(
-            query,
-            {"kb": kb, "source": entity_key(a), "target": entity_key(b),
-             "max_paths": bounded(max_paths, "max_paths", 1, MAX_PATHS)},
-        )
+        a, b, hops, types, limit = navigation_between(source, target, max_hops, relation_filter, max_paths)
+        query = _between_query(hops, "|".join(types))  # relation_pattern: whitelisted names
+        rows = self.driver.run(query, {"kb": kb, "source": entity_key(a), "target": entity_key(b), "max_paths": limit})
         return paths_between(self, kb, a, b, _paths(rows), max_hops, relation_filter)
 
     def neighbours(self, kb: str, keys: list[str], relation_filter: Iterable[str] | None = None) -> list[tuple[str, str, str, str]]:

@@ -30,23 +30,21 @@ from sqlalchemy import JSON, DateTime, Float, Index, Integer, String, Text, bind
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Mapped, mapped_column
 
-from core.errors import BackendError, InputError, first_line
+from core.errors import BackendError, first_line
 from stores.database import Base, Database
 from stores.graph_diff import GraphDiff, totals
 from stores.knowledge_graph import (
     DEFAULT_WEIGHT,
-    MAX_HOPS,
-    MAX_PATHS,
     GraphData,
     GraphEdge,
     GraphNode,
     GraphPath,
     GraphStore,
     PathsBetween,
-    bounded,
     check_entity_name,
     entity_key,
     navigation,
+    navigation_between,
     paths_between,
     relation_types,
 )
@@ -249,12 +247,7 @@ class SqlGraphStore:
         max_paths: int = 5,
     ) -> PathsBetween:
         """Up to `max_paths` cycle-free paths between two entities; if none, `reachable: false` and the nearest pair."""
-        a, b = check_entity_name(source), check_entity_name(target)
-        if entity_key(a) == entity_key(b):
-            raise InputError("source and target are the same entity")
-        hops = bounded(max_hops, "hops", 1, MAX_HOPS)
-        types = relation_types(relation_filter)
-        limit = bounded(max_paths, "max_paths", 1, MAX_PATHS)
+        a, b, hops, types, limit = navigation_between(source, target, max_hops, relation_filter, max_paths)
         source_id, target_id = self._require_id(kb, a), self._require_id(kb, b)
         statement = text(_BETWEEN_SQL).bindparams(bindparam("types", expanding=True))
         rows = self._rows(statement, {"source": source_id, "target": target_id, "start_path": f",{source_id},",
