@@ -10,9 +10,12 @@ from core.settings import Thresholds
 
 
 class Scored(Protocol):
-    """A graded candidate (`retrieval.ranking.Candidate`): its calibrated score, and whether it matched a specific keyword."""
+    """A graded candidate (`retrieval.ranking.Candidate`): its calibrated score, its dense similarity, its
+    features, and whether it matched a specific keyword."""
 
     score: float
+    similarity: float
+    features: dict[str, float]
     specific: bool
 
 
@@ -37,7 +40,9 @@ def grade(candidates: Sequence[Scored], t: Thresholds) -> Level | None:
     PRECISE needs agreement: exactly one document matches a specific keyword (L0), and
     the calibrated score, which weighs every layer, also puts it first and at least at
     REFERENCE. A glossary naming every term is therefore not PRECISE unless the vectors
-    and the lexical index agree it is the answer. Otherwise the best score decides.
+    and the lexical index agree it is the answer. Otherwise, with an answerability model,
+    it decides whether anything is found and the best score whether it is HIGHLY_RELEVANT;
+    without one, the best score decides both.
     """
     if not candidates:
         return None
@@ -45,11 +50,34 @@ def grade(candidates: Sequence[Scored], t: Thresholds) -> Level | None:
     specific = [c for c in candidates if c.specific]
     if len(specific) == 1 and specific[0] is candidates[0] and best >= t.reference_threshold:
         return Level.PRECISE
-    if best >= t.highly_relevant_threshold:
+    highly_relevant = t.highly_relevant(candidates[0].features.get("other_language") == 1.0)
+    if t.answerability is not None:
+        # the answerability model decides whether anything is found; the best score only how well
+        if t.answerability.probability(answer_features(candidates)) < t.answerability.threshold:
+            return None
+        return Level.HIGHLY_RELEVANT if best >= highly_relevant else Level.REFERENCE
+    if best >= highly_relevant:
         return Level.HIGHLY_RELEVANT
     if best >= t.reference_threshold:
         return Level.REFERENCE
     return None
+
+
+def answer_features(candidates: Sequence[Scored]) -> dict[str, float]:
+    """What the answerability model sees of a query's result (candidates best first, not empty):
+    - `best_score`: the ranker's probability for the best document;
+    - `best_similarity`: the highest dense similarity of any candidate (a query that shares meaning with
+      nothing in the KB stays low whatever the ranker says);
+    - `kb_coverage`, `unknown_names`: how much of the query's term weight the KB's vocabulary knows, and how
+      many name-like words it never uses (the same for every candidate: they describe the query).
+    """
+    first = candidates[0]
+    return {
+        "best_score": first.score,
+        "best_similarity": max(c.similarity for c in candidates),
+        "kb_coverage": first.features.get("kb_coverage", 0.0),
+        "unknown_names": first.features.get("unknown_names", 0.0),
+    }
 
 
 def language_of(text: str) -> str:

@@ -8,10 +8,11 @@ comparable; see `Settings.thresholds`.
 
 from __future__ import annotations
 
+import math
 import os
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 from urllib.parse import urlsplit
 
 import yaml
@@ -32,20 +33,48 @@ RANKER_FEATURES = ("similarity", "lift", "gap", "lexical", "coverage", "kb_cover
                    "lift_other_language")
 
 
-class Ranker(BaseModel):
-    """A logistic model over the grading features (`RANKER_FEATURES`), fitted by `executor calibrate`."""
+# The answerability model's features: facts about a query's whole result, not about one document (each
+# described in core/relevance.py, `answer_features`).
+ANSWER_FEATURES = ("best_score", "best_similarity", "kb_coverage", "unknown_names")
+
+
+class Logistic(BaseModel):
+    """A logistic model over named features, fitted by `executor calibrate`; `FEATURES` names the ones it may use."""
 
     model_config = ConfigDict(frozen=True)
+    FEATURES: ClassVar[tuple[str, ...]] = ()
 
     bias: float
     weights: dict[str, float]
 
     @model_validator(mode="after")
-    def _known_features(self) -> "Ranker":
-        unknown = sorted(set(self.weights) - set(RANKER_FEATURES))
+    def _known_features(self) -> "Logistic":
+        unknown = sorted(set(self.weights) - set(self.FEATURES))
         if unknown:
-            raise ValueError(f"unknown ranker features {unknown}; known: {list(RANKER_FEATURES)}")
+            raise ValueError(f"unknown {type(self).__name__.lower()} features {unknown}; known: {list(self.FEATURES)}")
         return self
+
+    def probability(self, x: dict[str, float]) -> float:
+        z = self.bias + sum(self.weights.get(name, 0.0) * value for name, value in x.items())
+        return 1.0 / (1.0 + math.exp(-max(-50.0, min(50.0, z))))
+
+
+class Ranker(Logistic):
+    """The probability that one document answers the query, from the grading features (`RANKER_FEATURES`)."""
+
+    FEATURES: ClassVar[tuple[str, ...]] = RANKER_FEATURES
+
+
+class Answerability(Logistic):
+    """The probability that the KB answers the query at all, from its whole result (`ANSWER_FEATURES`); below
+    `threshold` the lookup finds nothing. Which document answers is the ranker's question; whether any does is
+    a question about the query (are its names known here, does anything stand out), and one model fitted for
+    the first answers the second badly: on the Helm docs, questions whose right page came first were graded
+    "nothing found" while off-topic ones scored above them."""
+
+    FEATURES: ClassVar[tuple[str, ...]] = ANSWER_FEATURES
+
+    threshold: float = Field(ge=0, le=1)
 
 
 class Thresholds(BaseModel):
@@ -64,7 +93,15 @@ class Thresholds(BaseModel):
     # this score; unset, REFERENCE. On a bilingual KB the page's translation and its neighbours answer too and
     # often score below REFERENCE, which guards only whether the KB answers at all (off-topic questions).
     supplement_threshold: float | None = Field(None, alias="supplement-threshold", ge=0, le=1)
+    # HIGHLY_RELEVANT for a best document in another language than the question; unset, the same as for one in
+    # its language. Calibrated apart because the ranker is surer than it should be across languages (Helm, held
+    # out: 0.78 precision at the threshold that gives same-language pages 0.92): it sees no shared word there.
+    highly_relevant_other_language_threshold: float | None = Field(
+        None, alias="highly-relevant-other-language-threshold", ge=0, le=1)
     ranker: Ranker | None = None
+    # with a ranker and off-topic labels, `calibrate` fits this too: it decides "nothing found" (REFERENCE's
+    # threshold then only orders the levels); without it, a best score below REFERENCE is "nothing found"
+    answerability: Answerability | None = None
 
     @model_validator(mode="after")
     def _ordered(self) -> "Thresholds":
@@ -72,7 +109,17 @@ class Thresholds(BaseModel):
             raise ValueError("reference-threshold must not exceed highly-relevant-threshold")
         if self.supplement_threshold is not None and self.supplement_threshold > self.reference_threshold:
             raise ValueError("supplement-threshold must not exceed reference-threshold")
+        other = self.highly_relevant_other_language_threshold
+        if other is not None and other < self.reference_threshold:
+            raise ValueError("highly-relevant-other-language-threshold must not be below reference-threshold")
+        if self.answerability is not None and self.ranker is None:
+            raise ValueError("an answerability model needs the ranker it was fitted with")
         return self
+
+    def highly_relevant(self, other_language: bool) -> float:
+        """The HIGHLY_RELEVANT threshold for a best document in the question's language or in another."""
+        other = self.highly_relevant_other_language_threshold
+        return other if other_language and other is not None else self.highly_relevant_threshold
 
     @property
     def supplement(self) -> float:
@@ -87,7 +134,9 @@ class ThresholdOverride(BaseModel):
     highly_relevant_threshold: float | None = Field(None, alias="highly-relevant-threshold")
     reference_threshold: float | None = Field(None, alias="reference-threshold")
     supplement_threshold: float | None = Field(None, alias="supplement-threshold")
+    highly_relevant_other_language_threshold: float | None = Field(None, alias="highly-relevant-other-language-threshold")
     ranker: Ranker | None = None
+    answerability: Answerability | None = None
 
     def set_values(self) -> dict[str, float]:
         return {k: getattr(self, k) for k in type(self).model_fields if k != "embedders" and getattr(self, k) is not None}
@@ -376,6 +425,10 @@ class Settings(BaseSettings):
                 # graded by similarity; hand-set thresholds apply to whichever grading is in force
                 if override is not None and (ranked or override.ranker is None):
                     values.update(override.set_values())
+                    if override.ranker is not None:  # fitted on its ranker's scores: never mixed with another's
+                        values["answerability"] = override.answerability
+                        values["highly_relevant_other_language_threshold"] = \
+                            override.highly_relevant_other_language_threshold
         flat = {
             "max_l2_distance": self.max_l2_distance,
             "highly_relevant_threshold": self.highly_relevant_threshold,

@@ -8,12 +8,20 @@ each candidate document keeps its features (`retrieval.ranking`). Then:
 2. HIGHLY_RELEVANT is the lowest probability at which the best document of a
    question is relevant for at least 92% of the questions graded there (the target is 90%
    on questions the fit never saw), and above every off-topic question's best document;
+   chosen apart for questions whose best document is in another language (the ranker sees
+   no shared word there and is surer than it should be);
    REFERENCE the lowest at which at most 5% of the off-topic questions
    (`relevant: []`) still get a document (without off-topic labels: the lowest
    at which 40% of the documents sent are relevant); never above HIGHLY_RELEVANT;
    the supplements' bar the lowest at which 40% of the documents sent after the
    first (2nd to 4th, on questions that got a level) are relevant; never above REFERENCE;
-3. the same procedure is run k times, each time fitted on k-1 folds of the
+3. with off-topic labels, a second logistic regression over facts about the
+   whole result (`core.relevance.answer_features`: the best score, the best
+   similarity, how much of the query the KB's vocabulary knows, unknown names),
+   fitted on answerable against off-topic questions, decides "nothing found":
+   its threshold is the lowest probability at which at most 5% of the off-topic
+   questions still get a document; REFERENCE then only separates the levels;
+4. the same procedure is run k times, each time fitted on k-1 folds of the
    questions and measured on the fold left out, so the reported figures come
    from questions the model never saw.
 
@@ -27,6 +35,7 @@ their own height; its figures are measured on its own questions.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -35,14 +44,14 @@ import numpy as np
 from pydantic import BaseModel, Field
 
 from core.errors import InputError
-from core.settings import KbModel, Ranker, Thresholds, update_config
+from core.settings import ANSWER_FEATURES, Answerability, KbModel, Ranker, Thresholds, update_config
 from retrieval.alignment import search_text
 from retrieval.graph_build import has_graph
 from retrieval.grading import Graded, Grader
 from retrieval.label_files import load_label_list
 from retrieval.quality import DOCUMENTS_SENT, Quality, Question, measure
 from retrieval.ranking import FEATURES
-from core.relevance import language_of
+from core.relevance import answer_features, language_of
 from stores.catalog import Catalog
 from stores.embedders import Embedder
 
@@ -53,11 +62,13 @@ SUPPLEMENT_MIN_PRECISION = 0.4  # the same bar REFERENCE uses without off-topic 
 GRID = [round(0.02 + i * 0.01, 2) for i in range(97)]  # 0.02 .. 0.98
 FOLDS = 5
 RULE = (f"HIGHLY_RELEVANT: lowest score where the best document is relevant for >= {HR_MIN_PRECISION:.0%} of questions, "
-        f"above every off-topic question's best; "
+        f"above every off-topic question's best, chosen apart for a best document in the question's language and "
+        f"in another; "
         f"REFERENCE: lowest score where <= {OFF_TOPIC_MAX_RATE:.0%} of off-topic questions still get a document "
         f"(no off-topic labels: >= {REF_MIN_PRECISION:.0%} of documents sent are relevant), not above HIGHLY_RELEVANT; "
         f"supplements: lowest score where >= {SUPPLEMENT_MIN_PRECISION:.0%} of the 2nd-4th documents sent are relevant, "
-        f"not above REFERENCE")
+        f"not above REFERENCE; with off-topic labels, \"nothing found\" is the answerability model's: below the lowest "
+        f"probability where <= {OFF_TOPIC_MAX_RATE:.0%} of off-topic questions still get a document")
 
 
 class Label(BaseModel):
@@ -86,8 +97,11 @@ class Calibration(BaseModel):
     target: str | None = None  # the KB this model is for (None: the embedder's shared preset)
     ranker: Ranker
     highly_relevant_threshold: float
+    # for a best document in another language than the question; None: no training question had one
+    highly_relevant_other_language_threshold: float | None = None
     reference_threshold: float
     supplement_threshold: float
+    answerability: Answerability | None = None  # None: no off-topic labels; REFERENCE decides "nothing found"
     held_out: Quality  # k-fold: every question measured by a model fitted without it
     fitted: Quality  # the final model on every question (fitted on them: for comparison only)
     current: Quality  # each KB's grading in force before this run
@@ -141,10 +155,13 @@ def fit_ranker(observed: list[Observed]) -> Ranker:
                   weights={f: round(float(w), 4) for f, w in zip(FEATURES, model.coef_[0])})
 
 
-def choose_thresholds(observed: list[Observed], ranker: Ranker, max_l2: float) -> tuple[float, float, float]:
-    """HIGHLY_RELEVANT, REFERENCE and the supplements' bar for `ranker`, by the rules in RULE."""
+def choose_thresholds(observed: list[Observed], ranker: Ranker, max_l2: float
+                      ) -> tuple[float, float | None, float, float]:
+    """HIGHLY_RELEVANT (for a best document in the question's language, and in another: None when no training
+    question's best was in another language), REFERENCE and the supplements' bar for `ranker`, by RULE."""
     # score the best document of each question once; the thresholds only cut this list
     best: list[tuple[float, bool, bool]] = []  # (score, relevant, off-topic)
+    across: set[int] = set()  # indexes into `best` of the answerable questions whose best is in another language
     sent: list[tuple[float, bool]] = []  # every candidate: (score, relevant)
     after: list[tuple[float, float, bool]] = []  # 2nd-4th candidates: (best score of the question, score, relevant)
     probe = Thresholds(max_l2_distance=max_l2, highly_relevant_threshold=1.0, reference_threshold=0.0, ranker=ranker)
@@ -153,16 +170,19 @@ def choose_thresholds(observed: list[Observed], ranker: Ranker, max_l2: float) -
         relevant = set(o.label.relevant)
         top = o.graded.candidates[0] if o.graded.candidates else None
         if top is not None:
+            if relevant and top.features.get("other_language") == 1.0:
+                across.add(len(best))
             best.append((top.score, top.doc_key in relevant, not relevant))
             after += [(top.score, c.score, c.doc_key in relevant) for c in o.graded.candidates[1:DOCUMENTS_SENT]]
         sent += [(c.score, c.doc_key in relevant) for c in o.graded.candidates]
     off_best = max((s for s, _, off in best if off), default=-1.0)
 
-    def hr_ok(t: float) -> bool:
-        graded = [rel for s, rel, off in best if s >= t]
+    def hr_ok(t: float, other_language: bool) -> bool:
+        graded = [rel for i, (s, rel, off) in enumerate(best) if s >= t and not off and (i in across) == other_language]
         return bool(graded) and sum(graded) / len(graded) >= HR_MIN_PRECISION and t > off_best
 
-    hr = next((t for t in GRID if hr_ok(t)), GRID[-1])
+    hr = next((t for t in GRID if hr_ok(t, False)), GRID[-1])
+    hr_other = next((t for t in GRID if hr_ok(t, True)), GRID[-1]) if across else None
     off_scores = [s for s, _, off in best if off]
     if off_scores:
         def ref_ok(t: float) -> bool:
@@ -178,16 +198,45 @@ def choose_thresholds(observed: list[Observed], ranker: Ranker, max_l2: float) -
         return bool(kept) and sum(kept) / len(kept) >= SUPPLEMENT_MIN_PRECISION
 
     supplement = min(next((t for t in GRID if supplement_ok(t)), ref), ref)
-    return hr, ref, supplement
+    return hr, None if hr_other is None else max(hr_other, ref), ref, supplement
+
+
+def fit_answerability(observed: list[Observed], own: list[Observed], ranker: Ranker) -> Answerability | None:
+    """Whether the KB answers at all, fitted on every observed question (answerable against off-topic, the two
+    weighted equally: off-topic labels are few); its threshold the lowest probability at which at most
+    OFF_TOPIC_MAX_RATE of `own`'s off-topic questions still get a document. None without off-topic labels
+    in `own` (nothing to place the threshold on) or in `observed`."""
+    from sklearn.linear_model import LogisticRegression  # only calibration needs it
+
+    probe = Thresholds(highly_relevant_threshold=1.0, reference_threshold=0.0, ranker=ranker)
+    x, y = [], []
+    for o in observed:
+        if o.graded.regrade(probe).candidates:  # a question nothing was found for says nothing here
+            features = answer_features(o.graded.candidates)
+            x.append([features[f] for f in ANSWER_FEATURES])
+            y.append(bool(o.label.relevant))
+    if len(set(y)) < 2 or not any(not o.label.relevant and o.graded.candidates for o in own):
+        return None
+    model = LogisticRegression(C=1.0, max_iter=1000, class_weight="balanced").fit(np.asarray(x), np.asarray(y))
+    gate = Answerability(bias=round(float(model.intercept_[0]), 4), threshold=0.0,
+                         weights={f: round(float(w), 4) for f, w in zip(ANSWER_FEATURES, model.coef_[0])})
+    off = sorted((gate.probability(answer_features(o.graded.candidates))
+                  for o in own if not o.label.relevant and o.graded.candidates), reverse=True)
+    allowed = int(OFF_TOPIC_MAX_RATE * len(off))  # how many off-topic questions may still get a document
+    # just above the first off-topic question that must not pass (rounded up, so it stays above when stored)
+    threshold = math.ceil((off[allowed] + 1e-9) * 10_000) / 10_000
+    return gate.model_copy(update={"threshold": min(threshold, 1.0)})
 
 
 def fit(observed: list[Observed], max_l2: float, target: str | None = None) -> Thresholds:
-    """The ranker fitted on every observed question; the thresholds on `target`'s questions (None: on all)."""
+    """The ranker and the answerability model fitted on every observed question; the thresholds on `target`'s
+    questions (None: on all)."""
     ranker = fit_ranker(observed)
     own = [o for o in observed if target is None or o.kb == target]
-    hr, ref, supplement = choose_thresholds(own, ranker, max_l2)
+    hr, hr_other, ref, supplement = choose_thresholds(own, ranker, max_l2)
     return Thresholds(max_l2_distance=max_l2, highly_relevant_threshold=hr, reference_threshold=ref,
-                      supplement_threshold=supplement, ranker=ranker)
+                      supplement_threshold=supplement, highly_relevant_other_language_threshold=hr_other, ranker=ranker,
+                      answerability=fit_answerability(observed, own, ranker))
 
 
 def folds_of(observed: list[Observed], k: int, seed: int = 7) -> list[int]:
@@ -203,10 +252,11 @@ def folds_of(observed: list[Observed], k: int, seed: int = 7) -> list[int]:
     return fold
 
 
-def cross_validate(observed: list[Observed], max_l2: float, k: int = FOLDS, target: str | None = None
-                   ) -> list[Question]:
-    """Every question graded by a model fitted without its fold (with `target`: that KB's questions only)."""
-    fold = folds_of(observed, k)
+def cross_validate(observed: list[Observed], max_l2: float, k: int = FOLDS, target: str | None = None,
+                   seed: int = 7) -> list[Question]:
+    """Every question graded by a model fitted without its fold (with `target`: that KB's questions only);
+    `seed` shuffles the folds (another seed: how much of a figure is the folds' luck)."""
+    fold = folds_of(observed, k, seed)
     out: list[Question | None] = [None] * len(observed)
     for f in range(k):
         train = [o for o, g in zip(observed, fold) if g != f]
@@ -233,7 +283,8 @@ def calibrate(observed: list[Observed], sources: dict[str, int], current: Mappin
     return Calibration(
         embedder=embedder, labels=sources, target=target, ranker=final.ranker,
         highly_relevant_threshold=final.highly_relevant_threshold, reference_threshold=final.reference_threshold,
-        supplement_threshold=final.supplement, held_out=held_out, fitted=measure(regrade(own, final)), current=before,
+        supplement_threshold=final.supplement, answerability=final.answerability, held_out=held_out,
+        highly_relevant_other_language_threshold=final.highly_relevant_other_language_threshold, fitted=measure(regrade(own, final)), current=before,
         folds=k,
     )
 
@@ -245,7 +296,9 @@ def kb_model(result: Calibration, max_l2: float, fitted_at: str) -> KbModel:
         embedder=result.embedder, labels=result.labels, fitted_at=fitted_at,
         thresholds=Thresholds(max_l2_distance=max_l2, highly_relevant_threshold=result.highly_relevant_threshold,
                               reference_threshold=result.reference_threshold,
-                              supplement_threshold=result.supplement_threshold, ranker=result.ranker),
+                              supplement_threshold=result.supplement_threshold, ranker=result.ranker,
+                              answerability=result.answerability,
+                              highly_relevant_other_language_threshold=result.highly_relevant_other_language_threshold),
         held_out=figures.model_dump() if figures is not None else {},
     )
 
@@ -256,4 +309,7 @@ def write_thresholds(config_path: Path, embedder: str, t: Thresholds) -> None:
              "supplement-threshold": t.supplement_threshold}
     if t.ranker is not None:
         entry["ranker"] = t.ranker.model_dump()
+        # a stored model replaces the gate with its own (or with none): an old gate is on another ranker's scale
+        entry["answerability"] = t.answerability.model_dump() if t.answerability is not None else None
+        entry["highly-relevant-other-language-threshold"] = t.highly_relevant_other_language_threshold
     update_config(config_path, ("retrieval", "normalization", "embedders", embedder), entry)

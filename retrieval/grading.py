@@ -18,7 +18,7 @@ import numpy as np
 from core.settings import Thresholds
 from retrieval.keywords import KeywordIndex
 from retrieval.ranking import Candidate, background, describe, rank
-from core.relevance import Level, grade, similarity
+from core.relevance import Level, answer_features, grade, similarity
 from retrieval.vocabulary import QueryTerms, Vocabulary, query_terms
 from stores.catalog import Catalog
 from stores.embedders import Embedder
@@ -72,6 +72,8 @@ class Graded:
             "kb_coverage": round(self.query_terms.coverage, 4),
             "unknown_names": self.query_terms.unknown_names,
             "features": {c.doc_key: {f: round(v, 4) for f, v in c.features.items()} for c in self.candidates[:5]},
+            # what the answerability model (if the KB's grading has one) decided "nothing found" on
+            "answer_features": {f: round(v, 4) for f, v in answer_features(self.candidates).items()} if top else {},
         }
 
 

@@ -131,7 +131,8 @@ class KnowledgeGraphQuery:
         t = self.settings.kb_thresholds(self.embedder.name, row)  # each KB graded its own way
         graded = self.grader.grade(kb, row.revision, query, vector, t)
         # every chunk found for a relevant document, with its document's calibrated score and level
-        hits = [(h, c.score, Level.HIGHLY_RELEVANT if c.score >= t.highly_relevant_threshold else Level.REFERENCE)
+        hits = [(h, c.score, Level.HIGHLY_RELEVANT if c.score >= t.highly_relevant(c.features.get("other_language") == 1.0)
+                 else Level.REFERENCE)
                 for c in graded.relevant(t) for h in sorted(c.chunks.values(), key=lambda h: h.distance)]
         graph = {"nodes": [], "edges": []}
         if has_graph(config) and hits:

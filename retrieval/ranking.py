@@ -5,7 +5,9 @@ real documentation (USE puts a right and a wrong page within a few hundredths),
 and an exact keyword alone crowns whichever glossary names the term. So each
 candidate document is described by a few features and a logistic model, fitted
 by `executor calibrate` on labelled questions, turns them into the probability
-that the document answers the query. Levels are thresholds on that probability.
+that the document answers the query. Levels are thresholds on that probability;
+whether the KB answers at all is, once calibrated with off-topic labels, a second
+model's call over the whole result (`core.relevance.answer_features`).
 
 Features (all in [0, 1] or small integers, so weights stay comparable):
 - `similarity`: the document's best dense cosine (the absolute level still separates off-topic
@@ -35,7 +37,6 @@ Features (all in [0, 1] or small integers, so weights stay comparable):
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from functools import lru_cache
 
@@ -104,11 +105,6 @@ def features(c: Candidate, top_similarity: float, floor: float, top_lexical: flo
     }
 
 
-def probability(ranker: Ranker, x: dict[str, float]) -> float:
-    z = ranker.bias + sum(ranker.weights.get(name, 0.0) * value for name, value in x.items())
-    return 1.0 / (1.0 + math.exp(-max(-50.0, min(50.0, z))))
-
-
 def describe(candidates: list[Candidate], q: QueryTerms, floor: float) -> None:
     """Compute each candidate's features (similarities must be set); `floor` is the query's `background`."""
     top_similarity = max((c.similarity for c in candidates), default=0.0)
@@ -120,5 +116,5 @@ def describe(candidates: list[Candidate], q: QueryTerms, floor: float) -> None:
 def rank(candidates: list[Candidate], ranker: Ranker | None) -> list[Candidate]:
     """Score every candidate (the ranker's probability, or the bare similarity without a ranker); best first."""
     for c in candidates:
-        c.score = probability(ranker, c.features) if ranker is not None else c.similarity
+        c.score = ranker.probability(c.features) if ranker is not None else c.similarity
     return sorted(candidates, key=lambda c: (-c.score, -c.similarity))

@@ -106,7 +106,8 @@ def calibrate(
         write_thresholds(config_path(), result.embedder, Thresholds(
             max_l2_distance=replaced.max_l2_distance, highly_relevant_threshold=result.highly_relevant_threshold,
             reference_threshold=result.reference_threshold, supplement_threshold=result.supplement_threshold,
-            ranker=result.ranker))
+            ranker=result.ranker, answerability=result.answerability,
+            highly_relevant_other_language_threshold=result.highly_relevant_other_language_threshold))
         written = str(config_path())
     if as_json:
         print_json(result.model_dump() | {"written_to": written})
@@ -116,13 +117,20 @@ def calibrate(
         f"{result.embedder}: {what}, {sum(sources.values())} questions, {result.folds}-fold",
         {"before": result.current, "held-out": result.held_out}))
     console.print(f"rule: {result.rule}", highlight=False, markup=False)
-    console.print(f"HIGHLY_RELEVANT {replaced.highly_relevant_threshold:.2f} -> {result.highly_relevant_threshold:.2f}, "
+    other = result.highly_relevant_other_language_threshold
+    console.print(f"HIGHLY_RELEVANT {replaced.highly_relevant_threshold:.2f} -> {result.highly_relevant_threshold:.2f}"
+                  + (f" (best document in another language: {other:.2f})" if other is not None else "") + ", "
                   f"REFERENCE {replaced.reference_threshold:.2f} -> {result.reference_threshold:.2f}, "
                   f"supplements {replaced.supplement:.2f} -> {result.supplement_threshold:.2f} "
                   f"(before: {'the model' if replaced.ranker else 'similarity'}; after: the model's probability)",
                   highlight=False, markup=False)
     console.print("model: " + ", ".join(f"{k} {v:+.2f}" for k, v in result.ranker.weights.items())
                   + f", bias {result.ranker.bias:+.2f}", highlight=False, markup=False)
+    gate = result.answerability
+    console.print("answerability: " + (", ".join(f"{k} {v:+.2f}" for k, v in gate.weights.items())
+                                       + f", bias {gate.bias:+.2f}; nothing found below {gate.threshold:.4f}"
+                                       if gate else "none (no off-topic labels): REFERENCE decides nothing found"),
+                  highlight=False, markup=False)
     if written:
         console.print(f"written to {written}", highlight=False, markup=False)
 

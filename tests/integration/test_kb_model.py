@@ -91,12 +91,20 @@ def test_the_model_written_for_one_kb_grades_that_kb_only(home, tmp_path):
     assert _model(home, "other") is None
     assert stored.embedder == result["embedder"] and stored.labels == {str(_labels(tmp_path)): len(LABELS)}
     assert stored.thresholds.ranker.model_dump() == result["ranker"]
+    # two off-topic labels: "nothing found" is decided by an answerability model, stored with the ranker
+    assert result["answerability"] is not None
+    assert stored.thresholds.answerability.model_dump() == result["answerability"]
     assert _thresholds(home, "docs") == stored.thresholds.model_dump()
     assert _thresholds(home, "other") == RANKER_PRESETS[result["embedder"]].model_dump()
     shown = json.loads(run_cli(home, "kb", "show", "docs", "--json").stdout)["grading_model"]
     assert shown["embedder"] == result["embedder"] and shown["labels"] == stored.labels
     assert shown["held_out"]["questions"] == len(LABELS)
     assert json.loads(run_cli(home, "kb", "show", "other", "--json").stdout)["grading_model"] is None
+    # the lookup applies it: an off-topic question it was placed on finds nothing in this KB
+    off = run_cli(home, "lookup", "How do I bake sourdough bread?", "--kb", "docs", "--no-graph", "--json")
+    assert off.returncode == 0, off.stderr
+    found = json.loads(off.stdout)
+    assert found["found"] is False and found["relevance_level"] is None and found["primary"] == []
 
 
 def test_a_damaged_model_is_one_line_and_other_kbs_still_work(home, tmp_path):

@@ -78,3 +78,21 @@ def test_documents_after_the_first_are_sent_down_to_the_supplements_bar():
 
     assert graded(Thresholds(highly_relevant_threshold=0.6, reference_threshold=0.3)) == ["a"]
     assert graded(Thresholds(highly_relevant_threshold=0.6, reference_threshold=0.3, supplement_threshold=0.1)) == ["a", "b"]
+
+
+def test_a_config_model_brings_its_own_answerability_model_or_none(monkeypatch, tmp_path):
+    """A ranker written to config.yaml by `calibrate --shared --write` replaces the preset's answerability model
+    with its own, or with none: a gate placed on one ranker's scores means nothing on another's."""
+    from core.settings import Answerability, update_config
+
+    gate = Answerability(bias=-1.0, weights={"best_score": 3.0}, threshold=0.4)
+    config = tmp_path / "config.yaml"
+    monkeypatch.setenv("EXECUTOR_CONFIG", str(config))
+    monkeypatch.delenv("EXECUTOR_GRADING", raising=False)
+    node = ("retrieval", "normalization", "embedders", EMBEDDER)
+    update_config(config, node, {"ranker": OWN.ranker.model_dump(), "answerability": gate.model_dump()})
+    assert Settings(home=tmp_path).thresholds(EMBEDDER).answerability == gate
+    update_config(config, node, {"answerability": None})
+    assert Settings(home=tmp_path).thresholds(EMBEDDER).answerability is None
+    with_gate = OWN.model_copy(update={"answerability": gate})
+    assert Settings(home=tmp_path).kb_thresholds(EMBEDDER, _row(model=_stored(thresholds=with_gate))) == with_gate

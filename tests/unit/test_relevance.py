@@ -1,7 +1,7 @@
 import pytest
 
-from core.settings import Thresholds
-from core.relevance import Level, grade, language_of, similarity
+from core.settings import Answerability, Ranker, Thresholds
+from core.relevance import Level, answer_features, grade, language_of, similarity
 
 T = Thresholds(max_l2_distance=2.0, highly_relevant_threshold=0.75, reference_threshold=0.5)
 
@@ -55,3 +55,53 @@ def test_language_detection():
     assert language_of("数据库连接池怎么配置？") == "zh"
     assert language_of("ERR_TIMEOUT 是什么") == "zh"
     assert language_of("How do I roll back?") == "en"
+
+
+# An answerability model that passes a query when its best document's score is at least 0.2 (probability 0.5 at
+# best_score 0.2, threshold 0.5): "nothing found" is its decision, the levels stay the scores'.
+GATE = Answerability(bias=-2.0, weights={"best_score": 10.0}, threshold=0.5)
+T_GATED = Thresholds(max_l2_distance=2.0, highly_relevant_threshold=0.75, reference_threshold=0.5,
+                     ranker=Ranker(bias=0.0, weights={}), answerability=GATE)
+
+
+@pytest.mark.parametrize(
+    "rows, expected",
+    [
+        ([(0.30, False)], Level.REFERENCE),  # below REFERENCE, but the KB answers: the best is sent as REFERENCE
+        ([(0.19, False)], None),  # the model says the KB does not answer
+        ([(0.80, False)], Level.HIGHLY_RELEVANT),
+        ([(0.7499, False)], Level.REFERENCE),
+        ([(0.60, True)], Level.PRECISE),  # a specific keyword the scores agree with is decided before the gate
+        ([], None),
+    ],
+)
+def test_an_answerability_model_decides_nothing_found_and_the_scores_the_level(rows, expected):
+    assert grade(_candidates(*rows), T_GATED) == expected
+
+
+def test_the_answerability_model_sees_the_whole_result():
+    rows = _candidates((0.4, False), (0.3, False))
+    rows[1].similarity = 0.9
+    for c in rows:
+        c.features = {"kb_coverage": 0.5, "unknown_names": 1.0}
+    assert answer_features(rows) == {"best_score": 0.4, "best_similarity": 0.9, "kb_coverage": 0.5, "unknown_names": 1.0}
+
+
+def test_an_answerability_model_needs_its_ranker_and_known_features():
+    with pytest.raises(ValueError, match="needs the ranker"):
+        Thresholds(answerability=GATE)
+    with pytest.raises(ValueError, match="unknown answerability features"):
+        Answerability(bias=0.0, weights={"similarity": 1.0}, threshold=0.5)
+
+
+def test_a_best_page_in_another_language_needs_its_own_highly_relevant_threshold():
+    t = Thresholds(highly_relevant_threshold=0.75, reference_threshold=0.5, highly_relevant_other_language_threshold=0.9)
+    same, other = _candidates((0.8, False)), _candidates((0.8, False))
+    other[0].features = {"other_language": 1.0}
+    assert grade(same, t) == Level.HIGHLY_RELEVANT
+    assert grade(other, t) == Level.REFERENCE  # 0.8 is not enough across languages
+    other[0].score = 0.9
+    assert grade(other, t) == Level.HIGHLY_RELEVANT
+    assert grade(other, T) == Level.HIGHLY_RELEVANT  # unset: one threshold for both
+    with pytest.raises(ValueError, match="other-language"):
+        Thresholds(highly_relevant_threshold=0.75, reference_threshold=0.5, highly_relevant_other_language_threshold=0.4)
