@@ -162,6 +162,8 @@ EMBEDDER_THRESHOLD_DEFAULTS: dict[str, Thresholds] = {
 # `*_other_language` features came later and are not in this preset (weight 0): refitted with them, the pooled
 # model graded fewer of the sample KB's off-topic questions "nothing found" (held out 0.94 -> 0.81), so they
 # are used where a KB's own model is fitted (`calibrate --labels F --kb K --write`: Helm returned 0.94 -> 0.95).
+# Nor has it an answerability model or an other-language HIGHLY_RELEVANT threshold: pooled over two KBs' 31
+# off-topic questions, the gate let Helm's nearest one through (held out 0.93 -> 0.87); a KB's own model has both.
 RANKER_PRESETS: dict[str, Thresholds] = {
     "use-multilingual-v3": Thresholds(
         max_l2_distance=2.0, highly_relevant_threshold=0.48, reference_threshold=0.3, supplement_threshold=0.15,
