@@ -116,14 +116,17 @@ class Runtime:
         return LookupService(self.settings, self.catalog, self.vectors, self.embedder, self.memory, self.grader,
                              self.known_entities)
 
-    def start_loading(self) -> None:
+    def start_loading(self, segmenter: bool = True) -> None:
         """Start what a first lookup waits for, each on a thread of its own, so that their waits overlap: the
         vector store opens (Milvus Lite's server takes ~1 s to start), the embedder loads (the default one on
-        its own thread) and jieba reads its dictionary. The first call that needs one waits for it."""
+        its own thread) and, unless `segmenter` is false, jieba reads its dictionary. The first call that
+        needs one waits for it. Threads share the interpreter: loading what the command will not use (jieba
+        for an ASCII query: grading reads the KB's text profiles) only takes CPU from what it will."""
         from retrieval.vocabulary import load_segmenter
 
         self.vectors.open_in_background()
-        threading.Thread(target=load_segmenter, name="load-jieba", daemon=True).start()
+        if segmenter:
+            threading.Thread(target=load_segmenter, name="load-jieba", daemon=True).start()
         self.embedder
 
     def app(self, model, mode: str, checkpointer=None):

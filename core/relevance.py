@@ -88,5 +88,9 @@ def language_of(text: str) -> str:
 def document_language(text: str) -> str:
     """A document's language: Chinese when over a tenth of its visible characters are. Translated
     documentation keeps code, commands and names in English, so one CJK character is not enough."""
-    visible = sum(1 for ch in text if not ch.isspace())
-    return "zh" if visible and len(CJK.findall(text)) > 0.1 * visible else "en"
+    return language_by_counts(sum(1 for ch in text if not ch.isspace()), len(CJK.findall(text)))
+
+
+def language_by_counts(visible: int, cjk: int) -> str:
+    """`document_language` from a text's counts of visible and of CJK characters (sums over its parts)."""
+    return "zh" if visible and cjk > 0.1 * visible else "en"

@@ -73,14 +73,14 @@ def query_terms(text: str) -> list[str]:
 
     ASCII runs are split by a pattern, not by jieba, which would cut ERR_CERT_EXPIRED at its underscores.
     """
-    import jieba
-
-    jieba.setLogLevel(60)
     words: list[str] = []
     for run in ASCII_OR_NOT.findall(normalize(text)):
         if run.isascii():
             words += ASCII_TERM.findall(run)
         else:
+            import jieba  # only for text that needs it: an ASCII query does not import it
+
+            jieba.setLogLevel(60)
             words += [w for w in (t.strip() for t in jieba.lcut(run)) if HAN.search(w)]
     runs = [" ".join(words[i : i + n]) for n in (3, 2) for i in range(len(words) - n + 1)]
     return list(dict.fromkeys(runs + words))

@@ -193,12 +193,13 @@ class GraphExpander:
         """Each reached document's relevance on the grader's calibrated scale, against the lookup's query."""
         kb_row = self.catalog.require(result.kb)
         q = query_terms(result.query, self.grader.vocabulary(result.kb, kb_row.revision))
+        profile = self.grader.profile(result.kb, kb_row.revision)
         top_similarity = result.details.get("l1_top_similarity") or 0.0
         candidates = []
         for k, chunks in chunks_by_doc.items():
             c = Candidate(k, chunks[0].title, chunks[0].domain, {h.chunk_index: h for h in chunks})
             c.similarity = max(similarity(h.distance, t.max_l2_distance) for h in chunks)
-            c.features = features(c, top_similarity, result.details.get("background_similarity") or 0.0, 0.0, q)
+            c.features = features(c, top_similarity, result.details.get("background_similarity") or 0.0, 0.0, q, profile)
             candidates.append(c)
         return {c.doc_key: c.score for c in rank(candidates, t.ranker)}
 

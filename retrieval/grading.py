@@ -17,7 +17,8 @@ import numpy as np
 
 from core.settings import Thresholds
 from retrieval.keywords import KeywordIndex
-from retrieval.ranking import Candidate, background, describe, rank
+from retrieval.ranking import Candidate, Profile, background, describe, rank
+from retrieval.text_profiles import TextProfiles
 from core.relevance import Level, answer_features, grade, similarity
 from retrieval.vocabulary import QueryTerms, Vocabulary, query_terms
 from stores.catalog import Catalog
@@ -87,6 +88,7 @@ class Grader:
         self.cache_dir, self.top_k = cache_dir, top_k
         self._keywords: dict[str, tuple[int, KeywordIndex]] = {}
         self._vocabularies: dict[str, tuple[int, Vocabulary]] = {}
+        self._profiles: dict[str, tuple[int, TextProfiles]] = {}
 
     # -- per-KB views, rebuilt when the KB's revision moves ---------------------
     def vocabulary(self, kb: str, revision: int) -> Vocabulary:
@@ -95,11 +97,32 @@ class Grader:
             path = self.cache_dir / f"vocabulary-{kb}.json"
             vocabulary = Vocabulary.load(path, revision)
             if vocabulary is None:
-                vocabulary = Vocabulary.build((k, f"{title}\n{text}") for k, title, text in self.vectors.texts(kb))
+                rows = list(self.vectors.texts(kb))
+                vocabulary = Vocabulary.build((k, f"{title}\n{text}") for k, title, text in rows)
                 vocabulary.save(path, revision)
+                TextProfiles.build(self._profiles_path(kb), revision, rows)  # the same rows, read once
             cached = (revision, vocabulary)
             self._vocabularies[kb] = cached
         return cached[1]
+
+    def _profiles_path(self, kb: str) -> Path:
+        return self.cache_dir / f"profiles-{kb}.sqlite"
+
+    def profile(self, kb: str, revision: int) -> Profile:
+        """How grading gets a candidate's terms and language in this KB: from the profiles built with its
+        vocabulary (no text segmented again), the same as segmenting the candidate's text."""
+        cached = self._profiles.get(kb)
+        if cached is None or cached[0] != revision:
+            if cached is not None:
+                cached[1].close()
+            path = self._profiles_path(kb)
+            profiles = TextProfiles.load(path, revision)
+            if profiles is None:  # a vocabulary cached before the profiles were (or their file was lost)
+                TextProfiles.build(path, revision, self.vectors.texts(kb))
+                profiles = TextProfiles.load(path, revision)
+            cached = (revision, profiles or TextProfiles(path, revision))  # unreadable: every piece profiled now
+            self._profiles[kb] = cached
+        return cached[1].profile
 
     def keyword_index(self, kb: str, revision: int) -> KeywordIndex:
         cached = self._keywords.get(kb)
@@ -140,7 +163,7 @@ class Grader:
             c.similarity = max(similarity(h.distance, t.max_l2_distance) for h in c.chunks.values())
         q = query_terms(query, vocabulary)
         floor = background([similarity(h.distance, t.max_l2_distance) for h in dense])
-        describe(candidates, q, floor)
+        describe(candidates, q, floor, self.profile(kb, revision))
         return Graded(
             candidates=candidates, query_terms=q, l0=l0, dense_distances=[h.distance for h in dense], background=floor,
         ).regrade(t)

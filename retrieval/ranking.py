@@ -37,6 +37,7 @@ Features (all in [0, 1] or small integers, so weights stay comparable):
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import lru_cache
 
@@ -76,6 +77,10 @@ def background(similarities: list[float]) -> float:
     return sum(tail) / len(tail) if tail else 0.0
 
 
+# (texts) -> the terms and the language of the texts joined by newlines
+Profile = Callable[[list[str]], tuple[frozenset[str], str]]
+
+
 @lru_cache(maxsize=2048)
 def _profile(text: str) -> tuple[frozenset[str], str]:
     """A candidate text's terms and language. Segmenting it (jieba) is most of a feature's cost, and the same
@@ -83,8 +88,15 @@ def _profile(text: str) -> tuple[frozenset[str], str]:
     return frozenset(terms(text)), document_language(text)
 
 
-def features(c: Candidate, top_similarity: float, floor: float, top_lexical: float, q: QueryTerms) -> dict[str, float]:
-    text_terms, language = _profile(c.title + "\n" + "\n".join(h.text for h in c.chunks.values()))
+def joined_profile(texts: list[str]) -> tuple[frozenset[str], str]:
+    """The profile of the texts joined, computed from the text (a KB's `TextProfiles` give the same from a cache)."""
+    return _profile("\n".join(texts))
+
+
+def features(c: Candidate, top_similarity: float, floor: float, top_lexical: float, q: QueryTerms,
+             profile: Profile = joined_profile) -> dict[str, float]:
+    """`profile`: how the candidate's title and chunks get their terms and language (see `joined_profile`)."""
+    text_terms, language = profile([c.title, *(h.text for h in c.chunks.values())])
     coverage = q.coverage_of(text_terms)
     lexical = c.lexical / top_lexical if top_lexical > 0 else 0.0
     same = 0.0 if language != q.language else 1.0
@@ -105,12 +117,12 @@ def features(c: Candidate, top_similarity: float, floor: float, top_lexical: flo
     }
 
 
-def describe(candidates: list[Candidate], q: QueryTerms, floor: float) -> None:
+def describe(candidates: list[Candidate], q: QueryTerms, floor: float, profile: Profile = joined_profile) -> None:
     """Compute each candidate's features (similarities must be set); `floor` is the query's `background`."""
     top_similarity = max((c.similarity for c in candidates), default=0.0)
     top_lexical = max((c.lexical for c in candidates), default=0.0)
     for c in candidates:
-        c.features = features(c, top_similarity, floor, top_lexical, q)
+        c.features = features(c, top_similarity, floor, top_lexical, q, profile)
 
 
 def rank(candidates: list[Candidate], ranker: Ranker | None) -> list[Candidate]:

@@ -49,11 +49,16 @@ def load_segmenter() -> None:
     _jieba().initialize()
 
 
+def cjk_words(run: str) -> list[str]:
+    """jieba's words of two or more characters in a run of CJK characters."""
+    return [w for w in _jieba().cut(run) if len(w) >= 2]
+
+
 def terms(text: str) -> set[str]:
     norm = normalize(text)
     out = {w for w in ASCII_TERM.findall(norm) if w not in STOPWORDS}
     for run in CJK_RUN.findall(norm):
-        out.update(w for w in _jieba().cut(run) if len(w) >= 2)
+        out.update(cjk_words(run))
     return out
 
 

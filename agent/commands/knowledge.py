@@ -113,7 +113,7 @@ def lookup(
     from tools.registry import LOOKUP, lookup_knowledge, run
 
     with runtime("lookup") as rt:
-        rt.start_loading()
+        rt.start_loading(segmenter=not query.isascii())  # only non-ASCII text is cut by jieba
         session = session or f"cli-{uuid.uuid4().hex[:12]}"
         # the tool's own path (and its tool_invocation row); the lookup checks the arguments with its own messages
         args = lookup_knowledge.model_construct(query=query, missing_dimension=missing_dimension)
