@@ -13,14 +13,14 @@ import sys
 import threading
 import uuid
 from dataclasses import dataclass
-from typing import Callable
-
-from rich.live import Live
-from rich.markdown import Markdown
+from typing import TYPE_CHECKING, Callable
 
 from agent.commands.common import KbOpt, SessionOpt, console, err_console
 from agent.commands.turns import LiveTrace, Turns, summary_lines
 from core.errors import ExecutorError, describe, printable, terminal_safe
+
+if TYPE_CHECKING:
+    from rich.live import Live
 
 PROMPT = "you> "
 
@@ -123,6 +123,14 @@ def _reader(home):
     return lambda: session.prompt(PROMPT)
 
 
+def _markdown(text: str):
+    """rich's Markdown, imported when a chat shows an answer: markdown-it and pygments cost every other
+    command ~40 ms of its start-up (the CLI imports this module to register `chat`)."""
+    from rich.markdown import Markdown
+
+    return Markdown(text)
+
+
 class _Answer:
     """Shows a turn: a status line until something happens, tool calls as they settle, and the answer as
     Markdown (re-rendered live while an LLM streams it)."""
@@ -144,17 +152,19 @@ class _Answer:
     def token(self, text: str) -> None:
         if self.live is None:
             self.status.stop()
-            self.live = Live(Markdown(""), console=console, refresh_per_second=8, vertical_overflow="visible")
+            from rich.live import Live
+
+            self.live = Live(_markdown(""), console=console, refresh_per_second=8, vertical_overflow="visible")
             self.live.start()
         self.text += text
-        self.live.update(Markdown(terminal_safe(self.text)))
+        self.live.update(_markdown(terminal_safe(self.text)))
 
     def finish(self, answer: str) -> None:
         self.status.stop()
         if self.live is not None:
-            self.live.update(Markdown(terminal_safe(answer)))
+            self.live.update(_markdown(terminal_safe(answer)))
         else:
-            console.print(Markdown(terminal_safe(answer)))
+            console.print(_markdown(terminal_safe(answer)))
 
     def __exit__(self, *exc) -> None:
         self.status.stop()
