@@ -81,7 +81,9 @@ class Runtime:
     def known_entities(self):
         from retrieval.extraction import KnownEntities
 
-        return KnownEntities(self.settings, self.catalog, self.embedder, lambda: self.graph)
+        s = self.settings
+        local_graph = s.graph_backend == "sql" or not (s.neo4j_uri or s.falkordb_url)  # written by this home only
+        return KnownEntities(s, self.catalog, self.embedder, lambda: self.graph, self.cache_dir if local_graph else None)
 
     @cached_property
     def traversals(self):

@@ -7,10 +7,15 @@ boundary after "ComfyUI" and miss it.
 
 from __future__ import annotations
 
+import json
+import os
 import re
 from collections import Counter
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Callable
+
+from core.fs import private_dir, private_file
 
 from retrieval.alignment import EntityAligner
 from retrieval.documents import ERROR_CODE
@@ -135,8 +140,13 @@ class KnownEntities:
     finds prefixes, typos, other widths and close embeddings ("comfy 部署" -> ComfyUI).
     """
 
-    def __init__(self, settings: "Settings", catalog: "Catalog", embedder: "Embedder", graph: "Callable[[], GraphStore]"):
+    def __init__(self, settings: "Settings", catalog: "Catalog", embedder: "Embedder", graph: "Callable[[], GraphStore]",
+                 names_cache: Path | None = None):
+        """`names_cache`: a folder where each KB's entity names are kept per version, for a graph only this
+        EXECUTOR_HOME writes (the embedded FalkorDB, the SQL store): a process then reads them without opening
+        the graph (~0.1 s of a cold lookup: redis, the server's ping, the query). None: always from the graph."""
         self.settings, self.catalog, self.embedder, self._open_graph = settings, catalog, embedder, graph
+        self.names_cache = names_cache
         self._cache: dict[str, tuple[tuple, EntityExtractor, dict, EntityAligner]] = {}
 
     @property
@@ -148,7 +158,7 @@ class KnownEntities:
         version = (row.revision, row.created_at)
         cached = self._cache.get(kb)
         if cached is None or cached[0] != version:
-            names = self.graph.entity_names(kb)
+            names = self._entity_names(kb, version)
             s = self.settings
             aligner = EntityAligner(names, self.embedder.embed_documents, s.entity_fuzzy_cutoff,
                                     s.entity_embedding_threshold)
@@ -158,6 +168,27 @@ class KnownEntities:
         # pattern hits that are not graph entities (a CamelCase word, a port) cannot be traversed from
         exact = [m.name for m in extractor.extract(text) if entity_key(m.name) in names]
         return list(dict.fromkeys(exact + [a.name for a in aligner.align(text)]))
+
+    def _entity_names(self, kb: str, version: tuple) -> dict[str, tuple[str, str | None]]:
+        """The graph's names for the KB, from the names cache when it holds this version (in the graph's order,
+        which breaks the aligner's ties)."""
+        if self.names_cache is None:
+            return self.graph.entity_names(kb)
+        path = self.names_cache / f"entities-{kb}.json"
+        stamp = [version[0], str(version[1]), self.settings.graph_backend, self.settings.graph_name]
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+            if data["version"] == stamp:
+                return {key: (name, type_) for key, name, type_ in data["names"]}
+        except (OSError, ValueError, KeyError, TypeError):
+            pass  # missing, stale or unreadable: asked of the graph
+        names = self.graph.entity_names(kb)
+        private_dir(path.parent)
+        tmp = private_file(path.with_name(f"{path.name}.{os.getpid()}.tmp"))
+        tmp.write_text(json.dumps({"version": stamp, "names": [[k, n, t] for k, (n, t) in names.items()]},
+                                  ensure_ascii=False), encoding="utf-8")
+        tmp.replace(path)
+        return names
 
     def seeds(self, kb: str, text: str, doc_keys: list[str], limit: int) -> list[str]:
         """Where a traversal starts: the graph entities the text names, then those the documents mention most."""
