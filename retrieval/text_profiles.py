@@ -29,7 +29,7 @@ from pathlib import Path
 from core.fs import private_dir, private_file
 from core.relevance import CJK, language_by_counts
 from retrieval.keywords import normalize
-from retrieval.vocabulary import ASCII_TERM, CJK_RUN, STOPWORDS, cjk_words, terms
+from retrieval.vocabulary import ASCII_TERM, CJK_RUN, STOPWORDS, cjk_words
 
 FORMAT = 1  # bump when what a profile holds changes: older files are rebuilt
 
@@ -216,10 +216,3 @@ class TextProfiles:
             self._db.close()
             self._db = None
 
-
-def profile_of(texts: list[str]) -> tuple[frozenset[str], str]:
-    """The same without a KB's profiles: segmenting the joined text."""
-    from core.relevance import document_language
-
-    text = "\n".join(texts)
-    return frozenset(terms(text)), document_language(text)

@@ -6,7 +6,8 @@ import random
 
 import pytest
 
-from retrieval.text_profiles import Piece, TextProfiles, assemble, profile_of
+from retrieval.ranking import joined_profile as profile_of
+from retrieval.text_profiles import Piece, TextProfiles, assemble
 
 # edge cases of `normalize` at a newline: CJK on both sides (joined), one side only, compatibility ideographs
 # (CJK_RUN counts them, the space removal does not), whitespace-only pieces, full-width letters, combining marks
