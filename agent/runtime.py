@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import threading
 from functools import cached_property
+from pathlib import Path
 
 from core.settings import Settings, get_settings
 from stores.catalog import Catalog
@@ -52,8 +53,13 @@ class Runtime:
         return open_vector_store(self.settings.milvus_target, self.settings.milvus_token, self.settings.milvus_timeout_s)
 
     @cached_property
+    def cache_dir(self) -> Path:
+        """Derived state kept between runs (the embedder's, vocabularies, text profiles, entity names)."""
+        return self.settings.ensure_home() / "cache"
+
+    @cached_property
     def embedder(self) -> Embedder:
-        return make_embedder(self.settings.embedder, self.settings.embedder_path, self.settings.ensure_home() / "cache")
+        return make_embedder(self.settings.embedder, self.settings.embedder_path, self.cache_dir)
 
     @cached_property
     def graph_server(self) -> FalkorDBServer:
@@ -109,7 +115,7 @@ class Runtime:
     def grader(self):
         from retrieval.grading import Grader
 
-        return Grader(self.catalog, self.vectors, self.embedder, self.settings.ensure_home() / "cache", self.settings.top_k)
+        return Grader(self.catalog, self.vectors, self.embedder, self.cache_dir, self.settings.top_k)
 
     @cached_property
     def lookup_service(self):
