@@ -32,6 +32,7 @@ from prompts.executor import RULES
 from prompts.results import expansion_text
 from retrieval.knowledge_bases import knowledge_bases
 from core.validation import SESSION_ID, check_session_id
+from stores.catalog import version
 
 SESSION_ARG = {
     "type": "string",
@@ -110,8 +111,9 @@ class ExecutorMCP:
             row = self.rt.catalog.get(self.kb)
             if row is not None:
                 self.rt.vectors.check_embedder(self.kb, self.rt.embedder)
-                self.rt.grader.keyword_index(self.kb, row.revision)
-                self.rt.grader.vocabulary(self.kb, row.revision)
+                self.rt.grader.keyword_index(self.kb, version(row))
+                self.rt.grader.vocabulary(self.kb, version(row))
+                self.rt.grader.profile(self.kb, version(row))
 
     def _register(self) -> None:
         server = self.server

@@ -52,7 +52,7 @@ from retrieval.label_files import load_label_list
 from retrieval.quality import DOCUMENTS_SENT, Quality, Question, measure
 from retrieval.ranking import FEATURES
 from core.relevance import answer_features, language_of
-from stores.catalog import Catalog
+from stores.catalog import Catalog, version
 from stores.embedders import Embedder
 
 HR_MIN_PRECISION = 0.92  # above the 0.9 target, so the figure holds on questions the fit never saw
@@ -123,7 +123,7 @@ def observe(grader: Grader, catalog: Catalog, embedder: Embedder, kb: str, label
     def text(query: str) -> str:
         return search_text(known_entities, kb, has_graph(row.extract_config), query)[0] if known_entities else query
 
-    return [Observed(label, kb, grader.grade(kb, row.revision, q, embedder.embed_query(q), t))
+    return [Observed(label, kb, grader.grade(kb, version(row), q, embedder.embed_query(q), t))
             for label in labels for q in [text(label.query)]]
 
 

@@ -32,6 +32,7 @@ from retrieval.ranking import Candidate, features, rank
 from core.relevance import Level, language_of, similarity
 from retrieval.vocabulary import query_terms
 from retrieval.traversal_cache import new_tally
+from stores.catalog import version
 from stores.knowledge_graph import GraphPath, entity_key
 from stores.invocation_log import Invocation
 from stores.memory import SentDocument
@@ -192,8 +193,8 @@ class GraphExpander:
     def _scores(self, result: LookupResult, chunks_by_doc: dict[str, list], t: Thresholds) -> dict[str, float]:
         """Each reached document's relevance on the grader's calibrated scale, against the lookup's query."""
         kb_row = self.catalog.require(result.kb)
-        q = query_terms(result.query, self.grader.vocabulary(result.kb, kb_row.revision))
-        profile = self.grader.profile(result.kb, kb_row.revision)
+        q = query_terms(result.query, self.grader.vocabulary(result.kb, version(kb_row)))
+        profile = self.grader.profile(result.kb, version(kb_row))
         top_similarity = result.details.get("l1_top_similarity") or 0.0
         candidates = []
         for k, chunks in chunks_by_doc.items():

@@ -79,62 +79,63 @@ class Graded:
 
 
 class Grader:
-    """Grades queries against KBs; caches each KB's keyword index and vocabulary per revision."""
+    """Grades queries against KBs; caches each KB's keyword index, vocabulary and text profiles per version
+    (`stores.catalog.version`: a KB dropped and re-created starts again at the same revision)."""
 
     def __init__(
         self, catalog: Catalog, vectors: VectorStore, embedder: Embedder, cache_dir: Path, top_k: int = 10
     ):
         self.catalog, self.vectors, self.embedder = catalog, vectors, embedder
         self.cache_dir, self.top_k = cache_dir, top_k
-        self._keywords: dict[str, tuple[int, KeywordIndex]] = {}
-        self._vocabularies: dict[str, tuple[int, Vocabulary]] = {}
-        self._profiles: dict[str, tuple[int, TextProfiles]] = {}
+        self._keywords: dict[str, tuple[str, KeywordIndex]] = {}
+        self._vocabularies: dict[str, tuple[str, Vocabulary]] = {}
+        self._profiles: dict[str, tuple[str, TextProfiles]] = {}
 
-    # -- per-KB views, rebuilt when the KB's revision moves ---------------------
-    def vocabulary(self, kb: str, revision: int) -> Vocabulary:
+    # -- per-KB views, rebuilt when the KB's version moves ---------------------
+    def vocabulary(self, kb: str, version: str) -> Vocabulary:
         cached = self._vocabularies.get(kb)
-        if cached is None or cached[0] != revision:
+        if cached is None or cached[0] != version:
             path = self.cache_dir / f"vocabulary-{kb}.json"
-            vocabulary = Vocabulary.load(path, revision)
+            vocabulary = Vocabulary.load(path, version)
             if vocabulary is None:
                 rows = list(self.vectors.texts(kb))
                 vocabulary = Vocabulary.build((k, f"{title}\n{text}") for k, title, text in rows)
-                vocabulary.save(path, revision)
-                TextProfiles.build(self._profiles_path(kb), revision, rows)  # the same rows, read once
-            cached = (revision, vocabulary)
+                vocabulary.save(path, version)
+                TextProfiles.build(self._profiles_path(kb), version, rows)  # the same rows, read once
+            cached = (version, vocabulary)
             self._vocabularies[kb] = cached
         return cached[1]
 
     def _profiles_path(self, kb: str) -> Path:
         return self.cache_dir / f"profiles-{kb}.sqlite"
 
-    def profile(self, kb: str, revision: int) -> Profile:
+    def profile(self, kb: str, version: str) -> Profile:
         """How grading gets a candidate's terms and language in this KB: from the profiles built with its
         vocabulary (no text segmented again), the same as segmenting the candidate's text."""
         cached = self._profiles.get(kb)
-        if cached is None or cached[0] != revision:
+        if cached is None or cached[0] != version:
             if cached is not None:
                 cached[1].close()
             path = self._profiles_path(kb)
-            profiles = TextProfiles.load(path, revision)
+            profiles = TextProfiles.load(path, version)
             if profiles is None:  # a vocabulary cached before the profiles were (or their file was lost)
-                TextProfiles.build(path, revision, self.vectors.texts(kb))
-                profiles = TextProfiles.load(path, revision)
-            cached = (revision, profiles or TextProfiles(path, revision))  # unreadable: every piece profiled now
+                TextProfiles.build(path, version, self.vectors.texts(kb))
+                profiles = TextProfiles.load(path, version)
+            cached = (version, profiles or TextProfiles(path, version))  # unreadable: every piece profiled now
             self._profiles[kb] = cached
         return cached[1].profile
 
-    def keyword_index(self, kb: str, revision: int) -> KeywordIndex:
+    def keyword_index(self, kb: str, version: str) -> KeywordIndex:
         cached = self._keywords.get(kb)
-        if cached is None or cached[0] != revision:
+        if cached is None or cached[0] != version:
             docs = self.catalog.documents(kb)
-            cached = (revision, KeywordIndex((k, [*d.keywords, d.title]) for k, d in docs.items()))
+            cached = (version, KeywordIndex((k, [*d.keywords, d.title]) for k, d in docs.items()))
             self._keywords[kb] = cached
         return cached[1]
 
     # -- grading ----------------------------------------------------------------
-    def grade(self, kb: str, revision: int, query: str, vector: np.ndarray, t: Thresholds) -> Graded:
-        vocabulary = self.vocabulary(kb, revision)
+    def grade(self, kb: str, version: str, query: str, vector: np.ndarray, t: Thresholds) -> Graded:
+        vocabulary = self.vocabulary(kb, version)
         found: dict[str, Candidate] = {}
 
         def take(hit: ChunkHit, lexical: float | None = None) -> Candidate:
@@ -147,7 +148,7 @@ class Grader:
             take(hit)
         for hit, score in self.vectors.lexical_search(kb, query, vector, self.embedder, self.top_k):
             take(hit, score)
-        l0 = self.keyword_index(kb, revision).match(query)
+        l0 = self.keyword_index(kb, version).match(query)
         if l0:
             rows = self.catalog.documents(kb)
             wanted = [cid for k in l0 if k in rows and k not in found for cid in chunk_ids(k, rows[k].chunk_count)]
@@ -163,7 +164,7 @@ class Grader:
             c.similarity = max(similarity(h.distance, t.max_l2_distance) for h in c.chunks.values())
         q = query_terms(query, vocabulary)
         floor = background([similarity(h.distance, t.max_l2_distance) for h in dense])
-        describe(candidates, q, floor, self.profile(kb, revision))
+        describe(candidates, q, floor, self.profile(kb, version))
         return Graded(
             candidates=candidates, query_terms=q, l0=l0, dense_distances=[h.distance for h in dense], background=floor,
         ).regrade(t)

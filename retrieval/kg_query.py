@@ -22,6 +22,7 @@ from core.results import KGHit, KGResult
 from core.validation import check_session_id, clean_query, validate_kb_name
 from retrieval.graph_build import has_graph
 from retrieval.traversal_cache import new_tally
+from stores.catalog import version
 from stores.memory import SentDocument
 
 if TYPE_CHECKING:
@@ -129,7 +130,7 @@ class KnowledgeGraphQuery:
         config = row.extract_config
         self.vectors.check_embedder(kb, self.embedder)  # remembered per collection by the store
         t = self.settings.kb_thresholds(self.embedder.name, row)  # each KB graded its own way
-        graded = self.grader.grade(kb, row.revision, query, vector, t)
+        graded = self.grader.grade(kb, version(row), query, vector, t)
         # every chunk found for a relevant document, with its document's calibrated score and level
         hits = [(h, c.score, Level.HIGHLY_RELEVANT if c.score >= t.highly_relevant(c.features.get("other_language") == 1.0)
                  else Level.REFERENCE)

@@ -19,6 +19,7 @@ from retrieval.grading import Grader
 from retrieval.ranking import Candidate
 from core.relevance import Level, language_of
 from retrieval.repeats import DedupReason, Repeat, find_repeat, nearest, repeat_hint
+from stores.catalog import version
 from stores.memory import EarlierLookup, SentDocument
 from stores.vectors import ChunkHit
 
@@ -90,7 +91,7 @@ class LookupService:
         # session's memory keeps the query's own vector
         text, aligned = search_text(self.known_entities, kb, has_graph(kb_row.extract_config), query)
         searched = vector if text == query else self.embedder.embed_query(text)
-        graded = self.grader.grade(kb, kb_row.revision, text, searched, thresholds)
+        graded = self.grader.grade(kb, version(kb_row), text, searched, thresholds)
         level = graded.level
         details = graded.details() | aligned | {"thresholds": thresholds.model_dump(), "embedder": self.embedder.name}
         base = dict(query=query, session=session_id, kb=kb, missing_dimension=missing_dimension, details=details)

@@ -11,7 +11,7 @@ cut of every edge run, alone and as its document's pieces can be joined (title t
 A joined run that is not there (a piece that is one CJK run between two others) is cut the usual way: the
 result is always `terms` of the joined text. Language counts are sums (newlines are neither visible nor CJK).
 
-Profiles are built with the KB's vocabulary, once per revision, and kept beside it under the cache dir in
+Profiles are built with the KB's vocabulary, once per KB version, and kept beside it under the cache dir in
 SQLite, so a lookup reads only the rows of the pieces it got back.
 """
 
@@ -31,7 +31,7 @@ from core.relevance import CJK, language_by_counts
 from retrieval.keywords import normalize
 from retrieval.vocabulary import ASCII_TERM, CJK_RUN, STOPWORDS, cjk_words
 
-FORMAT = 1  # bump when what a profile holds changes: older files are rebuilt
+FORMAT = 2  # bump when what a profile holds changes: older files are rebuilt
 
 
 def piece_key(text: str) -> str:
@@ -117,10 +117,10 @@ def assemble(pieces: list[Piece], cuts: dict[str, frozenset[str]]) -> tuple[froz
 
 
 class TextProfiles:
-    """A KB's piece profiles and edge-run cuts for one revision, in `path` (SQLite)."""
+    """A KB's piece profiles and edge-run cuts for one KB version (`stores.catalog.version`), in `path` (SQLite)."""
 
-    def __init__(self, path: Path, revision: int):
-        self.path, self.revision = path, revision
+    def __init__(self, path: Path, version: str):
+        self.path, self.version = path, version
         self._db: sqlite3.Connection | None = None
         self._lock = threading.Lock()
         self._pieces: dict[str, Piece | None] = {}
@@ -128,7 +128,7 @@ class TextProfiles:
 
     # -- building ---------------------------------------------------------------
     @staticmethod
-    def build(path: Path, revision: int, rows: Iterable[tuple[str, str, str]]) -> None:
+    def build(path: Path, version: str, rows: Iterable[tuple[str, str, str]]) -> None:
         """From every chunk's (doc_key, title, text), as the vocabulary is built."""
         pieces: dict[str, Piece] = {}
         by_doc: dict[str, tuple[str, list[str]]] = {}
@@ -150,12 +150,12 @@ class TextProfiles:
         db = sqlite3.connect(private_file(tmp))  # 0600 like every data file; sqlite fills the empty file
         try:
             db.executescript(
-                "CREATE TABLE meta (format INTEGER, revision INTEGER);"
+                "CREATE TABLE meta (format INTEGER, version TEXT);"
                 "CREATE TABLE piece (key TEXT PRIMARY KEY, inner_terms TEXT, lead TEXT, trail TEXT, whole INTEGER,"
                 " empty INTEGER, visible INTEGER, cjk INTEGER);"
                 "CREATE TABLE cut (run TEXT PRIMARY KEY, terms TEXT);"
             )
-            db.execute("INSERT INTO meta VALUES (?, ?)", (FORMAT, revision))
+            db.execute("INSERT INTO meta VALUES (?, ?)", (FORMAT, version))
             db.executemany("INSERT INTO piece VALUES (?, ?, ?, ?, ?, ?, ?, ?)", ((k, *p.to_row()) for k, p in pieces.items()))
             db.executemany("INSERT INTO cut VALUES (?, ?)",
                            ((r, json.dumps(sorted(cjk_words(r)), ensure_ascii=False)) for r in sorted(runs)))
@@ -165,20 +165,20 @@ class TextProfiles:
         tmp.replace(path)
 
     @classmethod
-    def load(cls, path: Path, revision: int) -> "TextProfiles | None":
-        """The profiles if they were built for this revision; None when stale, missing or unreadable."""
+    def load(cls, path: Path, version: str) -> "TextProfiles | None":
+        """The profiles if they were built for this KB version; None when stale, missing or unreadable."""
         if not path.exists():
             return None
-        profiles = cls(path, revision)
+        profiles = cls(path, version)
         try:
             db = sqlite3.connect(path, check_same_thread=False)  # the grader may serve several threads
         except sqlite3.Error:
             return None
         try:
-            row = db.execute("SELECT format, revision FROM meta").fetchone()
+            row = db.execute("SELECT format, version FROM meta").fetchone()
         except sqlite3.Error:
             row = None
-        if row != (FORMAT, revision):
+        if row != (FORMAT, version):
             db.close()
             return None
         profiles._db = db
@@ -190,7 +190,7 @@ class TextProfiles:
         if key not in self._pieces:
             row = self._query("SELECT inner_terms, lead, trail, whole, empty, visible, cjk FROM piece WHERE key = ?", key)
             self._pieces[key] = Piece.from_row(row) if row is not None else None
-        return self._pieces[key] or Piece.of(text)  # a text the KB did not hold at this revision: profiled now
+        return self._pieces[key] or Piece.of(text)  # a text the KB did not hold at this version: profiled now
 
     def _cut(self, run: str) -> frozenset[str] | None:
         if run not in self._cuts:

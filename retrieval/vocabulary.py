@@ -4,7 +4,7 @@ Grading needs two facts the vectors cannot give: whether a query's distinctive
 terms (product names, identifiers) occur in the KB at all, and whether a
 keyword is specific to a few documents or named by half of them (a glossary
 heading like "chart" or "and"). Both come from document frequencies over the
-KB's own text, built once per KB revision and cached under EXECUTOR_HOME.
+KB's own text, built once per KB version and cached under EXECUTOR_HOME.
 
 Terms are ASCII words (dots and hyphens kept inside, so `cert-manager` and
 `chart.yaml` stay whole) and, for Chinese, jieba's words of two or more
@@ -98,21 +98,21 @@ class Vocabulary:
         return self.document_frequency(phrase) <= max(3, math.ceil(0.01 * self.documents))
 
     # -- cache ----------------------------------------------------------------
-    def save(self, path: Path, revision: int) -> None:
+    def save(self, path: Path, version: str) -> None:
         private_dir(path.parent)
         tmp = private_file(path.with_suffix(".tmp"))  # under EXECUTOR_HOME: 0600, like every data file
-        tmp.write_text(json.dumps({"revision": revision, "documents": self.documents, "df": self.df},
+        tmp.write_text(json.dumps({"version": version, "documents": self.documents, "df": self.df},
                                   ensure_ascii=False), encoding="utf-8")
         tmp.replace(path)
 
     @classmethod
-    def load(cls, path: Path, revision: int) -> "Vocabulary | None":
-        """The cached vocabulary if it was built for this revision; None when stale, missing or unreadable."""
+    def load(cls, path: Path, version: str) -> "Vocabulary | None":
+        """The cached vocabulary if it was built for this KB version; None when stale, missing or unreadable."""
         try:
             data = json.loads(path.read_text(encoding="utf-8"))
         except (OSError, ValueError):
             return None
-        if not isinstance(data, dict) or data.get("revision") != revision:
+        if not isinstance(data, dict) or data.get("version") != version:
             return None
         return cls(int(data["documents"]), {str(k): int(v) for k, v in data["df"].items()})
 

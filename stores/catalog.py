@@ -67,10 +67,10 @@ def _compress(body: str) -> bytes:
     return zlib.compress(body.encode("utf-8"), 1)  # level 1: ~3x smaller, and fast on a large ingest
 
 
-def version(row: KnowledgeBase) -> tuple:
+def version(row: KnowledgeBase) -> str:
     """What changes whenever a KB's content does: its revision, and its creation time (a dropped and re-created
-    KB starts again at the same revision)."""
-    return row.revision, row.created_at
+    KB starts again at the same revision). A string, so that caches under EXECUTOR_HOME can keep it too."""
+    return f"{row.revision}@{row.created_at.isoformat() if row.created_at else ''}"
 
 
 class Catalog:

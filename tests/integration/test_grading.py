@@ -10,6 +10,7 @@ import pytest
 from conftest import REPO, make_runtime, run_cli
 from doc_fixtures import write_kb
 from retrieval.ingest import ingest
+from stores.catalog import version
 from retrieval.quality import Question, figures
 from retrieval.vocabulary import Vocabulary, query_terms, unknown_names
 
@@ -267,7 +268,7 @@ def test_on_real_docs_precise_is_never_a_glossary_or_faq_page(helm_slice):
     assert f.answerable >= 20 and f.off_topic == 15
     assert f.precise_count == 0 or f.precise_precision == 1.0
     for q in [x for x in labels if x["relevant"]]:
-        r = rt.grader.grade("helm", rt.catalog.require("helm").revision, q["query"],
+        r = rt.grader.grade("helm", version(rt.catalog.require("helm")), q["query"],
                             rt.embedder.embed_query(q["query"]), rt.settings.thresholds(rt.embedder.name))
         assert not (r.level == "PRECISE" and r.candidates[0].doc_key.split("/", 1)[1] in ("glossary/index.md", "faq/index.md"))
 
@@ -278,3 +279,34 @@ def test_on_real_docs_the_ranker_says_nothing_found_for_neighbouring_technology(
     assert f.off_topic_confident == 0  # Terraform, Istio, Argo ... never PRECISE or HIGHLY_RELEVANT
     assert f.off_topic_none >= 0.8
     assert f.hit_at_1 >= 0.6
+
+
+def test_a_kb_dropped_and_re_created_is_not_graded_with_its_predecessors_vocabulary(tmp_path):
+    """A KB's vocabulary and text profiles are cached per version under EXECUTOR_HOME: a KB dropped and
+    re-created starts again at the same revision and must get its own terms, in this process and a new one."""
+    from retrieval.knowledge_bases import drop_knowledge_base
+
+    home = tmp_path / "home"
+    first = write_kb(tmp_path / "first", {"a.md": "# Terraform state\n\nTerraform keeps its state in a backend.\n"})
+    second = write_kb(tmp_path / "second", {"b.md": "# Velero backups\n\nVelero backs up a whole namespace.\n"})
+    rt = make_runtime(home)
+    try:
+        ingest(rt, first, "docs", progress=False)
+        before = rt.catalog.require("docs")
+        assert rt.grader.vocabulary("docs", version(before)).known("terraform")
+        drop_knowledge_base("docs", rt.catalog, rt.vectors, lambda: rt.graph)
+        ingest(rt, second, "docs", progress=False)
+        after = rt.catalog.require("docs")
+        assert after.revision == before.revision  # what a cache keyed by revision alone would mistake
+        _knows_only_the_new_terms(rt.grader, version(after))  # this process
+        rt.close()
+        rt = make_runtime(home)  # a new process: only the files under the cache are shared
+        _knows_only_the_new_terms(rt.grader, version(after))
+    finally:
+        rt.close()
+
+
+def _knows_only_the_new_terms(grader, kb_version: str) -> None:
+    terms = grader.vocabulary("docs", kb_version)
+    assert terms.known("velero") and not terms.known("terraform")
+    assert "velero" in grader.profile("docs", kb_version)(["Velero backups", "Velero backs up"])[0]

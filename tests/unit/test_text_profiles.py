@@ -33,9 +33,10 @@ def kb_rows():
 
 def test_saved_profiles_answer_without_segmenting(tmp_path, kb_rows, monkeypatch):
     path = tmp_path / "profiles-kb.sqlite"
-    TextProfiles.build(path, 3, kb_rows)
-    assert TextProfiles.load(path, 4) is None  # another revision: rebuilt
-    profiles = TextProfiles.load(path, 3)
+    TextProfiles.build(path, "3@2026-01-01T00:00:00", kb_rows)
+    assert TextProfiles.load(path, "4@2026-01-01T00:00:00") is None  # another revision: rebuilt
+    assert TextProfiles.load(path, "3@2026-02-01T00:00:00") is None  # dropped and re-created: rebuilt
+    profiles = TextProfiles.load(path, "3@2026-01-01T00:00:00")
     candidates = [["发布回滚流程", kb_rows[1][2], kb_rows[0][2]], ["发布回滚流程", kb_rows[0][2]],
                   ["ERR_TIMEOUT 请求超时", kb_rows[2][2]]]
     expected = [profile_of(texts) for texts in candidates]
@@ -51,8 +52,8 @@ def test_saved_profiles_answer_without_segmenting(tmp_path, kb_rows, monkeypatch
 
 def test_a_text_the_profiles_do_not_hold_is_profiled_from_itself(tmp_path, kb_rows):
     path = tmp_path / "profiles-kb.sqlite"
-    TextProfiles.build(path, 1, kb_rows)
-    profiles = TextProfiles.load(path, 1)
+    TextProfiles.build(path, "1@", kb_rows)
+    profiles = TextProfiles.load(path, "1@")
     texts = ["新标题", "新的内容，不在知识库里", "另一段"]
     assert profiles.profile(texts) == profile_of(texts)
-    assert TextProfiles(path, 1).profile(texts) == profile_of(texts)  # no file at all: the same
+    assert TextProfiles(path, "1@").profile(texts) == profile_of(texts)  # no file at all: the same
