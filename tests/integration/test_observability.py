@@ -185,7 +185,8 @@ def test_threshold_rules_on_a_hand_built_case():
         ([], [("x", 0.305)]),  # off-topic, best at 0.305
         ([], [("y", 0.1)]),
     ])
-    hr, ref, supplement = choose_thresholds(observed, UNIT, 2.0)
+    hr, hr_other, ref, supplement = choose_thresholds(observed, UNIT, 2.0)
+    assert hr_other is None  # no best page in another language than its question
     # best documents at >= t: 0.9 right, 0.7 right, 0.605 wrong: 2/3 at 0.60, 1.0 from 0.61 on
     assert hr == 0.61
     # off-topic bests 0.305 and 0.1: at most 5% may get a document, so both must fall below REFERENCE
@@ -201,7 +202,8 @@ def test_the_supplements_bar_keeps_40_percent_of_the_documents_sent_after_the_fi
         (["c", "c2"], [("c", 0.6), ("c2", 0.5)]),
         ([], [("x", 0.305)]),
     ])
-    hr, ref, supplement = choose_thresholds(observed, UNIT, 2.0)
+    hr, hr_other, ref, supplement = choose_thresholds(observed, UNIT, 2.0)
+    assert hr_other is None  # no best page in another language than its question
     assert ref == 0.31
     # after the first: 0.5 right, 0.2, 0.15, 0.1 wrong: 1/4 from 0.02, 1/3 from 0.11, 1/2 from 0.16 on
     assert supplement == 0.16
@@ -211,7 +213,8 @@ def test_the_supplements_bar_keeps_40_percent_of_the_documents_sent_after_the_fi
 
 def test_without_off_topic_labels_reference_keeps_documents_relevant():
     observed = _observed("k", [(["a"], [("a", 0.9), ("x", 0.5)]), (["b"], [("b", 0.8), ("y", 0.35)])])
-    hr, ref, supplement = choose_thresholds(observed, UNIT, 2.0)
+    hr, hr_other, ref, supplement = choose_thresholds(observed, UNIT, 2.0)
+    assert hr_other is None  # no best page in another language than its question
     assert hr == 0.02  # every best document is relevant
     assert ref == 0.02  # 2 of 4 sent documents relevant at any cut >= 0.4 of them: the lowest threshold
     assert supplement == ref  # no document after the first is relevant: the bar stays at REFERENCE
