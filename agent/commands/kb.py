@@ -72,7 +72,10 @@ def _model_summary(raw) -> dict | None:
         return None
     if not isinstance(raw, dict):  # a damaged model: the lookup says how to mend it; here, only that it is
         return {"error": "invalid"}
-    return {k: raw.get(k) for k in ("embedder", "fitted_at", "labels", "held_out")}
+    thresholds = raw.get("thresholds") if isinstance(raw.get("thresholds"), dict) else {}
+    # whether "nothing found" is its answerability model's call (fitted when the labels had off-topic questions)
+    return {k: raw.get(k) for k in ("embedder", "fitted_at", "labels", "held_out")} | {
+        "answerability": thresholds.get("answerability") is not None}
 
 
 @kb_app.command("list")
@@ -109,7 +112,8 @@ def _model_text(model: dict | None) -> str:
     held = model.get("held_out") or {}
     figures = ", ".join(f"{k} {v}" for k, v in held.items() if v is not None and k in ("hit_at_1", "relevant_returned", "off_topic_none"))
     return (f" (its own model, {model.get('embedder')}, fitted {model.get('fitted_at') or '?'} on "
-            f"{sum((model.get('labels') or {}).values())} questions" + (f"; held out {figures}" if figures else "") + ")")
+            f"{sum((model.get('labels') or {}).values())} questions" + (f"; held out {figures}" if figures else "")
+            + ("; nothing found: its answerability model" if model.get("answerability") else "") + ")")
 
 
 def _print_kb(info: dict) -> None:

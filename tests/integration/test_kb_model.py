@@ -98,7 +98,7 @@ def test_the_model_written_for_one_kb_grades_that_kb_only(home, tmp_path):
     assert _thresholds(home, "other") == RANKER_PRESETS[result["embedder"]].model_dump()
     shown = json.loads(run_cli(home, "kb", "show", "docs", "--json").stdout)["grading_model"]
     assert shown["embedder"] == result["embedder"] and shown["labels"] == stored.labels
-    assert shown["held_out"]["questions"] == len(LABELS)
+    assert shown["held_out"]["questions"] == len(LABELS) and shown["answerability"] is True
     assert json.loads(run_cli(home, "kb", "show", "other", "--json").stdout)["grading_model"] is None
     # the lookup applies it: an off-topic question it was placed on finds nothing in this KB
     off = run_cli(home, "lookup", "How do I bake sourdough bread?", "--kb", "docs", "--no-graph", "--json")
