@@ -412,6 +412,7 @@ class Settings(BaseSettings):
         """The levels' thresholds for one embedder; `grading` is the KB's own (`knowledge_base.grading`),
         `kb_model` the KB's own fitted model as stored (JSON), `kb` its name for errors."""
         ranked = self.grading_of(grading) == "ranker"
+        hand_set_hr = None  # a HIGHLY_RELEVANT threshold set by hand in config.yaml (not by a fitted model)
         own = KbModel.parse(kb, kb_model) if ranked and kb_model is not None else None
         if own is not None and own.embedder == embedder_name:
             # fitted on this KB's questions, its thresholds are on its own probability: config.yaml's
@@ -431,6 +432,8 @@ class Settings(BaseSettings):
                         values["answerability"] = override.answerability
                         values["highly_relevant_other_language_threshold"] = \
                             override.highly_relevant_other_language_threshold
+                    elif override.highly_relevant_threshold is not None:
+                        hand_set_hr = override.highly_relevant_threshold
         flat = {
             "max_l2_distance": self.max_l2_distance,
             "highly_relevant_threshold": self.highly_relevant_threshold,
@@ -440,6 +443,13 @@ class Settings(BaseSettings):
         if values.get("supplement_threshold") is not None and values.get("reference_threshold") is not None:
             # a hand-lowered REFERENCE lowers the supplements' bar with it (it is never above REFERENCE)
             values["supplement_threshold"] = min(values["supplement_threshold"], values["reference_threshold"])
+        if values.get("highly_relevant_other_language_threshold") is not None:
+            # hand-set thresholds carry the calibrated other-language one with them: never below REFERENCE, and
+            # a hand-raised HIGHLY_RELEVANT raises it too (a page in another language is never easier to call HR)
+            hand_set_hr = self.highly_relevant_threshold if self.highly_relevant_threshold is not None else hand_set_hr
+            values["highly_relevant_other_language_threshold"] = max(
+                values["highly_relevant_other_language_threshold"], values.get("reference_threshold") or 0.0,
+                hand_set_hr if hand_set_hr is not None else 0.0)
         try:
             return Thresholds(**values)
         except ValueError as exc:

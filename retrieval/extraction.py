@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import threading
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
@@ -183,11 +184,14 @@ class KnownEntities:
         except (OSError, ValueError, KeyError, TypeError):
             pass  # missing, stale or unreadable: asked of the graph
         names = self.graph.entity_names(kb)
-        private_dir(path.parent)
-        tmp = private_file(path.with_name(f"{path.name}.{os.getpid()}.tmp"))
-        tmp.write_text(json.dumps({"version": stamp, "names": [[k, n, t] for k, (n, t) in names.items()]},
-                                  ensure_ascii=False), encoding="utf-8")
-        tmp.replace(path)
+        try:  # only saves work: unwritable (a full disk), the next process asks the graph again
+            private_dir(path.parent)
+            tmp = private_file(path.with_name(f"{path.name}.{os.getpid()}.{threading.get_ident()}.tmp"))
+            tmp.write_text(json.dumps({"version": stamp, "names": [[k, n, t] for k, (n, t) in names.items()]},
+                                      ensure_ascii=False), encoding="utf-8")
+            tmp.replace(path)
+        except OSError:
+            pass
         return names
 
     def seeds(self, kb: str, text: str, doc_keys: list[str], limit: int) -> list[str]:

@@ -10,6 +10,7 @@ a level means the same thing everywhere.
 
 from __future__ import annotations
 
+import sqlite3
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -101,13 +102,20 @@ class Grader:
                 rows = list(self.vectors.texts(kb))
                 vocabulary = Vocabulary.build((k, f"{title}\n{text}") for k, title, text in rows)
                 vocabulary.save(path, version)
-                TextProfiles.build(self._profiles_path(kb), version, rows)  # the same rows, read once
+                self._build_profiles(kb, version, rows)  # the same rows, read once
             cached = (version, vocabulary)
             self._vocabularies[kb] = cached
         return cached[1]
 
     def _profiles_path(self, kb: str) -> Path:
         return self.cache_dir / f"profiles-{kb}.sqlite"
+
+    def _build_profiles(self, kb: str, version: str, rows) -> None:
+        """Profiles only save work: when they cannot be written (a full disk), grading profiles from the text."""
+        try:
+            TextProfiles.build(self._profiles_path(kb), version, rows)
+        except (OSError, sqlite3.Error):
+            pass
 
     def profile(self, kb: str, version: str) -> Profile:
         """How grading gets a candidate's terms and language in this KB: from the profiles built with its
@@ -119,9 +127,9 @@ class Grader:
             path = self._profiles_path(kb)
             profiles = TextProfiles.load(path, version)
             if profiles is None:  # a vocabulary cached before the profiles were (or their file was lost)
-                TextProfiles.build(path, version, self.vectors.texts(kb))
+                self._build_profiles(kb, version, self.vectors.texts(kb))
                 profiles = TextProfiles.load(path, version)
-            cached = (version, profiles or TextProfiles(path, version))  # unreadable: every piece profiled now
+            cached = (version, profiles or TextProfiles(path))  # unreadable: every piece profiled now
             self._profiles[kb] = cached
         return cached[1].profile
 

@@ -119,8 +119,8 @@ def assemble(pieces: list[Piece], cuts: dict[str, frozenset[str]]) -> tuple[froz
 class TextProfiles:
     """A KB's piece profiles and edge-run cuts for one KB version (`stores.catalog.version`), in `path` (SQLite)."""
 
-    def __init__(self, path: Path, version: str):
-        self.path, self.version = path, version
+    def __init__(self, path: Path):
+        self.path = path
         self._db: sqlite3.Connection | None = None
         self._lock = threading.Lock()
         self._pieces: dict[str, Piece | None] = {}
@@ -145,7 +145,8 @@ class TextProfiles:
             starts = [pieces[k].lead for k in dict.fromkeys(chunks) if pieces[k].lead]
             runs.update(a + b for a in dict.fromkeys(ends) for b in dict.fromkeys(starts) if joins(a, b))
         private_dir(path.parent)
-        tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")  # two processes may build at once (a Milvus server)
+        # two processes (a Milvus server), or two threads of one, may build at once: each writes its own file
+        tmp = path.with_name(f"{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
         tmp.unlink(missing_ok=True)  # left by a build that died
         db = sqlite3.connect(private_file(tmp))  # 0600 like every data file; sqlite fills the empty file
         try:
@@ -169,7 +170,7 @@ class TextProfiles:
         """The profiles if they were built for this KB version; None when stale, missing or unreadable."""
         if not path.exists():
             return None
-        profiles = cls(path, version)
+        profiles = cls(path)
         try:
             db = sqlite3.connect(path, check_same_thread=False)  # the grader may serve several threads
         except sqlite3.Error:
@@ -199,7 +200,7 @@ class TextProfiles:
         return self._cuts[run]
 
     def _query(self, sql: str, arg: str) -> tuple | None:
-        with self._lock:
+        with self._lock:  # one connection, shared by the threads of a multi-KB query; closed under the same lock
             try:
                 return self._db.execute(sql, (arg,)).fetchone() if self._db is not None else None
             except sqlite3.Error:  # unreadable now: that piece is profiled from its text
@@ -212,7 +213,9 @@ class TextProfiles:
         return assemble(pieces, cuts)
 
     def close(self) -> None:
-        if self._db is not None:
-            self._db.close()
-            self._db = None
+        """Later reads profile from the text: a thread still grading with these profiles gets the same terms."""
+        with self._lock:
+            if self._db is not None:
+                self._db.close()
+                self._db = None
 

@@ -129,7 +129,7 @@ def calibrate(
     gate = result.answerability
     console.print("answerability: " + (", ".join(f"{k} {v:+.2f}" for k, v in gate.weights.items())
                                        + f", bias {gate.bias:+.2f}; nothing found below {gate.threshold:.4f}"
-                                       if gate else "none (no off-topic labels): REFERENCE decides nothing found"),
+                                       if gate else "none (no off-topic labels on the KB it is for): REFERENCE decides nothing found"),
                   highlight=False, markup=False)
     if written:
         console.print(f"written to {written}", highlight=False, markup=False)

@@ -307,6 +307,11 @@ def test_a_kb_dropped_and_re_created_is_not_graded_with_its_predecessors_vocabul
 
 
 def _knows_only_the_new_terms(grader, kb_version: str) -> None:
+    import sqlite3
+
     terms = grader.vocabulary("docs", kb_version)
     assert terms.known("velero") and not terms.known("terraform")
     assert "velero" in grader.profile("docs", kb_version)(["Velero backups", "Velero backs up"])[0]
+    # the text profiles on disk are the new KB's (a text they lack would be profiled from itself, so check the file)
+    with sqlite3.connect(grader.cache_dir / "profiles-docs.sqlite") as db:
+        assert db.execute("SELECT version FROM meta").fetchone() == (kb_version,)

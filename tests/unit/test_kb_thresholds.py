@@ -96,3 +96,18 @@ def test_a_config_model_brings_its_own_answerability_model_or_none(monkeypatch, 
     assert Settings(home=tmp_path).thresholds(EMBEDDER).answerability is None
     with_gate = OWN.model_copy(update={"answerability": gate})
     assert Settings(home=tmp_path).kb_thresholds(EMBEDDER, _row(model=_stored(thresholds=with_gate))) == with_gate
+
+
+def test_hand_set_thresholds_carry_the_other_language_one_with_them(settings, monkeypatch):
+    """EXECUTOR_REFERENCE_THRESHOLD / _HIGHLY_RELEVANT_THRESHOLD set by hand on a KB whose own model has an
+    other-language threshold: never an error, and a page in another language never becomes easier to call HR."""
+    own = OWN.model_copy(update={"highly_relevant_other_language_threshold": 0.45})
+    row = _row(model=_stored(thresholds=own))
+    assert settings.kb_thresholds(EMBEDDER, row).highly_relevant(True) == 0.45
+    monkeypatch.setenv("EXECUTOR_REFERENCE_THRESHOLD", "0.5")
+    raised_ref = Settings(home=settings.home).kb_thresholds(EMBEDDER, row)
+    assert raised_ref.reference_threshold == 0.5 and raised_ref.highly_relevant(True) == 0.5
+    monkeypatch.delenv("EXECUTOR_REFERENCE_THRESHOLD")
+    monkeypatch.setenv("EXECUTOR_HIGHLY_RELEVANT_THRESHOLD", "0.9")
+    raised_hr = Settings(home=settings.home).kb_thresholds(EMBEDDER, row)
+    assert raised_hr.highly_relevant(False) == 0.9 and raised_hr.highly_relevant(True) == 0.9

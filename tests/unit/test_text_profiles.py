@@ -56,4 +56,4 @@ def test_a_text_the_profiles_do_not_hold_is_profiled_from_itself(tmp_path, kb_ro
     profiles = TextProfiles.load(path, "1@")
     texts = ["新标题", "新的内容，不在知识库里", "另一段"]
     assert profiles.profile(texts) == profile_of(texts)
-    assert TextProfiles(path, "1@").profile(texts) == profile_of(texts)  # no file at all: the same
+    assert TextProfiles(path).profile(texts) == profile_of(texts)  # no file at all: the same
