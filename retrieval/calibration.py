@@ -139,9 +139,16 @@ def regrade(observed: list[Observed], t: Thresholds | Mapping[str, Thresholds]) 
     return out
 
 
-def fit_ranker(observed: list[Observed]) -> Ranker:
+def _logistic(x: list[list[float]], y: list[bool], names: tuple[str, ...], **options) -> dict:
+    """A logistic regression's bias and weights, named and rounded as a stored model keeps them."""
     from sklearn.linear_model import LogisticRegression  # only calibration needs it
 
+    model = LogisticRegression(C=1.0, max_iter=1000, **options).fit(np.asarray(x), np.asarray(y))
+    return {"bias": round(float(model.intercept_[0]), 4),
+            "weights": {f: round(float(w), 4) for f, w in zip(names, model.coef_[0])}}
+
+
+def fit_ranker(observed: list[Observed]) -> Ranker:
     x, y = [], []
     for o in observed:
         relevant = set(o.label.relevant)
@@ -150,9 +157,7 @@ def fit_ranker(observed: list[Observed]) -> Ranker:
             y.append(c.doc_key in relevant)
     if len(set(y)) < 2:
         raise InputError("the labels need both relevant and irrelevant documents among the results to fit a model")
-    model = LogisticRegression(C=1.0, max_iter=1000).fit(np.asarray(x), np.asarray(y))
-    return Ranker(bias=round(float(model.intercept_[0]), 4),
-                  weights={f: round(float(w), 4) for f, w in zip(FEATURES, model.coef_[0])})
+    return Ranker(**_logistic(x, y, FEATURES))
 
 
 def choose_thresholds(observed: list[Observed], ranker: Ranker, max_l2: float
@@ -206,8 +211,6 @@ def fit_answerability(observed: list[Observed], own: list[Observed], ranker: Ran
     weighted equally: off-topic labels are few); its threshold the lowest probability at which at most
     OFF_TOPIC_MAX_RATE of `own`'s off-topic questions still get a document. None without off-topic labels
     in `own` (nothing to place the threshold on) or in `observed`."""
-    from sklearn.linear_model import LogisticRegression  # only calibration needs it
-
     probe = Thresholds(highly_relevant_threshold=1.0, reference_threshold=0.0, ranker=ranker)
     x, y = [], []
     for o in observed:
@@ -217,9 +220,7 @@ def fit_answerability(observed: list[Observed], own: list[Observed], ranker: Ran
             y.append(bool(o.label.relevant))
     if len(set(y)) < 2 or not any(not o.label.relevant and o.graded.candidates for o in own):
         return None
-    model = LogisticRegression(C=1.0, max_iter=1000, class_weight="balanced").fit(np.asarray(x), np.asarray(y))
-    gate = Answerability(bias=round(float(model.intercept_[0]), 4), threshold=0.0,
-                         weights={f: round(float(w), 4) for f, w in zip(ANSWER_FEATURES, model.coef_[0])})
+    gate = Answerability(**_logistic(x, y, ANSWER_FEATURES, class_weight="balanced"), threshold=0.0)
     off = sorted((gate.probability(answer_features(o.graded.candidates))
                   for o in own if not o.label.relevant and o.graded.candidates), reverse=True)
     allowed = int(OFF_TOPIC_MAX_RATE * len(off))  # how many off-topic questions may still get a document

@@ -39,7 +39,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from functools import lru_cache
 
 from core.relevance import document_language
 from core.settings import RANKER_FEATURES as FEATURES, Ranker  # noqa: F401 - FEATURES: read here by calibration
@@ -81,16 +80,11 @@ def background(similarities: list[float]) -> float:
 Profile = Callable[[list[str]], tuple[frozenset[str], str]]
 
 
-@lru_cache(maxsize=2048)
-def _profile(text: str) -> tuple[frozenset[str], str]:
-    """A candidate text's terms and language. Segmenting it (jieba) is most of a feature's cost, and the same
-    document comes back with the same chunks for many queries of a session or a server."""
-    return frozenset(terms(text)), document_language(text)
-
-
 def joined_profile(texts: list[str]) -> tuple[frozenset[str], str]:
-    """The profile of the texts joined, computed from the text (a KB's `TextProfiles` give the same from a cache)."""
-    return _profile("\n".join(texts))
+    """The profile of the texts joined, segmented now: what a profile means. Grading reads the same from the
+    KB's `TextProfiles` (segmenting is most of a feature's cost), so this one is not cached."""
+    text = "\n".join(texts)
+    return frozenset(terms(text)), document_language(text)
 
 
 def features(c: Candidate, top_similarity: float, floor: float, top_lexical: float, q: QueryTerms,
