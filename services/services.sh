@@ -86,8 +86,10 @@ start_mariadb() {
       mariadb-install-db --no-defaults --user=mysql --datadir="$data" --auth-root-authentication-method=normal \
         --skip-test-db > "$state/mariadb-init.log" 2>&1 || die "mariadb-install-db failed; see $state/mariadb-init.log"
     fi
+    # utf8mb4 as Debian's own config sets it (--no-defaults reads none): the tests store Chinese text
     nohup mariadbd --no-defaults --user=mysql --datadir="$data" --socket="$sock" --pid-file="$data/mariadb.pid" \
-      --port=$MY_PORT --bind-address=127.0.0.1 --skip-name-resolve --innodb-flush-log-at-trx-commit=0 \
+      --port=$MY_PORT --bind-address=127.0.0.1 --skip-name-resolve \
+      --character-set-server=utf8mb4 --collation-server=utf8mb4_unicode_ci --innodb-flush-log-at-trx-commit=0 \
       --log-error="$state/mariadb.log" > /dev/null 2>&1 &
     wait_for 60 MariaDB "$(my_client)" -S "$sock" -u root -e "SELECT 1" \
       || die "MariaDB did not start; see $state/mariadb.log"
