@@ -224,7 +224,7 @@ def test_folds_keep_pairs_of_one_earlier_query_together():
 
 
 def test_calibration_on_the_labels_is_held_out_and_written_per_embedder(sample_rt, tmp_path):
-    result = calibrate_repeats(sample_rt, "sample", load_repeat_labels(LABELS))
+    result = calibrate_repeats(sample_rt, [("sample", load_repeat_labels(LABELS))])
     assert result.pairs >= 120 and result.embedder == "use-multilingual-v3"
     # the fitted thresholds meet the rule on the pairs they were fitted on
     assert result.overlap.met_rule and result.overlap.precision >= 0.95
