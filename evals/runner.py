@@ -208,6 +208,14 @@ def judge(turn: Turn, result: TurnResult, executed: list[dict], cited: list[str]
     return out
 
 
+def default_repeat_labels(repo_root) -> list:
+    """Every repeat-pair label file of the repository (evals/labels/repeats*.yaml: the sample KB's, Helm's)."""
+    from retrieval.repeat_calibration import load_repeat_labels
+
+    return [label for path in sorted((repo_root / "evals" / "labels").glob("repeats*.yaml"))
+            for label in load_repeat_labels(path)]
+
+
 def prepare_knowledge_bases(rt, scenarios: list[Scenario], repo_root, progress: bool = False) -> tuple[list[Scenario], list[str]]:
     """Every scenario's knowledge base, ingested from its `corpus` folder when the catalog lacks it. Returns the
     scenarios that can run and one line per scenario skipped because its corpus folder is missing."""

@@ -35,7 +35,7 @@ def eval_(
     Its tool calls are logged with source 'eval', which `executor stats` leaves out unless asked."""
     from core.settings import REPO_ROOT
     from evals import report
-    from evals.runner import aggregate, prepare_knowledge_bases, run_suite
+    from evals.runner import aggregate, default_repeat_labels, prepare_knowledge_bases, run_suite
     from evals.scenarios_model import load_scenarios
 
     if policy not in ("scripted", "llm") or guards not in ("on", "off") or judge not in ("expectations", "bound"):
@@ -43,8 +43,7 @@ def eval_(
     from retrieval.repeat_calibration import load_repeat_labels
 
     scenarios = load_scenarios(paths or [REPO_ROOT / "evals" / "scenarios"])
-    label_files = [repeat_labels] if repeat_labels else sorted((REPO_ROOT / "evals" / "labels").glob("repeats*.yaml"))
-    labels = [label for path in label_files for label in load_repeat_labels(path)]
+    labels = load_repeat_labels(repeat_labels) if repeat_labels else default_repeat_labels(REPO_ROOT)
     for out in (report_json, markdown, plot):  # a suite can run for minutes: a report it cannot write fails now
         if out is not None:
             try:

@@ -6,9 +6,8 @@ import pytest
 from core.errors import InputError
 from conftest import run_cli
 from core.settings import REPO_ROOT
-from evals.runner import aggregate, run_suite
+from evals.runner import aggregate, default_repeat_labels, prepare_knowledge_bases, run_suite
 from evals.scenarios_model import Scenario, load_scenarios
-from retrieval.repeat_calibration import load_repeat_labels
 
 SUITE = REPO_ROOT / "evals" / "scenarios"
 
@@ -87,8 +86,10 @@ def test_each_turn_is_judged_by_its_own_expect():
 
 
 def test_scripted_suite_meets_its_targets(sample_rt):
-    scenarios = load_scenarios([SUITE])
-    labels = load_repeat_labels(REPO_ROOT / "evals" / "labels" / "repeats.yaml")
+    # the Helm sessions run where ../shared/corpora/helm is (ingested into this home), and are skipped elsewhere
+    scenarios, skipped = prepare_knowledge_bases(sample_rt, load_scenarios([SUITE]), REPO_ROOT)
+    assert len(scenarios) + len(skipped) >= 68 and all("skipped" in line for line in skipped)
+    labels = default_repeat_labels(REPO_ROOT)
     on = run_suite(sample_rt, scenarios, guards=True, progress=False, repeat_labels=labels)
     off = run_suite(sample_rt, scenarios, guards=False, progress=False, repeat_labels=labels)
     agg_on, agg_off = aggregate(on), aggregate(off)
@@ -100,6 +101,9 @@ def test_scripted_suite_meets_its_targets(sample_rt):
     assert agg_on["duplicate_docs_sent"] == 0
     assert agg_on["citation_recall"] >= 0.95
     assert agg_on["precise_stop_compliance"] == 1.0
+    # a later turn that rephrases an earlier question runs no lookup in 90% of cases or more (issue 28), and
+    # no rephrasing that ran sent a page the question is not about (each scenario fails on that)
+    assert agg_on["rephrasings"] >= 20 and agg_on["rephrasings_answered_from_session"] >= 0.9
     # the baseline is the same graph without the rules: the storms loop as in ISS-002
     storms_off = {r.id: r.executed_lookups for r in off if "storm" in r.tags}
     storms_on = {r.id: r.executed_lookups for r in on if "storm" in r.tags}
