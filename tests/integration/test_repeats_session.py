@@ -93,3 +93,21 @@ def test_guards_off_keep_the_knowledge_graph_query_running(sample_rt):
     sample_rt.lookup_service.lookup("ComfyUI 怎么部署？", s, rules=False)
     result = sample_rt.kg.query(["sample"], "ComfyUI 部署步骤", s, rules=False)
     assert result.dedup_reason is None and result.results
+
+
+def test_nothing_found_on_a_page_the_session_holds_says_the_session_has_it(sample_rt, monkeypatch):
+    """Issue 27's case: grading says "nothing found" (here a REFERENCE bar nothing reaches), yet the best page
+    is one the session holds at the supplements' bar: the lookup says the session has it, never nothing found."""
+    from core.settings import Thresholds
+
+    lookup, s = sample_rt.lookup_service.lookup, session()
+    lookup("ERR_TIMEOUT 是什么", s, batch="m1")
+    strict = Thresholds(highly_relevant_threshold=0.99, reference_threshold=0.98, supplement_threshold=0.2)
+    monkeypatch.setattr(type(sample_rt.settings), "kb_thresholds", lambda self, embedder, row: strict)
+    held = lookup("请求超时了能直接重试吗？", s, batch="m2")  # far from the first query in meaning
+    assert held.relevance_level == "DEDUPED" and held.found and held.dedup_reason == "doc_retrieved"
+    assert [d.doc_key for d in held.documents] == ["troubleshooting/err-timeout.md"]
+    assert "troubleshooting/err-timeout.md" in held.completeness_hint
+    # a page the session does not hold is still "nothing found" under the same bar
+    other = lookup("磁盘满了怎么处理？", s, batch="m3")
+    assert other.relevance_level is None and not other.found
