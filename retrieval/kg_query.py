@@ -242,8 +242,9 @@ class KnowledgeGraphQuery:
 
     def _remember(self, session_id: str, out: KGResult, known: dict, vector, batch: str | None,
                   level: str | None) -> None:
-        """One row per knowledge base asked: the call's query and what it found (or pointed at) there."""
-        for kb in known:
+        """One row per knowledge base that answered: the call's query and what it found (or pointed at) there. A
+        knowledge base whose store failed is not remembered: its silence is not "nothing found"."""
+        for kb in (kb for kb in known if kb in out.kb_counts):
             hits = [h for h in out.results if kb in h.knowledge_bases]
             found = level or (Level.HIGHLY_RELEVANT.value if any(h.relevance_level == Level.HIGHLY_RELEVANT for h in hits)
                               else Level.REFERENCE.value if hits else None)
