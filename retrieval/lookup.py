@@ -18,7 +18,9 @@ from retrieval.graph_build import has_graph
 from retrieval.grading import Grader
 from retrieval.ranking import Candidate
 from core.relevance import Level, language_of
-from retrieval.repeats import BLOCKED, DedupReason, Repeat, as_relevant, find_repeat, nearest, page_key, repeat_hint
+from retrieval.repeats import (
+    BLOCKED, DedupReason, Repeat, as_relevant, find_repeat, nearest, page_key, repeat_hint, similarities,
+)
 from stores.catalog import version
 from stores.memory import EarlierLookup, SentDocument
 from stores.vectors import ChunkHit
@@ -133,8 +135,11 @@ class LookupService:
             if repeat is not None:
                 return self._blocked(self._repeated(repeat, kb, sent, lang, domains, base), remembered, session_id, dry_run)
             top = graded.candidates[0] if graded.candidates else None
-            if rules and top is not None and page_key(top.doc_key) in answering and top.score >= thresholds.supplement:
-                # the best match is a page the session has: say so, never "nothing found"
+            if rules and top is not None and page_key(top.doc_key) in answering and top.score >= thresholds.supplement \
+                    and self._near_lookup_of(top.doc_key, vector, earlier, batch):
+                # the best match is a page the session has, and the query is near the lookup that brought it (an
+                # off-topic question whose best candidate happens to be a held page is not): say so, never
+                # "nothing found"
                 details["blocked_level"] = "NONE"
                 result = self._from_session([held[page_key(top.doc_key)]], kb, lang, domains, base)
                 return self._blocked(result, remembered, session_id, dry_run)
@@ -197,6 +202,14 @@ class LookupService:
                 retrieved_domains_this_session=domains, primary=out[:1], supplement=out[1:], **base,
             )
         )
+
+    def _near_lookup_of(self, doc_key: str, vector, earlier: list[EarlierLookup], batch: str | None) -> bool:
+        """Whether the query is as near an earlier lookup that returned `doc_key` as a rephrasing of a miss must
+        be (`miss-overlap-threshold`: the queries alone decide, as after a miss)."""
+        page = page_key(doc_key)
+        bar = self.settings.repeat_thresholds(self.embedder.name).miss_overlap_threshold
+        return any(sim is not None and sim >= bar and page in {page_key(k) for k in e.doc_keys}
+                   for e, sim in zip(earlier, similarities(vector, earlier, batch)))
 
     def _blocked(self, result: LookupResult, remembered: EarlierLookup, session_id: str, dry_run: bool,
                  found: list[str] = ()) -> LookupResult:

@@ -143,10 +143,13 @@ def score_pairs(rt: RepeatStores, kb: str, labels: list[RepeatLabel]) -> list[Pa
         found[q] = [d.doc_key for d in result.documents] if result.relevance_level else []
         chosen[q] = ranked(result.details, result.relevance_level, t.supplement, 1 + rt.settings.max_supplement)
     vectors = dict(zip(queries, rt.embedder.embed_documents([" ".join(q.split()) for q in queries])))
+    near = rt.settings.repeat_thresholds(rt.embedder.name).miss_overlap_threshold
 
     def from_session(label: RepeatLabel) -> dict[str, bool]:
         held = {page_key(k) for k in found[label.earlier]}
         out = {}
+        if not found[label.later] and float(np.dot(vectors[label.earlier], vectors[label.later])) < near:
+            return {str(band): False for band in BANDS}  # "nothing found" on a held page needs a near query
         for band in BANDS:
             keep = as_relevant(chosen[label.later], held, t, band)
             out[str(band)] = keep is not None and not any(keep)
