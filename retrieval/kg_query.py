@@ -202,7 +202,7 @@ class KnowledgeGraphQuery:
             return {}
         name, lang = self.embedder.name, language_of(out.query)
         earlier = [e for kb in known for e in self.memory.lookups(session_id, kb, name)] if rules else []
-        docs = list({(h.knowledge_bases[0], h.doc_key): h for h in reversed(out.results)}.values())[::-1]
+        docs = _first_per_document(out.results)
         ranked = [_Ranked(f"{h.knowledge_bases[0]}/{h.doc_key}", h.score) for h in docs]
         top_kb = docs[0].knowledge_bases[0] if docs else None
         keep = (as_relevant(ranked, set(held), self.settings.kb_thresholds(name, known[top_kb]))
@@ -221,8 +221,7 @@ class KnowledgeGraphQuery:
         if reason is not None:
             details["weaker_than_held"] = [h.doc_key for h in docs if not h.already_returned]
             out.dedup_reason = reason.value
-            out.results = [h for h in out.results if h.already_returned]
-            out.results = list({h.doc_key: h for h in reversed(out.results)}.values())[::-1]
+            out.results = _first_per_document([h for h in out.results if h.already_returned])
             out.count, out.graph_data = len(out.results), {"nodes": [], "edges": []}
             level = None if reason == DedupReason.NOT_FOUND_REPEATED else BLOCKED
             self._remember(session_id, out, known, vector, batch, level)
@@ -253,6 +252,18 @@ class KnowledgeGraphQuery:
             self.memory.record_lookup(session_id, EarlierLookup(
                 query=out.query, vector=vector, level=found, domain=hits[0].domain if hits else None,
                 doc_keys=list(dict.fromkeys(h.doc_key for h in hits)), batch=batch, kb=kb, embedder=self.embedder.name))
+
+
+def _first_per_document(hits: list[KGHit]) -> list[KGHit]:
+    """The best chunk of each document (hits are best first), in that order."""
+    seen: set[tuple[str, str]] = set()
+    out = []
+    for h in hits:
+        key = (h.knowledge_bases[0], h.doc_key)
+        if key not in seen:
+            seen.add(key)
+            out.append(h)
+    return out
 
 
 @dataclass(frozen=True)
