@@ -58,8 +58,10 @@ def held_pages(kb: str, sent: dict[tuple[str, str], SentDocument]) -> dict[str, 
 
 def unique(docs: list[DocumentOut]) -> list[DocumentOut]:
     """Each document once (a page and its translation both point at the one the session holds)."""
-    seen: set[str] = set()
-    return [d for d in docs if not (d.doc_key in seen or seen.add(d.doc_key))]
+    out: dict[str, DocumentOut] = {}
+    for d in docs:
+        out.setdefault(d.doc_key, d)
+    return list(out.values())
 
 
 def page_list(docs: list[DocumentOut]) -> str:
