@@ -83,7 +83,8 @@ _SURROGATE = re.compile(r"[\ud800-\udfff]")
 def clean_params(value):
     """Parameter values safe to paste into query text: the falkordb client writes parameters into the
     query itself, and one NUL makes the server reject the whole query (a lone surrogate cannot even be
-    encoded). Control characters are dropped, lone surrogates become U+FFFD."""
+    encoded). Control characters are dropped, lone surrogates become U+FFFD. Neo4j binds parameters, but
+    its driver cleans them too: a graph holds the same names whichever engine stores it."""
     if isinstance(value, str):
         return _SURROGATE.sub("\ufffd", _CONTROL.sub("", value))
     if isinstance(value, dict):
@@ -237,6 +238,9 @@ class Neo4jDriver:
             self._driver = neo4j.GraphDatabase.driver(
                 uri, auth=auth, connection_timeout=5, connection_acquisition_timeout=timeout_s + 5,
                 max_transaction_retry_time=0,
+                # "relationship type does not exist" for every whitelisted type a graph has no edge of yet:
+                # the server's hints are not errors, and logged per query they drown the real warnings
+                notifications_min_severity="OFF",
             )
         except (ValueError, neo4j.exceptions.Neo4jError, neo4j.exceptions.DriverError) as exc:
             raise BackendError(f"graph unavailable: {self.description}: {first_line(exc)}") from exc
@@ -251,7 +255,8 @@ class Neo4jDriver:
             statement = neo4j.Query(query, timeout=self.timeout_s)
         try:
             with self._driver.session(**session_args) as session:
-                return [_plain(record.data()) for record in session.run(statement, params or {})]
+                # cleaned as FalkorDriver cleans them, so both engines store and look up the same values
+                return [_plain(record.data()) for record in session.run(statement, clean_params(params or {}))]
         except neo4j.exceptions.Neo4jError as exc:  # the server answered, with an error
             raise BackendError(f"graph query failed: {first_line(exc.message or exc)}") from exc
         except (neo4j.exceptions.DriverError, OSError) as exc:
