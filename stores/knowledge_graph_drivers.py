@@ -1,7 +1,9 @@
 """Cypher drivers: one narrow interface, FalkorDB and Neo4j behind it.
 
 Traversal Cypher is shared (stores/knowledge_graph.py). Everything that differs between
-the two engines lives here, in the `Dialect` of each driver: index DDL so far.
+the two engines lives here, in the `Dialect` of each driver: index DDL and how a subquery
+imports variables. Both run the whole graph-store suite (tests/integration/test_graph_store.py;
+Neo4j 5.26 through services/neo4j/start.sh).
 Both drivers return rows as plain dicts of plain Python values, so callers
 never see a driver's node, edge or record types.
 """
@@ -43,10 +45,13 @@ FALKORDB = Dialect(
 
 NEO4J = Dialect(
     name="neo4j",
+    # the lookups by key, and by KB alone (stats, reads, drops, the swap): without the latter Neo4j 5.26 scans
+    # every Entity of every KB in the database for those (seen in EXPLAIN), as one Neo4j holds many teams' KBs
     index_statements=(
         "CREATE INDEX executor_entity_key IF NOT EXISTS FOR (e:Entity) ON (e.kb, e.key)",
-        "CREATE INDEX executor_entity_name IF NOT EXISTS FOR (e:Entity) ON (e.name)",
+        "CREATE INDEX executor_entity_kb IF NOT EXISTS FOR (e:Entity) ON (e.kb)",
         "CREATE INDEX executor_document_key IF NOT EXISTS FOR (d:Document) ON (d.kb, d.doc_key)",
+        "CREATE INDEX executor_document_kb IF NOT EXISTS FOR (d:Document) ON (d.kb)",
     ),
     subquery_open="CALL ({vars}) {{",
 )
