@@ -10,7 +10,7 @@ import pytest
 
 from core.errors import BackendError, InputError
 from conftest import known_graph_data, unique_kb
-from stores.knowledge_graph import STAGING_PREFIX, GraphData, GraphStore
+from stores.knowledge_graph import RETIRED_PREFIX, STAGING_PREFIX, GraphData, GraphStore
 from stores.knowledge_graph_memory import GraphSnapshot
 from stores.falkordb_server import FalkorDBServer
 
@@ -338,8 +338,8 @@ def test_a_load_that_fails_half_way_keeps_the_old_graph(known, fail_at):
         broken.replace_kb(KB, known_graph_data())
     assert known.stats(KB) == before == {"entities": 7, "documents": 1, "relations": 7}
     assert summaries(known.navigate(KB, "ComfyUI", 1))[0] == ("ComfyUI -DEPENDS_ON-> Docker", 0.9)
-    leftovers = known.driver.run("MATCH (n) WHERE n.kb STARTS WITH $staging RETURN count(n) AS n",
-                                 {"staging": STAGING_PREFIX})
+    leftovers = known.driver.run("MATCH (n) WHERE n.kb STARTS WITH $staging OR n.kb STARTS WITH $retired "
+                                 "RETURN count(n) AS n", {"staging": STAGING_PREFIX, "retired": RETIRED_PREFIX})
     assert leftovers == [{"n": 0}]  # nothing half-built is left behind
 
 
