@@ -18,7 +18,7 @@ PASSWORD=executor-neo4j
 BUILD="${XDG_CACHE_HOME:-$HOME/.cache}/executor/neo4j/build"
 STATE="${TMPDIR:-/tmp}/executor-neo4j"   # pid file, log and the database itself
 HEAP="${EXECUTOR_NEO4J_HEAP:-768m}"       # the machine is shared: the test graphs need little
-WAIT_S="${EXECUTOR_NEO4J_WAIT_S:-180}"  # ~15 s on a quiet machine, 50 s at a load of 8 on 2 cores
+WAIT_S="${EXECUTOR_NEO4J_WAIT_S:-180}"  # a start took 27-51 s at load averages of 4-8 on 2 cores
 
 say() { echo "neo4j: $*"; }
 die() { echo "neo4j: error: $*" >&2; exit 1; }
