@@ -187,7 +187,9 @@ def fresh_database(kind: str):
     try:
         admin = create_engine(admin_url, connect_args={"connect_timeout": 3})
         with admin.connect() as c:
-            c.execute(text(f"CREATE SCHEMA {name}" if kind == "postgres" else f"CREATE DATABASE {name}"))
+            # utf8mb4 whatever the server defaults to (a MariaDB started without Debian's config is latin1)
+            c.execute(text(f"CREATE SCHEMA {name}" if kind == "postgres"
+                           else f"CREATE DATABASE {name} CHARACTER SET utf8mb4"))
             c.commit()
     except Exception as exc:  # no server on this machine
         service_missing(f"{kind} at {admin_url} is not reachable: {exc.__class__.__name__}")
