@@ -18,7 +18,7 @@ PASSWORD=executor-neo4j
 BUILD="${XDG_CACHE_HOME:-$HOME/.cache}/executor/neo4j/build"
 STATE="${TMPDIR:-/tmp}/executor-neo4j"   # pid file, log and the database itself
 HEAP="${EXECUTOR_NEO4J_HEAP:-768m}"       # the machine is shared: the test graphs need little
-WAIT_S="${EXECUTOR_NEO4J_WAIT_S:-180}"  # a start took 27-51 s at load averages of 4-8 on 2 cores
+WAIT_S="${EXECUTOR_NEO4J_WAIT_S:-180}"  # a start took 18-51 s at load averages of 3-8 on 2 cores
 
 say() { echo "neo4j: $*"; }
 die() { echo "neo4j: error: $*" >&2; exit 1; }
@@ -39,7 +39,7 @@ our_pid() {
     local pid
     [[ -f "$STATE/neo4j.pid" ]] || return 1
     pid="$(cat "$STATE/neo4j.pid")"
-    [[ "$pid" =~ ^[0-9]+$ ]] && tr '\0' ' ' < "/proc/$pid/cmdline" 2>/dev/null | grep -q "executor.neo4j.Launcher" \
+    [[ "$pid" =~ ^[0-9]+$ ]] && tr '\0' ' ' 2>/dev/null < "/proc/$pid/cmdline" | grep -q "executor.neo4j.Launcher" \
         && echo "$pid"
 }
 
@@ -72,6 +72,9 @@ start() {
         say "already running: bolt://$HOST:$PORT answers"
         print_env
         return
+    fi
+    if timeout 3 bash -c "exec 3<>/dev/tcp/$HOST/$PORT" 2>/dev/null; then
+        die "$HOST:$PORT is taken by something that does not answer Bolt: stop it first"
     fi
     command -v java >/dev/null || die "Java is not installed (apt-get install -y openjdk-17-jdk-headless)"
     build
