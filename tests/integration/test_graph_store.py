@@ -14,7 +14,8 @@ from stores.knowledge_graph import RETIRED_PREFIX, STAGING_PREFIX, GraphData, Gr
 from stores.knowledge_graph_memory import GraphSnapshot
 from stores.falkordb_server import FalkorDBServer
 
-KB = "known"
+# names of this run's own: the Neo4j at NEO4J_URI is shared by every test process on the machine
+KB, OTHER = unique_kb("known"), unique_kb("other")
 
 
 class InMemoryNavigate:
@@ -46,10 +47,8 @@ def store(request):
         yield request.getfixturevalue("sql_store_" + request.param[4:])
         return
     s = request.getfixturevalue("neo4j_store")
-    for kb in (KB, "other"):  # what a run killed half-way left in the shared server
-        s.drop_kb(kb)
     yield s
-    for kb in (KB, "other"):
+    for kb in (KB, OTHER):
         s.drop_kb(kb)
 
 
@@ -161,9 +160,9 @@ def test_replace_is_idempotent_and_scoped_to_its_kb(known):
     before = known.stats(KB)
     known.replace_kb(KB, known_graph_data())
     assert known.stats(KB) == before == {"entities": 7, "documents": 1, "relations": 7}
-    known.replace_kb("other", known_graph_data())
-    known.drop_kb("other")
-    assert known.stats("other") == {"entities": 0, "documents": 0, "relations": 0}
+    known.replace_kb(OTHER, known_graph_data())
+    known.drop_kb(OTHER)
+    assert known.stats(OTHER) == {"entities": 0, "documents": 0, "relations": 0}
     assert known.stats(KB) == before
 
 
