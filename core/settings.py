@@ -189,6 +189,10 @@ class KbModel(BaseModel):
     labels: dict[str, int] = Field(default_factory=dict)  # label file -> questions it was fitted on
     fitted_at: str = ""
     held_out: dict[str, float | int | None] = Field(default_factory=dict)  # its k-fold figures on this KB
+    # "labels": fitted by `calibrate --write` on a team's labels (only calibrate replaces it); "self": fitted at
+    # ingest on questions generated from the KB's own documents and the bundled off-topic pool
+    # (`retrieval.self_calibration`), refitted when a re-ingest changes the KB enough
+    calibrated_by: Literal["labels", "self"] = "labels"
 
     @model_validator(mode="after")
     def _has_ranker(self) -> "KbModel":
