@@ -10,6 +10,7 @@ a level means the same thing everywhere.
 
 from __future__ import annotations
 
+import re
 import sqlite3
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,7 +19,7 @@ import numpy as np
 
 from core.settings import Thresholds
 from retrieval.keywords import KeywordIndex
-from retrieval.ranking import Candidate, Profile, background, describe, rank
+from retrieval.ranking import Candidate, Profile, background, describe, rank, twin_key
 from retrieval.text_profiles import TextProfiles
 from core.relevance import Level, answer_features, grade, similarity
 from retrieval.vocabulary import QueryTerms, Vocabulary, query_terms
@@ -27,6 +28,17 @@ from stores.embedders import Embedder
 from stores.vectors import ChunkHit, VectorStore
 
 MAX_CHUNKS_PER_DOC = 20  # chunks fetched for a document found by keyword or by the graph
+IDENTIFIER = re.compile(r"[a-z0-9]*(?:[_.\-][a-z0-9]+|[0-9])[a-z0-9_.\-]*")  # one token with `_ . -` or a digit
+
+
+def decisive_first(candidates: list[Candidate]) -> list[Candidate]:
+    """When the specific L0 matches are all one page (or its translations) and one of them is decisive (a unique
+    identifier), that page goes first: the exact name of an error code or key outranks any similarity."""
+    specific = [c for c in candidates if c.specific]
+    decisive = [c for c in specific if c.decisive]
+    if not decisive or len({c.group for c in specific}) != 1 or decisive[0] is candidates[0]:
+        return candidates
+    return [decisive[0], *(c for c in candidates if c is not decisive[0])]
 
 
 def chunk_ids(doc_key: str, chunk_count: int) -> list[str]:
@@ -46,7 +58,7 @@ class Graded:
 
     def regrade(self, t: Thresholds) -> "Graded":
         """Score, order and grade the candidates under `t` (calibration re-grades with each fold's model)."""
-        self.candidates = rank(self.candidates, t.ranker)
+        self.candidates = decisive_first(rank(self.candidates, t.ranker))
         self.level = grade(self.candidates, t)
         return self
 
@@ -63,6 +75,7 @@ class Graded:
             "l0_titles": [c.title for c in self.candidates if c.l0_terms],
             "l0_match_count": sum(1 for c in self.candidates if c.l0_terms),
             "l0_specific_count": sum(1 for c in self.candidates if c.specific),
+            "l0_decisive": [c.doc_key for c in self.candidates if c.decisive],
             "l0_terms": sorted({t for c in self.candidates for t in c.l0_terms}),
             "l1_scores": [round(d, 4) for d in self.dense_distances],
             "l1_top_score": round(min(self.dense_distances), 4) if self.dense_distances else None,
@@ -162,10 +175,16 @@ class Grader:
             wanted = [cid for k in l0 if k in rows and k not in found for cid in chunk_ids(k, rows[k].chunk_count)]
             for hit in self.vectors.get_chunks(kb, wanted, vector):
                 take(hit)
+            groups: dict[str, int] = {}
+            for k in rows:
+                groups[twin_key(k)] = groups.get(twin_key(k), 0) + 1
             for k, matched in l0.items():
                 if k in found:
-                    found[k].l0_terms = matched
-                    found[k].specific = any(vocabulary.specific(term) for term in matched)
+                    c = found[k]
+                    c.l0_terms = matched
+                    c.specific = any(vocabulary.specific(term) for term in matched)
+                    c.decisive = any(IDENTIFIER.fullmatch(term) and vocabulary.document_frequency(term) <= groups[c.group]
+                                     for term in matched)
 
         candidates = list(found.values())
         for c in candidates:

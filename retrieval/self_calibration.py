@@ -38,6 +38,7 @@ from retrieval.chunking import headings
 from retrieval.keywords import normalize
 from retrieval.off_topic import POOL
 from retrieval.quality import measure
+from retrieval.ranking import twin_key
 from stores.catalog import version
 
 MAX_GENERATED = 200  # answerable questions at most: bounds the extra ingest time (about 40 ms each)
@@ -45,8 +46,6 @@ MIN_DOCUMENTS = 5  # fewer documents than this: too little evidence, the KB keep
 REFIT_SHARE = 0.1  # a re-ingest refits when at least this share of the documents was added, changed or removed
 SEED = 2026
 
-LANGUAGE_FOLDERS = frozenset({"en", "zh", "zh-cn", "zh_cn", "zh-hans", "zh-tw", "cn", "ja", "ko", "de", "fr", "es",
-                              "pt", "ru", "it"})
 # an identifier: a code, key, flag or command word with something no prose word has (`_`, a dot or dash inside,
 # an inner capital, a digit, a leading `--`)
 IDENTIFIER = re.compile(r"^(?:--?[a-z][\w\-]*|[A-Za-z][\w]*(?:[._\-][\w]+)+|[a-z]+[A-Z]\w*|[A-Z]{2,}[_0-9]\w*)$")
@@ -71,11 +70,6 @@ class Source:
     keywords: list[str]
     error_codes: list[str]
     body: str
-
-
-def twin_key(doc_key: str) -> str:
-    """The doc key without its language folder: the same page in each language shares it."""
-    return "/".join(p for p in doc_key.split("/") if p.lower() not in LANGUAGE_FOLDERS)
 
 
 def _identifiers(source: Source) -> list[str]:
