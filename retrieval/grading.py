@@ -155,7 +155,10 @@ class Grader:
         return cached[1]
 
     # -- grading ----------------------------------------------------------------
-    def grade(self, kb: str, version: str, query: str, vector: np.ndarray, t: Thresholds) -> Graded:
+    def grade(self, kb: str, version: str, query: str, vector: np.ndarray, t: Thresholds,
+              exclude: frozenset[str] = frozenset()) -> Graded:
+        """`exclude`: chunk ids graded as if absent (self-calibration holds out the chunk a question came from,
+        so that the question is not found by the very sentence it was made of)."""
         vocabulary = self.vocabulary(kb, version)
         found: dict[str, Candidate] = {}
 
@@ -164,15 +167,18 @@ class Grader:
             c.add(hit, lexical)
             return c
 
-        dense = self.vectors.dense_search(kb, vector, self.top_k)
+        dense = [h for h in self.vectors.dense_search(kb, vector, self.top_k + len(exclude)) if h.chunk_id not in exclude]
+        dense = dense[: self.top_k]
         for hit in dense:
             take(hit)
-        for hit, score in self.vectors.lexical_search(kb, query, vector, self.embedder, self.top_k):
-            take(hit, score)
+        for hit, score in self.vectors.lexical_search(kb, query, vector, self.embedder, self.top_k + len(exclude)):
+            if hit.chunk_id not in exclude:
+                take(hit, score)
         l0 = self.keyword_index(kb, version).match(query)
         if l0:
             rows = self.catalog.documents(kb)
-            wanted = [cid for k in l0 if k in rows and k not in found for cid in chunk_ids(k, rows[k].chunk_count)]
+            wanted = [cid for k in l0 if k in rows and k not in found for cid in chunk_ids(k, rows[k].chunk_count)
+                      if cid not in exclude]
             for hit in self.vectors.get_chunks(kb, wanted, vector):
                 take(hit)
             groups: dict[str, int] = {}

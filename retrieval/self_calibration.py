@@ -33,18 +33,20 @@ from dataclasses import dataclass
 
 from core.relevance import document_language, language_of
 from core.settings import KbModel, Thresholds
-from retrieval.calibration import FOLDS, Label, Observed, cross_validate, fit
+from retrieval.calibration import FOLDS, Bars, Label, Observed, cross_validate, fit
 from retrieval.chunking import headings
+from retrieval.documents import Document
 from retrieval.keywords import normalize
 from retrieval.off_topic import POOL
 from retrieval.quality import measure
 from retrieval.ranking import twin_key
 from stores.catalog import version
 
-MAX_GENERATED = 200  # answerable questions at most: bounds the extra ingest time (about 40 ms each)
+MAX_GENERATED = 160  # answerable questions at most: bounds the extra ingest time (about 40 ms each)
 MIN_DOCUMENTS = 5  # fewer documents than this: too little evidence, the KB keeps the shared preset
 REFIT_SHARE = 0.1  # a re-ingest refits when at least this share of the documents was added, changed or removed
 SEED = 2026
+SELF_BARS = Bars()
 
 # an identifier: a code, key, flag or command word with something no prose word has (`_`, a dot or dash inside,
 # an inner capital, a digit, a leading `--`)
@@ -59,6 +61,10 @@ SUBJECT_EN = ("How does {s} work?", "Where is {s} explained?", "I need help with
 SUBJECT_ZH = ("{s}是怎么回事？", "关于{s}有什么说明？", "想了解一下{s}", "{s}要注意什么？")
 IDENT_EN = ("What does {s} mean?", "what is {s} for", "{s}", "How do I use {s}?")
 IDENT_ZH = ("{s} 是什么意思？", "{s} 怎么用？", "遇到 {s} 怎么办？", "{s} 是干什么的")
+# content templates: {s} is a sentence of the page, asked with the chunk it came from held out
+CONTENT_EN = ("{s} - how do I handle that?", "The docs say something like: {s}. Where is that?", "{s}?")
+CONTENT_ZH = ("{s}，这个怎么处理？", "有没有讲这个的：{s}", "{s}？")
+MARKUP = re.compile(r"[*`>#|\[\]]|\(http[^)]*\)")
 
 
 @dataclass(frozen=True)
@@ -94,8 +100,26 @@ def _ask(subject: str, templates_same: tuple[str, ...], templates_other: tuple[s
     return rng.choice(en if asked_in == "en" else zh).format(s=subject)
 
 
-def generate(sources: list[Source], limit: int = MAX_GENERATED, seed: int = SEED) -> list[Label]:
-    """Questions labelled with the documents that answer them, at most `limit`, spread over the documents."""
+def _sentence(source: Source, rng: random.Random) -> tuple[str, str] | None:
+    """A prose sentence of the page and the id of the chunk it is in (held out when the question is graded)."""
+    chunks = Document(doc_key=source.doc_key, title=source.title, domain="general", keywords=source.keywords,
+                      body=source.body).chunks()
+    found = []
+    for chunk in chunks:
+        for line in chunk.text.split("\n")[1:]:
+            line = MARKUP.sub("", line).strip(" -:")
+            # its longest sentence (a numbered item's "1." is no sentence)
+            line = max(re.split(r"(?<=[.!?。！？；;])\s+|(?<=[。！？；])", line), key=len).strip().rstrip(".。;；")
+            cjk = language_of(line) == "zh"
+            if (12 if cjk else 30) <= len(line) <= (60 if cjk else 140) and not line.startswith(("$", "{", "<")) \
+                    and (cjk or len(line.split()) >= 6):
+                found.append((line, chunk.chunk_id))
+    return rng.choice(found) if found else None
+
+
+def generate(sources: list[Source], limit: int = MAX_GENERATED, seed: int = SEED) -> list[tuple[Label, str | None]]:
+    """Questions labelled with the documents that answer them, at most `limit`, spread over the documents; each
+    with the chunk to hold out when it is graded (None: none, the question names the subject only)."""
     rng = random.Random(seed)
     twins: dict[str, list[str]] = defaultdict(list)
     for s in sources:
@@ -110,16 +134,22 @@ def generate(sources: list[Source], limit: int = MAX_GENERATED, seed: int = SEED
             if normalize(ident) in body:
                 spread[ident].add(twin_key(key))
 
-    per_doc: list[list[Label]] = []
+    per_doc: list[list[tuple[Label, str | None]]] = []
     for s in sources:
         language = document_language(s.body or s.title)
         relevant = twins[twin_key(s.doc_key)]
         asked: list[Label] = []
+        held: list[tuple[Label, str]] = []
         title_other = rng.random() < 0.5
         if s.title.strip():
             asked.append(Label(query=_ask(_subject(s.title, rng), SUBJECT_EN if language == "en" else SUBJECT_ZH,
                                           SUBJECT_ZH if language == "en" else SUBJECT_EN, language,
                                           title_other and language == "en", rng), relevant=relevant))
+        sentence = _sentence(s, rng)
+        if sentence is not None:
+            text, chunk = sentence
+            templates = CONTENT_ZH if language_of(text) == "zh" else CONTENT_EN
+            held.append((Label(query=rng.choice(templates).format(s=text), relevant=relevant), chunk))
         sections = [h for h in headings(s.body) if h.strip() and h.casefold() != s.title.casefold()
                     and h.strip().casefold() not in GENERIC_HEADINGS and len(h) <= 60]
         for h in rng.sample(sections, min(2, len(sections))):
@@ -132,13 +162,14 @@ def generate(sources: list[Source], limit: int = MAX_GENERATED, seed: int = SEED
             asked.append(Label(query=_ask(ident, IDENT_EN if language == "en" else IDENT_ZH,
                                           IDENT_ZH if language == "en" else IDENT_EN, language,
                                           rng.random() < 0.5, rng), relevant=relevant))
-        rng.shuffle(asked)
-        per_doc.append(asked)
-    out: list[Label] = []
+        both = [(a, None) for a in asked] + held
+        rng.shuffle(both)
+        per_doc.append(both)
+    out: list[tuple[Label, str | None]] = []
     for round_ in range(max((len(a) for a in per_doc), default=0)):  # round robin: every page before a second one
         out += [a[round_] for a in per_doc if round_ < len(a)]
     seen: set[str] = set()
-    return [q for q in out if not (q.query in seen or seen.add(q.query))][:limit]
+    return [(q, c) for q, c in out if not (q.query in seen or seen.add(q.query))][:limit]
 
 
 @dataclass
@@ -160,37 +191,47 @@ def sources_of(catalog, kb: str) -> list[Source]:
             docs.items()]
 
 
-def observe_all(grader, catalog, embedder, kb: str, labels: list[Label], t: Thresholds) -> list[Observed]:
-    """Grade every question once, as lookup would (the queries embedded in one batch)."""
+def observe_all(grader, catalog, embedder, kb: str, questions: list[tuple[Label, str | None]],
+                t: Thresholds) -> list[Observed]:
+    """Grade every question once, as lookup would (the queries embedded in one batch), each without the chunk
+    it holds out."""
     row = catalog.require(kb)
-    vectors = embedder.embed_documents([label.query for label in labels]) if labels else []
-    return [Observed(label, kb, grader.grade(kb, version(row), label.query, v, t)) for label, v in zip(labels, vectors)]
+    vectors = embedder.embed_documents([label.query for label, _ in questions]) if questions else []
+    return [Observed(label, kb, grader.grade(kb, version(row), label.query, v, t,
+                                             frozenset([held]) if held else frozenset()))
+            for (label, held), v in zip(questions, vectors)]
 
 
 def evidence(grader, catalog, embedder, kb: str, t: Thresholds, limit: int = MAX_GENERATED) -> list[Observed]:
     """The KB's generated questions and the null pool's questions it does not name, graded once."""
     generated = generate(sources_of(catalog, kb), limit)
-    observed = observe_all(grader, catalog, embedder, kb, generated + [Label(query=q) for q in POOL], t)
+    observed = observe_all(grader, catalog, embedder, kb, generated + [(Label(query=q), None) for q in POOL], t)
     # a pool question naming a title or keyword of this KB may be answered here: it is no off-topic evidence
     return [o for o in observed if o.label.relevant or not o.graded.l0]
 
 
 def calibrate_kb(grader, catalog, embedder, kb: str, t: Thresholds, fitted_at: str,
-                 limit: int = MAX_GENERATED) -> SelfCalibration:
+                 limit: int = MAX_GENERATED, bars: Bars = SELF_BARS) -> SelfCalibration:
     """Fit the KB's own model on its generated questions and the null pool (`t`: the grading in force, for the
     levels of the first pass; the ranker is refitted from the features)."""
     started = time.perf_counter()
     if len(catalog.documents(kb)) < MIN_DOCUMENTS:
         return SelfCalibration(0, 0, 0.0, {}, None, f"fewer than {MIN_DOCUMENTS} documents")
     observed = evidence(grader, catalog, embedder, kb, t, limit)
+    return fit_kb(observed, embedder.name, kb, t.max_l2_distance, fitted_at, started, bars)
+
+
+def fit_kb(observed: list[Observed], embedder: str, kb: str, max_l2: float, fitted_at: str, started: float,
+           bars: Bars = SELF_BARS) -> SelfCalibration:
+    """The model and its held-out figures from the KB's graded evidence."""
     answerable = sum(1 for o in observed if o.label.relevant)
     off = len(observed) - answerable
     if answerable < 2 * FOLDS or off < FOLDS:
         return SelfCalibration(answerable, off, round(time.perf_counter() - started, 2), {}, None,
                                "too few questions could be generated")
-    final = fit(observed, t.max_l2_distance, kb)
-    held = measure(cross_validate(observed, t.max_l2_distance, FOLDS, kb)).by_kb[kb]["all"].model_dump()
-    model = KbModel(embedder=embedder.name, thresholds=final, fitted_at=fitted_at, held_out=held,
+    final = fit(observed, max_l2, kb, bars)
+    held = measure(cross_validate(observed, max_l2, FOLDS, kb, bars=bars)).by_kb[kb]["all"].model_dump()
+    model = KbModel(embedder=embedder, thresholds=final, fitted_at=fitted_at, held_out=held,
                     labels={"generated from the KB's documents": answerable, "bundled off-topic pool": off},
                     calibrated_by="self")
     return SelfCalibration(answerable, off, round(time.perf_counter() - started, 2), held, model)
