@@ -59,6 +59,8 @@ def grade(candidates: Sequence[Scored], t: Thresholds) -> Level | None:
     highly_relevant = t.highly_relevant(candidates[0].features.get("other_language") == 1.0)
     if t.answerability is not None:
         # the answerability model decides whether anything is found; the best score only how well
+        if weak(candidates, t):
+            return Level.REFERENCE
         if t.answerability.probability(answer_features(candidates)) < t.answerability.threshold:
             return None
         return Level.HIGHLY_RELEVANT if best >= highly_relevant else Level.REFERENCE
@@ -67,6 +69,16 @@ def grade(candidates: Sequence[Scored], t: Thresholds) -> Level | None:
     if best >= t.reference_threshold:
         return Level.REFERENCE
     return None
+
+
+def weak(candidates: Sequence[Scored], t: Thresholds) -> bool:
+    """The best page is only a weak answer: the answerability model puts the query in its band between
+    "nothing found" and found (`Answerability.weak_threshold`), so it is sent as REFERENCE with a hint saying
+    the KB may not cover the question."""
+    gate = t.answerability
+    if not candidates or gate is None or gate.weak_threshold is None:
+        return False
+    return gate.weak_threshold <= gate.probability(answer_features(candidates)) < gate.threshold
 
 
 def answer_features(candidates: Sequence[Scored]) -> dict[str, float]:

@@ -75,6 +75,10 @@ class Answerability(Logistic):
     FEATURES: ClassVar[tuple[str, ...]] = ANSWER_FEATURES
 
     threshold: float = Field(ge=0, le=1)
+    # between this and `threshold` the best page is sent as a weak REFERENCE (its hint says the KB may not cover
+    # the question) instead of "nothing found": an answerable question must almost never get "nothing found",
+    # and the band costs off-topic questions only a REFERENCE, never a confident grade. None: no band
+    weak_threshold: float | None = Field(None, ge=0, le=1)
 
 
 class Thresholds(BaseModel):

@@ -69,6 +69,9 @@ class Bars:
 
     hr_min_precision: float = HR_MIN_PRECISION
     off_topic_max_rate: float = OFF_TOPIC_MAX_RATE
+    # with it, the answerability model's weak-REFERENCE band starts where this share of off-topic questions
+    # still gets a document (None: no band, below the threshold nothing is found)
+    weak_max_rate: float | None = None
     prior: Ranker | None = None
     prior_strength: float = 0.0
 
@@ -264,10 +267,14 @@ def fit_answerability(observed: list[Observed], own: list[Observed], ranker: Ran
     gate = Answerability(**_logistic(x, y, ANSWER_FEATURES, class_weight="balanced"), threshold=0.0)
     off = sorted((gate.probability(answer_features(o.graded.candidates))
                   for o in own if not o.label.relevant and o.graded.candidates), reverse=True)
-    allowed = int(bars.off_topic_max_rate * len(off))  # how many off-topic questions may still get a document
-    # just above the first off-topic question that must not pass (rounded up, so it stays above when stored)
-    threshold = math.ceil((off[allowed] + 1e-9) * 10_000) / 10_000
-    return gate.model_copy(update={"threshold": min(threshold, 1.0)})
+    def above(rate: float) -> float:
+        allowed = min(int(rate * len(off)), len(off) - 1)  # how many off-topic questions may still get a document
+        # just above the first off-topic question that must not pass (rounded up, so it stays above when stored)
+        return min(math.ceil((off[allowed] + 1e-9) * 10_000) / 10_000, 1.0)
+
+    threshold = above(bars.off_topic_max_rate)
+    weak = None if bars.weak_max_rate is None else min(above(bars.weak_max_rate), threshold)
+    return gate.model_copy(update={"threshold": threshold, "weak_threshold": weak})
 
 
 def fit(observed: list[Observed], max_l2: float, target: str | None = None, bars: Bars = BARS) -> Thresholds:

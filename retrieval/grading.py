@@ -21,7 +21,7 @@ from core.settings import Thresholds
 from retrieval.keywords import KeywordIndex
 from retrieval.ranking import Candidate, Profile, background, describe, rank, twin_key
 from retrieval.text_profiles import TextProfiles
-from core.relevance import Level, answer_features, grade, similarity
+from core.relevance import Level, answer_features, grade, similarity, weak
 from retrieval.vocabulary import QueryTerms, Vocabulary, query_terms
 from stores.catalog import Catalog
 from stores.embedders import Embedder
@@ -55,11 +55,13 @@ class Graded:
     dense_distances: list[float] = field(default_factory=list)
     background: float = 0.0
     level: Level | None = None
+    weak: bool = False  # a REFERENCE in the answerability model's weak band (`core.relevance.weak`)
 
     def regrade(self, t: Thresholds) -> "Graded":
         """Score, order and grade the candidates under `t` (calibration re-grades with each fold's model)."""
         self.candidates = decisive_first(rank(self.candidates, t.ranker))
         self.level = grade(self.candidates, t)
+        self.weak = self.level == Level.REFERENCE and weak(self.candidates, t)
         return self
 
     def relevant(self, t: Thresholds) -> list[Candidate]:
@@ -81,6 +83,7 @@ class Graded:
             "l1_top_score": round(min(self.dense_distances), 4) if self.dense_distances else None,
             "l1_top_similarity": round(max(c.similarity for c in self.candidates), 4) if self.candidates else None,
             "top_score": round(top.score, 4) if top else None,
+            "weak": self.weak,
             "background_similarity": round(self.background, 4),
             "doc_similarities": {c.doc_key: round(c.similarity, 4) for c in self.candidates},
             "doc_scores": {c.doc_key: round(c.score, 4) for c in self.candidates},

@@ -149,7 +149,7 @@ class LookupService:
         domains += [d for d in dict.fromkeys(d.domain for d in out) if d not in domains]
         return self._finish(
             LookupResult(
-                found=True, relevance_level=level, completeness_hint=hint(level, lang),
+                found=True, relevance_level=level, completeness_hint=hint("weak_reference" if graded.weak else level, lang),
                 retrieved_domains_this_session=domains, primary=out[:1], supplement=out[1:], **base,
             )
         )

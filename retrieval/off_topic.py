@@ -3,7 +3,8 @@
 Self-calibration (`retrieval.self_calibration`) scores them against a KB so that "nothing found" sits on that KB's
 own scale: how high an unanswerable question scores there. Two kinds, because a KB's off-topic questions are not
 all far from it: *far* ones (cooking, law, tax, travel, health) and *near* ones, from neighbouring technical fields
-(other databases, other ops and build tools, service meshes, cloud billing, front-end frameworks). A question
+(other databases, other ops and build tools, service meshes, cloud billing, front-end frameworks), some of them
+naming no product at all, so that the KB's own vocabulary cannot give them away. A question
 whose words the KB does name (its L0 layer matches a title or keyword) is left out for that KB, since the KB may
 well answer it. Written for this project; no corpus was copied.
 """
@@ -86,4 +87,35 @@ NEAR_ZH = (
     "微信小程序怎么接入支付？",
 )
 
-POOL: tuple[str, ...] = FAR_EN + NEAR_EN + FAR_ZH + NEAR_ZH
+# near the field without a product name: words every ops KB knows (so `unknown_names` cannot tell them apart),
+# on tasks a team's own documentation rarely covers
+GENERIC_EN = (
+    "How do I write a firewall rule that only lets SSH in from the office network?",
+    "How do I set up an SPF and DKIM record so our mail is not marked as spam?",
+    "How do I keep server clocks in sync across machines?",
+    "How do I replace a failed disk in a software RAID array?",
+    "How do I set up a site-to-site VPN between two offices?",
+    "How do I squash several commits into one before merging a branch?",
+    "How do I install the GPU driver on a fresh Linux workstation?",
+    "How do I size a message queue's dead-letter handling for poison messages?",
+    "How do I run an A/B test on a landing page and read the result?",
+    "How do I publish a new version of a mobile app to the app stores?",
+    "How do I resize a partition on a running Linux server?",
+    "How do I migrate users' mailboxes from one mail provider to another?",
+)
+GENERIC_ZH = (
+    "怎么配置防火墙只允许办公网访问 SSH？",
+    "公司邮件总被当成垃圾邮件，SPF 和 DKIM 记录怎么配？",
+    "多台服务器的时间不同步怎么处理？",
+    "软 RAID 里坏了一块盘怎么更换？",
+    "两个办公室之间怎么搭建站点到站点的 VPN？",
+    "合并分支前怎么把多个提交压成一个？",
+    "新装的 Linux 工作站怎么安装显卡驱动？",
+    "落地页的 A/B 测试怎么做，结果怎么看？",
+    "手机 App 新版本怎么提交到应用商店审核？",
+    "线上 Linux 服务器的分区怎么在不停机的情况下扩容？",
+    "企业邮箱从一家服务商迁移到另一家怎么操作？",
+    "办公室打印机连不上网络怎么排查？",
+)
+
+POOL: tuple[str, ...] = FAR_EN + NEAR_EN + GENERIC_EN + FAR_ZH + NEAR_ZH + GENERIC_ZH
