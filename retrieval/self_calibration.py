@@ -258,7 +258,8 @@ def after_ingest(rt, kb: str, moved: int, progress: bool) -> dict | None:
 
     row = rt.catalog.require(kb)
     documents = len(rt.catalog.documents(kb))
-    if rt.settings.grading_of(row.grading) != "ranker" or not needs_refit(row, documents, moved):
+    if not rt.settings.self_calibrate or rt.settings.grading_of(row.grading) != "ranker" \
+            or not needs_refit(row, documents, moved):
         return None
     if progress:
         print(f"self-calibrating {kb}: grading generated and off-topic questions ...", file=sys.stderr, flush=True)

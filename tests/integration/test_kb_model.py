@@ -48,7 +48,9 @@ def home(tmp_path_factory):
     root = write_kb(tmp_path_factory.mktemp("docs"), PAGES)
     home = tmp_path_factory.mktemp("home")
     for kb in ("docs", "other"):
-        r = run_cli(home, "ingest", str(root), "--kb", kb)
+        # without self-calibration, so that "other" keeps the shared preset (tests/integration/test_self_calibration.py
+        # covers the model an ingest fits)
+        r = run_cli(home, "ingest", str(root), "--kb", kb, EXECUTOR_SELF_CALIBRATE="false")
         assert r.returncode == 0, r.stderr
     return home
 
