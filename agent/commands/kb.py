@@ -114,12 +114,14 @@ def _model_text(model: dict | None) -> str:
     figures = ", ".join(f"{k} {v}" for k, v in held.items() if v is not None and k in (
         "hit_at_1", "relevant_returned", "precise_precision", "highly_relevant_precision", "off_topic_none"))
     labels = model.get("labels") or {}
-    if model.get("calibrated_by") == "self":
-        # no human label: the KB's own generated questions and the bundled off-topic pool (retrieval/self_calibration.py)
-        answerable, off = (sum(n for k, n in labels.items() if ("off-topic" in k) == want) for want in (False, True))
-        what = f"self-calibrated: {answerable} generated questions, {off} off-topic"
+    # the KB's own evidence (retrieval/self_calibration.py): its generated questions and the bundled off-topic pool
+    generated = sum(n for k, n in labels.items() if k.startswith("generated from"))
+    pool = sum(n for k, n in labels.items() if k == "bundled off-topic pool")
+    if model.get("calibrated_by") == "self":  # no human label
+        what = f"self-calibrated: {generated} generated questions, {pool} off-topic"
     else:
-        what = f"{sum(labels.values())} labelled questions"
+        what = f"{sum(labels.values()) - generated - pool} labelled questions" + (
+            f" on top of {generated} generated and {pool} off-topic ones" if generated or pool else "")
     return (f" (its own model, {model.get('embedder')}, fitted {model.get('fitted_at') or '?'} on "
             f"{what}" + (f"; held out {figures}" if figures else "")
             + ("; nothing found: its answerability model" if model.get("answerability") else "") + ")")
