@@ -63,17 +63,14 @@ SUPPLEMENT_MIN_PRECISION = 0.4  # the same bar REFERENCE uses without off-topic 
 
 @dataclass(frozen=True)
 class Bars:
-    """How a model is fitted: the precision and off-topic bars its thresholds are chosen at, and optionally a
-    ranker it starts from (`prior`), which the evidence moves only as far as `prior_strength` lets it (human
-    labels: the defaults, no prior; self-calibration: its own, `retrieval.self_calibration`)."""
+    """The precision and off-topic bars a model's thresholds are chosen at (human labels: the defaults;
+    self-calibration: its own, `retrieval.self_calibration`)."""
 
     hr_min_precision: float = HR_MIN_PRECISION
     off_topic_max_rate: float = OFF_TOPIC_MAX_RATE
     # with it, the answerability model's weak-REFERENCE band starts where this share of off-topic questions
     # still gets a document (None: no band, below the threshold nothing is found)
     weak_max_rate: float | None = None
-    prior: Ranker | None = None
-    prior_strength: float = 0.0
 
 
 BARS = Bars()
@@ -166,30 +163,7 @@ def _logistic(x: list[list[float]], y: list[bool], names: tuple[str, ...], **opt
             "weights": {f: round(float(w), 4) for f, w in zip(names, model.coef_[0])}}
 
 
-def _logistic_near(x: list[list[float]], y: list[bool], names: tuple[str, ...], prior: Ranker, strength: float) -> dict:
-    """A logistic regression whose weights are pulled towards `prior`'s (a Gaussian prior centred there, of
-    precision `strength`; the bias is free): the log loss summed over the pairs plus strength/2 * |w - w_prior|^2.
-    With few or one-sided pairs (questions generated from a KB's own pages), the weights stay near a model fitted
-    on real questions and move where this KB's evidence is clear."""
-    from scipy.optimize import minimize  # only calibration needs it (a dependency of scikit-learn)
-
-    a = np.hstack([np.ones((len(x), 1)), np.asarray(x, dtype=float)])
-    target = np.asarray(y, dtype=float)
-    w0 = np.array([prior.bias, *(prior.weights.get(n, 0.0) for n in names)])
-    pull = np.full(len(w0), strength)
-    pull[0] = 0.0
-
-    def loss(w: np.ndarray) -> tuple[float, np.ndarray]:
-        z = a @ w
-        p = 1.0 / (1.0 + np.exp(-np.clip(z, -50, 50)))
-        value = float(np.sum(np.logaddexp(0.0, z) - target * z) + 0.5 * np.sum(pull * (w - w0) ** 2))
-        return value, a.T @ (p - target) + pull * (w - w0)
-
-    w = minimize(loss, w0, jac=True, method="L-BFGS-B").x
-    return {"bias": round(float(w[0]), 4), "weights": {f: round(float(v), 4) for f, v in zip(names, w[1:])}}
-
-
-def fit_ranker(observed: list[Observed], bars: "Bars | None" = None) -> Ranker:
+def fit_ranker(observed: list[Observed]) -> Ranker:
     x, y = [], []
     for o in observed:
         relevant = set(o.label.relevant)
@@ -198,8 +172,6 @@ def fit_ranker(observed: list[Observed], bars: "Bars | None" = None) -> Ranker:
             y.append(c.doc_key in relevant)
     if len(set(y)) < 2:
         raise InputError("the labels need both relevant and irrelevant documents among the results to fit a model")
-    if bars is not None and bars.prior is not None:
-        return Ranker(**_logistic_near(x, y, FEATURES, bars.prior, bars.prior_strength))
     return Ranker(**_logistic(x, y, FEATURES))
 
 
@@ -280,7 +252,7 @@ def fit_answerability(observed: list[Observed], own: list[Observed], ranker: Ran
 def fit(observed: list[Observed], max_l2: float, target: str | None = None, bars: Bars = BARS) -> Thresholds:
     """The ranker and the answerability model fitted on every observed question; the thresholds on `target`'s
     questions (None: on all)."""
-    ranker = fit_ranker(observed, bars)
+    ranker = fit_ranker(observed)
     own = [o for o in observed if target is None or o.kb == target]
     hr, hr_other, ref, supplement = choose_thresholds(own, ranker, max_l2, bars)
     return Thresholds(max_l2_distance=max_l2, highly_relevant_threshold=hr, reference_threshold=ref,
