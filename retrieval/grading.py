@@ -157,6 +157,16 @@ class Grader:
             self._keywords[kb] = cached
         return cached[1]
 
+    def missing_terms(self, kb: str, version: str, graded: Graded, limit: int = 3) -> list[str]:
+        """The query's weightiest terms that its best page never uses: the dimension a weak REFERENCE lacks.
+        Empty when the page is in another language than the query (no shared word is expected there)."""
+        top = graded.candidates[0]
+        text_terms, language = self.profile(kb, version)([top.title, *(h.text for h in top.chunks.values())])
+        weights = graded.query_terms.weights
+        if language != graded.query_terms.language:
+            return []
+        return [t for t in sorted(weights, key=lambda t: -weights[t]) if t not in text_terms][:limit]
+
     # -- grading ----------------------------------------------------------------
     def grade(self, kb: str, version: str, query: str, vector: np.ndarray, t: Thresholds,
               exclude: frozenset[str] = frozenset()) -> Graded:
