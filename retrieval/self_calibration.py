@@ -25,11 +25,12 @@ Cost: one batch embedding of the questions and one grading each; the number of q
 from __future__ import annotations
 
 import random
-import sys
 import re
 import time
 from collections import defaultdict
 from dataclasses import dataclass
+
+from tqdm import tqdm
 
 from core.relevance import document_language, language_of
 from core.settings import KbModel, Thresholds
@@ -197,32 +198,36 @@ def sources_of(catalog, kb: str) -> list[Source]:
 
 
 def observe_all(grader, catalog, embedder, kb: str, questions: list[tuple[Label, str | None]],
-                t: Thresholds) -> list[Observed]:
+                t: Thresholds, progress: bool = False) -> list[Observed]:
     """Grade every question once, as lookup would (the queries embedded in one batch), each without the chunk
     it holds out."""
     row = catalog.require(kb)
     vectors = embedder.embed_documents([label.query for label, _ in questions]) if questions else []
+    graded = tqdm(zip(questions, vectors), total=len(questions), desc=f"self-calibrating {kb}", unit="question",
+                  disable=not progress, leave=False)
     return [Observed(label, kb, grader.grade(kb, version(row), label.query, v, t,
                                              frozenset([held]) if held else frozenset()))
-            for (label, held), v in zip(questions, vectors)]
+            for (label, held), v in graded]
 
 
-def evidence(grader, catalog, embedder, kb: str, t: Thresholds, limit: int = MAX_GENERATED) -> list[Observed]:
+def evidence(grader, catalog, embedder, kb: str, t: Thresholds, limit: int = MAX_GENERATED,
+             progress: bool = False) -> list[Observed]:
     """The KB's generated questions and the null pool's questions it does not name, graded once."""
     generated = generate(sources_of(catalog, kb), limit)
-    observed = observe_all(grader, catalog, embedder, kb, generated + [(Label(query=q), None) for q in POOL], t)
+    observed = observe_all(grader, catalog, embedder, kb, generated + [(Label(query=q), None) for q in POOL], t,
+                           progress)
     # a pool question naming a title or keyword of this KB may be answered here: it is no off-topic evidence
     return [o for o in observed if o.label.relevant or not o.graded.l0]
 
 
 def calibrate_kb(grader, catalog, embedder, kb: str, t: Thresholds, fitted_at: str,
-                 limit: int = MAX_GENERATED, bars: Bars = SELF_BARS) -> SelfCalibration:
+                 limit: int = MAX_GENERATED, bars: Bars = SELF_BARS, progress: bool = False) -> SelfCalibration:
     """Fit the KB's own model on its generated questions and the null pool (`t`: the grading in force, for the
     levels of the first pass; the ranker is refitted from the features)."""
     started = time.perf_counter()
     if len(catalog.documents(kb)) < MIN_DOCUMENTS:
         return SelfCalibration(0, 0, 0.0, {}, None, f"fewer than {MIN_DOCUMENTS} documents")
-    observed = evidence(grader, catalog, embedder, kb, t, limit)
+    observed = evidence(grader, catalog, embedder, kb, t, limit, progress)
     return fit_kb(observed, embedder.name, kb, t.max_l2_distance, fitted_at, started, bars)
 
 
@@ -261,10 +266,8 @@ def after_ingest(rt, kb: str, moved: int, progress: bool) -> dict | None:
     if not rt.settings.self_calibrate or rt.settings.grading_of(row.grading) != "ranker" \
             or not needs_refit(row, documents, moved):
         return None
-    if progress:
-        print(f"self-calibrating {kb}: grading generated and off-topic questions ...", file=sys.stderr, flush=True)
     result = calibrate_kb(rt.grader, rt.catalog, rt.embedder, kb, rt.settings.thresholds(rt.embedder.name, "ranker"),
-                          datetime.now(timezone.utc).isoformat(timespec="seconds"))
+                          datetime.now(timezone.utc).isoformat(timespec="seconds"), progress=progress)
     if result.model is not None:
         rt.catalog.set_grading_model(kb, result.model.model_dump(mode="json", by_alias=False))
     return {"generated": result.generated, "off_topic": result.off_topic, "seconds": result.seconds,
