@@ -35,9 +35,9 @@ from tqdm import tqdm
 from core.relevance import document_language, language_of
 from core.settings import KbModel, Thresholds
 from retrieval.calibration import FOLDS, Bars, Label, Observed, cross_validate, fit
-from retrieval.chunking import headings
+from retrieval.chunking import PATH_SEPARATOR
 from retrieval.documents import Document
-from retrieval.keywords import normalize
+from retrieval.keywords import TOKEN, normalize
 from retrieval.off_topic import POOL
 from retrieval.quality import measure
 from retrieval.ranking import twin_key
@@ -106,20 +106,31 @@ def _ask(subject: str, templates_same: tuple[str, ...], templates_other: tuple[s
     return rng.choice(en if asked_in == "en" else zh).format(s=subject)
 
 
-def _sentence(source: Source, rng: random.Random) -> tuple[str, str] | None:
+def _chunks(source: Source) -> list[tuple[str, list[str]]]:
+    """(chunk id, lines) per chunk of the page as ingest made them (the first line is the heading path); parsed
+    once, since parsing the Markdown is most of the generation's cost."""
+    doc = Document(doc_key=source.doc_key, title=source.title, domain="general", keywords=source.keywords,
+                   body=source.body)
+    return [(c.chunk_id, c.text.split("\n")) for c in doc.chunks()]
+
+
+def _headings(chunks: list[tuple[str, list[str]]]) -> list[str]:
+    """The section headings, from the chunks' heading paths (`Title › Heading › Subheading`)."""
+    return list(dict.fromkeys(h for _, lines in chunks for h in lines[0].split(PATH_SEPARATOR)[1:]))
+
+
+def _sentence(chunks: list[tuple[str, list[str]]], rng: random.Random) -> tuple[str, str] | None:
     """A prose sentence of the page and the id of the chunk it is in (held out when the question is graded)."""
-    chunks = Document(doc_key=source.doc_key, title=source.title, domain="general", keywords=source.keywords,
-                      body=source.body).chunks()
     found = []
-    for chunk in chunks:
-        for line in chunk.text.split("\n")[1:]:
+    for chunk_id, lines in chunks:
+        for line in lines[1:]:
             line = MARKUP.sub("", line).strip(" -:")
             # its longest sentence (a numbered item's "1." is no sentence)
             line = max(re.split(r"(?<=[.!?。！？；;])\s+|(?<=[。！？；])", line), key=len).strip().rstrip(".。;；")
             cjk = language_of(line) == "zh"
             if (12 if cjk else 30) <= len(line) <= (60 if cjk else 140) and not line.startswith(("$", "{", "<")) \
                     and (cjk or len(line.split()) >= 6):
-                found.append((line, chunk.chunk_id))
+                found.append((line, chunk_id))
     return rng.choice(found) if found else None
 
 
@@ -133,16 +144,17 @@ def generate(sources: list[Source], limit: int = MAX_GENERATED, seed: int = SEED
     # in how many pages (a page and its translations counted once) each identifier appears
     spread: dict[str, set[str]] = defaultdict(set)
     idents = {s.doc_key: _identifiers(s) for s in sources}
-    bodies = {s.doc_key: normalize(f"{s.title}\n{s.body}") for s in sources}
-    all_idents = {i for found in idents.values() for i in found}
-    for key, body in bodies.items():
-        for ident in all_idents:
-            if normalize(ident) in body:
+    # a page uses an identifier when its text holds it as a token (the L0 layer's tokens: `err_x`, `a.b-c`)
+    tokens = {s.doc_key: set(TOKEN.findall(normalize(f"{s.title}\n{s.body}"))) for s in sources}
+    for ident in {i for found in idents.values() for i in found}:
+        parts = TOKEN.findall(normalize(ident))
+        for key, used in tokens.items():
+            if parts and all(p in used for p in parts):
                 spread[ident].add(twin_key(key))
 
     per_doc: list[list[tuple[Label, str | None]]] = []
     for s in sources:
-        language = document_language(s.body or s.title)
+        language = document_language((s.body or s.title)[:4000])  # the opening says the language, cheaply
         relevant = twins[twin_key(s.doc_key)]
         asked: list[Label] = []
         held: list[tuple[Label, str]] = []
@@ -151,12 +163,13 @@ def generate(sources: list[Source], limit: int = MAX_GENERATED, seed: int = SEED
             asked.append(Label(query=_ask(_subject(s.title, rng), SUBJECT_EN if language == "en" else SUBJECT_ZH,
                                           SUBJECT_ZH if language == "en" else SUBJECT_EN, language,
                                           title_other and language == "en", rng), relevant=relevant))
-        sentence = _sentence(s, rng)
+        chunks = _chunks(s)
+        sentence = _sentence(chunks, rng)
         if sentence is not None:
             text, chunk = sentence
             templates = CONTENT_ZH if language_of(text) == "zh" else CONTENT_EN
             held.append((Label(query=rng.choice(templates).format(s=text), relevant=relevant), chunk))
-        sections = [h for h in headings(s.body) if h.strip() and h.casefold() != s.title.casefold()
+        sections = [h for h in _headings(chunks) if h.strip() and h.casefold() != s.title.casefold()
                     and h.strip().casefold() not in GENERIC_HEADINGS and len(h) <= 60]
         for h in rng.sample(sections, min(2, len(sections))):
             other = rng.random() < 0.5 and (language == "en" or language_of(h) == "en")
