@@ -183,5 +183,6 @@ def _reset(labels, kbs, for_kb, write, as_json) -> None:
     if as_json:
         print_json({"kb": names[0], "grading_model": None})
         return
-    console.print(f"knowledge base {names[0]}: own grading model dropped; it is graded by the shared preset",
+    console.print(f"knowledge base {names[0]}: own grading model dropped; it is graded by the shared preset until "
+                  f"its next ingest self-calibrates it (EXECUTOR_SELF_CALIBRATE=false: it stays so)",
                   highlight=False, markup=False)
