@@ -200,7 +200,7 @@ class LookupService:
         domains += [d for d in dict.fromkeys(d.domain for d in out) if d not in domains]
         return self._finish(
             LookupResult(
-                found=True, relevance_level=level, completeness_hint=hint(level, lang),
+                found=True, relevance_level=level, completeness_hint=self._level_hint(kb_row, graded, lang),
                 retrieved_domains_this_session=domains, primary=out[:1], supplement=out[1:], **base,
             )
         )
@@ -237,6 +237,13 @@ class LookupService:
             completeness_hint=hint("answered_from_session", lang, pages=page_list(docs)),
             retrieved_domains_this_session=domains, primary=docs[:1], supplement=docs[1:], **base,
         )
+
+    def _level_hint(self, kb_row, graded, lang: str) -> str:
+        """A weak REFERENCE (core.relevance.weak) names what its best page lacks; every other level its own hint."""
+        if not graded.weak:
+            return hint(graded.level, lang)
+        missing = self.grader.missing_terms(kb_row.name, version(kb_row), graded)
+        return hint("weak_reference_missing", lang, missing=", ".join(missing)) if missing else hint("weak_reference", lang)
 
     def _repeat(self, vector, best_doc, earlier, batch, missing_dimension, details) -> Repeat | None:
         """The repeat rule (retrieval/repeats.py) on the embedding this lookup already computed."""

@@ -46,6 +46,14 @@ from retrieval.vocabulary import QueryTerms, terms
 from stores.vectors import ChunkHit
 
 BACKGROUND_RANKS = slice(3, 10)
+LANGUAGE_FOLDERS = frozenset({"en", "zh", "zh-cn", "zh_cn", "zh-hans", "zh-tw", "cn", "ja", "ko", "de", "fr", "es",
+                              "pt", "ru", "it"})
+
+
+def twin_key(doc_key: str) -> str:
+    """The doc key without its language folder: a page and its translations (`en/x.md`, `zh/x.md`) share it, so
+    "exactly one page answers" counts them once."""
+    return "/".join(p for p in doc_key.split("/") if p.lower() not in LANGUAGE_FOLDERS)
 
 
 @dataclass
@@ -59,9 +67,17 @@ class Candidate:
     lexical: float = 0.0  # best BM25 (or lexical-weight) score of its chunks; 0 when the lexical layer missed it
     l0_terms: list[str] = field(default_factory=list)
     specific: bool = False  # one of its L0 terms is specific
+    # one of its L0 terms is an identifier (an error code, config key, flag: `_`, `.`, `-` or a digit inside one
+    # token) that no page but this one and its translations uses anywhere: the exact name decides (PRECISE),
+    # whatever the dense similarity of a bare code string says
+    decisive: bool = False
     similarity: float = 0.0
     features: dict[str, float] = field(default_factory=dict)
     score: float = 0.0
+
+    @property
+    def group(self) -> str:
+        return twin_key(self.doc_key)
 
     def add(self, hit: ChunkHit, lexical: float | None = None) -> None:
         self.chunks.setdefault(hit.chunk_index, hit)

@@ -56,6 +56,15 @@ def ingest(
         + f"), {report.chunks} chunks, {report.seconds:.1f} s, embedder {report.embedder}"
         + (f"; graph: {graph['entities']} entities, {graph['relations']} relations" if graph else "; no graph config")
     )
+    calibration = report.calibration
+    if calibration is not None:
+        held = calibration["held_out"]
+        console.print(
+            f"grading: self-calibrated on {calibration['generated']} generated questions and {calibration['off_topic']} "
+            f"off-topic ones in {calibration['seconds']:.1f} s"
+            + (f" (held out: hit@1 {held.get('hit_at_1')}, off-topic nothing found {held.get('off_topic_none')})"
+               if calibration["stored"] else f"; not stored: {calibration['skipped']}, the shared preset grades it"),
+            highlight=False, markup=False)
 
 
 def _print_plan(source: Path, kb: str, as_json: bool) -> None:
