@@ -168,7 +168,8 @@ class LookupService:
         if keep is not None:
             # the best page is one the session holds: only new pages about as relevant as it may go out
             details["weaker_than_held"] = [c.doc_key for c, k in zip(chosen, keep) if not k and page_key(c.doc_key) not in held]
-            if not any(keep):
+            if not any(keep) and any(page_key(c.doc_key) not in held for c in chosen):
+                # (every page held: the plain "all already returned" below says exactly that)
                 details["blocked_level"] = level.value
                 pointed = [held[page_key(c.doc_key)] for c in chosen if page_key(c.doc_key) in held]
                 result = self._from_session(pointed, kb, lang, domains, base)
