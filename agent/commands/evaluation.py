@@ -10,7 +10,6 @@ from typing import Annotated, Optional
 import typer
 
 from agent.commands.common import JsonOpt, SessionOpt, console, csv_list, print_json, runtime, write_text
-from agent.commands.llm import use_local_model
 from core.errors import ExecutorError, InputError
 
 
@@ -55,7 +54,7 @@ def eval_(
             rt.catalog.require(kb)
         model = None
         if policy == "llm":
-            use_local_model(rt, stack)
+            rt.use_local_model(stack)
             if not rt.settings.llm_configured:
                 raise ExecutorError("--policy llm needs EXECUTOR_LOCAL_MODEL, OPENAI_API_KEY or OPENAI_BASE_URL")
             from agent.llm import make_chat_model
