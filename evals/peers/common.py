@@ -1,0 +1,111 @@
+"""What the three agents share in the benchmark: the retriever tool, the rephrasing script, counting LLM calls."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+from langchain_core.callbacks import BaseCallbackHandler
+from langchain_core.messages import BaseMessage, ToolMessage
+from langchain_core.tools import StructuredTool
+from pydantic import BaseModel, Field
+
+from evals.scenarios_model import Turn as ScenarioTurn
+
+RETRIEVE = "search_knowledge_base"  # the peers' one tool, named as a user would name it
+
+
+@dataclass
+class Turn:
+    """One question as an agent handled it, with what the benchmark measures."""
+    question: str
+    answer: str
+    delivered: list[str]  # retrieved text that entered the conversation this turn, one entry per tool result
+    retrieval_calls: int
+    llm_calls: int
+    prompt_retrieved_chars: int  # tool-result characters in the inputs of this turn's LLM calls (history included)
+    citations: list[str]  # doc keys the answer cites (all it was written from when it names none)
+    limit: bool  # ended by a step, recursion or round limit
+    ms: float
+    extra: dict = field(default_factory=dict)  # what only one agent has (Executor: blocked calls, budget endings)
+
+
+class _Query(BaseModel):
+    query: str = Field(description="what to look up in the knowledge base")
+
+
+class Retriever:
+    """A KB's top k chunks for a query as raw text, from the same Milvus collection and the same hybrid search
+    (dense + BM25) Executor's grader reads: no grades, no memory of earlier calls."""
+
+    def __init__(self, vectors, embedder, kb: str, k: int):
+        self.vectors, self.embedder, self.kb, self.k = vectors, embedder, kb, k
+
+    def search(self, query: str) -> tuple[str, list[str]]:
+        hits = self.vectors.search(self.kb, query, self.embedder.embed_query(query), self.embedder, self.k)
+        text = "\n\n".join(f"[{h.doc_key}] {h.title}\n{h.text}" for h in hits) or "No documents found."
+        return text, list(dict.fromkeys(h.doc_key for h in hits))
+
+    def tool(self) -> StructuredTool:
+        # content_and_artifact: the LLM reads the text, the benchmark reads the doc keys off the message
+        return StructuredTool.from_function(
+            func=self.search, name=RETRIEVE, args_schema=_Query, response_format="content_and_artifact",
+            description="Search the team knowledge base; returns the most similar passages with their document keys.")
+
+
+def peer_query(call) -> str:
+    """What a scenario's proposed call asks, as a query for an agent whose only tool is a retriever."""
+    args = call.args
+    if call.tool == "navigate_graph":  # a graph walk from an entity (to a target): search for their names
+        return " ".join(str(args[k]) for k in ("entity", "target") if args.get(k))
+    return str(args.get("query") or "")
+
+
+def rephrasing_batches(turn: ScenarioTurn, tool: str | None = None) -> list[list[dict]]:
+    """The scenario's proposals for one turn, message by message, as calls of `tool` (the same queries in the
+    same order and batches for every agent); `tool=None` keeps Executor's own tools and arguments."""
+    if tool is None:
+        return [[c.model_dump() for c in batch] for batch in turn.proposals]
+    return [[{"tool": tool, "args": {"query": peer_query(c)}} for c in batch] for batch in turn.proposals]
+
+
+class LLMCalls(BaseCallbackHandler):
+    """Counts chat-model calls and the tool-result characters in their inputs (attached to every model)."""
+
+    def __init__(self):
+        self.calls = 0
+        self.tool_chars = 0
+
+    def on_chat_model_start(self, serialized, messages: list[list[BaseMessage]], **kwargs) -> None:
+        self.calls += 1
+        self.tool_chars += sum(len(str(m.content)) for m in messages[0] if isinstance(m, ToolMessage))
+
+    def snapshot(self) -> tuple[int, int]:
+        return self.calls, self.tool_chars
+
+
+def with_counter(model, counter: LLMCalls):
+    """The same model reporting to `counter` (a copy: the caller's model is shared between agents)."""
+    return model.model_copy(update={"callbacks": [counter]})
+
+
+def tool_results(messages: list[BaseMessage]) -> list[ToolMessage]:
+    return [m for m in messages if isinstance(m, ToolMessage)]
+
+
+def retrieval_results(messages: list[BaseMessage]) -> list[ToolMessage]:
+    """The retriever's results (its doc keys ride along as the artifact; a stopped call's message has none)."""
+    return [m for m in tool_results(messages) if m.name == RETRIEVE and m.artifact is not None]
+
+
+def artifact_docs(messages: list[BaseMessage]) -> list[str]:
+    """Doc keys the retriever's results among `messages` carried, each once, in order."""
+    return list(dict.fromkeys(k for m in retrieval_results(messages) for k in m.artifact))
+
+
+class Clock:
+    def __init__(self):
+        self.started = time.perf_counter()
+
+    def ms(self) -> float:
+        return round((time.perf_counter() - self.started) * 1000, 1)
