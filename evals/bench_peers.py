@@ -46,6 +46,7 @@ from evals.scenarios_model import Scenario, load_scenarios
 
 AGENTS = ("executor", "react", "agentic_rag")
 LABELS = {"executor": "Executor", "react": "ReAct (create_react_agent)", "agentic_rag": "agentic RAG (tutorial)"}
+TAGS = ("storm", "multi-turn")
 PREFIX = 120  # characters of a chunk's text that identify it in a result
 
 
@@ -54,14 +55,20 @@ def _norm(text: str) -> str:
 
 
 class Chunks:
-    """A KB's chunks, found in a retrieved text by their opening characters (whitespace ignored)."""
+    """A KB's chunks, found in a text by their opening characters (whitespace ignored)."""
 
     def __init__(self, rows):
-        self.rows = [(doc, f"{doc}:{_norm(text)[:PREFIX]}", _norm(text)[:PREFIX]) for doc, _, text in rows if text.strip()]
+        self.rows = [(doc, f"{doc}:{_norm(text)[:PREFIX]}", _norm(text)[:PREFIX], len(_norm(text)))
+                     for doc, _, text in rows if text.strip()]
 
     def found(self, text: str) -> list[tuple[str, str]]:
         flat = _norm(text)
-        return [(doc, key) for doc, key, head in self.rows if head in flat]
+        return [(doc, key) for doc, key, head, _ in self.rows if head in flat]
+
+    def chars(self, text: str) -> int:
+        """Characters of the KB's chunks `text` holds (each chunk once)."""
+        flat = _norm(text)
+        return sum(size for _, _, head, size in self.rows if head in flat)
 
 
 def _stats(values: list[float]) -> dict:
@@ -99,9 +106,11 @@ def figures(sessions: list[tuple[Scenario, list[Turn]]], chunks: dict[str, Chunk
         "limit_endings": sum(t.limit for _, _, t in turns),
         "resent_documents": resent_docs, "resent_chunks": resent_chunks,
         "retrieved_chars_per_question": _stats([sum(map(len, t.delivered)) for _, _, t in turns]),
-        "prompt_retrieved_chars_per_question": _stats([t.prompt_retrieved_chars for _, _, t in turns]),
+        # every LLM call counts what its input holds: a conversation's earlier results are sent again each round
+        "retrieved_chars_in_llm_inputs_per_question": _stats(
+            [sum(chunks[s.kb].chars(text) for text in t.llm_inputs) for s, _, t in turns]),
         "citation_recall": round(float(np.mean(recalls)), 3) if recalls else None,
-        "llm_calls_per_question": _stats([t.llm_calls for _, _, t in turns]),
+        "llm_calls_per_question": _stats([len(t.llm_inputs) for _, _, t in turns]),
         "turn_ms_p50": round(float(np.percentile(ms, 50)), 1) if ms else None,
         "turn_ms_p95": round(float(np.percentile(ms, 95)), 1) if ms else None,
     }
@@ -157,7 +166,7 @@ def run(rt, scenarios: list[Scenario], policy: str, model, rounds: int, k: int, 
             else:
                 turns = (react if name == "react" else agentic_rag).run_session(retriever, scenario, policy, model, rounds)
             sessions[name].append((scenario, turns))
-            row[name] = {"retrieval_calls": [t.retrieval_calls for t in turns], "llm_calls": [t.llm_calls for t in turns],
+            row[name] = {"retrieval_calls": [t.retrieval_calls for t in turns], "llm_calls": [len(t.llm_inputs) for t in turns],
                          "limit": [t.limit for t in turns], "citations": [t.citations for t in turns],
                          "retrieved_chars": [sum(map(len, t.delivered)) for t in turns],
                          "ms": [t.ms for t in turns]}
@@ -166,8 +175,14 @@ def run(rt, scenarios: list[Scenario], policy: str, model, rounds: int, k: int, 
             print(f"[{n}/{len(scenarios)}] {scenario.id}: retrieval calls "
                   + ", ".join(f"{a} {sum(row[a]['retrieval_calls'])}" for a in AGENTS), file=sys.stderr, flush=True)
     agents = {name: figures(sessions[name], chunks) for name in AGENTS}
-    return {"policy": policy, "rounds": rounds, "k": k, "scenarios": len(scenarios),
-            "agents": agents, "comparison": comparison(agents), "per_scenario": per_scenario}
+    by_tag = {}
+    for tag in TAGS:  # the same figures on the scenarios of one kind
+        chosen = {name: [(s, t) for s, t in sessions[name] if tag in s.tags] for name in AGENTS}
+        if chosen["executor"]:
+            tagged = {name: figures(chosen[name], chunks) for name in AGENTS}
+            by_tag[tag] = {"scenarios": len(chosen["executor"]), "agents": tagged, "comparison": comparison(tagged)}
+    return {"policy": policy, "rounds": rounds, "k": k, "scenarios": len(scenarios), "agents": agents,
+            "comparison": comparison(agents), "by_tag": by_tag, "per_scenario": per_scenario}
 
 
 def table(report: dict) -> str:
@@ -178,7 +193,7 @@ def table(report: dict) -> str:
         ("documents re-sent within a session", lambda f: str(f["resent_documents"])),
         ("chunks re-sent within a session", lambda f: str(f["resent_chunks"])),
         ("retrieved characters sent per question, mean", lambda f: f"{f['retrieved_chars_per_question']['mean']:,.0f}"),
-        ("retrieved characters in LLM inputs per question, mean", lambda f: f"{f['prompt_retrieved_chars_per_question']['mean']:,.0f}"),
+        ("retrieved characters in LLM inputs per question, mean", lambda f: f"{f['retrieved_chars_in_llm_inputs_per_question']['mean']:,.0f}"),
         ("citation recall", lambda f: str(f["citation_recall"])),
         ("LLM calls per question, mean / max", lambda f: "{mean} / {max}".format(**f["llm_calls_per_question"])),
         ("wall time per turn, p50 / p95 (ms)", lambda f: f"{f['turn_ms_p50']} / {f['turn_ms_p95']}"),
@@ -263,6 +278,8 @@ def main(
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(1)
     print(table(report))
+    for tag, part in report["by_tag"].items():
+        print(f"\n{tag} scenarios:\n" + table({**report, **part}))
     if json_out:
         json_out.parent.mkdir(parents=True, exist_ok=True)
         json_out.write_text(json.dumps(report, indent=2, ensure_ascii=False), encoding="utf-8")

@@ -165,7 +165,7 @@ def run_session(retriever: Retriever, scenario: Scenario, policy: str, model, ro
     for turn in scenario.turns:
         app = build(*_roles(turn, policy, model, counter), retriever, saver)
         before = len(app.get_state(config).values.get("messages", []))
-        calls, chars, clock = *counter.snapshot(), Clock()
+        calls, clock = len(counter.inputs), Clock()
         try:
             app.invoke({"messages": [HumanMessage(turn.question)], "question": turn.question, "answered_from": None},
                        config)
@@ -184,8 +184,7 @@ def run_session(retriever: Retriever, scenario: Scenario, policy: str, model, ro
                     for k in (used if used is not None else artifact_docs(messages))]
         turns.append(Turn(
             question=turn.question, answer=answer, delivered=[str(m.content) for m in new],
-            retrieval_calls=len(new), llm_calls=counter.calls - calls,
-            prompt_retrieved_chars=counter.tool_chars - chars,
+            retrieval_calls=len(new), llm_inputs=counter.since(calls),
             citations=[d["doc_key"] for d in cited(answer, evidence)], limit=recursion, ms=ms,
         ))
     return turns

@@ -22,8 +22,7 @@ class Turn:
     answer: str
     delivered: list[str]  # retrieved text that entered the conversation this turn, one entry per tool result
     retrieval_calls: int
-    llm_calls: int
-    prompt_retrieved_chars: int  # tool-result characters in the inputs of this turn's LLM calls (history included)
+    llm_inputs: list[str]  # each LLM call's input this turn, its messages joined (what it was sent)
     citations: list[str]  # doc keys the answer cites (all it was written from when it names none)
     limit: bool  # ended by a step, recursion or round limit
     ms: float
@@ -70,18 +69,16 @@ def rephrasing_batches(turn: ScenarioTurn, tool: str | None = None) -> list[list
 
 
 class LLMCalls(BaseCallbackHandler):
-    """Counts chat-model calls and the tool-result characters in their inputs (attached to every model)."""
+    """Records every chat-model call's input (attached to every model an agent runs)."""
 
     def __init__(self):
-        self.calls = 0
-        self.tool_chars = 0
+        self.inputs: list[str] = []
 
     def on_chat_model_start(self, serialized, messages: list[list[BaseMessage]], **kwargs) -> None:
-        self.calls += 1
-        self.tool_chars += sum(len(str(m.content)) for m in messages[0] if isinstance(m, ToolMessage))
+        self.inputs.append("\n".join(str(m.content) for m in messages[0]))
 
-    def snapshot(self) -> tuple[int, int]:
-        return self.calls, self.tool_chars
+    def since(self, start: int) -> list[str]:
+        return self.inputs[start:]
 
 
 def with_counter(model, counter: LLMCalls):

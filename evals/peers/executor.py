@@ -32,7 +32,7 @@ def run_session(rt, scenario: Scenario, policy: str, model, rounds: int) -> list
             chat, mode = with_counter(model, counter), "llm"
         app = rt.app(chat, mode, checkpointer=saver)
         before = len(app.get_state(config).values.get("messages", []))
-        calls, chars = counter.snapshot()
+        calls = len(counter.inputs)
         try:
             result = run_turn(app, turn.question, session, context, mode, max_query_chars=rt.settings.max_query_chars)
         except GraphRecursionError:  # its rounds bound exists so that this never happens
@@ -49,7 +49,7 @@ def run_session(rt, scenario: Scenario, policy: str, model, rounds: int) -> list
             question=turn.question, answer=result.answer,
             delivered=[str(m.content) for m in tool_results(new)],
             retrieval_calls=sum(1 for t in result.trace if not t["blocked"] and not t.get("error")),
-            llm_calls=counter.calls - calls, prompt_retrieved_chars=counter.tool_chars - chars,
+            llm_inputs=counter.since(calls),
             citations=[c["doc_key"] for c in result.citations], limit=limit, ms=result.latency_ms,
             extra={"blocked_calls": result.blocked_lookups, "budget_ending": budget_spent and still_calling,
                    "rounds": result.rounds},

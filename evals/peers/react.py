@@ -50,7 +50,7 @@ def run_session(retriever: Retriever, scenario: Scenario, policy: str, model, ro
                 if policy == "scripted" else with_counter(model, counter))
         app = build(chat, retriever, saver)
         before = len(app.get_state(config).values.get("messages", []))
-        calls, chars, clock = *counter.snapshot(), Clock()
+        calls, clock = len(counter.inputs), Clock()
         try:
             app.invoke({"messages": [HumanMessage(turn.question)]}, config)
             recursion = False
@@ -65,8 +65,7 @@ def run_session(retriever: Retriever, scenario: Scenario, policy: str, model, ro
         evidence = [{"doc_key": k, "title": "", "domain": ""} for k in artifact_docs(messages)]
         turns.append(Turn(
             question=turn.question, answer=answer, delivered=[str(m.content) for m in new],
-            retrieval_calls=len(new), llm_calls=counter.calls - calls,
-            prompt_retrieved_chars=counter.tool_chars - chars,
+            retrieval_calls=len(new), llm_inputs=counter.since(calls),
             citations=[d["doc_key"] for d in cited(answer, evidence)],
             limit=recursion or answer == OUT_OF_STEPS, ms=ms,
         ))
