@@ -70,7 +70,8 @@ def build(policy, grader, writer, retriever: Retriever, checkpointer):
     def grade_documents(state: RAGState) -> str:
         grade = grade_model.invoke([HumanMessage(GRADE.format(question=state["question"],
                                                               context=_context(state["messages"])))])
-        return "generate_answer" if grade.binary_score == "yes" else "rewrite_question"
+        # a reply that is not a grade (a weak model's) counts as "not relevant", as a failed check would
+        return "generate_answer" if grade is not None and grade.binary_score == "yes" else "rewrite_question"
 
     def rewrite_question(state: RAGState):
         reply = writer.invoke([HumanMessage(REWRITE.format(question=state["question"]))])
