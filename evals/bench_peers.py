@@ -228,7 +228,7 @@ def plot(report: dict, path: Path) -> None:
         ax.bar(["Executor", "ReAct", "agentic RAG"], values, color=["#2a7", "#c55", "#58c"])
         ax.set_title(title, fontsize=10)
         for x, v in enumerate(values):
-            ax.annotate(f"{v:,.2f}".rstrip("0").rstrip("."), (x, v), ha="center", va="bottom", fontsize=9)
+            ax.annotate(f"{v:,.0f}" if v >= 100 else f"{v:.2f}", (x, v), ha="center", va="bottom", fontsize=9)
     fig.suptitle(f"{report['scenarios']} scenarios, policy {report['policy']}, {report['rounds']} rounds, top {report['k']}")
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
