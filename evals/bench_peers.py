@@ -41,7 +41,7 @@ from core.errors import ExecutorError, InputError
 from core.settings import REPO_ROOT, SAMPLE_KB_PATH, Settings
 from evals.peers import agentic_rag, executor, react
 from evals.peers.common import Retriever, Turn
-from evals.runner import citation_groups
+from evals.runner import citation_groups, llm_policy_model
 from evals.scenarios_model import Scenario, load_scenarios
 
 AGENTS = ("executor", "react", "agentic_rag")
@@ -265,14 +265,8 @@ def main(
             for kb in sorted({s.kb for s in chosen}):
                 rt.catalog.require(kb)
             model = None
-            if policy == "llm":
-                rt.use_local_model(stack)
-                if not rt.settings.llm_configured:
-                    raise ExecutorError("--policy llm needs EXECUTOR_LOCAL_MODEL, OPENAI_API_KEY or OPENAI_BASE_URL")
-                from agent.llm import make_chat_model
-
-                model, _ = make_chat_model(rt.settings)
-                model = model.model_copy(update={"seed": 0, "streaming": False})
+            if policy == "llm":  # one model for the three, temperature 0 (make_chat_model's) and one seed
+                model = llm_policy_model(rt, stack).model_copy(update={"seed": 0, "streaming": False})
             report = run(rt, chosen, policy, model, rounds, k, progress=True)
     except ExecutorError as exc:
         typer.echo(f"error: {exc}", err=True)

@@ -34,7 +34,7 @@ def eval_(
     Its tool calls are logged with source 'eval', which `executor stats` leaves out unless asked."""
     from core.settings import REPO_ROOT
     from evals import report
-    from evals.runner import aggregate, run_suite
+    from evals.runner import aggregate, llm_policy_model, run_suite
     from evals.scenarios_model import load_scenarios
 
     if policy not in ("scripted", "llm") or guards not in ("on", "off") or judge not in ("expectations", "bound"):
@@ -52,14 +52,7 @@ def eval_(
     with runtime("eval") as rt, ExitStack() as stack:
         for kb in sorted({s.kb for s in scenarios}):
             rt.catalog.require(kb)
-        model = None
-        if policy == "llm":
-            rt.use_local_model(stack)
-            if not rt.settings.llm_configured:
-                raise ExecutorError("--policy llm needs EXECUTOR_LOCAL_MODEL, OPENAI_API_KEY or OPENAI_BASE_URL")
-            from agent.llm import make_chat_model
-
-            model, _ = make_chat_model(rt.settings)
+        model = llm_policy_model(rt, stack) if policy == "llm" else None
         show = sys.stderr.isatty() and not as_json
         judged = run_suite(rt, scenarios, guards == "on", policy, model, progress=show, repeat_labels=labels,
                            max_rounds=max_rounds)

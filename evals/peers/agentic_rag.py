@@ -16,13 +16,12 @@ from langchain_core.language_models.chat_models import BaseChatModel
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
 from langgraph.checkpoint.memory import InMemorySaver
-from langgraph.errors import GraphRecursionError
 from langgraph.graph import END, START, MessagesState, StateGraph
 from langgraph.prebuilt import ToolNode, tools_condition
 from pydantic import BaseModel, Field
 
-from evals.peers.common import (RETRIEVE, Clock, LLMCalls, Retriever, Turn, artifact_docs, rephrasing_batches,
-                                retrieval_results, with_counter)
+from evals.peers.common import (RETRIEVE, LLMCalls, Retriever, Turn, artifact_docs, invoke_turn,
+                                rephrasing_batches, retrieval_results, with_counter)
 from evals.policy import ScriptedPolicy
 from evals.scenarios_model import Scenario
 from evals.runner import citation_groups
@@ -165,28 +164,18 @@ def run_session(retriever: Retriever, scenario: Scenario, policy: str, model, ro
     turns = []
     for turn in scenario.turns:
         app = build(*_roles(turn, policy, model, counter), retriever, saver)
-        before = len(app.get_state(config).values.get("messages", []))
-        calls, clock = len(counter.inputs), Clock()
-        try:
-            app.invoke({"messages": [HumanMessage(turn.question)], "question": turn.question, "answered_from": None},
-                       config)
-            recursion = False
-        except GraphRecursionError:
-            recursion = True
-            close(app, config)
-        ms = clock.ms()
-        state = app.get_state(config).values
-        messages = state["messages"]
-        new = retrieval_results(messages[before:])
-        answer = "" if recursion else str(messages[-1].content)
+        ran = invoke_turn(app, config, {"messages": [HumanMessage(turn.question)], "question": turn.question,
+                                        "answered_from": None}, counter, on_recursion=close)
+        messages = ran.state["messages"]
+        answer = "" if ran.recursion else str(messages[-1].content)
         # generate_answer read the last retrieval; a direct reply (or a stopped turn) had the whole conversation
-        used = state.get("answered_from")
+        used = ran.state.get("answered_from")
         evidence = [{"doc_key": k, "title": "", "domain": ""}
                     for k in (used if used is not None else artifact_docs(messages))]
         turns.append(Turn(
-            question=turn.question, answer=answer, delivered=[str(m.content) for m in new],
-            retrieval_calls=len(new), llm_inputs=counter.since(calls),
-            citations=[d["doc_key"] for d in cited(answer, evidence)], limit=recursion, ms=ms,
+            question=turn.question, answer=answer, delivered=[str(m.content) for m in ran.results],
+            retrieval_calls=len(ran.results), llm_inputs=ran.llm_inputs,
+            citations=[d["doc_key"] for d in cited(answer, evidence)], limit=ran.recursion, ms=ran.ms,
         ))
     return turns
 

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.messages import BaseMessage, ToolMessage
 from langchain_core.tools import StructuredTool
+from langgraph.errors import GraphRecursionError
 from pydantic import BaseModel, Field
 
 from evals.scenarios_model import Turn as ScenarioTurn
@@ -100,9 +101,28 @@ def artifact_docs(messages: list[BaseMessage]) -> list[str]:
     return list(dict.fromkeys(k for m in retrieval_results(messages) for k in m.artifact))
 
 
-class Clock:
-    def __init__(self):
-        self.started = time.perf_counter()
+@dataclass
+class Ran:
+    """A peer's turn as it ran: the thread's state after it, the retriever's results it added, whether the
+    recursion limit stopped it, its wall time and its LLM calls' inputs."""
+    state: dict
+    results: list[ToolMessage]
+    recursion: bool
+    ms: float
+    llm_inputs: list[str]
 
-    def ms(self) -> float:
-        return round((time.perf_counter() - self.started) * 1000, 1)
+
+def invoke_turn(app, config: dict, inputs: dict, counter: LLMCalls, on_recursion=None) -> Ran:
+    """One turn of a peer's graph on its thread; `on_recursion(app, config)` tidies a turn the limit stopped."""
+    before = len(app.get_state(config).values.get("messages", []))
+    calls, started = len(counter.inputs), time.perf_counter()
+    try:
+        app.invoke(inputs, config)
+        recursion = False
+    except GraphRecursionError:
+        recursion = True
+        if on_recursion:
+            on_recursion(app, config)
+    ms = round((time.perf_counter() - started) * 1000, 1)
+    state = app.get_state(config).values
+    return Ran(state, retrieval_results(state["messages"][before:]), recursion, ms, counter.since(calls))

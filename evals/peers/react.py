@@ -13,11 +13,10 @@ import warnings
 
 from langchain_core.messages import AIMessage, HumanMessage
 from langgraph.checkpoint.memory import InMemorySaver
-from langgraph.errors import GraphRecursionError
 from langgraph.prebuilt import create_react_agent
 
-from evals.peers.common import (RETRIEVE, Clock, LLMCalls, Retriever, Turn, artifact_docs, rephrasing_batches,
-                                retrieval_results, with_counter)
+from evals.peers.common import (RETRIEVE, LLMCalls, Retriever, Turn, artifact_docs, invoke_turn, rephrasing_batches,
+                                with_counter)
 from evals.policy import ScriptedPolicy
 from evals.scenarios_model import Scenario
 from retrieval.extractive import cited
@@ -49,24 +48,16 @@ def run_session(retriever: Retriever, scenario: Scenario, policy: str, model, ro
         chat = (ScriptedPolicy(batches=rephrasing_batches(turn, RETRIEVE), callbacks=[counter])
                 if policy == "scripted" else with_counter(model, counter))
         app = build(chat, retriever, saver)
-        before = len(app.get_state(config).values.get("messages", []))
-        calls, clock = len(counter.inputs), Clock()
-        try:
-            app.invoke({"messages": [HumanMessage(turn.question)]}, config)
-            recursion = False
-        except GraphRecursionError:
-            recursion = True
-        ms = clock.ms()
-        messages = app.get_state(config).values["messages"]
-        new = retrieval_results(messages[before:])
+        ran = invoke_turn(app, config, {"messages": [HumanMessage(turn.question)]}, counter)
+        messages = ran.state["messages"]
         last = messages[-1] if messages else None
         answer = str(last.content) if isinstance(last, AIMessage) and not last.tool_calls else ""
         # it answers with everything the conversation holds: every result of the session is in its context
         evidence = [{"doc_key": k, "title": "", "domain": ""} for k in artifact_docs(messages)]
         turns.append(Turn(
-            question=turn.question, answer=answer, delivered=[str(m.content) for m in new],
-            retrieval_calls=len(new), llm_inputs=counter.since(calls),
+            question=turn.question, answer=answer, delivered=[str(m.content) for m in ran.results],
+            retrieval_calls=len(ran.results), llm_inputs=ran.llm_inputs,
             citations=[d["doc_key"] for d in cited(answer, evidence)],
-            limit=recursion or answer == OUT_OF_STEPS, ms=ms,
+            limit=ran.recursion or answer == OUT_OF_STEPS, ms=ran.ms,
         ))
     return turns
