@@ -169,7 +169,7 @@ def run(rt, scenarios: list[Scenario], policy: str, model, rounds: int, k: int, 
             row[name] = {"retrieval_calls": [t.retrieval_calls for t in turns], "llm_calls": [len(t.llm_inputs) for t in turns],
                          "limit": [t.limit for t in turns], "citations": [t.citations for t in turns],
                          "retrieved_chars": [sum(map(len, t.delivered)) for t in turns],
-                         "ms": [t.ms for t in turns]}
+                         "ms": [t.ms for t in turns], "calls": [t.calls for t in turns]}
         per_scenario.append(row)
         if progress:
             print(f"[{n}/{len(scenarios)}] {scenario.id}: retrieval calls "

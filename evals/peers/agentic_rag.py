@@ -174,7 +174,7 @@ def run_session(retriever: Retriever, scenario: Scenario, policy: str, model, ro
                     for k in (used if used is not None else artifact_docs(messages))]
         turns.append(Turn(
             question=turn.question, answer=answer, delivered=[str(m.content) for m in ran.results],
-            retrieval_calls=len(ran.results), llm_inputs=ran.llm_inputs,
+            retrieval_calls=len(ran.results), llm_inputs=ran.llm_inputs, calls=ran.calls,
             citations=[d["doc_key"] for d in cited(answer, evidence)], limit=ran.recursion, ms=ran.ms,
         ))
     return turns

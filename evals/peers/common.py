@@ -6,7 +6,7 @@ import time
 from dataclasses import dataclass, field
 
 from langchain_core.callbacks import BaseCallbackHandler
-from langchain_core.messages import BaseMessage, ToolMessage
+from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 from langchain_core.tools import StructuredTool
 from langgraph.errors import GraphRecursionError
 from pydantic import BaseModel, Field
@@ -27,6 +27,7 @@ class Turn:
     citations: list[str]  # doc keys the answer cites (all it was written from when it names none)
     limit: bool  # ended by a step, recursion or round limit
     ms: float
+    calls: list[str] = field(default_factory=list)  # the tool calls the model made, "tool: query"
     extra: dict = field(default_factory=dict)  # what only one agent has (Executor: blocked calls, budget endings)
 
 
@@ -110,6 +111,7 @@ class Ran:
     recursion: bool
     ms: float
     llm_inputs: list[str]
+    calls: list[str]
 
 
 def invoke_turn(app, config: dict, inputs: dict, counter: LLMCalls, on_recursion=None) -> Ran:
@@ -125,4 +127,6 @@ def invoke_turn(app, config: dict, inputs: dict, counter: LLMCalls, on_recursion
             on_recursion(app, config)
     ms = round((time.perf_counter() - started) * 1000, 1)
     state = app.get_state(config).values
-    return Ran(state, retrieval_results(state["messages"][before:]), recursion, ms, counter.since(calls))
+    new = state["messages"][before:]
+    made = [f"{c['name']}: {c['args'].get('query', '')}" for m in new if isinstance(m, AIMessage) for c in m.tool_calls]
+    return Ran(state, retrieval_results(new), recursion, ms, counter.since(calls), made)

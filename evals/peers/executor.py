@@ -15,6 +15,13 @@ from evals.peers.common import LLMCalls, Turn, rephrasing_batches, tool_results,
 from evals.policy import ScriptedPolicy
 from evals.scenarios_model import Scenario
 from nodes.state import Context
+from tools.registry import NAVIGATE, TOOLS
+
+
+def reads_knowledge(tool: str) -> bool:
+    """A call that fetches from the knowledge base: the lookup and the knowledge-graph query (what the budget
+    counts) and graph navigation; listing the knowledge bases or the session's documents is not one."""
+    return tool in TOOLS and TOOLS[tool].retrieval or tool == NAVIGATE
 
 
 def run_session(rt, scenario: Scenario, policy: str, model, rounds: int) -> list[Turn]:
@@ -48,9 +55,12 @@ def run_session(rt, scenario: Scenario, policy: str, model, rounds: int) -> list
         turns.append(Turn(
             question=turn.question, answer=result.answer,
             delivered=[str(m.content) for m in tool_results(new)],
-            retrieval_calls=sum(1 for t in result.trace if not t["blocked"] and not t.get("error")),
+            retrieval_calls=sum(1 for t in result.trace if reads_knowledge(t["tool"]) and not t["blocked"]
+                                and not t.get("error")),
             llm_inputs=counter.since(calls),
             citations=[c["doc_key"] for c in result.citations], limit=limit, ms=result.latency_ms,
+            calls=[f"{t['tool']}: {t.get('query') or ''}" + (f" ({t['dedup_reason']})" if t["blocked"] else "")
+                   for t in result.trace],
             extra={"blocked_calls": result.blocked_lookups, "budget_ending": budget_spent and still_calling,
                    "rounds": result.rounds},
         ))
