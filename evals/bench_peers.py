@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 import sys
 import tempfile
 from collections import Counter
@@ -255,9 +256,11 @@ def main(
         raise typer.Exit(2)
     from agent.runtime import Runtime
 
+    throwaway = home is None
     home = home or Path(tempfile.mkdtemp(prefix="peers-"))
+    rt = Runtime(Settings(home=home), source="eval")
     try:
-        with Runtime(Settings(home=home), source="eval") as rt, ExitStack() as stack:
+        with rt, ExitStack() as stack:
             if rt.catalog.get("sample") is None and any(s.kb == "sample" for s in chosen):
                 from retrieval.ingest import SAMPLE_EXTRACT_CONFIG, ingest
 
@@ -271,6 +274,10 @@ def main(
     except ExecutorError as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(1)
+    finally:
+        if throwaway:  # ingest started the home's embedded graph server: it goes with the home
+            rt.graph_server.stop()
+            shutil.rmtree(home, ignore_errors=True)
     print(table(report))
     for tag, part in report["by_tag"].items():
         print(f"\n{tag} scenarios:\n" + table({**report, **part}))
