@@ -8,6 +8,7 @@ retrieval and the rewrite). The retriever is the ReAct peer's: the same collecti
 
 from __future__ import annotations
 
+import inspect
 import re
 import uuid
 from typing import Any, Literal
@@ -97,11 +98,11 @@ def build(policy, grader, writer, retriever: Retriever, checkpointer):
 
 
 def structured(model, schema):
-    """`with_structured_output` by a tool call: what an OpenAI-compatible endpoint without JSON-schema
-    response formats (the bundled one) still honours."""
-    if isinstance(model, OracleGrader):
-        return model.with_structured_output(schema)
-    return model.with_structured_output(schema, method="function_calling")
+    """`with_structured_output` by a tool call where the model has a choice (ChatOpenAI): what an
+    OpenAI-compatible endpoint without JSON-schema response formats (the bundled one) still honours."""
+    if "method" in inspect.signature(model.with_structured_output).parameters:
+        return model.with_structured_output(schema, method="function_calling")
+    return model.with_structured_output(schema)
 
 
 def steps_for(rounds: int) -> int:

@@ -4,9 +4,13 @@ KB in Milvus Lite, with the scripted rephrasing policy."""
 import json
 import subprocess
 import sys
+from typing import Any
 
 import pytest
 import yaml
+from langchain_core.language_models.chat_models import BaseChatModel
+from langchain_core.messages import AIMessage
+from langchain_core.outputs import ChatGeneration, ChatResult
 
 from core.settings import REPO_ROOT
 from evals import bench_peers
@@ -57,6 +61,44 @@ def test_a_rephrasing_storm_runs_react_to_its_step_limit(sample_rt, scenarios):
     c = report["comparison"]["react"]
     assert c["retrieval_calls_ratio"] >= 3 and c["targets"]["retrieval_calls_3x_fewer"]
     assert react["retrieved_chars_per_question"]["mean"] > executor["retrieved_chars_per_question"]["mean"]
+
+
+class Rephraser(BaseChatModel):
+    """A model that never stops looking: bound with tools it calls the first one with one more rephrasing of
+    the pool question (a grade it is asked for is always "no"); unbound it answers."""
+    tools: list[str] = []
+
+    @property
+    def _llm_type(self) -> str:
+        return "test-rephraser"
+
+    def bind_tools(self, tools, **kwargs):
+        names = [t.name if hasattr(t, "name") else getattr(t, "__name__", t.get("name") if isinstance(t, dict) else "")
+                 for t in tools]
+        return self.model_copy(update={"tools": names})
+
+    def _generate(self, messages, stop=None, run_manager=None, **kwargs: Any) -> ChatResult:
+        if not self.tools:
+            return ChatResult(generations=[ChatGeneration(message=AIMessage("The pool is configured in the service."))])
+        tool = self.tools[0]
+        args = {"binary_score": "no"} if tool == "Grade" else {"query": f"数据库连接池配置 第 {len(messages)} 种说法"}
+        call = {"name": tool, "args": args, "id": f"call_{len(messages)}_{tool}", "type": "tool_call"}
+        return ChatResult(generations=[ChatGeneration(message=AIMessage("", tool_calls=[call]))])
+
+
+def test_with_a_model_that_never_stops_the_peers_run_to_their_limits_and_executor_to_its_budget(sample_rt, scenarios):
+    report = bench_peers.run(sample_rt, [scenarios["seed1-pool-config"]], "llm", Rephraser(), rounds=6, k=4)
+    executor, react, rag = (report["agents"][n] for n in ("executor", "react", "agentic_rag"))
+    assert react["retrieval_calls_per_question"]["max"] == 6 and react["limit_endings"] == 1
+    assert rag["limit_endings"] == 1  # the grader never says relevant: rewrite, retrieve, until the recursion limit
+    assert rag["retrieval_calls_per_question"]["max"] >= 5
+    assert executor["retrieval_calls_per_question"]["max"] <= sample_rt.settings.lookup_budget
+    assert executor["limit_endings"] == 0 and executor["resent_documents"] == 0
+    assert react["resent_documents"] > 0 and rag["resent_documents"] > 0
+    # every grade and rewrite is an LLM call of its own
+    assert rag["llm_calls_per_question"]["max"] > react["llm_calls_per_question"]["max"]
+    calls = report["per_scenario"][0]["react"]["calls"][0]
+    assert len(calls) == 6 and all(c.startswith("search_knowledge_base: 数据库连接池配置") for c in calls)
 
 
 def test_the_command_writes_the_report_and_the_plot(tmp_path):
