@@ -22,7 +22,7 @@ from langgraph.prebuilt import ToolNode, tools_condition
 from pydantic import BaseModel, Field
 
 from evals.peers.common import (RETRIEVE, LLMCalls, Retriever, Turn, artifact_docs, invoke_turn,
-                                rephrasing_batches, retrieval_results, with_counter)
+                                rephrasing_batches, retrieval_results, thread_config, with_counter)
 from evals.policy import ScriptedPolicy
 from evals.scenarios_model import Scenario
 from evals.runner import citation_groups
@@ -160,8 +160,7 @@ def _roles(turn, policy: str, model, counter: LLMCalls):
 
 def run_session(retriever: Retriever, scenario: Scenario, policy: str, model, rounds: int) -> list[Turn]:
     saver, counter = InMemorySaver(), LLMCalls()
-    config = {"configurable": {"thread_id": f"peers-rag-{scenario.id}-{uuid.uuid4().hex[:6]}"},
-              "recursion_limit": steps_for(rounds)}
+    config = thread_config("rag", scenario.id, steps_for(rounds))
     turns = []
     for turn in scenario.turns:
         app = build(*_roles(turn, policy, model, counter), retriever, saver)

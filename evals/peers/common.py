@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+import uuid
 from dataclasses import dataclass, field
 
 from langchain_core.callbacks import BaseCallbackHandler
@@ -100,6 +101,12 @@ def retrieval_results(messages: list[BaseMessage]) -> list[ToolMessage]:
 def artifact_docs(messages: list[BaseMessage]) -> list[str]:
     """Doc keys the retriever's results among `messages` carried, each once, in order."""
     return list(dict.fromkeys(k for m in retrieval_results(messages) for k in m.artifact))
+
+
+def thread_config(agent: str, scenario_id: str, recursion_limit: int) -> dict:
+    """A session of its own for one agent and scenario, with the agent's step limit."""
+    return {"configurable": {"thread_id": f"peers-{agent}-{scenario_id}-{uuid.uuid4().hex[:6]}"},
+            "recursion_limit": recursion_limit}
 
 
 @dataclass

@@ -8,7 +8,6 @@ graph (`recursion_limit`, 25 by default: the bench passes 2 x rounds + 1, which 
 
 from __future__ import annotations
 
-import uuid
 import warnings
 
 from langchain_core.messages import AIMessage, HumanMessage
@@ -16,7 +15,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.prebuilt import create_react_agent
 
 from evals.peers.common import (RETRIEVE, LLMCalls, Retriever, Turn, artifact_docs, invoke_turn, rephrasing_batches,
-                                with_counter)
+                                thread_config, with_counter)
 from evals.policy import ScriptedPolicy
 from evals.scenarios_model import Scenario
 from retrieval.extractive import cited
@@ -41,8 +40,7 @@ def steps_for(rounds: int) -> int:
 
 def run_session(retriever: Retriever, scenario: Scenario, policy: str, model, rounds: int) -> list[Turn]:
     saver, counter = InMemorySaver(), LLMCalls()
-    config = {"configurable": {"thread_id": f"peers-react-{scenario.id}-{uuid.uuid4().hex[:6]}"},
-              "recursion_limit": steps_for(rounds)}
+    config = thread_config("react", scenario.id, steps_for(rounds))
     turns = []
     for turn in scenario.turns:
         chat = (ScriptedPolicy(batches=rephrasing_batches(turn, RETRIEVE), callbacks=[counter])
