@@ -278,14 +278,14 @@ def main(
         if throwaway:  # ingest started the home's embedded graph server: it goes with the home
             rt.graph_server.stop()
             shutil.rmtree(home, ignore_errors=True)
-    print(table(report))
-    for tag, part in report["by_tag"].items():
-        print(f"\n{tag} scenarios:\n" + table({**report, **part}))
-    if json_out:
+    if json_out:  # written first: the tables go to a pipe that may close early
         json_out.parent.mkdir(parents=True, exist_ok=True)
         json_out.write_text(json.dumps(report, indent=2, ensure_ascii=False), encoding="utf-8")
     if plot_out:
         plot(report, plot_out)
+    print(table(report))
+    for tag, part in report["by_tag"].items():
+        print(f"\n{tag} scenarios:\n" + table({**report, **part}))
 
 
 if __name__ == "__main__":
