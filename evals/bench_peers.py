@@ -42,7 +42,7 @@ from core.errors import ExecutorError, InputError
 from core.settings import REPO_ROOT, SAMPLE_KB_PATH, Settings
 from evals.peers import agentic_rag, executor, react
 from evals.peers.common import Retriever, Turn
-from evals.runner import citation_groups, llm_policy_model
+from evals.runner import citation_groups, llm_policy_model, prepare_knowledge_bases
 from evals.scenarios_model import Scenario, load_scenarios
 
 AGENTS = ("executor", "react", "agentic_rag")
@@ -265,15 +265,19 @@ def main(
                 from retrieval.ingest import SAMPLE_EXTRACT_CONFIG, ingest
 
                 ingest(rt, SAMPLE_KB_PATH, "sample", progress=False, extract_config=SAMPLE_EXTRACT_CONFIG)
-            for kb in sorted({s.kb for s in chosen}):
-                rt.catalog.require(kb)
+            # a scenario on documentation kept outside the repository (Helm) ingests it once, or is skipped
+            chosen, skipped = prepare_knowledge_bases(rt, chosen, REPO_ROOT)
+            for line in skipped:
+                typer.echo(line, err=True)
+            if not chosen:
+                raise InputError("no scenario can run here: " + "; ".join(skipped))
             model = None
             if policy == "llm":  # one model for the three, temperature 0 (make_chat_model's) and one seed
                 model = llm_policy_model(rt, stack).model_copy(update={"seed": 0, "streaming": False})
             report = run(rt, chosen, policy, model, rounds, k, progress=True)
     except ExecutorError as exc:
         typer.echo(f"error: {exc}", err=True)
-        raise typer.Exit(1)
+        raise typer.Exit(2 if isinstance(exc, InputError) else 1)
     finally:
         if throwaway:  # ingest started the home's embedded graph server: it goes with the home
             rt.graph_server.stop()
