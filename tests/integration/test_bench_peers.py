@@ -43,7 +43,7 @@ def test_a_follow_up_on_a_retrieved_document_is_resent_by_react_not_by_executor(
     for name in agents:  # the expected pages were found by every agent
         assert agents[name]["citation_recall"] == 1.0
     # turn 2: ReAct's call sent the chunks again, Executor's result names the page without its text
-    assert row["react"]["retrieved_chars"][1] > 2 * row["executor"]["retrieved_chars"][1]
+    assert row["react"]["retrieved_chars"][1] > row["executor"]["retrieved_chars"][1]
 
 
 def test_a_rephrasing_storm_runs_react_to_its_step_limit(sample_rt, scenarios):
