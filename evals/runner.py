@@ -262,6 +262,17 @@ def run_suite(rt, scenarios: list[Scenario], guards: bool, policy: str = "script
     return results
 
 
+def llm_policy_model(rt, stack):
+    """The chat model `--policy llm` asks: EXECUTOR_LOCAL_MODEL served until `stack` closes, or the configured
+    OpenAI-compatible endpoint."""
+    rt.use_local_model(stack)
+    if not rt.settings.llm_configured:
+        raise ExecutorError("--policy llm needs EXECUTOR_LOCAL_MODEL, OPENAI_API_KEY or OPENAI_BASE_URL")
+    from agent.llm import make_chat_model
+
+    return make_chat_model(rt.settings)[0]
+
+
 def aggregate(results: list[ScenarioResult]) -> dict:
     storms = [r for r in results if "storm" in r.tags]
     recalls = [r.citation_recall for r in results if r.citation_recall is not None]

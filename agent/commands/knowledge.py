@@ -11,7 +11,6 @@ from typing import Annotated, Optional
 import typer
 
 from agent.commands.common import GradingOpt, JsonOpt, KbOpt, SessionArg, check_grading, console, echo, print_json, runtime, sub_app
-from agent.commands.llm import use_local_model
 
 session_app = sub_app(help="Inspect or clear a session's action memory.")
 
@@ -37,7 +36,7 @@ def ingest(
         return
     with runtime() as rt, ExitStack() as stack:
         if llm_extract:
-            use_local_model(rt, stack)
+            rt.use_local_model(stack)
         extractor = _llm_extractor(rt, kb, config) if llm_extract else None
         report = run_ingest(rt, source, kb, rebuild=rebuild, progress=not as_json and sys.stderr.isatty(),
                             description="bundled sample knowledge base" if path is None else "", extract_config=config,
