@@ -19,7 +19,8 @@ from retrieval.grading import Grader
 from retrieval.ranking import Candidate
 from core.relevance import Level, language_of
 from retrieval.repeats import (
-    BLOCKED, DedupReason, Repeat, as_relevant, find_repeat, nearest, page_key, repeat_hint, similarities,
+    BLOCKED, DedupReason, Repeat, as_relevant, find_repeat, nearest, one_per_page, page_key, repeat_hint,
+    similarities,
 )
 from stores.catalog import version
 from stores.memory import EarlierLookup, SentDocument
@@ -155,7 +156,7 @@ class LookupService:
                              retrieved_domains_this_session=domains, **base)
             )
 
-        valid = graded.relevant(thresholds)
+        valid = one_per_page(graded.relevant(thresholds))
         details["relevant_docs"] = len(valid)
         chosen = valid[: 1 + self.settings.max_supplement]
         landing = chosen[0].domain

@@ -81,6 +81,15 @@ def page_key(doc_key: str) -> str:
     return "/".join([p for p in parts[:-1] if not LANGUAGE_FOLDER.match(p)] + parts[-1:])
 
 
+def one_per_page(ranked: Sequence[Ranked]) -> list:
+    """The best-ranked of each page (`ranked` is best first): a page and its translation say the same thing, so
+    one lookup sends one of them, and the other's slot goes to a page of its own."""
+    best: dict[str, Ranked] = {}
+    for c in ranked:
+        best.setdefault(page_key(c.doc_key), c)
+    return list(best.values())
+
+
 def weaker_margin(t: Thresholds, bands: float = WEAKER_BANDS) -> float:
     """How far below the held best page a new page may score and still count as answering as well."""
     return bands * max(t.highly_relevant_threshold - t.reference_threshold, 0.0)
