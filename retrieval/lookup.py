@@ -156,9 +156,10 @@ class LookupService:
                              retrieved_domains_this_session=domains, **base)
             )
 
-        valid = one_per_page(graded.relevant(thresholds))
+        valid = graded.relevant(thresholds)
         details["relevant_docs"] = len(valid)
-        chosen = valid[: 1 + self.settings.max_supplement]
+        # a translation of a page in the same result is that page again: its slot is not given to a weaker page
+        chosen = one_per_page(valid[: 1 + self.settings.max_supplement])
         landing = chosen[0].domain
         details["landing_domain"] = landing
         targeted = level == Level.REFERENCE and missing_dimension is not None

@@ -83,7 +83,7 @@ def page_key(doc_key: str) -> str:
 
 def one_per_page(ranked: Sequence[Ranked]) -> list:
     """The best-ranked of each page (`ranked` is best first): a page and its translation say the same thing, so
-    one lookup sends one of them, and the other's slot goes to a page of its own."""
+    one lookup sends one of them."""
     best: dict[str, Ranked] = {}
     for c in ranked:
         best.setdefault(page_key(c.doc_key), c)
