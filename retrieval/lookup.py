@@ -20,7 +20,7 @@ from retrieval.ranking import Candidate
 from core.relevance import Level, language_of
 from retrieval.repeats import (
     BLOCKED, DedupReason, Repeat, as_relevant, find_repeat, nearest, one_per_page, page_key, repeat_hint,
-    similarities,
+    sibling_only_pages, similarities,
 )
 from stores.catalog import version
 from stores.memory import EarlierLookup, SentDocument
@@ -128,10 +128,7 @@ class LookupService:
 
         details["relevant_docs"] = 0
         held = held_pages(kb, sent)
-        # pages only a sibling of this message sent do not answer it: lookups of one message are sub-questions
-        by_others = {page_key(k) for e in earlier if e.batch != batch or batch is None for k in e.doc_keys}
-        siblings_only = {page_key(k) for e in earlier if batch is not None and e.batch == batch
-                         for k in e.doc_keys} - by_others
+        siblings_only = sibling_only_pages(earlier, batch)
         answering = {p: d for p, d in held.items() if p not in siblings_only}
         if level is None:
             repeat = self._repeat(vector, None, earlier, batch, missing_dimension, details)
