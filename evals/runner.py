@@ -105,7 +105,11 @@ def false_blocks(turn: Turn, trace: list[dict], earlier: list[str], distinct: se
                             and batches[j] != batches[i]]
         against = next((q for q in before if (_key(q), _key(t["query"])) in distinct), None)
         if (scripted and i in turn.expect.must_allow) or against is not None:
-            out.append({"query": t["query"], "reason": t["dedup_reason"], "distinct_from": against})
+            # doc_retrieved that held back new pages it found is the session-pages rule (issue 28) deciding that
+            # the session's page answers: a false block like any other, not "every document was already sent"
+            reason = "answered_from_session" if t["dedup_reason"] == "doc_retrieved" and t.get("withheld") \
+                else t["dedup_reason"]
+            out.append({"query": t["query"], "reason": reason, "distinct_from": against})
     return out
 
 

@@ -19,7 +19,8 @@ from retrieval.grading import Grader
 from retrieval.ranking import Candidate
 from core.relevance import Level, language_of
 from retrieval.repeats import (
-    BLOCKED, DedupReason, Repeat, as_relevant, find_repeat, nearest, page_key, repeat_hint, similarities,
+    BLOCKED, DedupReason, Repeat, as_relevant, find_repeat, nearest, one_per_page, page_key, repeat_hint,
+    sibling_only_pages, similarities,
 )
 from stores.catalog import version
 from stores.memory import EarlierLookup, SentDocument
@@ -127,10 +128,7 @@ class LookupService:
 
         details["relevant_docs"] = 0
         held = held_pages(kb, sent)
-        # pages only a sibling of this message sent do not answer it: lookups of one message are sub-questions
-        by_others = {page_key(k) for e in earlier if e.batch != batch or batch is None for k in e.doc_keys}
-        siblings_only = {page_key(k) for e in earlier if batch is not None and e.batch == batch
-                         for k in e.doc_keys} - by_others
+        siblings_only = sibling_only_pages(earlier, batch)
         answering = {p: d for p, d in held.items() if p not in siblings_only}
         if level is None:
             repeat = self._repeat(vector, None, earlier, batch, missing_dimension, details)
@@ -157,7 +155,8 @@ class LookupService:
 
         valid = graded.relevant(thresholds)
         details["relevant_docs"] = len(valid)
-        chosen = valid[: 1 + self.settings.max_supplement]
+        # a translation of a page in the same result is that page again: its slot is not given to a weaker page
+        chosen = one_per_page(valid[: 1 + self.settings.max_supplement])
         landing = chosen[0].domain
         details["landing_domain"] = landing
         targeted = level == Level.REFERENCE and missing_dimension is not None

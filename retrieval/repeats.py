@@ -81,6 +81,26 @@ def page_key(doc_key: str) -> str:
     return "/".join([p for p in parts[:-1] if not LANGUAGE_FOLDER.match(p)] + parts[-1:])
 
 
+def one_per_page(ranked: Sequence[Ranked]) -> list:
+    """The best-ranked of each page (`ranked` is best first): a page and its translation say the same thing, so
+    one lookup sends one of them."""
+    best: dict[str, Ranked] = {}
+    for c in ranked:
+        best.setdefault(page_key(c.doc_key), c)
+    return list(best.values())
+
+
+def sibling_only_pages(earlier: list[EarlierLookup], batch: str | None, qualified: bool = False) -> set[str]:
+    """Pages (page keys) that only lookups of this same LLM message brought: they do not answer this call, since
+    lookups proposed together are sub-questions. `qualified`: keys as `kb/doc_key` (a call over several KBs)."""
+    def pages(e: EarlierLookup) -> set[str]:
+        return {page_key(f"{e.kb}/{k}" if qualified else k) for k in e.doc_keys}
+
+    mine = [p for e in earlier if batch is not None and e.batch == batch for p in pages(e)]
+    others = {p for e in earlier if batch is None or e.batch != batch for p in pages(e)}
+    return set(mine) - others
+
+
 def weaker_margin(t: Thresholds, bands: float = WEAKER_BANDS) -> float:
     """How far below the held best page a new page may score and still count as answering as well."""
     return bands * max(t.highly_relevant_threshold - t.reference_threshold, 0.0)
