@@ -18,7 +18,7 @@ class Scored(Protocol):
     features: dict[str, float]
     specific: bool
     decisive: bool
-    group: str  # the page counted with its translations (`retrieval.ranking.twin_key`)
+    group: str  # the page counted with its translations (`page_key`)
 
 
 class Level(StrEnum):
@@ -29,6 +29,15 @@ class Level(StrEnum):
 
 
 CJK = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]")
+# a path segment that names a language, as documentation sites file translations (en/, zh/, zh-cn/, ja_JP/)
+LANGUAGE_FOLDER = re.compile(r"^(en|zh|cn|ja|ko|de|fr|es|pt|ru|it)([-_][a-z]{2,4})?$", re.IGNORECASE)
+
+
+def page_key(doc_key: str) -> str:
+    """The page a document is, whatever its language: `en/intro/install.md` and `zh/intro/install.md` are one
+    (a page and its translations say the same thing: one answer, one page to send, one repeat)."""
+    parts = doc_key.split("/")
+    return "/".join([p for p in parts[:-1] if not LANGUAGE_FOLDER.match(p)] + parts[-1:])
 
 
 def similarity(squared_l2: float, max_l2_distance: float) -> float:

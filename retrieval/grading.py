@@ -19,9 +19,9 @@ import numpy as np
 
 from core.settings import Thresholds
 from retrieval.keywords import KeywordIndex
-from retrieval.ranking import Candidate, Profile, background, describe, rank, twin_key
+from retrieval.ranking import Candidate, Profile, background, describe, rank
 from retrieval.text_profiles import TextProfiles
-from core.relevance import Level, answer_features, grade, similarity, weak
+from core.relevance import Level, answer_features, grade, page_key, similarity, weak
 from retrieval.vocabulary import QueryTerms, Vocabulary, query_terms
 from stores.catalog import Catalog
 from stores.embedders import Embedder
@@ -196,7 +196,7 @@ class Grader:
                 take(hit)
             groups: dict[str, int] = {}
             for k in rows:
-                groups[twin_key(k)] = groups.get(twin_key(k), 0) + 1
+                groups[page_key(k)] = groups.get(page_key(k), 0) + 1
             for k, matched in l0.items():
                 if k in found:
                     c = found[k]

@@ -18,14 +18,13 @@ from concurrent.futures import ThreadPoolExecutor, wait
 from typing import TYPE_CHECKING
 
 from core.errors import ExecutorError, InputError
-from core.relevance import Level
+from core.relevance import Level, language_of, page_key
 from core.results import KGHit, KGResult
 from core.validation import check_session_id, clean_query, validate_kb_name
 from prompts.hints import hint
-from core.relevance import language_of
 from retrieval.graph_build import has_graph
 from retrieval.repeats import (
-    BLOCKED, DedupReason, as_relevant, find_repeat, nearest, page_key, repeat_hint, sibling_only_pages,
+    BLOCKED, DedupReason, as_relevant, find_repeat, nearest, repeat_hint, sibling_only_pages,
 )
 from retrieval.traversal_cache import new_tally
 from stores.catalog import version

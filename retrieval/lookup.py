@@ -17,9 +17,9 @@ from retrieval.alignment import search_text
 from retrieval.graph_build import has_graph
 from retrieval.grading import Grader
 from retrieval.ranking import Candidate
-from core.relevance import Level, language_of
+from core.relevance import Level, language_of, page_key
 from retrieval.repeats import (
-    BLOCKED, DedupReason, Repeat, as_relevant, find_repeat, nearest, one_per_page, page_key, repeat_hint,
+    BLOCKED, DedupReason, Repeat, as_relevant, find_repeat, nearest, one_per_page, repeat_hint,
     sibling_only_pages, similarities,
 )
 from stores.catalog import version

@@ -40,22 +40,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from core.relevance import document_language
+from core.relevance import document_language, page_key
 from core.settings import RANKER_FEATURES as FEATURES, Ranker  # noqa: F401 - FEATURES: read here by calibration
 from retrieval.vocabulary import QueryTerms, terms
 from stores.vectors import ChunkHit
 
 BACKGROUND_RANKS = slice(3, 10)
-LANGUAGE_FOLDERS = frozenset({"en", "zh", "zh-cn", "zh_cn", "zh-hans", "zh-tw", "cn", "ja", "ko", "de", "fr", "es",
-                              "pt", "ru", "it"})
-
-
-def twin_key(doc_key: str) -> str:
-    """The doc key without its language folder: a page and its translations (`en/x.md`, `zh/x.md`) share it, so
-    "exactly one page answers" counts them once."""
-    return "/".join(p for p in doc_key.split("/") if p.lower() not in LANGUAGE_FOLDERS)
-
-
 @dataclass
 class Candidate:
     """A document some layer found for the query, with the chunks that came back for it."""
@@ -77,7 +67,7 @@ class Candidate:
 
     @property
     def group(self) -> str:
-        return twin_key(self.doc_key)
+        return page_key(self.doc_key)
 
     def add(self, hit: ChunkHit, lexical: float | None = None) -> None:
         self.chunks.setdefault(hit.chunk_index, hit)

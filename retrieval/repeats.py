@@ -29,13 +29,13 @@ with them as well.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Protocol, Sequence
 
 import numpy as np
 
+from core.relevance import page_key
 from core.settings import RepeatThresholds, Thresholds
 from prompts.hints import hint
 from stores.memory import EarlierLookup
@@ -49,8 +49,6 @@ BLOCKED = "DEDUPED"  # the level a remembered blocked lookup carries
 # page, a translation or the page a new question is about within 0.05 of it.
 WEAKER_BANDS = 0.5
 
-# a path segment that names a language, as documentation sites file translations (en/, zh/, zh-cn/, ja_JP/)
-LANGUAGE_FOLDER = re.compile(r"^(en|zh|ja|ko|de|fr|es|pt|ru|it)([-_][a-z]{2,4})?$", re.IGNORECASE)
 
 
 class Ranked(Protocol):
@@ -73,12 +71,6 @@ class Repeat:
     reason: DedupReason
     earlier: EarlierLookup
     similarity: float
-
-
-def page_key(doc_key: str) -> str:
-    """The page a document is, whatever its language: `en/intro/install.md` and `zh/intro/install.md` are one."""
-    parts = doc_key.split("/")
-    return "/".join([p for p in parts[:-1] if not LANGUAGE_FOLDER.match(p)] + parts[-1:])
 
 
 def one_per_page(ranked: Sequence[Ranked]) -> list:

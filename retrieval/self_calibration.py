@@ -40,7 +40,7 @@ from retrieval.documents import Document
 from retrieval.keywords import TOKEN, normalize
 from retrieval.off_topic import POOL
 from retrieval.quality import measure
-from retrieval.ranking import twin_key
+from core.relevance import page_key
 from stores.catalog import version
 
 MAX_GENERATED = 160  # answerable questions at most: bounds the extra ingest time (about 40 ms each)
@@ -140,7 +140,7 @@ def generate(sources: list[Source], limit: int = MAX_GENERATED, seed: int = SEED
     rng = random.Random(seed)
     twins: dict[str, list[str]] = defaultdict(list)
     for s in sources:
-        twins[twin_key(s.doc_key)].append(s.doc_key)
+        twins[page_key(s.doc_key)].append(s.doc_key)
     # in how many pages (a page and its translations counted once) each identifier appears
     spread: dict[str, set[str]] = defaultdict(set)
     idents = {s.doc_key: _identifiers(s) for s in sources}
@@ -150,12 +150,12 @@ def generate(sources: list[Source], limit: int = MAX_GENERATED, seed: int = SEED
         parts = TOKEN.findall(normalize(ident))
         for key, used in tokens.items():
             if parts and all(p in used for p in parts):
-                spread[ident].add(twin_key(key))
+                spread[ident].add(page_key(key))
 
     per_doc: list[list[tuple[Label, str | None]]] = []
     for s in sources:
         language = document_language((s.body or s.title)[:4000])  # the opening says the language, cheaply
-        relevant = twins[twin_key(s.doc_key)]
+        relevant = twins[page_key(s.doc_key)]
         asked: list[Label] = []
         held: list[tuple[Label, str]] = []
         title_other = rng.random() < 0.5

@@ -4,7 +4,8 @@ about as relevant as a held best page, on a KB's own scale."""
 from dataclasses import dataclass
 
 from core.settings import Thresholds
-from retrieval.repeats import as_relevant, one_per_page, page_key, weaker_margin
+from core.relevance import page_key
+from retrieval.repeats import as_relevant, one_per_page, weaker_margin
 
 RANKER = Thresholds(highly_relevant_threshold=0.48, reference_threshold=0.30)  # margin 0.09 at half a band
 

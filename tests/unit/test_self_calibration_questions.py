@@ -1,7 +1,7 @@
 """Question generation for self-calibration (retrieval/self_calibration.py): what a KB's own evidence is made of."""
 
 from retrieval.self_calibration import Source, generate, needs_refit
-from retrieval.ranking import twin_key
+from core.relevance import page_key
 
 EN = Source("en/queue.md", "Worker queue full", ["ERR_QUEUE_FULL"], ["ERR_QUEUE_FULL"],
             "# Worker queue full\n\nThe API answers `ERR_QUEUE_FULL` when more than ten thousand jobs are waiting "
@@ -25,7 +25,7 @@ def test_questions_name_their_page_and_its_translation_and_never_copy_a_sentence
     # an identifier both language versions use is still one page's: asked about, labelled with both
     assert any("ERR_QUEUE_FULL" in label.query for label, _ in questions)
     assert any(held for _, held in questions)
-    assert {twin_key(k) for k in ("en/queue.md", "zh/queue.md")} == {"queue.md"}
+    assert {page_key(k) for k in ("en/queue.md", "zh/queue.md")} == {"queue.md"}
 
 
 def test_generation_is_bounded_and_repeatable():
