@@ -155,9 +155,10 @@ def test_a_scenario_whose_corpus_is_missing_is_skipped_and_one_whose_kb_is_missi
 
 
 def test_scripted_suite_meets_its_targets(sample_rt):
-    # the Helm sessions run where ../shared/corpora/helm is (ingested into this home), and are skipped elsewhere
+    # a scenario on a corpus outside the repository runs where it is, and is skipped elsewhere (the Helm
+    # sessions are held-out measures in evals/review/, not part of the gated suite)
     scenarios, skipped = prepare_knowledge_bases(sample_rt, load_scenarios([SUITE]), REPO_ROOT)
-    assert len(scenarios) + len(skipped) >= 68 and all("skipped" in line for line in skipped)
+    assert len(scenarios) + len(skipped) >= 59 and all("skipped" in line for line in skipped)
     labels = default_repeat_labels(REPO_ROOT)
     on = run_suite(sample_rt, scenarios, guards=True, progress=False, repeat_labels=labels)
     off = run_suite(sample_rt, scenarios, guards=False, progress=False, repeat_labels=labels)
