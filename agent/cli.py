@@ -51,7 +51,11 @@ class ExecutorGroup(TyperGroup):
     """Runs the commands with click's own exception handling off, so that `report` sees every failure."""
 
     def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True, **extra):
+        import signal
+
         argv = list(sys.argv[1:] if args is None else args)
+        # Ctrl-C stops every command, also one started with `&` by a script (which inherits SIGINT ignored)
+        signal.signal(signal.SIGINT, signal.default_int_handler)
         try:
             # shell completion and click's EPIPE handling end in SystemExit, which passes through untouched
             rv = super().main(argv, prog_name, complete_var, standalone_mode=False, **extra)
@@ -63,6 +67,14 @@ class ExecutorGroup(TyperGroup):
         if standalone_mode:
             leave(code)
         return code
+
+
+    def invoke(self, ctx):
+        # Typer turns a KeyboardInterrupt into a silent exit 130; `report` says "interrupted" instead
+        try:
+            return super().invoke(ctx)
+        except KeyboardInterrupt as exc:
+            raise typer.Abort() from exc
 
 
 def leave(code: int) -> NoReturn:

@@ -112,6 +112,7 @@ def ingest(
     embedder = rt.embedder
     vectors = rt.vectors
 
+    vectors.discard_unfinished(kb)  # what a rebuild killed half-way left
     recorded = vectors.recorded_embedder(kb)
     if recorded is not None and (recorded.get("embedder"), recorded.get("dim")) != (embedder.name, embedder.dim):
         if not rebuild:
@@ -174,18 +175,20 @@ def ingest(
         except BackendError as exc:
             warnings.append(f"graph not built: {exc}")
 
-    if full and recorded is not None:
-        vectors.drop(kb)
-    if not vectors.has(kb):
-        warning = vectors.create(kb, embedder)
+    # a full re-embed of a KB that has vectors writes beside them: the old ones answer until the new are complete
+    target = vectors.staging(kb) if full and recorded is not None else kb
+    if not vectors.has(target):
+        warning = vectors.create(target, embedder)
         if warning:
             warnings.append(warning)
     stale = [d.doc_key for d in changed if d.doc_key in existing and not full] + removed
-    if stale:
+    if stale and target == kb:
         vectors.delete_docs(kb, stale)
     if rows:
-        vectors.upsert(kb, rows, embedder, matrix)
-    vectors.flush_and_load(kb)
+        vectors.upsert(target, rows, embedder, matrix)
+    vectors.flush_and_load(target)
+    if target != kb:
+        vectors.promote(kb, target)
 
     if kb_row is None:
         bundled = Path(path).resolve() == SAMPLE_KB_PATH.resolve()

@@ -14,6 +14,7 @@ from __future__ import annotations
 import fcntl
 import json
 import logging
+import re
 import subprocess
 import threading
 import time
@@ -26,12 +27,14 @@ import numpy as np
 
 from core.errors import BackendError, display_url, first_line
 from core.fs import HeldLock, private_umask, stderr_to
+from stores.integrity import sqlite_damage
 from stores.embedders import Embedder
 
 # milvus-lite 2.5.1 imports pkg_resources (hence setuptools<81), which warns on every start.
 warnings.filterwarnings("ignore", message="pkg_resources is deprecated", category=UserWarning)
 
 TEXT_MAX = 16_384
+GENERATION, DONE = "_G", "_DONE"  # a rebuild's collection, and its mark of completion (collection_name)
 DESCRIPTION_PREFIX = "executor:"
 OUTPUT_FIELDS = ["chunk_id", "doc_key", "chunk_index", "domain", "title", "text", "dense"]
 # sparse vectors came with Milvus 2.4, the BM25 function with 2.5; older servers (2.3 is still in the field)
@@ -89,6 +92,13 @@ class VectorStore(Protocol):
         """Create the KB's collection; a warning when the backend cannot keep the lexical half."""
 
     def drop(self, kb: str) -> None: ...
+
+    def staging(self, kb: str) -> str:
+        """A key to rebuild `kb` under; its writes become the KB's only at `promote`."""
+
+    def promote(self, kb: str, staging: str) -> None: ...
+
+    def discard_unfinished(self, kb: str) -> None: ...
 
     # -- writes
     def delete_docs(self, kb: str, doc_keys: list[str]) -> None: ...
@@ -189,10 +199,12 @@ class MilvusVectorStore:
         self._opening = threading.Lock()  # held while the client is being opened, by any thread
         self._opener: threading.Thread | None = None
         self._lock = HeldLock(self.lock_path) if self.is_lite else None
+        self._log_seen: tuple[Path, int] | None = None  # the Lite server's log, and its size when it started
         self._lexical: dict[str, bool] = {}  # kb -> whether its collection has the sparse half
         # kb -> its collection's recorded embedder, Lite only: a Lite file has one process at a time, this
         # one, so only create() and drop() here change it (a server's collections can change under us)
         self._recorded: dict[str, dict | None] = {}
+        self._live: dict[str, str] = {}  # kb -> the collection holding its vectors (Lite only; see collection_name)
 
     # -- connection ---------------------------------------------------------
     @property
@@ -232,8 +244,12 @@ class MilvusVectorStore:
         try:
             if _lite_lock_taken(path):  # a process without our lock (e.g. a bare pymilvus) has the file
                 raise BackendError(self._locked_message())
+            damage = sqlite_damage(path)  # Milvus Lite keeps its data in SQLite, and loads a damaged file as empty
+            if damage is not None:
+                raise BackendError(self._damaged_message(damage))
             log = path.with_name(f"{path.name}.log")
             seen = log.stat().st_size if log.exists() else 0
+            self._log_seen = (log, seen)
             _start_lite_when_listening()
             # the Lite server and the files it creates are private to their owner; its own log lines go
             # to a file beside it, not to the terminal
@@ -245,6 +261,26 @@ class MilvusVectorStore:
         except BaseException:
             self._lock.release()
             raise
+
+    def _damaged_message(self, why: str) -> str:
+        return (f"cannot open the Milvus Lite file {self.uri}: it is damaged ({why}); move it away and run "
+                "`executor ingest` again")
+
+    def _check_loaded(self, hits: list) -> list:
+        """No hits from Lite: did its server fail to load the collection's data? It logs that and then answers
+        every search with nothing, which must not read as "nothing found"."""
+        if hits or not self.is_lite or self._log_seen is None:
+            return hits
+        log, seen = self._log_seen
+        try:
+            with open(log, "rb") as fh:
+                fh.seek(seen)
+                said = fh.read(1 << 20).decode("utf-8", "replace")
+        except OSError:
+            return hits
+        if "Load data failed" in said or "malformed" in said:
+            raise BackendError(self._damaged_message("its data cannot be loaded; see " + str(log)))
+        return hits
 
     def _locked_message(self) -> str:
         return (f"cannot open the Milvus Lite file {self.uri}: another process has it open "
@@ -283,8 +319,7 @@ class MilvusVectorStore:
         except OSError:
             said = ""
         if "not a database" in said or "malformed" in said:
-            return (f"cannot open the Milvus Lite file {self.uri}: it is damaged or not a Milvus Lite file "
-                    "(move it away and re-ingest)")
+            return self._damaged_message("not a Milvus Lite file")
         if "Init milvus failed" in said or "Open local milvus failed" in str(exc):
             return f"cannot open the Milvus Lite file {self.uri}: milvus-lite did not start; see {log}"
         return str(exc)
@@ -306,9 +341,57 @@ class MilvusVectorStore:
         # our lock stays held: pymilvus keeps the Lite server of this file running until the process ends
 
     # -- collections --------------------------------------------------------
-    @staticmethod
-    def collection_name(kb: str) -> str:
-        return f"kb_{kb}"
+    # A rebuild fills a collection of its own, `kb_<kb>_G<n>`, and marks it complete with an empty collection
+    # `kb_<kb>_G<n>_DONE` (creating a collection is atomic; Milvus Lite can neither rename nor alias one). The
+    # KB's vectors are its newest complete generation, else `kb_<kb>`: a rebuild killed at any point leaves the
+    # old ones answering. Upper case: no KB name has it (core.validation.KB_NAME).
+    def collection_name(self, kb: str) -> str:
+        if GENERATION in kb:  # a rebuild's own key (`staging`)
+            return f"kb_{kb}"
+        live = self._live.get(kb)
+        if live is None:
+            gens = self._generations(kb)
+            done = [n for n, complete in gens.items() if complete]
+            live = f"kb_{kb}{GENERATION}{max(done)}" if done else f"kb_{kb}"
+            if self.is_lite:  # one process per Lite file: only this one changes it
+                self._live[kb] = live
+        return live
+
+    def _collections_of(self, kb: str) -> list[str]:
+        pattern = re.compile(rf"kb_{re.escape(kb)}(?:{GENERATION}\d+(?:{DONE})?)?")
+        return [n for n in self.client.list_collections(**self._kw()) if pattern.fullmatch(n)]
+
+    def _generations(self, kb: str) -> dict[int, bool]:
+        """The KB's rebuild generations -> whether each is complete."""
+        names = set(self._collections_of(kb))
+        prefix = f"kb_{kb}{GENERATION}"
+        return {int(n[len(prefix):]): f"{n}{DONE}" in names
+                for n in names if n.startswith(prefix) and not n.endswith(DONE)}
+
+    def staging(self, kb: str) -> str:
+        """A key to rebuild `kb` under: a collection of its own (created, written and loaded like a KB's), which
+        becomes the KB's vectors only when `promote` is called. What an interrupted rebuild left is dropped."""
+        self.discard_unfinished(kb)
+        return f"{kb}{GENERATION}{max(self._generations(kb), default=0) + 1}"
+
+    def promote(self, kb: str, staging: str) -> None:
+        """The rebuild under `staging` is complete: it becomes the KB's vectors, and the old ones are dropped."""
+        new = self.collection_name(staging)
+        self.client.create_collection(new + DONE, dimension=2, **self._kw())  # the one step that switches
+        self._live[kb] = new
+        self._recorded.pop(kb, None)
+        self._lexical.pop(kb, None)
+        for name in self._collections_of(kb):
+            if name not in (new, new + DONE):
+                self.client.drop_collection(name, **self._kw())
+        if not self.is_lite:
+            self._live.pop(kb, None)
+
+    def discard_unfinished(self, kb: str) -> None:
+        """Drop what a rebuild killed half-way left behind (it never became the KB's vectors)."""
+        for n, complete in self._generations(kb).items():
+            if not complete:
+                self.client.drop_collection(f"kb_{kb}{GENERATION}{n}", **self._kw())
 
     def has(self, kb: str) -> bool:
         return self.client.has_collection(self.collection_name(kb))
@@ -402,10 +485,14 @@ class MilvusVectorStore:
                 f"knowledge base {kb!r} is searched by dense vectors only (no keyword half in hybrid search)")
 
     def drop(self, kb: str) -> None:
+        """The KB's vectors, every generation of them."""
         self._lexical.pop(kb, None)
         self._recorded.pop(kb, None)
-        if self.has(kb):
-            self.client.drop_collection(self.collection_name(kb))
+        self._live.pop(kb, None)
+        names = [self.collection_name(kb)] if GENERATION in kb else self._collections_of(kb)
+        for name in names:
+            if self.client.has_collection(name):
+                self.client.drop_collection(name)
 
     # -- writes -------------------------------------------------------------
     def delete_docs(self, kb: str, doc_keys: list[str]) -> None:
@@ -462,7 +549,7 @@ class MilvusVectorStore:
         result = self.client.hybrid_search(
             name, [dense, sparse], RRFRanker(60), limit=limit, output_fields=OUTPUT_FIELDS, **self._kw()
         )
-        return [self._hit(h["entity"], vector, rank) for rank, h in enumerate(result[0])]
+        return self._check_loaded([self._hit(h["entity"], vector, rank) for rank, h in enumerate(result[0])])
 
     def lexical_search(
         self, kb: str, query: str, vector: np.ndarray, embedder: Embedder, limit: int
@@ -507,7 +594,7 @@ class MilvusVectorStore:
             search_params={"metric_type": "L2"},
             **self._kw(),
         )
-        return [self._hit(h["entity"], vector, rank) for rank, h in enumerate(result[0])]
+        return self._check_loaded([self._hit(h["entity"], vector, rank) for rank, h in enumerate(result[0])])
 
     def document_text(self, kb: str, doc_key: str) -> str:
         """A document's chunks in order, joined (for quoting a sentence the chunk sent did not hold)."""
