@@ -15,10 +15,12 @@ import fcntl
 import json
 import logging
 import re
+import shutil
 import subprocess
 import threading
 import time
 import warnings
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator, Protocol
@@ -29,6 +31,8 @@ from core.errors import BackendError, display_url, first_line
 from core.fs import HeldLock, private_umask, stderr_to
 from stores.integrity import sqlite_damage
 from stores.embedders import Embedder
+
+DISK_FULL_BYTES = 4 << 20  # less free than this under a Lite file whose write failed: the disk is full
 
 # milvus-lite 2.5.1 imports pkg_resources (hence setuptools<81), which warns on every start.
 warnings.filterwarnings("ignore", message="pkg_resources is deprecated", category=UserWarning)
@@ -290,6 +294,9 @@ class MilvusVectorStore:
         from pymilvus import MilvusClient
         from pymilvus.exceptions import MilvusException
 
+        # pymilvus logs every failed call with its traceback (per retry) before raising it: the error is ours
+        # to say (its import configures this logger, so it is quietened after the import)
+        logging.getLogger("pymilvus").setLevel(logging.CRITICAL)
         root = logging.getLogger()
         level = root.level
         # milvus-lite logs its own copy of an open error on the root logger; ours says what to do.
@@ -499,7 +506,8 @@ class MilvusVectorStore:
         for i in range(0, len(doc_keys), 200):
             batch = doc_keys[i : i + 200]
             expr = f"doc_key in [{', '.join(_literal(k) for k in batch)}]"
-            self.client.delete(self.collection_name(kb), filter=expr, **self._kw())
+            with self._writing(kb):
+                self.client.delete(self.collection_name(kb), filter=expr, **self._kw())
 
     def upsert(self, kb: str, rows: list[dict], embedder: Embedder, vectors: np.ndarray) -> None:
         lexical = embedder.lexical_weights([r["text"] for r in rows]) if embedder.has_lexical_weights else None
@@ -518,13 +526,33 @@ class MilvusVectorStore:
             if lexical is not None and self.has_lexical(kb):
                 item["sparse"] = lexical[i] or {0: 0.0}
             data.append(item)
-        for i in range(0, len(data), 500):
-            self.client.upsert(self.collection_name(kb), data[i : i + 500], **self._kw())
+        with self._writing(kb):
+            for i in range(0, len(data), 500):
+                self.client.upsert(self.collection_name(kb), data[i : i + 500], **self._kw())
 
     def flush_and_load(self, kb: str) -> None:
         name = self.collection_name(kb)
-        self.client.flush(name, **self._kw())
-        self.client.load_collection(name, **self._kw())
+        with self._writing(kb):
+            self.client.flush(name, **self._kw())
+            self.client.load_collection(name, **self._kw())
+
+    @contextmanager
+    def _writing(self, kb: str):
+        """A failed write as one line that says why when it can tell: a full disk above all (Lite answers it with
+        "Unexpected error in RPC handling", and pymilvus logs a traceback per retry)."""
+        from pymilvus.exceptions import MilvusException
+
+        try:
+            yield
+        except MilvusException as exc:
+            where = f"the Milvus Lite file {self.uri}" if self.is_lite else f"Milvus at {display_url(self.uri)}"
+            if self.is_lite:
+                free = shutil.disk_usage(Path(self.uri).parent).free
+                if free < DISK_FULL_BYTES:
+                    raise BackendError(f"cannot write {where}: the disk is full ({free // 1024} kB free); free some "
+                                       f"space and run `executor ingest` again") from exc
+            raise BackendError(f"cannot write knowledge base {kb!r} to {where}: "
+                               f"{first_line(getattr(exc, 'message', None) or exc)}") from exc
 
     def count(self, kb: str) -> int:
         name = self.collection_name(kb)

@@ -136,3 +136,23 @@ def test_ctrl_c_stops_a_rebuild_and_the_old_kb_still_answers(home, tmp_path, sta
     assert r.stderr.strip().splitlines()[-1] == "error: interrupted", r.stderr
     after = run_cli(home, "lookup", "ERR_TIMEOUT", "--json")
     assert after.returncode == 0 and '"PRECISE"' in after.stdout, after.stderr
+
+
+@pytest.fixture
+def small_disk(tmp_path):
+    """A 500 kB file system (tmpfs): room for the database, not for the vectors. Needs mount rights (root)."""
+    where = tmp_path / "disk"
+    where.mkdir()
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=500k", "tmpfs", str(where)],
+                      capture_output=True).returncode != 0:
+        pytest.skip("cannot mount a small tmpfs here (needs root)")
+    yield where
+    run_cli(where / "home", "graph", "stop")
+    subprocess.run(["umount", "-l", str(where)], check=True)
+
+
+def test_a_full_disk_is_one_line_that_says_so(small_disk):
+    r = run_cli(small_disk / "home", "ingest")
+    assert r.returncode == 1
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and "disk is full" in lines[0], r.stderr
