@@ -24,7 +24,7 @@ from typer.core import TyperGroup
 
 from agent.commands import chat, evaluation, feedback, graph, kb, knowledge, llm, mcp, repeats, retrieval_quality, turns
 from agent.commands.common import sub_app
-from core.errors import EXIT_USAGE, describe, printable, redact
+from core.errors import EXIT_USAGE, ConfigError, InputError, describe, printable, redact
 
 def _before_dashdash(argv: list[str]) -> list[str]:
     return argv[: argv.index("--")] if "--" in argv else argv
@@ -36,7 +36,7 @@ def report(exc: BaseException, argv: list[str]) -> int:
         return EXIT_USAGE
     message, code = describe(exc)
     flags = _before_dashdash(argv)
-    if "--debug" in flags or os.environ.get("EXECUTOR_DEBUG", "").lower() in ("1", "true", "yes"):
+    if debugging(argv):
         traceback.print_exception(exc, file=sys.stderr)
     line = printable(redact(message))  # click echoes option values, which may hold a secret
     if "--json" in flags:
@@ -45,6 +45,26 @@ def report(exc: BaseException, argv: list[str]) -> int:
     sys.stderr.write(f"error: {line}\n")
     sys.stderr.flush()
     return code
+
+
+DEBUG_VALUES = {"1": True, "true": True, "yes": True, "0": False, "false": False, "no": False, "": False}
+
+
+def debugging(argv: list[str]) -> bool:
+    return "--debug" in _before_dashdash(argv) or DEBUG_VALUES.get(os.environ.get("EXECUTOR_DEBUG", "").lower(), False)
+
+
+def check_arguments(argv: list[str]) -> None:
+    """What the command line itself must hold before any command reads it (exit 2 otherwise)."""
+    for i, arg in enumerate(argv, 1):
+        try:
+            arg.encode("utf-8")
+        except UnicodeEncodeError as exc:  # bytes that are not UTF-8 reach Python as lone surrogates
+            shown = arg.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+            raise InputError(f"argument {i} is not valid UTF-8 text: {printable(shown)}") from exc
+    value = os.environ.get("EXECUTOR_DEBUG", "")
+    if value.lower() not in DEBUG_VALUES:
+        raise ConfigError(f"invalid setting EXECUTOR_DEBUG: use 1/true/yes or 0/false/no, not {printable(value)[:40]!r}")
 
 
 class ExecutorGroup(TyperGroup):
@@ -57,6 +77,7 @@ class ExecutorGroup(TyperGroup):
         # Ctrl-C stops every command, also one started with `&` by a script (which inherits SIGINT ignored)
         signal.signal(signal.SIGINT, signal.default_int_handler)
         try:
+            check_arguments(argv)
             # shell completion and click's EPIPE handling end in SystemExit, which passes through untouched
             rv = super().main(argv, prog_name, complete_var, standalone_mode=False, **extra)
             code = rv if isinstance(rv, int) and not isinstance(rv, bool) else 0

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import uuid
 from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
 
-from agent.commands.common import GradingOpt, JsonOpt, KbArg, check_grading, SessionOpt, console, csv_list, echo, print_json, runtime, sub_app, write_text
+from agent.commands.common import GradingOpt, JsonOpt, KbArg, check_grading, SessionOpt, console, csv_list, echo, print_json, runtime, sub_app, write_text, session_or_new
 from core.errors import ExecutorError
 
 kb_app = sub_app(help="Create, list, show and drop knowledge bases.")
@@ -178,7 +177,7 @@ def kg(
 
     with runtime("lookup") as rt:  # a person calling the tool directly, like `lookup`
         rt.start_loading()
-        session = session or f"kg-{uuid.uuid4().hex[:12]}"
+        session = session_or_new(session, "kg")
         # the tool's own path (and its tool_invocation row); the service checks the arguments with its own messages
         args = query_knowledge_graph.model_construct(knowledge_base_ids=csv_list(kb), query=query)
         out = run(KG_QUERY, ToolCall(rt, session), args)

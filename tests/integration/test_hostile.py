@@ -1,0 +1,97 @@
+"""What a hostile user still found (issue 30), as regression tests: bad input is exit 2 with a line naming it,
+config files are read within bounds, homes are never someone else's folder, text from documents is framed."""
+
+import json
+import os
+import stat
+import subprocess
+import sys
+
+import pytest
+
+from conftest import REPO, run_cli
+
+
+def one_error_line(r) -> str:
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: "), r.stderr
+    assert "Traceback" not in r.stderr and "Error:" not in lines[0].split(":", 2)[1], r.stderr
+    return lines[0]
+
+
+# -- config.yaml ------------------------------------------------------------------------------------
+def config_cases(tmp_path):
+    deep = tmp_path / "deep.yaml"
+    deep.write_text("retrieval: " + "[" * 10_000 + "]" * 10_000 + "\n")
+    big = tmp_path / "big.yaml"
+    big.write_text("".join(f"k{i}: {i}\n" for i in range(600_000)))  # 5 MB of keys
+    bad = tmp_path / "bad.yaml"
+    bad.write_bytes(b"model: caf\xe9\n")
+    folder = tmp_path / "folder.yaml"
+    folder.mkdir()
+    bomb = tmp_path / "bomb.yaml"
+    bomb.write_text("a: &a [lol, lol, lol, lol, lol, lol, lol, lol, lol]\n" + "".join(
+        f"{chr(98 + i)}: &{chr(98 + i)} [{', '.join([f'*{chr(97 + i)}'] * 9)}]\n" for i in range(8)))
+    return {"deep": (deep, "nesting depth"), "big": (big, "at most"), "bad": (bad, "not UTF-8"),
+            "folder": (folder, "is a folder"), "bomb": (bomb, "expands")}
+
+
+@pytest.mark.parametrize("case", ["deep", "big", "bad", "folder", "bomb"])
+def test_a_hostile_config_file_is_a_clear_error_naming_it(tmp_path, case):
+    path, expected = config_cases(tmp_path)[case]
+    r = run_cli(tmp_path / "home", "kb", "list", timeout=60, EXECUTOR_CONFIG=str(path))
+    assert r.returncode == 2, r.stderr[-2000:]
+    line = one_error_line(r)
+    assert str(path) in line and expected in line, line
+
+
+# -- errors a user can act on -----------------------------------------------------------------------
+@pytest.mark.parametrize("env, expected", [
+    ({"EXECUTOR_GRAPH_TIMEOUT_S": "1e309"}, "EXECUTOR_GRAPH_TIMEOUT_S"),
+    ({"EXECUTOR_HIGHLY_RELEVANT_THRESHOLD": "2"}, "EXECUTOR_HIGHLY_RELEVANT_THRESHOLD"),
+    ({"EXECUTOR_RETRIEVAL": "{not json"}, "EXECUTOR_RETRIEVAL"),
+    ({"EXECUTOR_DEBUG": "garbage"}, "EXECUTOR_DEBUG"),
+])
+def test_a_bad_setting_is_exit_2_naming_the_variable(tmp_path, env, expected):
+    r = run_cli(tmp_path / "home", "lookup", "anything", **env)
+    assert r.returncode == 2, r.stderr
+    line = one_error_line(r)
+    assert expected in line and "SettingsError" not in line and "OverflowError" not in line, line
+
+
+def test_invalid_utf8_in_an_argument_is_exit_2(tmp_path):
+    env = {**os.environ, "EXECUTOR_HOME": str(tmp_path / "home")}
+    r = subprocess.run([sys.executable, "-m", "agent.cli", "lookup", b"caf\xe9"], capture_output=True, env=env,
+                       cwd=REPO, timeout=60)
+    assert r.returncode == 2, r.stderr
+    line = r.stderr.decode().strip()
+    assert line.startswith("error: ") and "UTF-8" in line and "UnicodeEncodeError" not in line, line
+
+
+@pytest.mark.parametrize("args", [["lookup", "ERR_TIMEOUT", "--session", ""], ["ask", "x", "--session", "  "]])
+def test_an_empty_session_is_refused_not_replaced(tmp_path, args):
+    r = run_cli(tmp_path / "home", *args)
+    assert r.returncode == 2 and "--session" in one_error_line(r)
+    assert "session cli-" not in r.stdout
+
+
+# -- homes -------------------------------------------------------------------------------------------
+def test_an_empty_executor_home_is_not_the_current_folder(tmp_path):
+    here = tmp_path / "cwd"
+    here.mkdir(mode=0o755)
+    env = {**os.environ, "EXECUTOR_HOME": ""}
+    r = subprocess.run([sys.executable, "-m", "agent.cli", "kb", "list"], capture_output=True, text=True,
+                       env={**env, "PYTHONPATH": str(REPO)}, cwd=here, timeout=60)
+    assert r.returncode == 2 and "EXECUTOR_HOME" in one_error_line(r)
+    assert os.listdir(here) == [] and stat.S_IMODE(here.stat().st_mode) == 0o755
+
+
+def test_a_shared_folder_as_home_keeps_its_mode(tmp_path):
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    os.chmod(shared, 0o1777)
+    r = run_cli(shared, "kb", "list", "--json")
+    assert r.returncode == 0, r.stderr
+    assert stat.S_IMODE(shared.stat().st_mode) == 0o1777  # not ours: never chmodded
+    inside = [p for p in shared.iterdir()]
+    assert inside and all(stat.S_IMODE(p.stat().st_mode) & 0o077 == 0 for p in inside)  # what we made is private
