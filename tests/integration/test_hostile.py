@@ -95,3 +95,57 @@ def test_a_shared_folder_as_home_keeps_its_mode(tmp_path):
     assert stat.S_IMODE(shared.stat().st_mode) == 0o1777  # not ours: never chmodded
     inside = [p for p in shared.iterdir()]
     assert inside and all(stat.S_IMODE(p.stat().st_mode) & 0o077 == 0 for p in inside)  # what we made is private
+
+
+# -- hostile files -----------------------------------------------------------------------------------
+def lying_docx(path, real=300 << 20, declared=1000):
+    """A DOCX whose word/document.xml inflates to `real` bytes (zeros, ~300 kB compressed) but whose local and
+    central headers declare `declared`."""
+    import io
+    import struct
+    import zipfile
+
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as z:
+        z.writestr("[Content_Types].xml", "<Types/>")
+        z.writestr("word/document.xml", b"\0" * real)
+    data = bytearray(buf.getvalue())
+    name = b"word/document.xml"
+    for signature, size_at, name_len_at, name_at in ((b"PK\x03\x04", 22, 26, 30), (b"PK\x01\x02", 24, 28, 46)):
+        i = data.find(signature)
+        while i != -1:
+            n = struct.unpack_from("<H", data, i + name_len_at)[0]
+            if data[i + name_at:i + name_at + n] == name:
+                struct.pack_into("<I", data, i + size_at, declared)
+            i = data.find(signature, i + 4)
+    path.write_bytes(bytes(data))
+
+
+def test_binary_content_is_one_warning_and_nothing_indexed(tmp_path):
+    kb = tmp_path / "kb"
+    kb.mkdir()
+    (kb / "binary.md").write_bytes(os.urandom(1 << 20))
+    (kb / "fine.md").write_text("# Cache warmup\n\nWarm the cache before traffic arrives.\n")
+    r = run_cli(tmp_path / "home", "ingest", str(kb), "--kb", "hostile", "--no-llm-extract", "--json")
+    assert r.returncode == 0, r.stderr
+    report = json.loads(r.stdout)
+    about = [w for w in report["warnings"] if w.startswith("binary.md")]
+    assert len(about) == 1 and "binary" in about[0], report["warnings"]
+    assert report["documents"] == 1 and report["chunks"] == 1 and report["skipped"] == 1
+
+
+def test_a_docx_that_under_declares_its_member_is_refused_within_bounded_memory(tmp_path):
+    kb = tmp_path / "kb"
+    kb.mkdir()
+    lying_docx(kb / "bomb.docx")
+    (kb / "fine.md").write_text("# Fine\n\nbody\n")
+    # VmHWM: this process's peak (ru_maxrss would count the test process it was forked from, before exec)
+    code = ("import json, re, sys; from pathlib import Path; from retrieval.sources import load_documents, "
+            "SourceLimits; loaded = load_documents(Path(sys.argv[1]), SourceLimits(max_unzipped_bytes=64 << 20)); "
+            "peak = int(re.search(r'VmHWM:\\s+(\\d+)', open('/proc/self/status').read()).group(1)); "
+            "print(json.dumps([loaded.warnings, peak]))")
+    r = subprocess.run([sys.executable, "-c", code, str(kb)], capture_output=True, text=True, cwd=REPO, timeout=300)
+    assert r.returncode == 0, r.stderr
+    warnings, max_rss_kb = json.loads(r.stdout)
+    assert any(w.startswith("bomb.docx") and "zip bomb" in w for w in warnings), warnings
+    assert max_rss_kb < 250_000, max_rss_kb  # the 300 MB member was never inflated whole
