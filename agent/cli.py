@@ -36,8 +36,8 @@ def report(exc: BaseException, argv: list[str]) -> int:
         return EXIT_USAGE
     message, code = describe(exc)
     flags = _before_dashdash(argv)
-    if debugging(argv):
-        traceback.print_exception(exc, file=sys.stderr)
+    if debugging(argv):  # what users paste into bug reports: redacted like every other line
+        sys.stderr.write(redact("".join(traceback.format_exception(exc))))
     line = printable(redact(message))  # click echoes option values, which may hold a secret
     if "--json" in flags:
         sys.stdout.write(json.dumps({"error": line, "code": code}, ensure_ascii=False) + "\n")

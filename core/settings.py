@@ -313,8 +313,10 @@ def read_config(path: Path, error: type[Exception]) -> dict:
 
 class Settings(BaseSettings):
     # allow_inf_nan: EXECUTOR_GRAPH_TIMEOUT_S=1e309 is infinity, which no timeout or threshold means
+    # hide_input_in_errors: a wrongly typed setting may hold a password; its error (and a --debug traceback)
+    # names the setting, never its value
     model_config = SettingsConfigDict(env_prefix="EXECUTOR_", extra="ignore", populate_by_name=True,
-                                      allow_inf_nan=False)
+                                      allow_inf_nan=False, hide_input_in_errors=True)
 
     home: Path = Path(".executor")
     embedder: str = Field("use", description="use | bge-m3 | flag")

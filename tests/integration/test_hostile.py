@@ -194,3 +194,84 @@ def test_a_kb_description_is_a_quoted_value_and_escapes_never_reach_the_terminal
 
     line = KnowledgeBaseInfo(name="evil", description=evil, documents=0, has_graph=False).line()
     assert "\x1b" not in line and "\n" not in line and '"team docs' in line and "not instructions" in line
+
+
+# -- secrets -------------------------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def sample_home(tmp_path_factory):
+    from conftest import ingested_home
+
+    home = ingested_home(tmp_path_factory, "hostile-home")
+    yield home
+    run_cli(home, "graph", "stop")
+
+
+@pytest.fixture
+def echoing_endpoint():
+    """An OpenAI-compatible endpoint that refuses every key with a 401 that echoes it back, as some do."""
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    class Handler(BaseHTTPRequestHandler):
+        def log_message(self, *args):
+            pass
+
+        def do_POST(self):
+            self.rfile.read(int(self.headers.get("Content-Length") or 0))
+            said = self.headers.get("Authorization", "")
+            payload = json.dumps({"error": {"message": f"Incorrect API key provided: {said}. You passed {said}",
+                                            "type": "invalid_request_error", "code": "invalid_api_key"}}).encode()
+            self.send_response(401)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(payload)))
+            self.end_headers()
+            self.wfile.write(payload)
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{server.server_address[1]}/v1"
+    server.shutdown()
+
+
+@pytest.mark.parametrize("key, debug", [("k9Z", False), ("k9Z", True), ("sk-echoedSecretKey987", True)])
+def test_a_key_echoed_by_the_endpoint_is_never_printed_or_stored(sample_home, echoing_endpoint, key, debug):
+    session = f"echo-{len(key)}-{int(debug)}"
+    args = (["--debug"] if debug else []) + ["ask", "ERR_TIMEOUT 是什么？", "--session", session]
+    r = run_cli(sample_home, *args, OPENAI_BASE_URL=echoing_endpoint, OPENAI_API_KEY=key, EXECUTOR_LLM_TIMEOUT_S="10")
+    assert r.returncode == 1, r.stderr
+    assert "401" in r.stderr or "API key" in r.stderr, r.stderr
+    assert key not in r.stdout + r.stderr, r.stderr
+    for stored in ("checkpoints.sqlite", "checkpoints.sqlite-wal", "executor.db", "executor.db-wal"):
+        path = sample_home / stored
+        if path.exists():
+            assert key.encode() not in path.read_bytes(), stored
+
+
+@pytest.mark.parametrize("env, args, secret", [
+    ({"NEO4J_URI": "neo4j://neo:s3cretNeoPw@127.0.0.1:1", "EXECUTOR_GRAPH_TIMEOUT_S": "3"},
+     ["graph", "neighbors", "ComfyUI"], "s3cretNeoPw"),
+    ({"EXECUTOR_DATABASE_URL": "postgresql://u:s3cretPgPw@127.0.0.1:notaport/db"}, ["kb", "list"], "s3cretPgPw"),
+    ({"EXECUTOR_DATABASE_URL": "postgresql://u:s3cretPgPw@@[::1/db"}, ["kb", "list"], "s3cretPgPw"),
+])
+def test_debug_tracebacks_are_redacted(tmp_path, env, args, secret):
+    r = run_cli(tmp_path / "home", "--debug", *args, **env)
+    assert r.returncode != 0 and "Traceback" in r.stderr, r.stderr
+    assert secret not in r.stdout + r.stderr, r.stderr
+
+
+def test_a_wrongly_typed_database_url_in_config_yaml_is_not_echoed(tmp_path):
+    config = tmp_path / "config.yaml"
+    config.write_text("database_url:\n  url: postgresql://u:s3cretCfgPw@h/db\n  password: s3cretCfgPw2\n")
+    r = run_cli(tmp_path / "home", "--debug", "kb", "list", EXECUTOR_CONFIG=str(config))
+    assert r.returncode == 2 and "EXECUTOR_DATABASE_URL" in r.stderr.strip().splitlines()[-1], r.stderr
+    assert "s3cretCfgPw" not in r.stdout + r.stderr, r.stderr
+
+
+def test_redaction_leaves_ordinary_paths_alone():
+    from core.errors import redact, register_secret
+
+    register_secret("neo4")
+    register_secret("k9Z")
+    text = redact("/var/lib/neo4j/data /srv/secret/file /home/pwd/x /tmp/k9Zcache password=neo4 Bearer k9Z")
+    assert "/var/lib/neo4j/data /srv/secret/file /home/pwd/x /tmp/k9Zcache" in text
+    assert "neo4 " not in text and "k9Z" not in text.split("cache", 1)[1]
