@@ -370,6 +370,9 @@ class Settings(BaseSettings):
     max_file_mb: float = Field(64.0, gt=0, description="largest file ingest reads, in MB")
     max_document_mb: float = Field(4.0, gt=0, description="largest document text after conversion, in MB")
     max_unzipped_mb: float = Field(256.0, gt=0, description="largest uncompressed DOCX/PPTX/XLSX, in MB")
+    # one conversion (PDF, Office, HTML) runs in a worker process within these, else it is a warning
+    convert_timeout_s: float = Field(120.0, gt=0, description="longest one file's conversion may take, in s")
+    convert_memory_mb: float = Field(2048.0, ge=256, description="most memory one file's conversion may use, in MB")
 
     top_k: int = Field(10, ge=1, le=100, description="chunks fetched by L1")
     max_supplement: int = Field(3, ge=0, le=20, description="documents sent after the primary one")

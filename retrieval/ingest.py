@@ -91,6 +91,8 @@ def source_limits(settings) -> SourceLimits:
         max_file_bytes=int(settings.max_file_mb * MB),
         max_document_bytes=int(settings.max_document_mb * MB),
         max_unzipped_bytes=int(settings.max_unzipped_mb * MB),
+        convert_timeout_s=settings.convert_timeout_s,
+        convert_memory_bytes=int(settings.convert_memory_mb * MB),
     )
 
 
@@ -129,7 +131,7 @@ def ingest(
     # catalog does not hold (a row from before it was kept) is read, as the graph build needs its text
     records = {} if full else {k: r for k, r in rt.catalog.file_records(kb).items() if r.has_body}
     known = {k: Known(r.file_stat, r.file_hash) for k, r in records.items()}
-    loaded = load_documents(Path(path), source_limits(rt.settings), known)
+    loaded = load_documents(Path(path), source_limits(rt.settings), known, progress=progress)
     read = loaded.documents
     changed = [d for d in read if full or d.doc_key not in existing or existing[d.doc_key].content_hash != d.content_hash]
     changed_keys = {d.doc_key for d in changed}

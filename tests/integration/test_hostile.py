@@ -275,3 +275,27 @@ def test_redaction_leaves_ordinary_paths_alone():
     text = redact("/var/lib/neo4j/data /srv/secret/file /home/pwd/x /tmp/k9Zcache password=neo4 Bearer k9Z")
     assert "/var/lib/neo4j/data /srv/secret/file /home/pwd/x /tmp/k9Zcache" in text
     assert "neo4 " not in text and "k9Z" not in text.split("cache", 1)[1]
+
+
+def big_sheet(path, rows: int):
+    from openpyxl import Workbook
+
+    book = Workbook(write_only=True)
+    sheet = book.create_sheet("big")
+    for i in range(rows):
+        sheet.append([i, f"row {i}", i * 2.5, "lorem ipsum dolor", i % 7])
+    book.save(path)
+
+
+@pytest.mark.parametrize("limits, expected", [
+    ({"convert_timeout_s": 1}, "took longer than 1 s"),
+    ({"convert_memory_bytes": 220_000_000}, "needed more than 220 MB"),
+])
+def test_a_conversion_is_bounded_in_time_and_memory(tmp_path, limits, expected):
+    from retrieval.sources import SourceLimits, load_documents
+
+    big_sheet(tmp_path / "big.xlsx", 30_000)
+    (tmp_path / "fine.md").write_text("# Fine\n\nbody\n")
+    loaded = load_documents(tmp_path, SourceLimits(**limits))
+    assert [d.doc_key for d in loaded.documents] == ["fine.md"]
+    assert any(w.startswith("big.xlsx") and expected in w for w in loaded.warnings), loaded.warnings
