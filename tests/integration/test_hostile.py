@@ -253,8 +253,8 @@ def test_a_key_echoed_by_the_endpoint_is_never_printed_or_stored(sample_home, ec
     ({"EXECUTOR_DATABASE_URL": "postgresql://u:s3cretPgPw@127.0.0.1:notaport/db"}, ["kb", "list"], "s3cretPgPw"),
     ({"EXECUTOR_DATABASE_URL": "postgresql://u:s3cretPgPw@@[::1/db"}, ["kb", "list"], "s3cretPgPw"),
 ])
-def test_debug_tracebacks_are_redacted(tmp_path, env, args, secret):
-    r = run_cli(tmp_path / "home", "--debug", *args, **env)
+def test_debug_tracebacks_are_redacted(sample_home, env, args, secret):
+    r = run_cli(sample_home, "--debug", *args, **env)  # a home with a graph: the Neo4j driver is really asked
     assert r.returncode != 0 and "Traceback" in r.stderr, r.stderr
     assert secret not in r.stdout + r.stderr, r.stderr
 
