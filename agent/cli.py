@@ -24,7 +24,7 @@ from typer.core import TyperGroup
 
 from agent.commands import chat, evaluation, feedback, graph, kb, knowledge, llm, mcp, repeats, retrieval_quality, turns
 from agent.commands.common import sub_app
-from core.errors import EXIT_USAGE, describe, printable, redact
+from core.errors import EXIT_USAGE, ConfigError, InputError, describe, printable, redact
 
 def _before_dashdash(argv: list[str]) -> list[str]:
     return argv[: argv.index("--")] if "--" in argv else argv
@@ -36,8 +36,8 @@ def report(exc: BaseException, argv: list[str]) -> int:
         return EXIT_USAGE
     message, code = describe(exc)
     flags = _before_dashdash(argv)
-    if "--debug" in flags or os.environ.get("EXECUTOR_DEBUG", "").lower() in ("1", "true", "yes"):
-        traceback.print_exception(exc, file=sys.stderr)
+    if debugging(argv):  # what users paste into bug reports: redacted like every other line
+        sys.stderr.write(redact("".join(traceback.format_exception(exc))))
     line = printable(redact(message))  # click echoes option values, which may hold a secret
     if "--json" in flags:
         sys.stdout.write(json.dumps({"error": line, "code": code}, ensure_ascii=False) + "\n")
@@ -47,12 +47,37 @@ def report(exc: BaseException, argv: list[str]) -> int:
     return code
 
 
+DEBUG_VALUES = {"1": True, "true": True, "yes": True, "0": False, "false": False, "no": False, "": False}
+
+
+def debugging(argv: list[str]) -> bool:
+    return "--debug" in _before_dashdash(argv) or DEBUG_VALUES.get(os.environ.get("EXECUTOR_DEBUG", "").lower(), False)
+
+
+def check_arguments(argv: list[str]) -> None:
+    """What the command line itself must hold before any command reads it (exit 2 otherwise)."""
+    for i, arg in enumerate(argv, 1):
+        try:
+            arg.encode("utf-8")
+        except UnicodeEncodeError as exc:  # bytes that are not UTF-8 reach Python as lone surrogates
+            shown = arg.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+            raise InputError(f"argument {i} is not valid UTF-8 text: {printable(shown)}") from exc
+    value = os.environ.get("EXECUTOR_DEBUG", "")
+    if value.lower() not in DEBUG_VALUES:
+        raise ConfigError(f"invalid setting EXECUTOR_DEBUG: use 1/true/yes or 0/false/no, not {printable(value)[:40]!r}")
+
+
 class ExecutorGroup(TyperGroup):
     """Runs the commands with click's own exception handling off, so that `report` sees every failure."""
 
     def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True, **extra):
+        import signal
+
         argv = list(sys.argv[1:] if args is None else args)
+        # Ctrl-C stops every command, also one started with `&` by a script (which inherits SIGINT ignored)
+        signal.signal(signal.SIGINT, signal.default_int_handler)
         try:
+            check_arguments(argv)
             # shell completion and click's EPIPE handling end in SystemExit, which passes through untouched
             rv = super().main(argv, prog_name, complete_var, standalone_mode=False, **extra)
             code = rv if isinstance(rv, int) and not isinstance(rv, bool) else 0
@@ -63,6 +88,14 @@ class ExecutorGroup(TyperGroup):
         if standalone_mode:
             leave(code)
         return code
+
+
+    def invoke(self, ctx):
+        # Typer turns a KeyboardInterrupt into a silent exit 130; `report` says "interrupted" instead
+        try:
+            return super().invoke(ctx)
+        except KeyboardInterrupt as exc:
+            raise typer.Abort() from exc
 
 
 def leave(code: int) -> NoReturn:

@@ -174,21 +174,24 @@ class ExecutorMCP:
         async with stdio_server() as (read, write):
             await self.server.run(read, write, self.server.create_initialization_options())
 
-    def http_app(self, host: str = "127.0.0.1"):
-        """A Starlette app serving streamable HTTP at /mcp, with one action-memory session per MCP session."""
+    def http_app(self, host: str = "127.0.0.1", port: int = 8765, token: str | None = None):
+        """A Starlette app serving streamable HTTP at /mcp, with one action-memory session per MCP session, behind
+        `core.local_http.LocalGuard`: the Host (this server's names, with its port, compared whole) and Origin are
+        checked on every bind, a bearer `token` is required when one is given, bodies are bounded before they
+        are read."""
         from mcp.server.fastmcp.server import StreamableHTTPASGIApp
         from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
         from mcp.server.transport_security import TransportSecuritySettings
         from starlette.applications import Starlette
         from starlette.routing import Route
 
-        security = None
-        if host in ("127.0.0.1", "localhost", "::1"):  # a loopback server refuses other Host headers (DNS rebinding)
-            security = TransportSecuritySettings(
-                enable_dns_rebinding_protection=True,
-                allowed_hosts=["127.0.0.1:*", "localhost:*", "[::1]:*"],
-                allowed_origins=["http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*"],
-            )
+        from core.local_http import LocalGuard, own_hosts
+
+        hosts = own_hosts(host, port)
+        security = TransportSecuritySettings(  # the library's own check too, on the same exact names
+            enable_dns_rebinding_protection=True, allowed_hosts=sorted(hosts),
+            allowed_origins=sorted(f"http://{h}" for h in hosts) + sorted(f"https://{h}" for h in hosts))
         manager = StreamableHTTPSessionManager(app=self.server, security_settings=security)
-        return Starlette(routes=[Route("/mcp", endpoint=StreamableHTTPASGIApp(manager))],
-                         lifespan=lambda app: manager.run())
+        app = Starlette(routes=[Route("/mcp", endpoint=StreamableHTTPASGIApp(manager))],
+                        lifespan=lambda app: manager.run())
+        return LocalGuard(app, hosts, token=token)

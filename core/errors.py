@@ -9,25 +9,37 @@ from urllib.parse import urlsplit, urlunsplit
 _USERINFO = re.compile(r"(?P<scheme>\b[a-zA-Z][a-zA-Z0-9+.\-]*://)[^/@\s'\"]+@")
 # ...?password=x&token=y and "api_key: x" as libraries print them
 _SECRET_PARAM = re.compile(
-    r"(?i)\b(?P<key>password|passwd|pwd|token|api[_-]?key|secret|authorization)(?P<sep>\s*[=:]\s*)(?!\*\*\*)[^\s&,;'\"]+"
+    r"(?i)(?<![a-z])(?P<key>password|passwd|pwd|token|api[_-]?key|secret|authorization)(?P<sep>['\"]?\s*[=:]\s*['\"]?)(?!\*\*\*)(?:(?:bearer|basic)\s+)?[^\s&,;'\"]+"
 )
 # values the settings hold (passwords, tokens, API keys): never printed, wherever a library puts them
 _SECRETS: set[str] = set()
 _TERMINAL_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 
 
+_SECRET_PATTERN: re.Pattern | None = None
+# "Bearer k9Z", "Basic ...": whatever follows is a credential, however short
+_BEARER = re.compile(r"(?i)\b(?P<key>bearer|basic)(?P<sep>\s+)(?!\*\*\*)[A-Za-z0-9._~+/=\-]+")
+
+
 def register_secret(value: str | None) -> None:
-    """Remember a secret from the configuration so that `redact` removes it from any text."""
-    if value and len(value) >= 4:
+    """Remember a secret from the configuration so that `redact` removes it from any text, however short (an
+    endpoint may echo a 3-character key back)."""
+    global _SECRET_PATTERN
+    if value and value.strip() and value not in _SECRETS:
         _SECRETS.add(value)
+        # a secret is removed where it stands as a token of its own, never from inside a longer word: a password
+        # "neo4" must not turn /var/lib/neo4j into /var/lib/***j
+        alternatives = "|".join(re.escape(v) for v in sorted(_SECRETS, key=len, reverse=True))
+        _SECRET_PATTERN = re.compile(rf"(?<![A-Za-z0-9])(?:{alternatives})(?![A-Za-z0-9])")
 
 
 def redact(text: str) -> str:
-    """`text` without URL credentials, `password=`-style values, or any registered secret."""
+    """`text` without URL credentials, `password=`-style values, bearer tokens, or any registered secret."""
     text = _USERINFO.sub(r"\g<scheme>***@", str(text))
     text = _SECRET_PARAM.sub(r"\g<key>\g<sep>***", text)
-    for secret in sorted(_SECRETS, key=len, reverse=True):
-        text = text.replace(secret, "***")
+    text = _BEARER.sub(r"\g<key>\g<sep>***", text)
+    if _SECRET_PATTERN is not None:
+        text = _SECRET_PATTERN.sub("***", text)
     return text
 
 

@@ -11,13 +11,34 @@ PRIVATE_UMASK = 0o077  # files 0600, folders 0700
 
 
 def private_dir(path: Path) -> Path:
-    """A folder only its owner may enter (0700), created if missing, with its missing parents."""
+    """A folder only its owner may enter (0700), created if missing, with its missing parents. A folder that
+    was there already keeps its mode: it may be someone else's, or shared (see `home_folder`)."""
     path = Path(path)
     if not path.is_dir():
         with private_umask():
             path.mkdir(parents=True, exist_ok=True)
-    os.chmod(path, 0o700)
+        os.chmod(path, 0o700)
     return path
+
+
+def home_folder(path: Path) -> Path:
+    """Where a home named `path` keeps its data: `path` itself, unless that is a folder others may write in
+    (/tmp, a group's folder), whose mode is not ours to change: then a folder of this user's own inside it."""
+    path = Path(path)
+    try:
+        info = path.stat()
+    except OSError:
+        return path  # created private when first needed
+    if not path.is_dir() or not info.st_mode & 0o022:
+        return path
+    own = path / f"executor-{os.getuid()}"
+    try:
+        mine = os.lstat(own)
+    except FileNotFoundError:
+        return own
+    if not (os.path.isdir(own) and not os.path.islink(own) and mine.st_uid == os.getuid()):
+        raise PermissionError(f"{own} is not a folder of this user's; set EXECUTOR_HOME to a private folder")
+    return own
 
 
 def private_file(path: Path) -> Path:

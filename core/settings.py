@@ -16,11 +16,12 @@ from typing import Any, ClassVar, Literal
 from urllib.parse import urlsplit
 
 import yaml
-from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
+from core import bounded_yaml
 from core.errors import ConfigError, InputError, register_secret
-from core.fs import private_dir
+from core.fs import home_folder, private_dir
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 SAMPLE_KB_PATH = REPO_ROOT / "kb" / "sample"
@@ -268,11 +269,7 @@ def config_path() -> Path:
 def update_config(path: Path, node: tuple[str, ...], values: dict[str, Any]) -> None:
     """Set `values` under the mapping at `node` of a config.yaml, keeping everything else in the file;
     the file is replaced whole or not at all."""
-    data: dict = {}
-    if path.exists():
-        data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-        if not isinstance(data, dict):
-            raise InputError(f"{path}: expected a mapping at the top level")
+    data: dict = read_config(path, InputError) if path.exists() else {}
     target = data
     for key in node:
         target = target.setdefault(key, {})
@@ -292,17 +289,40 @@ class _YamlSource(PydanticBaseSettingsSource):
         path = config_path()
         if not path.exists():
             return {}
-        try:
-            data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-        except yaml.YAMLError as exc:
-            raise ConfigError(f"{path}: not valid YAML ({exc.__class__.__name__})") from exc
-        if not isinstance(data, dict):
-            raise ConfigError(f"{path}: expected a mapping at the top level")
-        return data
+        return read_config(path, ConfigError)
+
+
+def read_config(path: Path, error: type[Exception]) -> dict:
+    """config.yaml's mapping, read within bounds (core/bounded_yaml.py); anything else is `error`, one line
+    naming the file."""
+    try:
+        if path.is_dir():
+            raise error(f"{path}: is a folder, not a config file (EXECUTOR_CONFIG names the file)")
+        if path.stat().st_size > bounded_yaml.CONFIG.max_chars * 4:  # not even read: it cannot be within bounds
+            raise error(f"{path}: {path.stat().st_size:,} bytes; a config file may have at most "
+                        f"{bounded_yaml.CONFIG.max_chars:,} characters")
+        data = bounded_yaml.load(path.read_text(encoding="utf-8"), bounded_yaml.CONFIG) or {}
+    except UnicodeDecodeError as exc:
+        raise error(f"{path}: not UTF-8 text (byte {exc.start})") from exc
+    except bounded_yaml.YamlBoundError as exc:
+        raise error(f"{path}: {exc}") from exc
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" at line {mark.line + 1}" if mark else ""
+        raise error(f"{path}: not valid YAML{where} ({getattr(exc, 'problem', None) or exc.__class__.__name__})") from exc
+    except OSError as exc:
+        raise error(f"{path}: cannot be read ({exc.strerror or exc})") from exc
+    if not isinstance(data, dict):
+        raise error(f"{path}: expected a mapping at the top level")
+    return data
 
 
 class Settings(BaseSettings):
-    model_config = SettingsConfigDict(env_prefix="EXECUTOR_", extra="ignore", populate_by_name=True)
+    # allow_inf_nan: EXECUTOR_GRAPH_TIMEOUT_S=1e309 is infinity, which no timeout or threshold means
+    # hide_input_in_errors: a wrongly typed setting may hold a password; its error (and a --debug traceback)
+    # names the setting, never its value
+    model_config = SettingsConfigDict(env_prefix="EXECUTOR_", extra="ignore", populate_by_name=True,
+                                      allow_inf_nan=False, hide_input_in_errors=True)
 
     home: Path = Path(".executor")
     embedder: str = Field("use", description="use | bge-m3 | flag")
@@ -356,6 +376,9 @@ class Settings(BaseSettings):
     max_file_mb: float = Field(64.0, gt=0, description="largest file ingest reads, in MB")
     max_document_mb: float = Field(4.0, gt=0, description="largest document text after conversion, in MB")
     max_unzipped_mb: float = Field(256.0, gt=0, description="largest uncompressed DOCX/PPTX/XLSX, in MB")
+    # one conversion (PDF, Office, HTML) runs in a worker process within these, else it is a warning
+    convert_timeout_s: float = Field(120.0, gt=0, description="longest one file's conversion may take, in s")
+    convert_memory_mb: float = Field(2048.0, ge=256, description="most memory one file's conversion may use, in MB")
 
     top_k: int = Field(10, ge=1, le=100, description="chunks fetched by L1")
     max_supplement: int = Field(3, ge=0, le=20, description="documents sent after the primary one")
@@ -371,15 +394,31 @@ class Settings(BaseSettings):
                           "the shared preset until `executor calibrate --write`")
     retrieval: Retrieval = Field(default_factory=Retrieval)
     # Flat env overrides beat config.yaml: EXECUTOR_HIGHLY_RELEVANT_THRESHOLD=0.6
-    max_l2_distance: float | None = None
-    highly_relevant_threshold: float | None = None
-    reference_threshold: float | None = None
-    repeat_overlap_threshold: float | None = None
-    repeat_miss_overlap_threshold: float | None = None
+    # (bounded here, so that an error names the variable that set it)
+    max_l2_distance: float | None = Field(None, gt=0)
+    highly_relevant_threshold: float | None = Field(None, ge=0, le=1)
+    reference_threshold: float | None = Field(None, ge=0, le=1)
+    repeat_overlap_threshold: float | None = Field(None, ge=0, le=1)
+    repeat_miss_overlap_threshold: float | None = Field(None, ge=0, le=1)
 
     @classmethod
     def settings_customise_sources(cls, settings_cls, init_settings, env_settings, dotenv_settings, file_secret_settings):
         return (init_settings, env_settings, _YamlSource(settings_cls))
+
+    @field_validator("home", mode="before")
+    @classmethod
+    def _home_given(cls, value: Any) -> Any:
+        if isinstance(value, str) and not value.strip():  # Path("") is the current folder: never meant
+            raise ValueError("is empty: set it to a folder, or unset it for ./.executor")
+        return value
+
+    @field_validator("home")
+    @classmethod
+    def _home_private(cls, value: Path) -> Path:
+        try:
+            return home_folder(value)
+        except PermissionError as exc:
+            raise ValueError(str(exc)) from exc
 
     @model_validator(mode="after")
     def _register_secrets(self) -> "Settings":
@@ -463,7 +502,9 @@ class Settings(BaseSettings):
         try:
             return Thresholds(**values)
         except ValueError as exc:
-            raise ConfigError(f"invalid relevance thresholds for {embedder_name}: {exc.errors()[0]['msg']}") from exc
+            raise ConfigError(f"invalid relevance thresholds for {embedder_name}: "
+                              f"{exc.errors()[0]['msg'].removeprefix('Value error, ')}"
+                              f"{self._set_by(flat)}") from exc
 
     def repeat_thresholds(self, embedder_name: str) -> RepeatThresholds:
         values = REPEAT_THRESHOLD_DEFAULTS.get(embedder_name, RepeatThresholds()).model_dump()
@@ -475,7 +516,14 @@ class Settings(BaseSettings):
         try:
             return RepeatThresholds(**values)
         except ValueError as exc:
-            raise ConfigError(f"invalid repeat thresholds for {embedder_name}: {exc.errors()[0]['msg']}") from exc
+            raise ConfigError(f"invalid repeat thresholds for {embedder_name}: {exc.errors()[0]['msg']}"
+                              f"{self._set_by({f'repeat_{k}': v for k, v in flat.items()})}") from exc
+
+    @staticmethod
+    def _set_by(flat: dict[str, float | None]) -> str:
+        """Where thresholds that do not fit together were set: the variables, else config.yaml."""
+        names = [env_name(k) for k, v in flat.items() if v is not None]
+        return f" (set by {', '.join(names)})" if names else f" (set in {config_path()} or by `executor calibrate`)"
 
     def ensure_home(self) -> Path:
         """EXECUTOR_HOME, created private (0700): it holds the session memory, checkpoints and the graph."""
@@ -502,7 +550,15 @@ def settings_error(exc: ValidationError) -> ConfigError:
 
 @lru_cache(maxsize=1)
 def get_settings() -> Settings:
+    from pydantic_settings import SettingsError
+
     try:
         return Settings()
     except ValidationError as exc:
         raise settings_error(exc) from exc
+    except SettingsError as exc:  # a variable holding JSON (EXECUTOR_RETRIEVAL) that is not JSON
+        import re
+
+        field = re.search(r'field "(\w+)"', str(exc))
+        where = env_name(field.group(1)) if field else "a setting"
+        raise ConfigError(f"invalid setting {where}: not valid JSON") from exc

@@ -6,6 +6,7 @@ its HTTP API (`/completion` with `json_schema`, `/tokenize`).
 
 from __future__ import annotations
 
+import secrets
 import socket
 from dataclasses import dataclass
 from pathlib import Path
@@ -54,6 +55,9 @@ class LlamaEngine:
         params.model_alias = {options.alias}
         params.hostnames = ["127.0.0.1"]
         params.port = free_port()
+        # llama-server has no Host or Origin check: its port is for this process alone, which holds the key
+        key = secrets.token_urlsafe(32)
+        params.api_keys = [key]
         params.n_ctx = options.n_ctx
         params.n_parallel = 1  # one slot: requests queue, and its prompt cache serves the next round of a turn
         params.cpuparams.n_threads = options.threads
@@ -65,7 +69,8 @@ class LlamaEngine:
         except Exception as exc:  # the library's own message says which file or parameter it could not use
             raise ExecutorError(f"could not start llama.cpp on {options.model}: {exc}".splitlines()[0]) from exc
         self.base_url = f"http://127.0.0.1:{params.port}"
-        self._client = httpx.AsyncClient(base_url=self.base_url, timeout=options.timeout_s)
+        self._client = httpx.AsyncClient(base_url=self.base_url, timeout=options.timeout_s,
+                                         headers={"Authorization": f"Bearer {key}"})
 
     async def count_tokens(self, text: str) -> int:
         response = await self._post("/tokenize", {"content": text})

@@ -12,6 +12,7 @@ from pathlib import Path
 import uvicorn
 
 from core.errors import ExecutorError
+from core.local_http import LocalGuard, own_hosts
 from local_llm.app import ChatService, create_app
 from local_llm.engine import EngineOptions, LlamaEngine
 from local_llm.model_file import resolve_model
@@ -30,9 +31,12 @@ def _bind(port: int) -> socket.socket:
     return sock
 
 
-def _server(options: EngineOptions) -> tuple[uvicorn.Server, ChatService]:
+def _server(options: EngineOptions, port: int) -> tuple[uvicorn.Server, ChatService]:
     service = ChatService(LlamaEngine(options))
-    config = uvicorn.Config(create_app(service), log_level="warning", access_log=False, lifespan="on")
+    # the Host and Origin a local page could forge (DNS rebinding, cross-site POSTs) and the body's size are
+    # checked before the app reads anything (core/local_http.py)
+    app = LocalGuard(create_app(service), own_hosts("127.0.0.1", port))
+    config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="on")
     return uvicorn.Server(config), service
 
 
@@ -44,7 +48,7 @@ class LocalEndpoint:
         self._sock = _bind(port)
         self.port = self._sock.getsockname()[1]
         self.base_url = f"http://127.0.0.1:{self.port}/v1"
-        self._server, self.service = _server(options)
+        self._server, self.service = _server(options, self.port)
         self._thread = threading.Thread(target=self._server.run, kwargs={"sockets": [self._sock]},
                                         name="local-llm", daemon=True)
 
@@ -75,7 +79,7 @@ def serve_forever(options: EngineOptions, port: int) -> None:
     sock = _bind(port)
     logging.basicConfig(format="%(asctime)s %(message)s")
     logging.getLogger("local_llm").setLevel(logging.INFO)
-    server, _ = _server(options)
+    server, _ = _server(options, sock.getsockname()[1])
     server.run(sockets=[sock])
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from core.relevance import language_of
 from core.results import GraphExpansion, KGResult, LookupResult
-from prompts.framing import one_line, quoted
+from prompts.framing import quoted, quoted_document
 from prompts.hints import ALREADY_RETURNED
 
 
@@ -19,8 +19,9 @@ def lookup_text(result: LookupResult) -> str:
     lang = language_of(result.query)
     for role, docs in (("primary", result.primary), ("supplement", result.supplement)):
         for d in docs:
-            lines.append(f"\n[{role}] {one_line(d.title)} — {d.doc_key} (domain: {d.domain})")
-            lines.append(ALREADY_RETURNED[lang] if d.already_returned else quoted(d.content))
+            lines.append(f"\n[{role}]")
+            lines.append(quoted_document(d.title, d.doc_key, d.domain, ALREADY_RETURNED[lang] if d.already_returned
+                                         else d.content))
     return "\n".join(lines)
 
 
@@ -33,21 +34,22 @@ def kg_text(result: KGResult) -> str:
     lines += [f"warning: {w['knowledge_base_id']}: {w['message']}" for w in result.warnings]
     lines += [f"error: {e['knowledge_base_id']}: {e['error']}" for e in result.errors]
     edges = result.graph_data["edges"]
-    if edges:
+    if edges:  # entity names come from documents: quoted
         lines.append("graph:")
-        lines += [f"  {one_line(e['source'])} -{e['type']}-> {one_line(e['target'])}" for e in edges[:20]]
+        lines.append(quoted("\n".join(f"{e['source']} -{e['type']}-> {e['target']}" for e in edges[:20])))
     for hit in result.results:
-        lines.append(f"\n[{hit.relevance_level}] {one_line(hit.title)} — {hit.doc_key} ({', '.join(hit.knowledge_bases)})")
-        lines.append(ALREADY_RETURNED["zh" if zh else "en"] if hit.already_returned else quoted(hit.content))
+        lines.append(f"\n[{hit.relevance_level}] ({', '.join(hit.knowledge_bases)})")
+        lines.append(quoted_document(hit.title, hit.doc_key, hit.domain, ALREADY_RETURNED["zh" if zh else "en"]
+                                     if hit.already_returned else hit.content))
     return "\n".join(lines)
 
 
 def expansion_text(expansion: GraphExpansion) -> str:
     lines = [f"graph_expansion: {expansion.status} — {expansion.message}"]
-    if expansion.paths:
+    if expansion.paths:  # entity names come from documents: quoted
         lines.append("paths:")
-        lines += [f"  {one_line(p)}" for p in expansion.paths]
+        lines.append(quoted("\n".join(expansion.paths)))
     for d in expansion.documents:
-        lines.append(f"\n[graph] {one_line(d.title)} — {d.doc_key} (domain: {d.domain})")
-        lines.append(quoted(d.content))
+        lines.append("\n[graph]")
+        lines.append(quoted_document(d.title, d.doc_key, d.domain, d.content))
     return "\n".join(lines)

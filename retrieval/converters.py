@@ -42,14 +42,42 @@ def format_of(path: Path) -> str | None:
 
 
 def decode_text(data: bytes) -> str:
-    """UTF-8 (with or without BOM); anything else by charset detection, never a crash."""
+    """UTF-8 (with or without BOM); anything else by charset detection, never a crash. Bytes that are not
+    text at all (an image, an archive, random data under a .md name) are a ConversionError: parsed as text,
+    1 MB of them made thousands of chunks and "entities"."""
+    if data.startswith((b"\xff\xfe", b"\xfe\xff")):  # UTF-16 with its BOM: text whose bytes hold NULs
+        return _text_or_binary(data, data.decode("utf-16", errors="replace"), MAX_CONTROL_SHARE)
     try:
-        return data.decode("utf-8-sig")
+        # valid UTF-8 is text unless it is mostly control characters (a file of zeros): a stray NUL or escape
+        # sequence is cleaned later (retrieval/sanitize.py)
+        return _text_or_binary(data, data.decode("utf-8-sig"), MAX_CONTROL_SHARE_UTF8)
     except UnicodeDecodeError:
-        from charset_normalizer import from_bytes
+        pass
+    if b"\x00" in data[:BINARY_SNIFF]:  # not UTF-8 and holding NUL bytes: binary, as git decides
+        raise ConversionError(f"binary content{_kind(data)}, not text; skipped")
+    from charset_normalizer import from_bytes
 
-        best = from_bytes(data).best()
-        return str(best) if best is not None else data.decode("utf-8", errors="replace")
+    best = from_bytes(data).best()
+    text = str(best) if best is not None else data.decode("utf-8", errors="replace")
+    return _text_or_binary(data, text, MAX_CONTROL_SHARE)
+
+
+BINARY_SNIFF = 64 * 1024  # the characters looked at to tell text from binary
+MAX_CONTROL_SHARE_UTF8, MAX_CONTROL_SHARE = 0.1, 0.01  # control characters (or undecodable bytes) beyond these
+_MAGIC = {b"\x89PNG": "a PNG image", b"\xff\xd8\xff": "a JPEG image", b"GIF8": "a GIF image", b"PK\x03\x04": "a ZIP archive",
+          b"%PDF": "a PDF", b"\x7fELF": "an executable", b"\x1f\x8b": "gzip data", b"SQLite format 3": "a SQLite database"}
+
+
+def _text_or_binary(data: bytes, text: str, max_share: float) -> str:
+    sample = text[:BINARY_SNIFF]
+    controls = sum(1 for c in sample if (ord(c) < 32 and c not in "\t\n\r\f") or c == "\ufffd")
+    if sample and controls / len(sample) > max_share:
+        raise ConversionError(f"binary content{_kind(data)}, not text; skipped")
+    return text
+
+
+def _kind(data: bytes) -> str:
+    return next((f" ({name})" for magic, name in _MAGIC.items() if data.startswith(magic)), "")
 
 
 def convert(path: Path, fmt: str, data: bytes, max_unzipped_bytes: int) -> Converted:
@@ -107,14 +135,13 @@ def _check_office_archive(data: bytes, fmt: str, max_unzipped_bytes: int) -> str
     except (zipfile.BadZipFile, ValueError) as exc:
         raise ConversionError("corrupt archive (not a valid ZIP container)") from exc
     with archive:
-        # The declared sizes bound what zipfile will inflate (it stops at file_size), so summing
-        # them is a real bound, not a hint a hostile file could lie its way past.
-        unzipped = sum(info.file_size for info in archive.infolist())
-        if unzipped > max_unzipped_bytes:
-            raise ConversionError(
-                f"uncompressed size {unzipped / 1e6:,.0f} MB exceeds the {max_unzipped_bytes / 1e6:,.0f} MB bound "
-                f"(a zip bomb?)"
-            )
+        # The declared sizes are what the file says, and a hostile one under-declares them (zipfile's read()
+        # inflates up to 2 GB in one call before it compares): every member is inflated here, in small steps,
+        # counting what actually comes out, and the parsers run only on an archive that stayed within bounds.
+        declared = sum(info.file_size for info in archive.infolist())
+        if declared > max_unzipped_bytes:
+            raise ConversionError(_bomb(declared, max_unzipped_bytes))
+        _inflate_within(archive, max_unzipped_bytes)
         names = set(archive.namelist())
         if _OFFICE_MAIN_PART[fmt] not in names:
             raise ConversionError(f"not a {fmt.upper()} file (no {_OFFICE_MAIN_PART[fmt]} in the archive)")
@@ -124,6 +151,34 @@ def _check_office_archive(data: bytes, fmt: str, max_unzipped_bytes: int) -> str
             return _core_title(archive.read("docProps/core.xml"))
         except (zipfile.BadZipFile, OSError, ValueError) as exc:
             raise ConversionError("corrupt archive (a damaged member)") from exc
+
+
+def _bomb(size: int, bound: int) -> str:
+    return f"uncompressed size {size / 1e6:,.0f} MB exceeds the {bound / 1e6:,.0f} MB bound (a zip bomb?)"
+
+
+INFLATE_STEP = 1 << 20
+
+
+def _inflate_within(archive: zipfile.ZipFile, bound: int) -> None:
+    """Inflate every member 1 MB at a time, refusing the archive once more than `bound` bytes came out."""
+    total = 0
+    try:
+        for info in archive.infolist():
+            with archive.open(info) as member:
+                try:
+                    while chunk := member.read(INFLATE_STEP):
+                        total += len(chunk)
+                        if total > bound:
+                            raise ConversionError(_bomb(total, bound).replace("uncompressed size", "inflates past"))
+                finally:
+                    # zipfile stops at the declared size (and then finds the CRC wrong); a decompressor with more
+                    # to give means the header lied, and the parsers' read() would inflate the rest, 2 GB at once
+                    decompressor = getattr(member, "_decompressor", None)
+                    if decompressor is not None and getattr(decompressor, "eof", True) is False:
+                        raise ConversionError(f"{info.filename} inflates past the size it declares (a zip bomb?)")
+    except (zipfile.BadZipFile, zipfile.LargeZipFile, OSError, EOFError, NotImplementedError, ValueError) as exc:
+        raise ConversionError(f"corrupt archive (a damaged member: {exc.__class__.__name__})") from exc
 
 
 def _core_title(xml: bytes) -> str | None:

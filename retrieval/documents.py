@@ -15,15 +15,15 @@ from functools import cached_property
 
 import yaml
 
+from core import bounded_yaml
 from core.errors import InputError
 from retrieval.chunking import chunk_markdown, headings as markdown_headings
 from retrieval.doc_site import clean_doc_site
 from retrieval.sanitize import sanitize_line, sanitize_text
 
-# libyaml's C loader and dumper where PyYAML has them: the same data and the same text as the pure-Python
-# ones (compared on the sample KB, the Helm docs and synthetic pages), several times faster; reading
+# libyaml's C dumper (and loader, core/bounded_yaml.py) where PyYAML has them: the same text as the pure-Python
+# one (compared on the sample KB, the Helm docs and synthetic pages), several times faster; reading
 # front matter and hashing it was most of a re-ingest that found little changed
-_YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 _YAML_DUMPER = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
 
 
@@ -98,17 +98,30 @@ def folder_domain(doc_key: str) -> str:
 
 
 def _load_yaml(text: str):
-    return yaml.load(text, Loader=_YAML_LOADER)
+    # no aliases, bounded size and depth: a front matter cannot blow up or hang an ingest
+    return bounded_yaml.load(text, bounded_yaml.FRONT_MATTER)
+
+
+def _load_toml(text: str):
+    if len(text) > bounded_yaml.FRONT_MATTER.max_chars:
+        raise bounded_yaml.YamlBoundError(f"it is {len(text):,} characters; at most "
+                                          f"{bounded_yaml.FRONT_MATTER.max_chars:,} are read")
+    try:
+        return tomllib.loads(text)
+    except RecursionError as exc:  # tomllib nests by recursion: thousands of nested arrays
+        raise bounded_yaml.YamlBoundError("it nests too deeply") from exc
 
 
 def split_front_matter(text: str) -> tuple[dict, str, list[str]]:
     """(metadata, body, warnings): YAML (`---`, Jekyll, Docusaurus, Hugo) or TOML (`+++`, Hugo)."""
-    for pattern, load, kind in ((_YAML_FRONT, _load_yaml, "YAML"), (_TOML_FRONT, tomllib.loads, "TOML")):
+    for pattern, load, kind in ((_YAML_FRONT, _load_yaml, "YAML"), (_TOML_FRONT, _load_toml, "TOML")):
         match = pattern.match(text)
         if not match:
             continue
         try:
             meta = load(match.group(1)) or {}
+        except bounded_yaml.YamlBoundError as exc:
+            return {}, text[match.end():], [f"front matter ignored: {exc}"]
         except (yaml.YAMLError, tomllib.TOMLDecodeError, ValueError) as exc:
             return {}, text[match.end():], [f"front matter is not valid {kind} ({exc.__class__.__name__}); ignored"]
         if not isinstance(meta, dict):

@@ -95,6 +95,8 @@ def source_limits(settings) -> SourceLimits:
         max_file_bytes=int(settings.max_file_mb * MB),
         max_document_bytes=int(settings.max_document_mb * MB),
         max_unzipped_bytes=int(settings.max_unzipped_mb * MB),
+        convert_timeout_s=settings.convert_timeout_s,
+        convert_memory_bytes=int(settings.convert_memory_mb * MB),
     )
 
 
@@ -116,6 +118,7 @@ def ingest(
     embedder = rt.embedder
     vectors = rt.vectors
 
+    vectors.discard_unfinished(kb)  # what a rebuild killed half-way left
     recorded = vectors.recorded_embedder(kb)
     if recorded is not None and (recorded.get("embedder"), recorded.get("dim")) != (embedder.name, embedder.dim):
         if not rebuild:
@@ -132,7 +135,7 @@ def ingest(
     # catalog does not hold (a row from before it was kept) is read, as the graph build needs its text
     records = {} if full else {k: r for k, r in rt.catalog.file_records(kb).items() if r.has_body}
     known = {k: Known(r.file_stat, r.file_hash) for k, r in records.items()}
-    loaded = load_documents(Path(path), source_limits(rt.settings), known)
+    loaded = load_documents(Path(path), source_limits(rt.settings), known, progress=progress)
     read = loaded.documents
     changed = [d for d in read if full or d.doc_key not in existing or existing[d.doc_key].content_hash != d.content_hash]
     changed_keys = {d.doc_key for d in changed}
@@ -178,18 +181,20 @@ def ingest(
         except BackendError as exc:
             warnings.append(f"graph not built: {exc}")
 
-    if full and recorded is not None:
-        vectors.drop(kb)
-    if not vectors.has(kb):
-        warning = vectors.create(kb, embedder)
+    # a full re-embed of a KB that has vectors writes beside them: the old ones answer until the new are complete
+    target = vectors.staging(kb) if full and recorded is not None else kb
+    if not vectors.has(target):
+        warning = vectors.create(target, embedder)
         if warning:
             warnings.append(warning)
     stale = [d.doc_key for d in changed if d.doc_key in existing and not full] + removed
-    if stale:
+    if stale and target == kb:
         vectors.delete_docs(kb, stale)
     if rows:
-        vectors.upsert(kb, rows, embedder, matrix)
-    vectors.flush_and_load(kb)
+        vectors.upsert(target, rows, embedder, matrix)
+    vectors.flush_and_load(target)
+    if target != kb:
+        vectors.promote(kb, target)
 
     if kb_row is None:
         bundled = Path(path).resolve() == SAMPLE_KB_PATH.resolve()

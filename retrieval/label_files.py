@@ -11,6 +11,7 @@ from typing import TypeVar
 import yaml
 from pydantic import BaseModel, ValidationError
 
+from core import bounded_yaml
 from core.errors import InputError
 
 M = TypeVar("M", bound=BaseModel)
@@ -21,7 +22,9 @@ def load_label_list(path: Path, model: type[M], shape: str) -> list[M]:
     if not path.exists():
         raise InputError(f"{path}: no such file")
     try:
-        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+        raw = bounded_yaml.load(path.read_text(encoding="utf-8"), bounded_yaml.LABELS)
+    except (bounded_yaml.YamlBoundError, UnicodeDecodeError) as exc:
+        raise InputError(f"{path}: {exc}") from exc
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 1}" if mark else ""

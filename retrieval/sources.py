@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from core.errors import InputError
+from retrieval.conversion_worker import BoundedConverter
 from retrieval.converters import READ_AS_TEXT, SUPPORTED, ConversionError, convert, decode_text, format_of
 from retrieval import documents as parser  # its PARSER_VERSION read at each use, not copied at import
 from retrieval.documents import Document, check_doc_key, parse_text
@@ -46,6 +47,9 @@ class SourceLimits:
     max_file_bytes: int = 64 * MB  # read at most this much of one file
     max_document_bytes: int = 4 * MB  # of text, after conversion
     max_unzipped_bytes: int = 256 * MB  # an Office file inflated: the zip-bomb bound
+    # one conversion (PDF, Office, HTML): its time and memory, in a worker process (retrieval/conversion_worker.py)
+    convert_timeout_s: float = 120.0
+    convert_memory_bytes: int = 2048 * MB
 
 
 @dataclass(frozen=True)
@@ -210,12 +214,14 @@ def load_source(source: SourceFile, limits: SourceLimits) -> Document:
     return parse_source(source, read_regular_file(source.path, limits.max_file_bytes), limits)
 
 
-def parse_source(source: SourceFile, data: bytes, limits: SourceLimits) -> Document:
-    """The bytes of `source` as a Document (converted first when the format needs it)."""
+def parse_source(source: SourceFile, data: bytes, limits: SourceLimits, converter=None) -> Document:
+    """The bytes of `source` as a Document (converted first when the format needs it: by `converter`, a
+    `BoundedConverter`, when given, else in this process)."""
     if not source.converted:
         text, meta_title = decode_text(data), None
     else:
-        converted = convert(source.path, source.format, data, limits.max_unzipped_bytes)
+        converted = (converter.convert if converter is not None else convert)(
+            source.path, source.format, data, limits.max_unzipped_bytes)
         text, meta_title = converted.markdown, converted.title
     text = sanitize_text(text)
     size = len(text.encode("utf-8"))
@@ -229,21 +235,31 @@ def parse_source(source: SourceFile, data: bytes, limits: SourceLimits) -> Docum
     return parse_text(source.doc_key, text, source.format, meta_title)
 
 
-def load_documents(root: Path, limits: SourceLimits = SourceLimits(), known: dict[str, Known] | None = None) -> Loaded:
+def load_documents(root: Path, limits: SourceLimits = SourceLimits(), known: dict[str, Known] | None = None,
+                   progress: bool = False) -> Loaded:
     """Every readable document under `root`, with one warning per file that was not.
 
     With `known` (doc key -> what was recorded when it was last read), a file whose state is the recorded
     one is not opened, and one whose bytes hash as recorded is not converted: both are `unchanged`, not in
     `documents` (their warnings are the caller's to repeat)."""
     found = discover(root, limits)
-    known = known or {}
+    converter = BoundedConverter(limits.convert_timeout_s, limits.convert_memory_bytes)
+    try:
+        return _load(found, limits, known or {}, converter, progress)
+    finally:
+        converter.close()
+
+
+def _load(found: Discovery, limits: SourceLimits, known: dict[str, Known], converter, progress: bool) -> Loaded:
+    from tqdm import tqdm
+
     warnings = [f"{name}: {reason}" for name, reason in found.skipped]
     docs: list[Document] = []
     failed: set[str] = set()
     unchanged: set[str] = set()
     states: dict[str, FileState] = {}
     bytes_read = 0
-    for source in found.files:
+    for source in tqdm(found.files, desc="reading", unit="file", disable=not progress, leave=False):
         before = known.get(source.doc_key)
         if before is not None and before.file_stat == source.file_stat:
             unchanged.add(source.doc_key)
@@ -256,7 +272,7 @@ def load_documents(root: Path, limits: SourceLimits = SourceLimits(), known: dic
             if before is not None and before.file_hash == digest:
                 unchanged.add(source.doc_key)
             else:
-                doc = parse_source(source, data, limits)
+                doc = parse_source(source, data, limits, converter)
         except (ConversionError, OSError) as exc:
             warnings.append(f"{source.doc_key}: {exc if isinstance(exc, ConversionError) else _os_reason(exc)}")
             failed.add(source.doc_key)

@@ -21,6 +21,7 @@ from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column, sess
 
 from core.errors import BackendError
 from core.fs import private_file
+from stores.integrity import sqlite_damage
 
 
 def utcnow() -> datetime:
@@ -161,6 +162,7 @@ class Database:
         self.url = url
         path = url[len("sqlite:///"):] if url.startswith("sqlite:///") else ""
         if path and path != ":memory:":
+            _check_whole(Path(path))
             Path(path).parent.mkdir(parents=True, exist_ok=True)
             private_file(Path(path))  # session memory and the log: 0600 (SQLite gives its -wal/-shm the same)
         self.engine = _engine(url)
@@ -185,6 +187,19 @@ class Database:
             raise
         finally:
             s.close()
+
+
+def _check_whole(path: Path) -> None:
+    """A damaged database file is an error naming it, never a fresh database or "unknown knowledge base".
+    An empty file beside a Milvus Lite file that holds data is damaged too (a new home has neither)."""
+    damage = sqlite_damage(path)
+    if damage is None and path.is_file() and path.stat().st_size == 0:
+        vectors = path.with_name("milvus.db")
+        if vectors.is_file() and vectors.stat().st_size > 0:
+            damage = "it is empty (0 bytes) but the home holds vectors"
+    if damage is not None:
+        raise BackendError(f"the database {path} is damaged ({damage}): restore it from a backup, or move it "
+                           "away and run `executor ingest` again")
 
 
 SCHEMA_REVISION = "0008"  # the newest migration in stores/migrations/versions

@@ -155,6 +155,7 @@ class FalkorDBServer:
         ]
         if self.bolt_port:
             args += ["BOLT_PORT", str(int(self.bolt_port))]
+        seen = self.log_path.stat().st_size if self.log_path.exists() else 0
         try:  # umask: its pid file, log and append-only files are private (0600)
             proc = subprocess.run(args, capture_output=True, text=True, timeout=START_TIMEOUT_S, umask=0o077)
         except (OSError, subprocess.TimeoutExpired) as exc:
@@ -165,8 +166,21 @@ class FalkorDBServer:
         while time.monotonic() < deadline:
             if self.ping():
                 return
+            self._check_loading(seen)
             time.sleep(0.05)
         raise BackendError(f"FalkorDB did not come up within {START_TIMEOUT_S:.0f} s; see {self.log_path}")
+
+    def _check_loading(self, seen: int) -> None:
+        """A damaged append-only file: redis says so in its log and exits; that is the error, not a timeout."""
+        try:
+            with open(self.log_path, "rb") as fh:
+                fh.seek(seen)
+                said = fh.read(1 << 20).decode("utf-8", "replace")
+        except OSError:
+            return
+        if "Bad file format reading the append only file" in said or "Unrecoverable error" in said:
+            raise BackendError(f"the graph under {self.folder} is damaged (its append-only file cannot be read; "
+                               f"see {self.log_path}): move the folder away and run `executor ingest` again")
 
     def stop(self, timeout_s: float = 10.0) -> bool:
         """Shut the server down (the AOF is flushed); returns whether one was running."""

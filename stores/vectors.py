@@ -14,10 +14,13 @@ from __future__ import annotations
 import fcntl
 import json
 import logging
+import re
+import shutil
 import subprocess
 import threading
 import time
 import warnings
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator, Protocol
@@ -26,12 +29,16 @@ import numpy as np
 
 from core.errors import BackendError, display_url, first_line
 from core.fs import HeldLock, private_umask, stderr_to
+from stores.integrity import sqlite_damage
 from stores.embedders import Embedder
+
+DISK_FULL_BYTES = 4 << 20  # less free than this under a Lite file whose write failed: the disk is full
 
 # milvus-lite 2.5.1 imports pkg_resources (hence setuptools<81), which warns on every start.
 warnings.filterwarnings("ignore", message="pkg_resources is deprecated", category=UserWarning)
 
 TEXT_MAX = 16_384
+GENERATION, DONE = "_G", "_DONE"  # a rebuild's collection, and its mark of completion (collection_name)
 DESCRIPTION_PREFIX = "executor:"
 OUTPUT_FIELDS = ["chunk_id", "doc_key", "chunk_index", "domain", "title", "text", "dense"]
 # sparse vectors came with Milvus 2.4, the BM25 function with 2.5; older servers (2.3 is still in the field)
@@ -89,6 +96,13 @@ class VectorStore(Protocol):
         """Create the KB's collection; a warning when the backend cannot keep the lexical half."""
 
     def drop(self, kb: str) -> None: ...
+
+    def staging(self, kb: str) -> str:
+        """A key to rebuild `kb` under; its writes become the KB's only at `promote`."""
+
+    def promote(self, kb: str, staging: str) -> None: ...
+
+    def discard_unfinished(self, kb: str) -> None: ...
 
     # -- writes
     def delete_docs(self, kb: str, doc_keys: list[str]) -> None: ...
@@ -189,10 +203,12 @@ class MilvusVectorStore:
         self._opening = threading.Lock()  # held while the client is being opened, by any thread
         self._opener: threading.Thread | None = None
         self._lock = HeldLock(self.lock_path) if self.is_lite else None
+        self._log_seen: tuple[Path, int] | None = None  # the Lite server's log, and its size when it started
         self._lexical: dict[str, bool] = {}  # kb -> whether its collection has the sparse half
         # kb -> its collection's recorded embedder, Lite only: a Lite file has one process at a time, this
         # one, so only create() and drop() here change it (a server's collections can change under us)
         self._recorded: dict[str, dict | None] = {}
+        self._live: dict[str, str] = {}  # kb -> the collection holding its vectors (Lite only; see collection_name)
 
     # -- connection ---------------------------------------------------------
     @property
@@ -232,8 +248,12 @@ class MilvusVectorStore:
         try:
             if _lite_lock_taken(path):  # a process without our lock (e.g. a bare pymilvus) has the file
                 raise BackendError(self._locked_message())
+            damage = sqlite_damage(path)  # Milvus Lite keeps its data in SQLite, and loads a damaged file as empty
+            if damage is not None:
+                raise BackendError(self._damaged_message(damage))
             log = path.with_name(f"{path.name}.log")
             seen = log.stat().st_size if log.exists() else 0
+            self._log_seen = (log, seen)
             _start_lite_when_listening()
             # the Lite server and the files it creates are private to their owner; its own log lines go
             # to a file beside it, not to the terminal
@@ -246,6 +266,26 @@ class MilvusVectorStore:
             self._lock.release()
             raise
 
+    def _damaged_message(self, why: str) -> str:
+        return (f"cannot open the Milvus Lite file {self.uri}: it is damaged ({why}); move it away and run "
+                "`executor ingest` again")
+
+    def _check_loaded(self, hits: list) -> list:
+        """No hits from Lite: did its server fail to load the collection's data? It logs that and then answers
+        every search with nothing, which must not read as "nothing found"."""
+        if hits or not self.is_lite or self._log_seen is None:
+            return hits
+        log, seen = self._log_seen
+        try:
+            with open(log, "rb") as fh:
+                fh.seek(seen)
+                said = fh.read(1 << 20).decode("utf-8", "replace")
+        except OSError:
+            return hits
+        if "Load data failed" in said or "malformed" in said:
+            raise BackendError(self._damaged_message("its data cannot be loaded; see " + str(log)))
+        return hits
+
     def _locked_message(self) -> str:
         return (f"cannot open the Milvus Lite file {self.uri}: another process has it open "
                 "(a Lite file allows one process at a time); stop it, or set MILVUS_URI to a Milvus server")
@@ -254,6 +294,9 @@ class MilvusVectorStore:
         from pymilvus import MilvusClient
         from pymilvus.exceptions import MilvusException
 
+        # pymilvus logs every failed call with its traceback (per retry) before raising it: the error is ours
+        # to say (its import configures this logger, so it is quietened after the import)
+        logging.getLogger("pymilvus").setLevel(logging.CRITICAL)
         root = logging.getLogger()
         level = root.level
         # milvus-lite logs its own copy of an open error on the root logger; ours says what to do.
@@ -283,8 +326,7 @@ class MilvusVectorStore:
         except OSError:
             said = ""
         if "not a database" in said or "malformed" in said:
-            return (f"cannot open the Milvus Lite file {self.uri}: it is damaged or not a Milvus Lite file "
-                    "(move it away and re-ingest)")
+            return self._damaged_message("not a Milvus Lite file")
         if "Init milvus failed" in said or "Open local milvus failed" in str(exc):
             return f"cannot open the Milvus Lite file {self.uri}: milvus-lite did not start; see {log}"
         return str(exc)
@@ -306,9 +348,57 @@ class MilvusVectorStore:
         # our lock stays held: pymilvus keeps the Lite server of this file running until the process ends
 
     # -- collections --------------------------------------------------------
-    @staticmethod
-    def collection_name(kb: str) -> str:
-        return f"kb_{kb}"
+    # A rebuild fills a collection of its own, `kb_<kb>_G<n>`, and marks it complete with an empty collection
+    # `kb_<kb>_G<n>_DONE` (creating a collection is atomic; Milvus Lite can neither rename nor alias one). The
+    # KB's vectors are its newest complete generation, else `kb_<kb>`: a rebuild killed at any point leaves the
+    # old ones answering. Upper case: no KB name has it (core.validation.KB_NAME).
+    def collection_name(self, kb: str) -> str:
+        if GENERATION in kb:  # a rebuild's own key (`staging`)
+            return f"kb_{kb}"
+        live = self._live.get(kb)
+        if live is None:
+            gens = self._generations(kb)
+            done = [n for n, complete in gens.items() if complete]
+            live = f"kb_{kb}{GENERATION}{max(done)}" if done else f"kb_{kb}"
+            if self.is_lite:  # one process per Lite file: only this one changes it
+                self._live[kb] = live
+        return live
+
+    def _collections_of(self, kb: str) -> list[str]:
+        pattern = re.compile(rf"kb_{re.escape(kb)}(?:{GENERATION}\d+(?:{DONE})?)?")
+        return [n for n in self.client.list_collections(**self._kw()) if pattern.fullmatch(n)]
+
+    def _generations(self, kb: str) -> dict[int, bool]:
+        """The KB's rebuild generations -> whether each is complete."""
+        names = set(self._collections_of(kb))
+        prefix = f"kb_{kb}{GENERATION}"
+        return {int(n[len(prefix):]): f"{n}{DONE}" in names
+                for n in names if n.startswith(prefix) and not n.endswith(DONE)}
+
+    def staging(self, kb: str) -> str:
+        """A key to rebuild `kb` under: a collection of its own (created, written and loaded like a KB's), which
+        becomes the KB's vectors only when `promote` is called. What an interrupted rebuild left is dropped."""
+        self.discard_unfinished(kb)
+        return f"{kb}{GENERATION}{max(self._generations(kb), default=0) + 1}"
+
+    def promote(self, kb: str, staging: str) -> None:
+        """The rebuild under `staging` is complete: it becomes the KB's vectors, and the old ones are dropped."""
+        new = self.collection_name(staging)
+        self.client.create_collection(new + DONE, dimension=2, **self._kw())  # the one step that switches
+        self._live[kb] = new
+        self._recorded.pop(kb, None)
+        self._lexical.pop(kb, None)
+        for name in self._collections_of(kb):
+            if name not in (new, new + DONE):
+                self.client.drop_collection(name, **self._kw())
+        if not self.is_lite:
+            self._live.pop(kb, None)
+
+    def discard_unfinished(self, kb: str) -> None:
+        """Drop what a rebuild killed half-way left behind (it never became the KB's vectors)."""
+        for n, complete in self._generations(kb).items():
+            if not complete:
+                self.client.drop_collection(f"kb_{kb}{GENERATION}{n}", **self._kw())
 
     def has(self, kb: str) -> bool:
         return self.client.has_collection(self.collection_name(kb))
@@ -402,17 +492,22 @@ class MilvusVectorStore:
                 f"knowledge base {kb!r} is searched by dense vectors only (no keyword half in hybrid search)")
 
     def drop(self, kb: str) -> None:
+        """The KB's vectors, every generation of them."""
         self._lexical.pop(kb, None)
         self._recorded.pop(kb, None)
-        if self.has(kb):
-            self.client.drop_collection(self.collection_name(kb))
+        self._live.pop(kb, None)
+        names = [self.collection_name(kb)] if GENERATION in kb else self._collections_of(kb)
+        for name in names:
+            if self.client.has_collection(name):
+                self.client.drop_collection(name)
 
     # -- writes -------------------------------------------------------------
     def delete_docs(self, kb: str, doc_keys: list[str]) -> None:
         for i in range(0, len(doc_keys), 200):
             batch = doc_keys[i : i + 200]
             expr = f"doc_key in [{', '.join(_literal(k) for k in batch)}]"
-            self.client.delete(self.collection_name(kb), filter=expr, **self._kw())
+            with self._writing(kb):
+                self.client.delete(self.collection_name(kb), filter=expr, **self._kw())
 
     def upsert(self, kb: str, rows: list[dict], embedder: Embedder, vectors: np.ndarray) -> None:
         lexical = embedder.lexical_weights([r["text"] for r in rows]) if embedder.has_lexical_weights else None
@@ -431,13 +526,33 @@ class MilvusVectorStore:
             if lexical is not None and self.has_lexical(kb):
                 item["sparse"] = lexical[i] or {0: 0.0}
             data.append(item)
-        for i in range(0, len(data), 500):
-            self.client.upsert(self.collection_name(kb), data[i : i + 500], **self._kw())
+        with self._writing(kb):
+            for i in range(0, len(data), 500):
+                self.client.upsert(self.collection_name(kb), data[i : i + 500], **self._kw())
 
     def flush_and_load(self, kb: str) -> None:
         name = self.collection_name(kb)
-        self.client.flush(name, **self._kw())
-        self.client.load_collection(name, **self._kw())
+        with self._writing(kb):
+            self.client.flush(name, **self._kw())
+            self.client.load_collection(name, **self._kw())
+
+    @contextmanager
+    def _writing(self, kb: str):
+        """A failed write as one line that says why when it can tell: a full disk above all (Lite answers it with
+        "Unexpected error in RPC handling", and pymilvus logs a traceback per retry)."""
+        from pymilvus.exceptions import MilvusException
+
+        try:
+            yield
+        except MilvusException as exc:
+            where = f"the Milvus Lite file {self.uri}" if self.is_lite else f"Milvus at {display_url(self.uri)}"
+            if self.is_lite:
+                free = shutil.disk_usage(Path(self.uri).parent).free
+                if free < DISK_FULL_BYTES:
+                    raise BackendError(f"cannot write {where}: the disk is full ({free // 1024} kB free); free some "
+                                       f"space and run `executor ingest` again") from exc
+            raise BackendError(f"cannot write knowledge base {kb!r} to {where}: "
+                               f"{first_line(getattr(exc, 'message', None) or exc)}") from exc
 
     def count(self, kb: str) -> int:
         name = self.collection_name(kb)
@@ -462,7 +577,7 @@ class MilvusVectorStore:
         result = self.client.hybrid_search(
             name, [dense, sparse], RRFRanker(60), limit=limit, output_fields=OUTPUT_FIELDS, **self._kw()
         )
-        return [self._hit(h["entity"], vector, rank) for rank, h in enumerate(result[0])]
+        return self._check_loaded([self._hit(h["entity"], vector, rank) for rank, h in enumerate(result[0])])
 
     def lexical_search(
         self, kb: str, query: str, vector: np.ndarray, embedder: Embedder, limit: int
@@ -507,7 +622,7 @@ class MilvusVectorStore:
             search_params={"metric_type": "L2"},
             **self._kw(),
         )
-        return [self._hit(h["entity"], vector, rank) for rank, h in enumerate(result[0])]
+        return self._check_loaded([self._hit(h["entity"], vector, rank) for rank, h in enumerate(result[0])])
 
     def document_text(self, kb: str, doc_key: str) -> str:
         """A document's chunks in order, joined (for quoting a sentence the chunk sent did not hold)."""

@@ -15,7 +15,7 @@ import uuid
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable
 
-from agent.commands.common import KbOpt, SessionOpt, console, err_console
+from agent.commands.common import KbOpt, SessionOpt, console, err_console, session_or_new
 from agent.commands.turns import LiveTrace, Turns, summary_lines
 from core.errors import ExecutorError, describe, printable, terminal_safe
 
@@ -184,7 +184,7 @@ def chat(session: SessionOpt = None, kb: KbOpt = "sample"):
         except BaseException:
             turns.close()
             raise
-    state = Chat(turns=turns, session=session or f"chat-{uuid.uuid4().hex[:12]}", kb=kb)
+    state = Chat(turns=turns, session=session_or_new(session, "chat"), kb=kb)
     with turns:
         state.say(f"session {state.session} · {turns.mode} mode · knowledge base {kb} · "
                   "/help for commands, Ctrl-C cancels an answer, Ctrl-D quits")

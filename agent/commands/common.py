@@ -36,6 +36,17 @@ SessionArg = Annotated[str, typer.Argument(help="the session id (as given to --s
 KbArg = Annotated[str, typer.Argument(help="knowledge base name")]
 
 
+def session_or_new(session: str | None, prefix: str) -> str:
+    """The session given, or a new one when none was; an empty `--session ""` is a mistake, not "new"."""
+    if session is None:
+        import uuid
+
+        return f"{prefix}-{uuid.uuid4().hex[:12]}"
+    if not session.strip():
+        raise InputError("--session is empty: give a session id, or leave the option out for a new session")
+    return session
+
+
 def sub_app(**kwargs) -> typer.Typer:
     """A Typer app with the conventions of every `executor` command: -h, completion, help text taken literally
     (rich markup off, so `[doc_key, ...]` in a help text prints as written)."""

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import uuid
 from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
 
-from agent.commands.common import GradingOpt, JsonOpt, KbArg, check_grading, SessionOpt, console, csv_list, echo, print_json, runtime, sub_app, write_text
-from core.errors import ExecutorError
+from agent.commands.common import GradingOpt, JsonOpt, KbArg, check_grading, SessionOpt, console, csv_list, echo, print_json, runtime, sub_app, write_text, session_or_new
+from core.errors import ExecutorError, printable
 
 kb_app = sub_app(help="Create, list, show and drop knowledge bases.")
 
@@ -91,7 +90,7 @@ def kb_list(as_json: JsonOpt = False):
         typer.echo("no knowledge bases yet: run `executor ingest` or `executor kb create`")
     for r in rows:
         typer.echo(f"{r['name']}: {r['documents']} documents, {'graph' if r['has_graph_config'] else 'no graph'}"
-                   + (f" — {r['description']}" if r["description"] else ""))
+                   + (f" — {printable(r['description'])}" if r["description"] else ""))
 
 
 @kb_app.command("show")
@@ -138,7 +137,8 @@ def _print_kb(info: dict) -> None:
         graph_text = f"unavailable: {graph['error']}"
     else:
         graph_text = ", ".join(f"{v} {k}" for k, v in (graph or {}).items())
-    table = Table(title=info["name"] + (f" — {info['description']}" if info["description"] else ""),
+    # a description (and a source path) is whatever someone set: escape sequences in it are shown, not obeyed
+    table = Table(title=info["name"] + (f" — {printable(info['description'])}" if info["description"] else ""),
                   show_header=False, title_justify="left")
     table.add_column(style="bold")
     table.add_column()
@@ -154,7 +154,7 @@ def _print_kb(info: dict) -> None:
         ("revision", str(info["revision"])),
         ("created", info["created_at"]),
     ):
-        table.add_row(key, value)
+        table.add_row(key, printable(value))
     console.print(table, highlight=False, markup=False)
 
 
@@ -189,7 +189,7 @@ def kg(
 
     with runtime("lookup") as rt:  # a person calling the tool directly, like `lookup`
         rt.start_loading()
-        session = session or f"kg-{uuid.uuid4().hex[:12]}"
+        session = session_or_new(session, "kg")
         # the tool's own path (and its tool_invocation row); the service checks the arguments with its own messages
         args = query_knowledge_graph.model_construct(knowledge_base_ids=csv_list(kb), query=query)
         out = run(KG_QUERY, ToolCall(rt, session), args)

@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import sys
-import uuid
 from contextlib import ExitStack
 from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
 
-from agent.commands.common import GradingOpt, JsonOpt, KbOpt, SessionArg, check_grading, console, echo, print_json, runtime, sub_app
+from agent.commands.common import GradingOpt, JsonOpt, KbOpt, SessionArg, check_grading, console, echo, print_json, runtime, sub_app, session_or_new
 
 session_app = sub_app(help="Inspect or clear a session's action memory.")
 
@@ -122,7 +121,7 @@ def lookup(
 
     with runtime("lookup") as rt:
         rt.start_loading(segmenter=not query.isascii())  # only non-ASCII text is cut by jieba
-        session = session or f"cli-{uuid.uuid4().hex[:12]}"
+        session = session_or_new(session, "cli")
         # the tool's own path (and its tool_invocation row); the lookup checks the arguments with its own messages
         args = lookup_knowledge.model_construct(query=query, missing_dimension=missing_dimension)
         out = run(LOOKUP, ToolCall(rt, session, kb), args)

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import uuid
 from contextlib import ExitStack
 from typing import Annotated
 
 import typer
 
-from agent.commands.common import JsonOpt, KbOpt, SessionOpt, console, echo, print_json, runtime
+from agent.commands.common import JsonOpt, KbOpt, SessionOpt, console, echo, print_json, runtime, session_or_new
 from core.errors import terminal_safe
 from tools.registry import KG_QUERY, LOOKUP, NAVIGATE
 
@@ -160,7 +159,7 @@ def ask(
     as_json: JsonOpt = False,
 ):
     """Answer one question through the executor graph (LLM if configured, else offline)."""
-    session = session or f"ask-{uuid.uuid4().hex[:12]}"
+    session = session_or_new(session, "ask")
     streamed: list[str] = []
     with Turns("ask") as turns:
         turns.check_kb(kb)

@@ -35,9 +35,9 @@ def spy(monkeypatch):
         seen["read"].append(path.name)
         return read(path, max_bytes)
 
-    def parsing(source, data, limits):
+    def parsing(source, data, limits, converter=None):
         seen["parsed"].append(source.path.name)
-        return parse(source, data, limits)
+        return parse(source, data, limits, converter)
 
     monkeypatch.setattr(sources, "read_regular_file", reading)
     monkeypatch.setattr(sources, "parse_source", parsing)

@@ -42,3 +42,10 @@ def test_broken_config_file_is_a_clear_error(monkeypatch, tmp_path):
     monkeypatch.setenv("EXECUTOR_CONFIG", str(cfg))
     with pytest.raises(ExecutorError, match="not valid YAML"):
         Settings()
+
+
+def test_thresholds_that_do_not_fit_together_name_the_variable_that_set_them():
+    from core.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="EXECUTOR_REFERENCE_THRESHOLD"):
+        Settings(reference_threshold=0.99).thresholds("use-multilingual-v3", "similarity")

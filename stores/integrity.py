@@ -1,0 +1,45 @@
+"""Is a SQLite file (the application database, a Milvus Lite file) whole? Checked when it is opened, so that a
+damaged file is reported as damaged, never read as an empty or unknown knowledge base."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+SQLITE_HEADER = b"SQLite format 3\x00"
+
+
+def sqlite_damage(path: Path) -> str | None:
+    """Why the SQLite file at `path` is damaged (one line), or None when it is whole or missing.
+
+    `PRAGMA quick_check` reads every page and checks the b-trees (not the indexes' contents): a few ms for
+    the files a home holds, and it finds a truncated file or overwritten pages, which SQLite itself reports
+    only when a query happens to touch them (and a missing table then reads as "no rows")."""
+    path = Path(path)
+    try:
+        with open(path, "rb") as fh:
+            header = fh.read(len(SQLITE_HEADER))
+    except FileNotFoundError:
+        return None
+    except IsADirectoryError:
+        return "it is a folder, not a file"
+    except OSError as exc:
+        return f"it cannot be read ({exc.strerror})"
+    if not header:
+        return None  # an empty file: the caller decides whether that is new or damaged
+    if header != SQLITE_HEADER:
+        return "it is not a SQLite file"
+    try:
+        conn = sqlite3.connect(f"{path.absolute().as_uri()}?mode=ro", uri=True, timeout=15)
+        try:
+            rows = conn.execute("PRAGMA quick_check(1)").fetchall()
+        finally:
+            conn.close()
+    except sqlite3.OperationalError as exc:
+        # locked or busy (another process writing), or not openable (permissions): not damage; the real open
+        # that follows says what it is
+        return str(exc) if "malformed" in str(exc) or "not a database" in str(exc) else None
+    except sqlite3.DatabaseError as exc:
+        return str(exc)
+    said = rows[0][0] if rows else "no answer to an integrity check"
+    return None if said == "ok" else " ".join(str(said).replace("*** in database main ***", "").split())

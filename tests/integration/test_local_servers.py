@@ -1,0 +1,152 @@
+"""Local HTTP servers a web page (or the network) could use (issue 30): `executor mcp --http` and the local model
+endpoint check Host (whole), Origin, a token beyond loopback, and bound bodies before reading them."""
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+
+import pytest
+
+from conftest import REPO, free_port, ingested_home, run_cli, stop_process
+
+TOKEN = "t0ken-for-the-tests-0123456789"
+INIT = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
+        "params": {"protocolVersion": "2025-03-26", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}
+
+
+def raw_request(port: int, head: str, body: bytes = b"", host: str = "127.0.0.1") -> tuple[int, bytes]:
+    """One HTTP/1.1 request over a plain socket (any Host header, any Content-Length): (status, response)."""
+    with socket.create_connection((host, port), timeout=30) as sock:
+        sock.sendall(head.encode("latin-1") + b"\r\n" + body)
+        data = b""
+        while b"\r\n\r\n" not in data:
+            chunk = sock.recv(65536)
+            if not chunk:
+                break
+            data += chunk
+    return int(data.split(b" ", 2)[1]), data
+
+
+def post(port: int, host_header: str, body: bytes, extra: str = "", path: str = "/mcp",
+         content_type: str = "application/json") -> int:
+    head = (f"POST {path} HTTP/1.1\r\nHost: {host_header}\r\nContent-Type: {content_type}\r\n"
+            f"Accept: application/json, text/event-stream\r\nContent-Length: {len(body)}\r\n{extra}")
+    return raw_request(port, head, body)[0]
+
+
+@pytest.fixture(scope="module")
+def home(tmp_path_factory):
+    home = ingested_home(tmp_path_factory, "servers-home")
+    yield home
+    run_cli(home, "graph", "stop")
+
+
+def start_mcp(home, log, *args):
+    port = free_port()
+    env = {**os.environ, "EXECUTOR_HOME": str(home)}
+    proc = subprocess.Popen([sys.executable, "-m", "agent.cli", "mcp", "--http", "--port", str(port), *args],
+                            env=env, cwd=REPO, stdout=log, stderr=subprocess.STDOUT)
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        assert proc.poll() is None, "the server exited"
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            return proc, port
+        except OSError:
+            time.sleep(0.3)
+    proc.kill()
+    pytest.fail("executor mcp --http did not listen")
+
+
+def test_a_non_loopback_bind_without_a_token_refuses_to_start(home):
+    for host in ("0.0.0.0", "127.0.0.2"):
+        r = run_cli(home, "mcp", "--http", "--host", host, "--port", str(free_port()), timeout=60)
+        assert r.returncode == 2 and "token" in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr
+
+
+def test_the_loopback_mcp_server_parses_host_strictly_and_bounds_bodies(home, tmp_path):
+    log = open(tmp_path / "server.log", "w")
+    proc, port = start_mcp(home, log)
+    try:
+        body = json.dumps(INIT).encode()
+        assert post(port, f"127.0.0.1:{port}", body) == 200
+        assert post(port, f"127.0.0.1:{port}@evil.example", body) == 421
+        assert post(port, "evil.example", body) == 421
+        assert post(port, f"127.0.0.1:{port}", body, extra="Origin: http://evil.example\r\n",
+                    content_type="text/plain") == 403
+        # 200 MB announced: refused on the headers, before any of it is read
+        started = time.monotonic()
+        status, _ = raw_request(port, f"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nContent-Type: "
+                                      f"application/json\r\nContent-Length: {200 << 20}\r\n", b"{")
+        assert status == 413 and time.monotonic() - started < 10
+        for junk in (b"{not json", b"\xff\xfe", b"[]", json.dumps({"jsonrpc": "2.0", "id": 2, "method": "x"}).encode()):
+            post(port, f"127.0.0.1:{port}", junk)
+        # an event stream open when Ctrl-C comes (the MCP SDK logged "Error in standalone SSE writer")
+        status, data = raw_request(port, f"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nContent-Type: "
+                                         f"application/json\r\nAccept: application/json, text/event-stream\r\n"
+                                         f"Content-Length: {len(body)}\r\n", body)
+        session = next(line.split(b":", 1)[1].strip().decode() for line in data.split(b"\r\n")
+                       if line.lower().startswith(b"mcp-session-id:"))
+        stream = socket.create_connection(("127.0.0.1", port))
+        stream.sendall(f"GET /mcp HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nAccept: text/event-stream\r\n"
+                       f"mcp-session-id: {session}\r\n\r\n".encode())
+        time.sleep(1)
+    finally:
+        proc.send_signal(2)  # Ctrl-C
+        proc.wait(timeout=30)
+        log.close()
+    stream.close()
+    said = (tmp_path / "server.log").read_text()  # what reached the terminal
+    assert "Traceback" not in said and "Error in" not in said and "ERROR" not in said, said[-3000:]
+
+
+def test_a_non_loopback_server_needs_its_token_and_keeps_the_host_check(home, tmp_path):
+    log = open(tmp_path / "server.log", "w")
+    proc, port = start_mcp(home, log, "--host", "0.0.0.0", "--token", TOKEN)
+    try:
+        body = json.dumps(INIT).encode()
+        assert post(port, f"127.0.0.1:{port}", body) == 401
+        assert post(port, f"127.0.0.1:{port}", body, extra="Authorization: Bearer wrong\r\n") == 401
+        assert post(port, f"127.0.0.1:{port}", body, extra=f"Authorization: Bearer {TOKEN}\r\n") == 200
+        assert post(port, "evil.example", body, extra=f"Authorization: Bearer {TOKEN}\r\n") == 421
+    finally:
+        stop_process(proc, log)
+
+
+# -- the local model endpoint ---------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def endpoint():
+    from test_local_llm import HAS_ENGINE, HAS_MODEL
+
+    if not (HAS_ENGINE and HAS_MODEL):
+        pytest.skip("needs the local-llm extra and the bundled model (make setup installs both)")
+    from core.settings import Settings
+    from local_llm.serve import LocalEndpoint, engine_options
+
+    with LocalEndpoint(engine_options(Settings(local_model_threads=1, local_model_ctx=2048), "bundled")) as ep:
+        yield ep
+
+
+def test_the_local_model_endpoint_checks_host_origin_and_body_size(endpoint):
+    port = endpoint.port
+    chat = json.dumps({"model": endpoint.options.alias, "max_tokens": 16,
+                       "messages": [{"role": "user", "content": "hi"}]}).encode()
+    assert post(port, "evil.example", chat, path="/v1/chat/completions") == 421
+    assert post(port, f"127.0.0.1:{port}@evil.example", chat, path="/v1/chat/completions") == 421
+    assert post(port, f"127.0.0.1:{port}", chat, path="/v1/chat/completions", content_type="text/plain",
+                extra="Origin: http://evil.example\r\n") == 403
+    status, _ = raw_request(port, f"POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n"
+                                  f"Content-Type: application/json\r\nContent-Length: {200 << 20}\r\n", b"{")
+    assert status == 413
+    assert raw_request(port, f"GET /health HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n")[0] == 200
+
+
+def test_llama_cpps_own_port_does_not_answer_without_the_key(endpoint):
+    from urllib.parse import urlsplit
+
+    internal = urlsplit(endpoint.service.engine.base_url).port
+    body = json.dumps({"prompt": "hi", "n_predict": 4}).encode()
+    assert post(internal, f"127.0.0.1:{internal}", body, path="/completion") == 401
