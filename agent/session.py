@@ -9,6 +9,7 @@ from langchain_core.messages import AIMessage, AIMessageChunk, HumanMessage, Too
 from pydantic import BaseModel
 
 from agent.routing import recursion_limit
+from nodes.common import text_of
 from nodes.state import Context
 from tools.registry import LOOKUP
 from core.validation import check_session_id, clean_query
@@ -52,12 +53,12 @@ def run_turn(
             chunk, meta = payload
             if on_token and isinstance(chunk, AIMessageChunk) and meta.get("langgraph_node") in ("executor", "answer"):
                 if chunk.content and not chunk.tool_call_chunks:
-                    on_token(str(chunk.content))
+                    on_token(text_of(chunk))
             continue
         for node, update in (payload or {}).items():
             for message in (update or {}).get("messages", []) or []:
                 if getattr(message, "type", "") == "tool":
-                    tool_chars += len(str(message.content))
+                    tool_chars += len(text_of(message))
             if on_update:
                 on_update(node, update or {})
     state = app.get_state(config).values
