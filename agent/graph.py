@@ -52,7 +52,7 @@ def build_graph(services: ToolServices, expand: Callable[[LookupResult], GraphEx
     graph.add_node("executor", make_executor(model, services.catalog))
     graph.add_node("guard", make_guard(services.log))
     graph.add_node("call_tools", make_call_tools(services))
-    graph.add_node("graph_expand", make_graph_expand(expand))
+    graph.add_node("graph_expand", make_graph_expand(expand, services.memory))
     graph.add_node("answer", make_answer(model, mode, read_document=read_document))
     graph.add_node("fail", fail)
 

@@ -39,15 +39,18 @@ def run_turn(
     on_update: Callable[[str, dict], None] | None = None,
     on_token: Callable[[str], None] | None = None,
     max_query_chars: int = 2000,
+    as_blocks: bool = False,
 ) -> TurnResult:
-    """Run one turn; `on_update(node, update)` sees each node's output, `on_token` the answer as it streams."""
+    """Run one turn; `on_update(node, update)` sees each node's output, `on_token` the answer as it streams.
+    `as_blocks`: send the question as a text content block, as LangChain's chat UI does (the eval checks both
+    shapes read the same)."""
     question = clean_query(question, max_query_chars)
     check_session_id(session)
     config = {"configurable": {"thread_id": session}, "recursion_limit": recursion_limit(context)}
     started = time.perf_counter()
     tool_chars = 0
     for kind, payload in app.stream(
-        {"messages": [HumanMessage(question)]}, config, context=context, stream_mode=["updates", "messages"]
+        {"messages": [HumanMessage([{"type": "text", "text": question}] if as_blocks else question)]}, config, context=context, stream_mode=["updates", "messages"]
     ):
         if kind == "messages":
             chunk, meta = payload

@@ -6,7 +6,9 @@ what a run takes (`ExecutorInput`, the user's message), the session
 `begin_turn` when a new user message arrives). A run returns `ExecutorOutput`
 (the full state stays readable through the thread). What the session already
 retrieved (documents, domains, levels, earlier lookups) is not state: the
-rules read it from the action memory (SQL), which MCP calls share. Context
+rules read it from the action memory (SQL), which MCP calls share; the state
+holds a mark of it (`memory`), so a run from an earlier checkpoint sees the
+memory of that checkpoint (nodes/memory_branch.py). Context
 holds the per-run knobs Studio shows as a form.
 """
 
@@ -45,6 +47,9 @@ class SessionState(TypedDict, total=False):
     # doc_key -> the evidence a document gave when it was sent: what a later turn answers from
     # when its lookups point at documents the session already has (they are not sent again)
     session_evidence: dict[str, dict]
+    # what the action memory held at this checkpoint (session, lookup ids, sent documents): a run resumed from
+    # here uses exactly that memory (nodes/memory_branch.py)
+    memory: dict
 
 
 class TurnState(TypedDict, total=False):
