@@ -24,6 +24,9 @@ def lookup_text(result: LookupResult) -> str:
     return "\n".join(lines)
 
 
+KG_EDGES_SHOWN = 20  # edges of a query_knowledge_graph result the text lists
+
+
 def kg_text(result: KGResult) -> str:
     zh = language_of(result.query) == "zh"
     counts = ", ".join(f"{k} ({n})" for k, n in result.kb_counts.items()) or "no knowledge base"
@@ -32,8 +35,10 @@ def kg_text(result: KGResult) -> str:
     lines += [f"error: {e['knowledge_base_id']}: {e['error']}" for e in result.errors]
     edges = result.graph_data["edges"]
     if edges:
-        lines.append("graph:")
-        lines += [f"  {one_line(e['source'])} -{e['type']}-> {one_line(e['target'])}" for e in edges[:20]]
+        # the cut is said: a host reads every edge in the result's structured content (graph_data)
+        lines.append("graph:" if len(edges) <= KG_EDGES_SHOWN else
+                     f"graph ({KG_EDGES_SHOWN} of {len(edges)} edges shown; all are in graph_data):")
+        lines += [f"  {one_line(e['source'])} -{e['type']}-> {one_line(e['target'])}" for e in edges[:KG_EDGES_SHOWN]]
     for hit in result.results:
         lines.append(f"\n[{hit.relevance_level}] {one_line(hit.title)} — {hit.doc_key} ({', '.join(hit.knowledge_bases)})")
         lines.append(ALREADY_RETURNED["zh" if zh else "en"] if hit.already_returned else quoted(hit.content))

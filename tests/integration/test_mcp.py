@@ -60,7 +60,13 @@ def test_tools_are_listed_with_their_schemas(mcp_server):
     assert {"query", "missing_dimension", "session"} <= set(lookup_schema["properties"])
     navigate_schema = tools["navigate_graph"].inputSchema["properties"]
     assert {"entity", "target", "relations", "hops"} <= set(navigate_schema)
-    assert navigate_schema["hops"]["anyOf"][0]["maximum"] == 4
+    # optional arguments carry their own type (not anyOf [T, null]): hosts' CLIs and forms send them typed
+    assert navigate_schema["hops"] == {**navigate_schema["hops"], "type": "integer", "minimum": 1, "maximum": 4}
+    assert navigate_schema["relations"]["type"] == "array" and "default" not in navigate_schema["relations"]
+    assert not any({"type": "null"} in p.get("anyOf", []) for t in tools.values() for p in t.inputSchema["properties"].values())
+    kg_out = tools["query_knowledge_graph"].outputSchema  # structured results: graph_data as JSON
+    assert {"results", "graph_data", "knowledge_base_ids"} <= set(kg_out["properties"])
+    assert tools["lookup_knowledge"].outputSchema is None
     assert tools["query_knowledge_graph"].inputSchema["required"] == ["knowledge_base_ids", "query"]
     feedback_schema = tools["feedback"].inputSchema  # its session is the rated one, not the action-memory one
     assert feedback_schema["required"] == ["session", "verdict"]
@@ -185,7 +191,7 @@ def test_feedback_on_an_answer_is_stored_with_what_the_answer_was_built_from(mcp
     assert "troubleshooting/err-timeout.md" in row.documents
     for result, message in ((wrong, "session 'mcp-rated' has no turn 2 (it has 1)"),
                             (nobody, "session 'mcp-never-asked' has no answered turn"),
-                            (meh, "'meh' is not one of ['good', 'bad']")):
+                            (meh, "verdict: Input should be 'good' or 'bad'")):
         assert result.isError and message in text(result) and "\n" not in text(result), text(result)
     assert FeedbackStore(sample_rt.db).rows(session_id="mcp-never-asked") == []
 
@@ -201,12 +207,17 @@ def test_the_executor_llm_is_never_offered_the_feedback_tool():
 @pytest.mark.parametrize(
     "tool, args, message",
     [
-        ("lookup_knowledge", {}, "'query' is a required property"),
+        ("lookup_knowledge", {}, "invalid arguments: query: Field required"),
         ("lookup_knowledge", {"query": "   "}, "query: must not be blank"),
-        ("lookup_knowledge", {"query": "x", "session": "no spaces allowed"}, "does not match"),
+        ("lookup_knowledge", {"query": "x" * 2001}, "invalid arguments: query: String should have at most 2000 characters"),
+        ("lookup_knowledge", {"query": "x", "missing_dimension": "y" * 201}, "missing_dimension: String should have at most 200"),
+        ("lookup_knowledge", {"query": "x", "session": "no spaces allowed"}, "session: a session id is 1-128 letters"),
         ("navigate_graph", {"entity": "ComfyUI", "relations": ["LIKES"]}, "unknown relation type 'LIKES'"),
-        ("navigate_graph", {"entity": "ComfyUI", "hops": 9}, "9 is greater than the maximum of 4"),
-        ("query_knowledge_graph", {"knowledge_base_ids": [], "query": "Docker"}, "should be non-empty"),
+        ("navigate_graph", {"entity": "ComfyUI", "hops": 9}, "hops: Input should be less than or equal to 4"),
+        ("navigate_graph", {"entity": "ComfyUI", "hops": "two"}, "hops: Input should be a valid integer"),
+        ("query_knowledge_graph", {"knowledge_base_ids": [], "query": "Docker"}, "knowledge_base_ids: List should have at least 1 item"),
+        ("query_knowledge_graph", {"knowledge_base_ids": [f"k{i}" for i in range(11)], "query": "Docker"},
+         "knowledge_base_ids: List should have at most 10 items"),
         ("no_such_tool", {}, "no tool named 'no_such_tool'"),
     ],
 )
@@ -220,6 +231,7 @@ def test_a_bad_argument_is_a_one_line_tool_error_and_the_server_goes_on(mcp_serv
     bad, good = anyio.run(main)
     assert bad.isError
     assert message in text(bad) and "\n" not in text(bad)
+    assert "x" * 100 not in text(bad) and "y" * 100 not in text(bad)  # a long value is never echoed back
     assert not good.isError and "ComfyUI -DEPENDS_ON-> Docker" in text(good)
 
 
@@ -322,3 +334,61 @@ def test_http_server_keeps_two_concurrent_clients_apart(http_server):
         _, first, again = results[name]
         assert level(first) == "relevance_level: PRECISE", name
         assert level(again) == "relevance_level: DEDUPED", name
+
+
+def test_what_hosts_send_as_text_is_read_as_the_schema_says(mcp_server):
+    """An integer or array argument sent as a string (a CLI's `--tool-arg hops=1`), and duplicate KB ids."""
+    async def main():
+        async with connected(mcp_server) as client:
+            typed = await client.call_tool("navigate_graph", {"entity": "ComfyUI", "relations": ["DEPENDS_ON"], "hops": 1})
+            as_text = await client.call_tool("navigate_graph", {"entity": "ComfyUI", "relations": "DEPENDS_ON", "hops": "1"})
+            as_json = await client.call_tool("navigate_graph", {"entity": "ComfyUI", "relations": '["DEPENDS_ON"]', "hops": "1"})
+            folded = await client.call_tool("query_knowledge_graph", {"knowledge_base_ids": ["sample"] * 11, "query": "Docker"})
+            return typed, as_text, as_json, folded
+
+    typed, as_text, as_json, folded = anyio.run(main)
+    assert not typed.isError and "ComfyUI -DEPENDS_ON-> Docker" in text(typed)
+    assert text(as_text) == text(typed) and text(as_json) == text(typed)
+    assert not folded.isError and folded.structuredContent["knowledge_base_ids"] == ["sample"]
+
+
+def test_query_knowledge_graph_has_one_entry_per_document_and_structured_graph_data(mcp_server):
+    async def main():
+        async with connected(mcp_server) as client:
+            return await client.call_tool("query_knowledge_graph", {"knowledge_base_ids": ["sample"],
+                                                                    "query": "ComfyUI Docker 部署"})
+
+    result = anyio.run(main)
+    assert not result.isError
+    data = result.structuredContent
+    keys = [h["doc_key"] for h in data["results"]]
+    assert keys and len(keys) == len(set(keys))
+    assert data["graph_data"]["edges"] and {"source", "target", "type"} <= set(data["graph_data"]["edges"][0])
+    assert text(result).count(" — ") == len(keys)  # the text lists each document once too
+    edges = len(data["graph_data"]["edges"])
+    assert ("edges shown" in text(result)) == (edges > 20)
+
+
+def test_server_info_error_codes_and_the_home_in_unknown_kb_errors(mcp_server, sample_rt):
+    from mcp.shared.exceptions import McpError
+
+    async def main():
+        async with connected(mcp_server) as client:
+            info = await client.initialize()
+            errors = {}
+            for name, call in (("resource", client.read_resource("executor://nope")),
+                               ("prompt", client.get_prompt("nope"))):
+                try:
+                    await call
+                except McpError as exc:
+                    errors[name] = exc.error
+            unknown = await client.call_tool("query_knowledge_graph", {"knowledge_base_ids": ["nope"], "query": "Docker"})
+            return info, errors, unknown
+
+    info, errors, unknown = anyio.run(main)
+    from importlib.metadata import version
+
+    assert info.serverInfo.name == "executor" and info.serverInfo.version == version("executor")
+    assert errors["resource"].code == -32002 and "executor://nope" in errors["resource"].message
+    assert errors["prompt"].code == -32602
+    assert f"home: {sample_rt.settings.home}" in text(unknown)
