@@ -27,12 +27,11 @@ import mcp.types as types
 from mcp.server.lowlevel import Server
 from mcp.shared.exceptions import McpError
 
-from core.errors import InputError
 import agent.feedback  # noqa: F401 - registers the host's `feedback` tool
 from tools.call import ToolCall
 from tools.registry import all_tools, invoke, tool_named
 from prompts.executor import RULES
-from prompts.results import expansion_text, lookup_text
+from prompts.results import expansion_text
 from retrieval.knowledge_bases import knowledge_bases
 from core.validation import SESSION_ID, check_session_id
 
@@ -139,29 +138,28 @@ class ExecutorMCP:
             return text, structured
 
     def warm_up(self) -> None:
-        """Run the whole lookup path once before the server reports ready, so that a host's first lookup is as
-        fast as its tenth: jieba's dictionary, the modules a lookup imports on first use, the embedder, the vector
-        store's first search, the KB's keyword index, vocabulary and profiles, and (a KB with a graph) the graph
-        store and its entity names. The lookups are dry runs: no session memory, no log row."""
+        """Run the whole lookup path before the server reports ready, so that a host's first lookup is as fast as
+        its tenth: jieba's dictionary, the modules a lookup imports on first use, the embedder, the vector store's
+        first search, the KB's keyword index, vocabulary and profiles, the database statements of the action
+        memory and the log, and (a KB with a graph) graph expansion and its store. These are real calls (an
+        English and a Chinese lookup, each expanded) in a session of their own, which is forgotten afterwards:
+        its memory and its log rows, since no host made them."""
         from retrieval.graph_build import has_graph
-        from retrieval.traversal_cache import new_tally
-        from retrieval.vocabulary import load_segmenter
+        from tools.registry import LOOKUP
 
+        session = f"mcp-warm-up-{uuid.uuid4().hex[:12]}"
         with self._lock:
-            load_segmenter()
-            self.rt.embedder.embed_query("warm up")
             row = self.rt.catalog.get(self.kb)
-            if row is None:
+            if row is None:  # nothing to look up in: the first call says so, at no cost
                 return
-            for query in ("How do I warm up the service?", "服务怎么预热？"):  # an English and a Chinese query
-                result = self.rt.lookup_service.lookup(query, "mcp-warm-up", self.kb, dry_run=True)
-                lookup_text(result)
-            if has_graph(row.extract_config):
-                self.rt.known_entities.in_text(self.kb, "warm up")
-                try:  # opens the graph store (starting the embedded server); the entity need not exist
-                    self.rt.traversals.navigate(self.kb, "warm up", 1, None, 1, 1, new_tally())
-                except InputError:
-                    pass
+            try:
+                for query in ("How do I warm up the service?", "服务怎么预热？"):
+                    out = invoke(LOOKUP, ToolCall(self.rt, session, self.kb), {"query": query})
+                    if out.result is not None and has_graph(row.extract_config):
+                        expansion_text(self.rt.expander.expand(out.result))
+            finally:
+                self.rt.memory.clear(session)
+                self.rt.log.forget(session)
 
     def _register(self) -> None:
         server = self.server
