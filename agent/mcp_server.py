@@ -98,6 +98,7 @@ class ExecutorMCP:
         # the stores and the embedder are shared by every session; one call at a time uses them
         self._lock = threading.Lock()
         self._connections: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+        self._tools: list[types.Tool] | None = None
         self.server = Server("executor", version=server_version(), instructions=RULES["en"])
         self._register()
 
@@ -137,6 +138,13 @@ class ExecutorMCP:
             structured = out.result.model_dump(mode="json") if tool_named(name).output is not None else None
             return text, structured
 
+    def tools(self) -> list[types.Tool]:
+        """The tools as listed, their schemas built once (the SDK also reads them before a host's first call)."""
+        if self._tools is None:
+            self._tools = [types.Tool(name=name, description=t.description, inputSchema=input_schema(name),
+                                      outputSchema=output_schema(name)) for name, t in all_tools().items()]
+        return self._tools
+
     def warm_up(self) -> None:
         """Run the whole lookup path before the server reports ready, so that a host's first lookup is as fast as
         its tenth: jieba's dictionary, the modules a lookup imports on first use, the embedder, the vector store's
@@ -148,6 +156,7 @@ class ExecutorMCP:
         from tools.registry import LOOKUP
 
         session = f"mcp-warm-up-{uuid.uuid4().hex[:12]}"
+        self.tools()
         with self._lock:
             row = self.rt.catalog.get(self.kb)
             if row is None:  # nothing to look up in: the first call says so, at no cost
@@ -166,9 +175,7 @@ class ExecutorMCP:
 
         @server.list_tools()
         async def list_tools() -> list[types.Tool]:
-            return [types.Tool(name=name, description=t.description, inputSchema=input_schema(name),
-                               outputSchema=output_schema(name))
-                    for name, t in all_tools().items()]
+            return self.tools()
 
         # arguments are checked by the tool's own model (tools.registry.parse_arguments), not by the SDK's JSON
         # schema check: its errors name the argument and its limit and never echo the value (a 2,000-character

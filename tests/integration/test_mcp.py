@@ -16,7 +16,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.memory import create_connected_server_and_client_session
 
 from agent.mcp_server import ExecutorMCP
-from conftest import free_port, run_cli, stop_process
+from conftest import REPO, free_port, npm_package, run_cli, stop_process
 
 pytestmark = pytest.mark.timeout(300)
 PRECISE_QUESTION = "ERR_TIMEOUT 是什么？"
@@ -392,3 +392,79 @@ def test_server_info_error_codes_and_the_home_in_unknown_kb_errors(mcp_server, s
     assert errors["resource"].code == -32002 and "executor://nope" in errors["resource"].message
     assert errors["prompt"].code == -32602
     assert f"home: {sample_rt.settings.home}" in text(unknown)
+
+
+# -- the MCP Inspector's CLI, from npm (a host nobody here wrote) --------------------------------------------------
+# 0.15.0 is the newest release that declares no Node >= 22 engine (what npm installs on Node 20); 2.12.0 is the
+# latest, which runs on Node 20 as well
+INSPECTORS = ["0.15.0", "2.12.0"]
+
+
+def inspector(version: str, target: list[str], *args: str, cwd) -> dict:
+    folder = npm_package(f"@modelcontextprotocol/inspector@{version}")
+    done = subprocess.run([str(folder / "node_modules" / ".bin" / "mcp-inspector"), "--cli", *target, *args],
+                          capture_output=True, text=True, timeout=240, cwd=cwd)
+    assert "{" in done.stdout, (done.stdout + done.stderr)[-1500:]
+    out = json.loads(done.stdout[done.stdout.index("{"):])
+    # 2.x exits non-zero (5) when the tool's result is an error; anything else must succeed
+    assert done.returncode == 0 or out.get("isError"), (done.stdout + done.stderr)[-1500:]
+    return out
+
+
+def stdio_target(home) -> list[str]:
+    # the server runs this checkout's code, started by the Inspector in a folder that is not its home
+    return ["-e", f"EXECUTOR_HOME={home}", "-e", f"PYTHONPATH={REPO}", "-e", "LANGSMITH_TRACING=false",
+            sys.executable, "-m", "agent.cli", "mcp"]
+
+
+def inspector_session(version: str, target: list[str], cwd, session: str, transport: list[str] = ()):
+    """What a person checks with the Inspector: the tools and their types, a call with optional arguments given
+    as text, a bad argument, and a lookup repeated in one session (each CLI call is a connection of its own)."""
+    listed = inspector(version, target, *transport, "--method", "tools/list", cwd=cwd)
+    tools = {t["name"]: t for t in listed["tools"]}
+    assert tools["navigate_graph"]["inputSchema"]["properties"]["hops"]["type"] == "integer"
+    call = [*transport, "--method", "tools/call"]
+    walked = inspector(version, target, *call, "--tool-name", "navigate_graph", "--tool-arg", "entity=ComfyUI",
+                       "hops=1", "relations=DEPENDS_ON", cwd=cwd)
+    assert not walked.get("isError") and walked["content"][0]["text"] == "ComfyUI -DEPENDS_ON-> Docker"
+    bad = inspector(version, target, *call, "--tool-name", "navigate_graph", "--tool-arg", "entity=ComfyUI", "hops=9",
+                    cwd=cwd)
+    assert bad["isError"] and bad["content"][0]["text"] == (
+        "invalid arguments: hops: Input should be less than or equal to 4")
+    runs = [inspector(version, target, *call, "--tool-name", "lookup_knowledge", "--tool-arg",
+                      f"query={PRECISE_QUESTION}", f"session={session}", cwd=cwd) for _ in range(2)]
+    assert [r["content"][0]["text"].splitlines()[0] for r in runs] == [
+        "relevance_level: PRECISE", "relevance_level: DEDUPED"]
+
+
+@pytest.mark.parametrize("version", INSPECTORS)
+def test_the_inspector_cli_over_stdio(mcp_home, tmp_path, version):
+    inspector_session(version, stdio_target(mcp_home), tmp_path, f"insp-stdio-{version}-{tmp_path.name}"[:120])
+
+
+@pytest.mark.parametrize("version", INSPECTORS)
+def test_the_inspector_cli_over_http(http_server, tmp_path, version):
+    inspector_session(version, [http_server], tmp_path, f"insp-http-{version}-{tmp_path.name}"[:120],
+                      transport=["--transport", "http"])
+
+
+def test_the_home_does_not_depend_on_the_hosts_folder(tmp_path):
+    """Without EXECUTOR_HOME the server reads ~/.executor wherever the host starts it, and says so."""
+    env = {k: v for k, v in server_env(tmp_path).items() if k != "EXECUTOR_HOME"}
+    env["HOME"] = str(tmp_path / "user")
+    params = StdioServerParameters(command=sys.executable, args=["-m", "agent.cli", "mcp"], env=env,
+                                   cwd=str(tmp_path / "host-folder"))
+    (tmp_path / "host-folder").mkdir()
+
+    async def main():
+        with open(tmp_path / "stderr.log", "w") as errlog:
+            async with stdio_client(params, errlog=errlog) as (read, write), ClientSession(read, write) as client:
+                await client.initialize()
+                return await lookup(client)
+
+    result = anyio.run(main)
+    home = (tmp_path / "user" / ".executor").resolve()
+    assert result.isError and f"unknown knowledge base 'sample' (known: none yet; run `executor ingest`; home: {home})" \
+        in text(result)
+    assert f"executor MCP server on stdio (home {home}, knowledge base sample" in (tmp_path / "stderr.log").read_text()
+    assert not (tmp_path / "host-folder" / ".executor").exists()
