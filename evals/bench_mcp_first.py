@@ -13,9 +13,6 @@ figures, the same run on the baseline's code. Printed, never asserted.
 from __future__ import annotations
 
 import json
-import socket
-import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -24,8 +21,8 @@ import anyio
 import numpy as np
 import typer
 
-from evals.baseline import REPO, code_env, run_on
-from evals.bench_mcp import QUERIES, _cli, _free_port
+from evals.baseline import run_on
+from evals.bench_mcp import QUERIES, _cli, served
 
 
 LATER = 9  # lookups after the first on each start: what "as fast as its tenth" compares with
@@ -49,27 +46,8 @@ async def _lookups(url: str, queries: list[str]) -> list[float]:
 
 def _one_start(home: Path, queries: list[str]) -> tuple[float, list[float]]:
     """(seconds until the server listened, ms of each of its lookups, the first one first)."""
-    port = _free_port()
-    log = home / "mcp-server.log"
-    started = time.perf_counter()
-    with open(log, "a") as err:
-        proc = subprocess.Popen([sys.executable, "-m", "agent.cli", "mcp", "--http", "--port", str(port)],
-                                env={**code_env(REPO), "EXECUTOR_HOME": str(home)}, cwd=home,
-                                stdout=subprocess.DEVNULL, stderr=err)
-    try:
-        while True:
-            if proc.poll() is not None:
-                raise RuntimeError(f"executor mcp --http exited with {proc.returncode}: {log.read_text()[-300:]}")
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=1).close()
-                break
-            except OSError:
-                time.sleep(0.05)
-        ready = time.perf_counter() - started
-        return ready, anyio.run(_lookups, f"http://127.0.0.1:{port}/mcp", queries)
-    finally:
-        proc.terminate()
-        proc.wait(timeout=30)
+    with served(home) as (url, ready):
+        return ready, anyio.run(_lookups, url, queries)
 
 
 def measure(starts: int) -> dict:
