@@ -1,7 +1,9 @@
 """begin_turn: a new user message resets the turn's part of the state; the session's part stays.
 
-It also checks the run's knowledge base before anything runs: a run with `context={"kb": "nope"}` ends at once
-in an InputError that names it (and the home that was read), which every LangGraph client shows.
+It also checks a knowledge base the run names before anything runs: a run with `context={"kb": "nope"}` ends at
+once in an InputError that names it (and the home that was read), which every LangGraph client shows. The
+default KB is not checked here: a run that uses no retrieval tool needs none (a lookup in a KB that is not there
+ends the turn in that error anyway).
 """
 
 from __future__ import annotations
@@ -17,7 +19,8 @@ def make_begin_turn(catalog):
 
     def begin_turn(state: ExecutorState, runtime: RunContext[Context]) -> ExecutorState:
         ctx = runtime.context or Context()
-        catalog.require(ctx.kb)
+        if "kb" in ctx.model_fields_set:
+            catalog.require(ctx.kb)
         return {**TURN_RESET, "question": last_question(state)}
 
     return begin_turn
