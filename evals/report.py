@@ -14,6 +14,10 @@ ROWS = [
     ("mean lookups executed", "mean_executed_lookups"),
     ("mean lookups executed, storm scenarios", "mean_executed_lookups_storms"),
     ("false blocks", "false_blocks"),
+    ("rephrasings in a later turn", "rephrasings"),
+    ("rephrasings answered from the session (no lookup ran)", "rephrasings_answered_from_session"),
+    ("lookups run on a rephrasing", "rephrasing_lookups_run"),
+    ("pages sent by lookups run on a rephrasing", "rephrasing_pages_sent"),
     ("distinct lookups answered from documents already sent (doc_retrieved)", "distinct_answered_from_sent_documents"),
     ("mean retrieval calls executed (lookup + knowledge graph)", "mean_executed_retrievals"),
     ("most retrieval calls executed in one turn", "max_executed_retrievals"),
@@ -55,7 +59,8 @@ def markdown(on: list[ScenarioResult], off: list[ScenarioResult], policy: str) -
         lines.append(f"| blocked: {reason} | {agg_off['blocked_by_reason'].get(reason, 0)} | "
                      f"{agg_on['blocked_by_reason'].get(reason, 0)} |")
     lines += ["", "| scenario | lang | turns | executed off | executed on (per turn) | blocked on | false blocks on "
-              "| duplicate docs off / on | on passes |", "|---|---|---:|---:|---:|---:|---:|---:|---|"]
+              "| rephrasings run on / pages sent | duplicate docs off / on | on passes |",
+              "|---|---|---:|---:|---:|---:|---:|---:|---:|---|"]
     off_by_id = {r.id: r for r in off}
     for r in on:
         b = off_by_id.get(r.id)
@@ -63,6 +68,7 @@ def markdown(on: list[ScenarioResult], off: list[ScenarioResult], policy: str) -
             f"| {r.id} | {r.lang} | {r.turns} | {b.executed_lookups if b else '-'} | {r.executed_lookups}"
             f"{' (' + ', '.join(map(str, r.executed_by_turn)) + ')' if r.turns > 1 else ''} | "
             f"{sum(r.blocked_by_reason.values())} | {sum(f['reason'] != 'doc_retrieved' for f in r.false_blocks)} | "
+            f"{f'{r.rephrasing_lookups_run} of {r.rephrasings} / {len(r.rephrasing_pages_sent)}' if r.rephrasings else '-'} | "
             f"{b.duplicate_docs_sent if b else '-'} / {r.duplicate_docs_sent} | "
             f"{'yes' if r.passed else 'NO: ' + '; '.join(r.failures)} |"
         )

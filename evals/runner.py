@@ -42,6 +42,11 @@ class ScenarioResult(BaseModel):
     blocked_by_reason: dict[str, int]
     # blocked lookups the scenario says must run, or the repeat labels call distinct, with the reason
     false_blocks: list[dict]
+    # proposals the scenario marks as rephrasing an earlier question of the session (`rephrasings`), how many
+    # of them ran a lookup, and the pages those sent
+    rephrasings: int = 0
+    rephrasing_lookups_run: int = 0
+    rephrasing_pages_sent: list[str] = []
     duplicate_docs_sent: int
     same_domain_repeats: int
     precise_stop_ok: bool | None
@@ -104,6 +109,13 @@ def false_blocks(turn: Turn, trace: list[dict], earlier: list[str], distinct: se
     return out
 
 
+def rephrasing_runs(turn: Turn, trace: list[dict], scripted: bool) -> list[dict]:
+    """The trace entries of the turn's rephrasings (proposal indexes, so only when the proposals were replayed)."""
+    if not scripted:
+        return []
+    return [trace[i] for i in turn.expect.rephrasings if i < len(trace)]
+
+
 def citation_groups(e: Expect) -> list[list[str]]:
     return [[p] for p in e.cite_all] + ([e.cite_any] if e.cite_any else [])
 
@@ -113,6 +125,7 @@ def measure(scenario: Scenario, turns: list[TurnResult], guards: bool, scripted:
     """One scenario's figures over all its turns; each turn is judged against its own `expect`."""
     failures, trace, fb, citations, precise, recalls = [], [], [], [], [], []
     earlier: list[str] = []
+    rephrasings, rephrasings_run, rephrasing_pages = 0, 0, []
     for n, (turn, result) in enumerate(zip(scenario.turns, turns), start=1):
         executed = [t for t in result.trace if t["tool"] == LOOKUP and _ran(t)]
         cited = [c["doc_key"] for c in result.citations]
@@ -125,6 +138,10 @@ def measure(scenario: Scenario, turns: list[TurnResult], guards: bool, scripted:
         groups = citation_groups(turn.expect)
         if groups:
             recalls.append(sum(any(k.startswith(p) for k in cited for p in g) for g in groups) / len(groups))
+        asked = rephrasing_runs(turn, result.trace, scripted)
+        rephrasings += len(asked)
+        rephrasings_run += sum(_ran(t) for t in asked)
+        rephrasing_pages += [k for t in asked if _ran(t) for k in t.get("sent") or []]
         earlier += [t["query"] for t in executed]
         citations += [c for c in cited if c not in citations]
         trace += [{**t, "turn": n} for t in result.trace]
@@ -143,6 +160,7 @@ def measure(scenario: Scenario, turns: list[TurnResult], guards: bool, scripted:
         turns=len(scenario.turns), proposed_lookups=len(lookups), executed_lookups=len(executed),
         executed_by_turn=[sum(1 for t in executed if t["turn"] == n) for n in range(1, len(scenario.turns) + 1)],
         blocked_by_reason=dict(Counter(t["dedup_reason"] for t in trace if t["blocked"])), false_blocks=fb,
+        rephrasings=rephrasings, rephrasing_lookups_run=rephrasings_run, rephrasing_pages_sent=rephrasing_pages,
         duplicate_docs_sent=sum(n - 1 for n in sent.values() if n > 1), same_domain_repeats=repeats,
         precise_stop_ok=all(precise) if precise else None,
         citation_recall=round(sum(recalls) / len(recalls), 4) if recalls else None,
@@ -178,11 +196,44 @@ def judge(turn: Turn, result: TurnResult, executed: list[dict], cited: list[str]
                 out.append(f"proposal {i} was never made: the turn ended before it")
             elif trace[i]["blocked"] or trace[i].get("error"):
                 out.append(f"proposal {i} ({trace[i].get('query')!r}) was blocked ({trace[i]['dedup_reason']})")
+        about = e.cite_all + e.cite_any  # what the question is about: a rephrasing may send nothing else
+        for t in rephrasing_runs(turn, trace, scripted):
+            off = [k for k in t.get("sent") or [] if not any(k.startswith(p) for p in about)]
+            if _ran(t) and off:
+                out.append(f"rephrasing {t.get('query')!r} ran and sent pages not about the question: {', '.join(off)}")
     if e.no_answer:
         said = any(phrase in result.answer for phrase in NOTHING_FOUND.values())
         if result.citations or (scripted and not said):
             out.append("expected the answer to say the knowledge base has nothing on it")
     return out
+
+
+def default_repeat_labels(repo_root) -> list:
+    """Every repeat-pair label file of the repository (evals/labels/repeats*.yaml: the sample KB's, Helm's)."""
+    from retrieval.repeat_calibration import load_repeat_labels
+
+    return [label for path in sorted((repo_root / "evals" / "labels").glob("repeats*.yaml"))
+            for label in load_repeat_labels(path)]
+
+
+def prepare_knowledge_bases(rt, scenarios: list[Scenario], repo_root, progress: bool = False) -> tuple[list[Scenario], list[str]]:
+    """Every scenario's knowledge base, ingested from its `corpus` folder when the catalog lacks it. Returns the
+    scenarios that can run and one line per scenario skipped because its corpus folder is missing."""
+    from retrieval.ingest import ingest
+
+    kept, skipped, ingested = [], [], set()
+    for s in scenarios:
+        folder = (repo_root / s.corpus).resolve() if s.corpus else None
+        if rt.catalog.get(s.kb) is None and folder is not None:
+            if not folder.is_dir():
+                skipped.append(f"{s.id}: no {s.corpus} here, skipped")
+                continue
+            if s.kb not in ingested:
+                ingest(rt, folder, s.kb, progress=progress)
+                ingested.add(s.kb)
+        rt.catalog.require(s.kb)
+        kept.append(s)
+    return kept, skipped
 
 
 def run_suite(rt, scenarios: list[Scenario], guards: bool, policy: str = "scripted", model=None,
@@ -230,6 +281,13 @@ def aggregate(results: list[ScenarioResult]) -> dict:
         "storm_scenarios": len(storms),
         # doc_retrieved found only documents the session already had, and the turn answers from them
         "false_blocks": sum(f["reason"] != "doc_retrieved" for r in results for f in r.false_blocks),
+        # a later turn rephrasing an earlier question: how often it ran no lookup, and what the ones that ran sent
+        "rephrasings": sum(r.rephrasings for r in results),
+        "rephrasings_answered_from_session": (round(1 - sum(r.rephrasing_lookups_run for r in results)
+                                                    / sum(r.rephrasings for r in results), 3)
+                                              if any(r.rephrasings for r in results) else None),
+        "rephrasing_lookups_run": sum(r.rephrasing_lookups_run for r in results),
+        "rephrasing_pages_sent": sum(len(r.rephrasing_pages_sent) for r in results),
         "distinct_answered_from_sent_documents": sum(f["reason"] == "doc_retrieved" for r in results for f in r.false_blocks),
         "multi_turn_scenarios": sum(r.turns > 1 for r in results),
         "min_executed_lookups_storms": min((r.executed_lookups for r in storms), default=None),

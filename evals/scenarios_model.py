@@ -35,6 +35,9 @@ class Expect(BaseModel):
     first_level: list[str] | None = None
     must_block: list[int] = Field(default_factory=list, description="proposal indexes that must not run")
     must_allow: list[int] = Field(default_factory=list, description="proposal indexes that must run")
+    rephrasings: list[int] = Field(default_factory=list, description=(
+        "proposal indexes that rephrase a question the session already asked: the report counts those that ran "
+        "and the pages they sent; one that sends a page outside cite_any / cite_all fails the turn"))
     no_answer: bool = False
 
 
@@ -81,6 +84,9 @@ class Scenario(BaseModel):
     tags: list[str] = Field(default_factory=list)
     turns: list[Turn] = Field(min_length=1)
     source: str = ""
+    # the folder the scenario's knowledge base is ingested from when the catalog lacks it, relative to the
+    # repository (documentation kept outside it, e.g. ../shared/corpora/helm/docs); absent: the scenario is skipped
+    corpus: str | None = None
 
     @model_validator(mode="before")
     @classmethod

@@ -20,17 +20,28 @@ HINTS: dict[str, dict[str, str]] = {
         "zh": "找到的文档在本会话中都已返回过，请基于已有信息回答。",
         "en": "Every document found was already returned in this session: answer from what you have.",
     },
+    "answered_from_session": {
+        "zh": "这个问题的最佳文档本会话已经有了：{pages}。知识库里其余的结果明显不如它相关，不再发送。请基于这些已有文档回答。",
+        "en": "The best page for this is one this session already has: {pages}. Everything else the knowledge base "
+        "found is clearly less relevant, so nothing new is sent. Answer from those pages.",
+    },
     "query_repeated": {
-        "zh": "这次检索与本会话之前的检索“{earlier}”语义重复；那次结果为 {level}，文档已返回过，内容不再重复发送。"
+        "zh": "这次检索与本会话之前的检索“{earlier}”语义重复；那次结果为 {level}，文档（{pages}）已返回过，内容不再重复发送。"
         "请基于已有信息回答。",
         "en": "This lookup repeats the earlier lookup \"{earlier}\" of this session, whose result was {level}; its "
-        "documents were already returned and are not sent again. Answer from what you have.",
+        "documents ({pages}) were already returned and are not sent again. Answer from what you have.",
+    },
+    "query_repeated_blocked": {
+        "zh": "这次检索与本会话之前的检索“{earlier}”语义重复；那次已经由本会话已有的文档（{pages}）回答，内容不再重复发送。"
+        "请基于这些文档回答。",
+        "en": "This lookup repeats the earlier lookup \"{earlier}\" of this session, which was itself answered from "
+        "pages the session already has ({pages}); nothing is sent again. Answer from those pages.",
     },
     "query_repeated_reference": {
         "zh": "这次检索与本会话之前的检索“{earlier}”语义重复；那次结果只是相关参考（REFERENCE），文档已返回过。"
-        "请基于已有信息回答；如确有缺失，请在 missing_dimension 中写明缺少的具体维度，再定向补充。",
+        "请基于已有信息回答（{pages}）；如确有缺失，请在 missing_dimension 中写明缺少的具体维度，再定向补充。",
         "en": "This lookup repeats the earlier lookup \"{earlier}\" of this session, whose result was only a related "
-        "reference (REFERENCE); its documents were already returned. Answer from what you have, or name the "
+        "reference (REFERENCE); its documents ({pages}) were already returned. Answer from what you have, or name the "
         "specific missing dimension in missing_dimension for one targeted lookup.",
     },
     "not_found_repeated": {

@@ -18,6 +18,9 @@ def lookup_message(level: str | None, dedup_reason: str | None, titles: list[str
     if dedup_reason == "domain_retrieved":
         return (f"领域 {domain} 本会话已回答过，未再发送文档。" if zh
                 else f"The {domain} domain was already answered this session; nothing sent again.")
+    if dedup_reason == "answered_from_session":
+        return (f"最相关的文档本会话已返回过：《{titles[0]}》；其余结果明显不如它相关，未发送。" if zh
+                else f'The best document, "{titles[0]}", was already returned this session; nothing as relevant to send.')
     if dedup_reason:
         return (f"找到的 {len(titles)} 篇文档本会话都已返回过。" if zh
                 else f"All {len(titles)} documents found were already returned this session.")

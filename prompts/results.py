@@ -31,6 +31,8 @@ def kg_text(result: KGResult) -> str:
     zh = language_of(result.query) == "zh"
     counts = ", ".join(f"{k} ({n})" for k, n in result.kb_counts.items()) or "no knowledge base"
     lines = [f"results: {result.count} from {counts}"]
+    if result.dedup_reason:
+        lines += [f"dedup_reason: {result.dedup_reason}", f"completeness_hint: {result.completeness_hint}"]
     lines += [f"warning: {w['knowledge_base_id']}: {w['message']}" for w in result.warnings]
     lines += [f"error: {e['knowledge_base_id']}: {e['error']}" for e in result.errors]
     edges = result.graph_data["edges"]

@@ -13,6 +13,7 @@ levels, never scores (they go to `KGResult.details`, which the tool wrapper,
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 from concurrent.futures import ThreadPoolExecutor, wait
 from typing import TYPE_CHECKING
 
@@ -20,11 +21,14 @@ from core.errors import ExecutorError, InputError
 from core.relevance import Level
 from core.results import KGHit, KGResult
 from core.validation import check_session_id, clean_query, validate_kb_name
+from prompts.hints import hint
+from core.relevance import language_of
 from retrieval.graph_build import has_graph
 from retrieval.lookup import document_content
+from retrieval.repeats import BLOCKED, DedupReason, as_relevant, find_repeat, nearest, page_key, repeat_hint
 from retrieval.traversal_cache import new_tally
 from stores.catalog import version
-from stores.memory import SentDocument
+from stores.memory import EarlierLookup, SentDocument
 
 if TYPE_CHECKING:
     from core.settings import Settings
@@ -64,7 +68,10 @@ class KnowledgeGraphQuery:
         self.known_entities, self.traversals = known_entities, traversals
 
     def query(self, knowledge_base_ids, query: str, session_id: str, timeout_s: float | None = None,
-              concurrent: bool = True) -> KGResult:
+              concurrent: bool = True, rules: bool = True, batch: str | None = None) -> KGResult:
+        """`rules`: the session's repeat rules (off for the guards-off baseline; documents already sent are
+        never sent again either way). `batch`: the LLM message the call came in (its siblings are never
+        repeats of each other)."""
         timeout_s = timeout_s or self.settings.kg_timeout_s
         query = clean_query(query, self.settings.max_query_chars)
         check_session_id(session_id)
@@ -104,7 +111,8 @@ class KnowledgeGraphQuery:
             out.graph_configs[kb] = config if has_graph(config) else {}
             if not has_graph(config):
                 out.warnings.append({"knowledge_base_id": kb, "message": "no graph config: hybrid search only"})
-        self._merge(out, ids, per_kb, session_id)
+        self._merge(out, ids, per_kb)
+        rule_details = self._session_rules(out, session_id, vector, known, rules, batch)
         out.errors.sort(key=lambda e: ids.index(e["knowledge_base_id"]))
         out.details = {
             "kb_counts": out.kb_counts,
@@ -114,6 +122,7 @@ class KnowledgeGraphQuery:
             "errors": out.errors,
             "traversal_cache": cache,
             "kb_timings": {kb: timings[kb] for kb in ids if kb in timings},  # wall and CPU ms per knowledge base
+            **rule_details,
         }
         return out
 
@@ -156,7 +165,7 @@ class KnowledgeGraphQuery:
                                      {"source": e.source, "target": e.target, "type": e.type, "weight": e.weight, "kb": kb})
         return {"nodes": list(nodes.values()), "edges": list(edges.values())}
 
-    def _merge(self, out: KGResult, ids: list[str], per_kb: dict, session_id: str) -> None:
+    def _merge(self, out: KGResult, ids: list[str], per_kb: dict) -> None:
         # one entry per document (its chunks found in every KB asked), its content the document's closest
         # chunks up to the size budget, as a lookup sends it
         merged: dict[str, KGHit] = {}
@@ -185,13 +194,94 @@ class KnowledgeGraphQuery:
         for doc_key, hit in merged.items():
             hit.content = document_content(chunks[doc_key].values(), self.settings.max_chars_per_doc)
         results = sorted(merged.values(), key=lambda h: -h.score)[:MAX_RESULTS]
+        out.results, out.count = results, len(results)
+
+    def _session_rules(self, out: KGResult, session_id: str, vector, known: dict, rules: bool,
+                       batch: str | None) -> dict:
+        """The lookup's session rules (retrieval/repeats.py) on a merged result: documents already sent are
+        not sent again; when the best page is one the session holds and nothing new is about as relevant, or
+        the call repeats an earlier lookup in meaning, the call is answered from the session and sends nothing.
+        Every call is remembered per knowledge base, blocked or not, so later lookups are compared with it."""
         sent = self.memory.sent_documents(session_id)
-        fresh = []
-        for hit in results:
-            if any((kb, hit.doc_key) in sent for kb in hit.knowledge_bases):
+        held = {page_key(f"{kb}/{k}"): (kb, k) for kb, k in sent}
+        for hit in out.results:
+            if any(page_key(f"{kb}/{hit.doc_key}") in held for kb in hit.knowledge_bases):
                 hit.content, hit.already_returned = "", True
-            else:
-                fresh.append(SentDocument(hit.knowledge_bases[0], hit.doc_key, hit.domain, hit.title))
+        if vector is None:
+            return {}
+        name, lang = self.embedder.name, language_of(out.query)
+        earlier = [e for kb in known for e in self.memory.lookups(session_id, kb, name)] if rules else []
+        docs = _first_per_document(out.results)
+        ranked = [_Ranked(f"{h.knowledge_bases[0]}/{h.doc_key}", h.score) for h in docs]
+        top_kb = docs[0].knowledge_bases[0] if docs else None
+        keep = (as_relevant(ranked, set(held), self.settings.kb_thresholds(name, known[top_kb]))
+                if rules and docs else None)
+        repeat = (find_repeat(vector, docs[0].doc_key if docs else None, earlier, self.settings.repeat_thresholds(name),
+                              batch) if rules else None)
+        details: dict = {"repeat_nearest": nearest(vector, earlier, batch)} if rules else {}
+        reason, pages = None, [h for h in docs if h.already_returned]
+        if rules and ((keep is not None and not any(keep)) or (docs and all(h.already_returned for h in docs))):
+            reason = DedupReason.DOC_RETRIEVED
+            out.completeness_hint = hint("answered_from_session", lang, pages=_pages(pages))
+        elif repeat is not None:
+            reason = repeat.reason
+            details.update(repeat_of=repeat.earlier.query, repeat_similarity=round(repeat.similarity, 4))
+            out.completeness_hint = repeat_hint(repeat, lang, _pages(pages))
+        if reason is not None:
+            details["weaker_than_held"] = [h.doc_key for h in docs if not h.already_returned]
+            out.dedup_reason = reason.value
+            out.results = _first_per_document([h for h in out.results if h.already_returned])
+            out.count, out.graph_data = len(out.results), {"nodes": [], "edges": []}
+            level = None if reason == DedupReason.NOT_FOUND_REPEATED else BLOCKED
+            self._remember(session_id, out, known, vector, batch, level)
+            return details
+        if keep is not None:  # the best page is held: only new pages about as relevant as it go out
+            strong = {(h.knowledge_bases[0], h.doc_key) for h, k in zip(docs, keep) if k}
+            details["weaker_than_held"] = [h.doc_key for h in docs if not h.already_returned
+                                           and (h.knowledge_bases[0], h.doc_key) not in strong]
+            out.results = [h for h in out.results if h.already_returned or (h.knowledge_bases[0], h.doc_key) in strong]
+            out.count = len(out.results)
+        fresh = list({(h.knowledge_bases[0], h.doc_key): SentDocument(h.knowledge_bases[0], h.doc_key, h.domain, h.title)
+                      for h in out.results if not h.already_returned}.values())
         if fresh:
             self.memory.record(session_id, None, None, fresh)
-        out.results, out.count = results, len(results)
+        self._remember(session_id, out, known, vector, batch, None)
+        return details
+
+    def _remember(self, session_id: str, out: KGResult, known: dict, vector, batch: str | None,
+                  level: str | None) -> None:
+        """One row per knowledge base that answered: the call's query and what it found (or pointed at) there. A
+        knowledge base whose store failed is not remembered: its silence is not "nothing found"."""
+        for kb in (kb for kb in known if kb in out.kb_counts):
+            hits = [h for h in out.results if kb in h.knowledge_bases]
+            found = level or (Level.HIGHLY_RELEVANT.value if any(h.relevance_level == Level.HIGHLY_RELEVANT for h in hits)
+                              else Level.REFERENCE.value if hits else None)
+            if out.dedup_reason == DedupReason.NOT_FOUND_REPEATED:
+                found = None
+            self.memory.record_lookup(session_id, EarlierLookup(
+                query=out.query, vector=vector, level=found, domain=hits[0].domain if hits else None,
+                doc_keys=list(dict.fromkeys(h.doc_key for h in hits)), batch=batch, kb=kb, embedder=self.embedder.name))
+
+
+def _first_per_document(hits: list[KGHit]) -> list[KGHit]:
+    """The best chunk of each document (hits are best first), in that order."""
+    seen: set[tuple[str, str]] = set()
+    out = []
+    for h in hits:
+        key = (h.knowledge_bases[0], h.doc_key)
+        if key not in seen:
+            seen.add(key)
+            out.append(h)
+    return out
+
+
+@dataclass(frozen=True)
+class _Ranked:
+    """A merged document as the repeat rule ranks it: its KB-qualified key and its best calibrated score."""
+
+    doc_key: str
+    score: float
+
+
+def _pages(hits: list[KGHit]) -> str:
+    return "; ".join(f"{h.title} ({h.doc_key})" for h in hits) or "-"

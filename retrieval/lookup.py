@@ -18,7 +18,9 @@ from retrieval.graph_build import has_graph
 from retrieval.grading import Grader
 from retrieval.ranking import Candidate
 from core.relevance import Level, language_of
-from retrieval.repeats import DedupReason, Repeat, find_repeat, nearest, repeat_hint
+from retrieval.repeats import (
+    BLOCKED, DedupReason, Repeat, as_relevant, find_repeat, nearest, page_key, repeat_hint, similarities,
+)
 from stores.catalog import version
 from stores.memory import EarlierLookup, SentDocument
 from stores.vectors import ChunkHit
@@ -43,6 +45,27 @@ def document_content(chunks, budget: int) -> str:
         used += len(c.text)
     text = "\n\n".join(c.text for c in sorted(picked, key=lambda c: c.chunk_index))
     return text if len(text) <= budget else text[: budget - 1] + "…"
+
+
+def held_pages(kb: str, sent: dict[tuple[str, str], SentDocument]) -> dict[str, SentDocument]:
+    """The session's documents of `kb` by page (a translation is the same page), the first one sent kept."""
+    out: dict[str, SentDocument] = {}
+    for (k, key), d in sent.items():
+        if k == kb:
+            out.setdefault(page_key(key), d)
+    return out
+
+
+def unique(docs: list[DocumentOut]) -> list[DocumentOut]:
+    """Each document once (a page and its translation both point at the one the session holds)."""
+    out: dict[str, DocumentOut] = {}
+    for d in docs:
+        out.setdefault(d.doc_key, d)
+    return list(out.values())
+
+
+def page_list(docs: list[DocumentOut]) -> str:
+    return "; ".join(f"{d.title} ({d.doc_key})" for d in docs) or "-"
 
 
 class LookupService:
@@ -103,10 +126,25 @@ class LookupService:
                                    embedder=self.embedder.name)
 
         details["relevant_docs"] = 0
+        held = held_pages(kb, sent)
+        # pages only a sibling of this message sent do not answer it: lookups of one message are sub-questions
+        by_others = {page_key(k) for e in earlier if e.batch != batch or batch is None for k in e.doc_keys}
+        siblings_only = {page_key(k) for e in earlier if batch is not None and e.batch == batch
+                         for k in e.doc_keys} - by_others
+        answering = {p: d for p, d in held.items() if p not in siblings_only}
         if level is None:
             repeat = self._repeat(vector, None, earlier, batch, missing_dimension, details)
             if repeat is not None:
-                return self._finish(self._repeated(repeat, kb, sent, lang, domains, base))
+                return self._blocked(self._repeated(repeat, kb, sent, lang, domains, base), remembered, session_id, dry_run)
+            top = graded.candidates[0] if graded.candidates else None
+            if rules and top is not None and page_key(top.doc_key) in answering and top.score >= thresholds.supplement \
+                    and self._near_lookup_of(top.doc_key, vector, earlier, batch):
+                # the best match is a page the session has, and the query is near the lookup that brought it (an
+                # off-topic question whose best candidate happens to be a held page is not): say so, never
+                # "nothing found"
+                details["blocked_level"] = "NONE"
+                result = self._from_session([held[page_key(top.doc_key)]], kb, lang, domains, base)
+                return self._blocked(result, remembered, session_id, dry_run)
             if not dry_run:
                 self.memory.record_lookup(session_id, remembered)
             unknown = graded.query_terms.unknown_names
@@ -121,11 +159,23 @@ class LookupService:
         details["relevant_docs"] = len(valid)
         chosen = valid[: 1 + self.settings.max_supplement]
         landing = chosen[0].domain
-        out = [self._document_out(kb, c, sent) for c in chosen]
-        new = [d for d in out if not d.already_returned]
-
         details["landing_domain"] = landing
+        targeted = level == Level.REFERENCE and missing_dimension is not None
+        # the meaning rule is asked first so that the log names the earlier lookup (a blocked one too) that this
+        # one repeats, whichever rule blocks it
         repeat = self._repeat(vector, chosen[0].doc_key, earlier, batch, missing_dimension, details) if rules else None
+        keep = as_relevant(chosen, set(answering), thresholds) if rules and not targeted else None
+        if keep is not None:
+            # the best page is one the session holds: only new pages about as relevant as it may go out
+            details["weaker_than_held"] = [c.doc_key for c, k in zip(chosen, keep) if not k and page_key(c.doc_key) not in held]
+            if not any(keep):
+                details["blocked_level"] = level.value
+                pointed = [held[page_key(c.doc_key)] for c in chosen if page_key(c.doc_key) in held]
+                result = self._from_session(pointed, kb, lang, domains, base)
+                return self._blocked(result, remembered, session_id, dry_run, [c.doc_key for c in chosen])
+            chosen = [c for c, k in zip(chosen, keep) if k or page_key(c.doc_key) in held]
+        out = unique([self._document_out(kb, c, sent, held) for c in chosen])
+        new = [d for d in out if not d.already_returned]
         if not new:
             details["blocked_level"] = level.value
             titles_only = [d.model_copy(update={"content": "", "already_returned": True}) for d in out]
@@ -135,10 +185,11 @@ class LookupService:
                 retrieved_domains_this_session=domains, primary=titles_only[:1],
                 supplement=titles_only[1:], **base,
             )
-            return self._finish(result)
+            return self._blocked(result, remembered, session_id, dry_run)
         if repeat is not None:
             details["blocked_level"] = level.value
-            return self._finish(self._repeated(repeat, kb, sent, lang, domains, base))
+            result = self._repeated(repeat, kb, sent, lang, domains, base)
+            return self._blocked(result, remembered, session_id, dry_run, [d.doc_key for d in out])
 
         remembered.domain, remembered.doc_keys = landing, [d.doc_key for d in out]
         if not dry_run:
@@ -152,6 +203,39 @@ class LookupService:
                 found=True, relevance_level=level, completeness_hint=hint(level, lang),
                 retrieved_domains_this_session=domains, primary=out[:1], supplement=out[1:], **base,
             )
+        )
+
+    def _near_lookup_of(self, doc_key: str, vector, earlier: list[EarlierLookup], batch: str | None) -> bool:
+        """Whether the query is as near an earlier lookup that returned `doc_key` as a rephrasing of a miss must
+        be (`miss-overlap-threshold`: the queries alone decide, as after a miss)."""
+        page = page_key(doc_key)
+        bar = self.settings.repeat_thresholds(self.embedder.name).miss_overlap_threshold
+        return any(sim is not None and sim >= bar and page in {page_key(k) for k in e.doc_keys}
+                   for e, sim in zip(earlier, similarities(vector, earlier, batch)))
+
+    def _blocked(self, result: LookupResult, remembered: EarlierLookup, session_id: str, dry_run: bool,
+                 found: list[str] = ()) -> LookupResult:
+        """A lookup blocked by a session rule is remembered too, so the next rephrasing is compared with it:
+        after a miss as a miss, else as DEDUPED with the session's pages it pointed at (and what it found)."""
+        if not dry_run:
+            if result.dedup_reason != DedupReason.NOT_FOUND_REPEATED:
+                remembered.level = BLOCKED
+                remembered.doc_keys = list(dict.fromkeys([d.doc_key for d in result.documents] + list(found)))
+                remembered.domain = result.details.get("landing_domain")
+            else:
+                remembered.level = None
+            self.memory.record_lookup(session_id, remembered)
+        return self._finish(result)
+
+    def _from_session(self, pointed: list[SentDocument], kb: str, lang: str, domains: list[str], base: dict) -> LookupResult:
+        """The best page is one the session holds and nothing new is as relevant: answered from the session."""
+        docs = unique([DocumentOut(doc_key=d.doc_key, title=d.title, domain=d.domain, kb=kb, already_returned=True)
+                       for d in pointed])
+        base["details"]["answered_from_session"] = True
+        return LookupResult(
+            found=True, relevance_level=Level.DEDUPED, dedup_reason=DedupReason.DOC_RETRIEVED,
+            completeness_hint=hint("answered_from_session", lang, pages=page_list(docs)),
+            retrieved_domains_this_session=domains, primary=docs[:1], supplement=docs[1:], **base,
         )
 
     def _repeat(self, vector, best_doc, earlier, batch, missing_dimension, details) -> Repeat | None:
@@ -172,7 +256,7 @@ class LookupService:
                 pointed.append(DocumentOut(doc_key=k, title=d.title, domain=d.domain, kb=kb, already_returned=True))
         return LookupResult(
             found=repeat.reason == DedupReason.QUERY_REPEATED, relevance_level=Level.DEDUPED,
-            dedup_reason=repeat.reason, completeness_hint=repeat_hint(repeat, lang),
+            dedup_reason=repeat.reason, completeness_hint=repeat_hint(repeat, lang, page_list(pointed)),
             retrieved_domains_this_session=domains, primary=pointed[:1], supplement=pointed[1:], **base,
         )
 
@@ -181,7 +265,8 @@ class LookupService:
         docs = result.documents
         fresh = sum(1 for d in docs if not d.already_returned)
         domain = result.details.get("landing_domain") or (docs[0].domain if docs else None)
-        result.message = lookup_message(result.relevance_level, result.dedup_reason, [d.title for d in docs], fresh,
+        reason = "answered_from_session" if result.details.get("answered_from_session") else result.dedup_reason
+        result.message = lookup_message(result.relevance_level, reason, [d.title for d in docs], fresh,
                                         domain, language_of(result.query))
         result.details.update(
             relevance_level=result.relevance_level,
@@ -192,7 +277,11 @@ class LookupService:
         )
         return result
 
-    def _document_out(self, kb: str, doc: Candidate, sent) -> DocumentOut:
+    def _document_out(self, kb: str, doc: Candidate, sent, held: dict[str, SentDocument]) -> DocumentOut:
+        if (kb, doc.doc_key) not in sent and page_key(doc.doc_key) in held:
+            # the translation of a page the session has: the same page, pointed at by the key it was sent under
+            d = held[page_key(doc.doc_key)]
+            return DocumentOut(doc_key=d.doc_key, title=d.title, domain=d.domain, kb=kb, already_returned=True)
         already = (kb, doc.doc_key) in sent
         content = "" if already else self._content(doc)
         return DocumentOut(

@@ -11,6 +11,13 @@ missed repeat costs one search (the per-turn budget and the PRECISE stop still b
 It is applied separately to pairs whose earlier lookup found documents (`overlap-threshold`) and to
 pairs whose earlier lookup found nothing (`miss-overlap-threshold`).
 
+The session rule needs no threshold of its own: a later lookup whose best page (ranked before the session's
+pages are set aside) is one the earlier lookup returned, with no new page about as relevant
+(`retrieval.repeats.as_relevant`), is answered from the session. Its figures are reported with the
+repeat rule's, held out the same way, and at several widths of "about as relevant" (`BANDS`) so that the
+shipped `WEAKER_BANDS` can be judged. Label files on several knowledge bases are scored together (the
+thresholds are per embedder, not per KB).
+
 Figures are held out: the pairs are split into FOLDS groups by their earlier query (pairs that share
 an earlier query stay together), each group is judged with thresholds picked on the other groups,
 and the counts are pooled. The thresholds written with `--write` are picked on all pairs.
@@ -27,6 +34,7 @@ from pydantic import BaseModel, Field
 
 from core.settings import update_config
 from retrieval.label_files import load_label_list
+from retrieval.repeats import WEAKER_BANDS, as_relevant, page_key
 
 if TYPE_CHECKING:
     from core.settings import Settings
@@ -46,6 +54,7 @@ class RepeatStores(Protocol):
 MIN_PRECISION = 0.95
 FOLDS = 5
 GRID = [round(0.10 + i * 0.01, 2) for i in range(86)]  # 0.10 .. 0.95
+BANDS = (0.0, 0.25, 0.5, 0.75, 1.0, 1.5)  # widths of "about as relevant" reported, in REFERENCE-HR bands
 RULE = (f"each threshold: highest recall with precision >= {MIN_PRECISION} on the pairs it is fitted on "
         f"(ties to the higher threshold); figures: {FOLDS}-fold, grouped by earlier query, held out")
 
@@ -57,6 +66,7 @@ class RepeatLabel(BaseModel):
 
 
 class PairScore(BaseModel):
+    kb: str = "sample"
     earlier: str
     later: str
     label: str
@@ -64,6 +74,12 @@ class PairScore(BaseModel):
     earlier_found: bool  # the earlier lookup found documents
     same_documents: bool  # the later lookup's best document is one the earlier lookup returned, or it found none
     all_documents_sent: bool  # everything the later lookup returns came with the earlier one: doc_retrieved
+    # the later lookup's best page is one the earlier returned and no new page is about as relevant, per width
+    # of "about as relevant" (str(band) -> answered from the session)
+    from_session: dict[str, bool] = {}
+
+    def answered_from_session(self, bands: float = WEAKER_BANDS) -> bool:
+        return self.from_session.get(str(bands), False)
 
 
 class Row(BaseModel):
@@ -90,11 +106,15 @@ class HeldOut(BaseModel):
     false_blocks: list[dict]  # distinct pairs a held-out fold would have blocked
     # the session's whole dedup: this rule, or doc_retrieved (which needs no threshold)
     with_doc_retrieved: dict[str, float]
+    # this rule, or the later lookup answered from the session's pages (the rule that runs today), at the shipped
+    # width and (`by_band`) at the others
+    with_session_pages: dict[str, float] = {}
+    by_band: list[dict] = []
 
 
 class RepeatCalibration(BaseModel):
     embedder: str
-    kb: str
+    kb: str  # the knowledge bases of the label files, comma-separated
     pairs: int
     repeats: int
     rule: str = RULE
@@ -112,24 +132,55 @@ def load_repeat_labels(path: Path) -> list[RepeatLabel]:
 
 
 def score_pairs(rt: RepeatStores, kb: str, labels: list[RepeatLabel]) -> list[PairScore]:
-    """Look every query up once (dry run) and embed it; a pair's features are what the rule sees."""
+    """Look every query up once (dry run) and embed it; a pair's features are what the rules see."""
     queries = list(dict.fromkeys(q for label in labels for q in (label.earlier, label.later)))
     session = f"calibrate-{uuid.uuid4().hex[:8]}"
+    t = rt.settings.kb_thresholds(rt.embedder.name, rt.catalog.require(kb))
     found: dict[str, list[str]] = {}
+    chosen: dict[str, list[Hit]] = {}
     for q in queries:
         result = rt.lookup_service.lookup(q, session, kb, rules=False, dry_run=True)
         found[q] = [d.doc_key for d in result.documents] if result.relevance_level else []
+        chosen[q] = ranked(result.details, result.relevance_level, t.supplement, 1 + rt.settings.max_supplement)
     vectors = dict(zip(queries, rt.embedder.embed_documents([" ".join(q.split()) for q in queries])))
+    near = rt.settings.repeat_thresholds(rt.embedder.name).miss_overlap_threshold
+
+    def from_session(label: RepeatLabel) -> dict[str, bool]:
+        held = {page_key(k) for k in found[label.earlier]}
+        out = {}
+        if not found[label.later] and float(np.dot(vectors[label.earlier], vectors[label.later])) < near:
+            return {str(band): False for band in BANDS}  # "nothing found" on a held page needs a near query
+        for band in BANDS:
+            keep = as_relevant(chosen[label.later], held, t, band)
+            out[str(band)] = keep is not None and not any(keep)
+        return out
+
     return [
         PairScore(
-            earlier=label.earlier, later=label.later, label=label.label,
+            kb=kb, earlier=label.earlier, later=label.later, label=label.label,
             similarity=round(float(np.dot(vectors[label.earlier], vectors[label.later])), 4),
             earlier_found=bool(found[label.earlier]),
             same_documents=not found[label.later] or found[label.later][0] in found[label.earlier],
             all_documents_sent=bool(found[label.later]) and set(found[label.later]) <= set(found[label.earlier]),
+            from_session=from_session(label),
         )
         for label in labels
     ]
+
+
+class Hit(BaseModel):
+    doc_key: str
+    score: float
+
+
+def ranked(details: dict, level: str | None, supplement: float, n: int) -> list[Hit]:
+    """What a lookup would send, best first, before the session's pages are set aside (its graded scores, from
+    the details it logs): the best page and those at the supplements' bar; with no level, the best page
+    when it reaches that bar (the lookup says the session has it, or nothing)."""
+    scores = [Hit(doc_key=k, score=v) for k, v in (details.get("doc_scores") or {}).items()]
+    if not scores or (level is None and scores[0].score < supplement):
+        return []
+    return (scores[:1] + [h for h in scores[1:] if h.score >= supplement])[:n] if level else scores[:1]
 
 
 def predicted(score: PairScore, threshold: float) -> bool:
@@ -188,7 +239,14 @@ def held_out(scores: list[PairScore], k: int = FOLDS) -> HeldOut:
             blocked_by[i] = predicted(s, overlap.threshold if s.earlier_found else miss.threshold)
     rule = _counts(scores, blocked_by)
     combined = _counts(scores, {i: b or scores[i].all_documents_sent for i, b in blocked_by.items()})
-    return HeldOut(**rule, fold_thresholds=thresholds,
+
+    def with_pages(band: float) -> dict:
+        c = _counts(scores, {i: b or scores[i].all_documents_sent or scores[i].answered_from_session(band)
+                             for i, b in blocked_by.items()})
+        return {"bands": band, **c}
+
+    return HeldOut(**rule, fold_thresholds=thresholds, with_session_pages=with_pages(WEAKER_BANDS),
+                   by_band=[with_pages(b) for b in BANDS],
                    false_blocks=[{"earlier": scores[i].earlier, "later": scores[i].later, "similarity": scores[i].similarity}
                                  for i, b in sorted(blocked_by.items()) if b and scores[i].label == "distinct"],
                    with_doc_retrieved={k: combined[k] for k in ("precision", "recall", "false_positives")})
@@ -202,9 +260,12 @@ def _counts(scores: list[PairScore], blocked: dict[int, bool]) -> dict:
             "true_positives": tp, "false_positives": fp, "false_negatives": fn}
 
 
-def calibrate_repeats(rt: RepeatStores, kb: str, labels: list[RepeatLabel]) -> RepeatCalibration:
-    rt.catalog.require(kb)
-    scores = score_pairs(rt, kb, labels)
+def calibrate_repeats(rt: RepeatStores, sets: list[tuple[str, list[RepeatLabel]]]) -> RepeatCalibration:
+    """`sets`: (knowledge base, its labelled pairs); every pair is scored on its own KB."""
+    for kb, _ in sets:
+        rt.catalog.require(kb)
+    scores = [s for kb, labels in sets for s in score_pairs(rt, kb, labels)]
+    kb = ",".join(dict.fromkeys(kb for kb, _ in sets))
     overlap, miss = fit(scores)
     current = rt.settings.repeat_thresholds(rt.embedder.name)
     return RepeatCalibration(

@@ -14,20 +14,48 @@ in `retrieved_domains_this_session`. Lookups proposed together in one LLM messag
 sub-questions and never repeats of each other. After a REFERENCE result, a lookup that names its
 `missing_dimension` is a targeted supplement, not a repeat. Documents already sent are still never
 sent again (`doc_retrieved`). Both thresholds are per embedder, from `executor calibrate-repeats`.
+
+Rephrasings that share few words with the earlier query (a question restated as the command or flag that
+answers it, the feature's English name for a zh question) are far apart for a sentence encoder, so the
+queries alone miss most of them. What they share is their answer: the best page for the new lookup, ranked
+before the session's pages are set aside, is one the session already holds. Then the lookup is answered
+from the session (`answered_from_session`) unless a new page scores about as well on the KB's own scale
+(`WEAKER_BANDS`): the leftovers are the next-best pages, usually not about the question, and sending them is
+how a rephrasing "finds something" every time. A page and its translation at the same path under another
+language folder (`en/x.md`, `zh/x.md`) are one page here (`page_key`). Lookups blocked by any of these
+rules are remembered too (level DEDUPED, with the pages they pointed at), so the next rephrasing is compared
+with them as well.
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from enum import StrEnum
+from typing import Protocol, Sequence
 
 import numpy as np
 
-from core.settings import RepeatThresholds
+from core.settings import RepeatThresholds, Thresholds
 from prompts.hints import hint
 from stores.memory import EarlierLookup
 
 REFERENCE = "REFERENCE"
+BLOCKED = "DEDUPED"  # the level a remembered blocked lookup carries
+
+# A new page answers as well as the held best page when it scores within this fraction of the band between
+# the KB's REFERENCE and HIGHLY_RELEVANT thresholds below it (ranker on Helm: 0.09; similarity on the sample:
+# 0.13). The gaps measured on evals/labels/repeats*.yaml: a rephrasing's leftovers sit 0.15-0.7 below the held
+# page, a translation or the page a new question is about within 0.05 of it.
+WEAKER_BANDS = 0.5
+
+# a path segment that names a language, as documentation sites file translations (en/, zh/, zh-cn/, ja_JP/)
+LANGUAGE_FOLDER = re.compile(r"^(en|zh|ja|ko|de|fr|es|pt|ru|it)([-_][a-z]{2,4})?$", re.IGNORECASE)
+
+
+class Ranked(Protocol):
+    doc_key: str
+    score: float
 
 
 class DedupReason(StrEnum):
@@ -45,6 +73,27 @@ class Repeat:
     reason: DedupReason
     earlier: EarlierLookup
     similarity: float
+
+
+def page_key(doc_key: str) -> str:
+    """The page a document is, whatever its language: `en/intro/install.md` and `zh/intro/install.md` are one."""
+    parts = doc_key.split("/")
+    return "/".join([p for p in parts[:-1] if not LANGUAGE_FOLDER.match(p)] + parts[-1:])
+
+
+def weaker_margin(t: Thresholds, bands: float = WEAKER_BANDS) -> float:
+    """How far below the held best page a new page may score and still count as answering as well."""
+    return bands * max(t.highly_relevant_threshold - t.reference_threshold, 0.0)
+
+
+def as_relevant(chosen: Sequence[Ranked], held: set[str], t: Thresholds, bands: float = WEAKER_BANDS) -> list[bool] | None:
+    """None when the best of `chosen` (best first, before the session's pages are set aside) is not a page
+    the session holds (`held`: page keys); else, per candidate, whether it is a new page that scores about as
+    well as that best page (the ones still worth sending)."""
+    if not chosen or page_key(chosen[0].doc_key) not in held:
+        return None
+    bar = chosen[0].score - weaker_margin(t, bands)
+    return [page_key(c.doc_key) not in held and c.score >= bar for c in chosen]
 
 
 def similarities(vector: np.ndarray, earlier: list[EarlierLookup], batch: str | None) -> list[float | None]:
@@ -75,7 +124,8 @@ def find_repeat(
                 continue
             reason = DedupReason.NOT_FOUND_REPEATED
         else:
-            if sim < thresholds.overlap_threshold or (best_doc is not None and best_doc not in e.doc_keys):
+            pages = {page_key(k) for k in e.doc_keys}
+            if sim < thresholds.overlap_threshold or (best_doc is not None and page_key(best_doc) not in pages):
                 continue  # a lookup that finds nothing brings nothing new: the queries alone decide
             if e.level == REFERENCE and missing_dimension:
                 continue  # a targeted supplement of a REFERENCE result
@@ -92,9 +142,11 @@ def nearest(vector: np.ndarray, earlier: list[EarlierLookup], batch: str | None,
     return [{"query": e.query, "similarity": round(s, 4), "level": e.level} for s, e in scored[:k]]
 
 
-def repeat_hint(repeat: Repeat, lang: str) -> str:
-    """What the LLM is told: which earlier lookup this repeats and what that lookup found."""
+def repeat_hint(repeat: Repeat, lang: str, pages: str = "-") -> str:
+    """What the LLM is told: which earlier lookup this repeats, what that lookup found, and (`pages`) the
+    session's documents it points back at."""
     if repeat.reason == DedupReason.NOT_FOUND_REPEATED:
         return hint("not_found_repeated", lang, earlier=repeat.earlier.query)
-    key = "query_repeated_reference" if repeat.earlier.level == REFERENCE else "query_repeated"
-    return hint(key, lang, earlier=repeat.earlier.query, level=repeat.earlier.level)
+    key = {REFERENCE: "query_repeated_reference", BLOCKED: "query_repeated_blocked"}.get(repeat.earlier.level,
+                                                                                         "query_repeated")
+    return hint(key, lang, earlier=repeat.earlier.query, level=repeat.earlier.level, pages=pages)

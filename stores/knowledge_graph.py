@@ -31,6 +31,7 @@ MAX_NODES_PER_HOP = 500
 MAX_ENTITY_CHARS = 200
 BATCH = 5000
 STAGING_PREFIX = "~staging~"  # knowledge base names are [a-z][a-z0-9_]*: this prefix is never one
+RETIRED_PREFIX = "~retired~"  # a replaced graph, between the swap and its batched drop
 DEFAULT_WEIGHT = 0.5
 
 
@@ -372,24 +373,25 @@ class GraphStore:
             self._indexed = True
 
     def drop_kb(self, kb: str) -> None:
-        """Remove a knowledge base's nodes and edges, in batches so a large graph does not need one huge transaction."""
-        for label in ("Document", "Entity"):
-            while True:
-                rows = self.driver.run(
-                    f"MATCH (n:{label} {{kb: $kb}}) WITH n LIMIT $batch DETACH DELETE n RETURN count(*) AS n",
-                    {"kb": kb, "batch": BATCH},
-                    write=True,
-                )
-                if not rows or rows[0]["n"] == 0:
-                    break
+        """Remove a knowledge base's edges, then its nodes, in batches so that no transaction holds a large graph's
+        deletions (Neo4j caps a transaction's memory: 100,000 edges went over 256 MiB as one). Every edge of a KB
+        leaves one of its nodes (MENTIONS from a Document, relations from an Entity)."""
+        for step in ("MATCH (:{label} {{kb: $kb}})-[r]->() WITH r LIMIT $batch DELETE r RETURN count(*) AS n",
+                     "MATCH (n:{label} {{kb: $kb}}) WITH n LIMIT $batch DETACH DELETE n RETURN count(*) AS n"):
+            for label in ("Document", "Entity"):
+                while True:
+                    rows = self.driver.run(step.format(label=label), {"kb": kb, "batch": BATCH}, write=True)
+                    if not rows or rows[0]["n"] == 0:
+                        break
 
     def replace_kb(self, kb: str, data: GraphData, progress=None) -> dict[str, int]:
         """Load `data` as the whole graph of `kb`, atomically: it is built under a staging name that no
         knowledge base can have, then swapped in by one query. A load that fails half-way leaves the old
         graph as it was (and removes the half-built one)."""
         self._ensure_indexes()
-        staging = STAGING_PREFIX + kb
-        self.drop_kb(staging)  # what a load killed half-way left behind
+        staging, retired = STAGING_PREFIX + kb, RETIRED_PREFIX + kb
+        for leftover in (staging, retired):  # what a load, or a drop after a swap, killed half-way left behind
+            self.drop_kb(leftover)
         try:
             counts = self._load(staging, data, progress)
         except BaseException:
@@ -398,18 +400,21 @@ class GraphStore:
             except Exception:  # noqa: BLE001 - the load's error is the one to report; the next load cleans up
                 pass
             raise
-        self._swap(staging, kb)
+        self._swap(staging, retired, kb)
+        self.drop_kb(retired)
         return counts
 
-    def _swap(self, staging: str, kb: str) -> None:
+    def _swap(self, staging: str, retired: str, kb: str) -> None:
         """One query, so one transaction (Neo4j) or one atomic write (FalkorDB): readers see the old graph
-        or the new one, never neither."""
+        or the new one, never neither. The old graph is renamed, not deleted, here: the query then changes one
+        property per node, however many edges the graph has (`drop_kb` deletes it afterwards, in batches)."""
         steps = []
         for label in ("Document", "Entity"):
-            steps.append(f"OPTIONAL MATCH (old:{label} {{kb: $kb}}) DETACH DELETE old WITH count(*) AS _")
+            steps.append(f"OPTIONAL MATCH (old:{label} {{kb: $kb}}) SET old.kb = $retired WITH count(*) AS _")
         for label in ("Document", "Entity"):
             steps.append(f"OPTIONAL MATCH (new:{label} {{kb: $staging}}) SET new.kb = $kb WITH count(*) AS _")
-        self.driver.run("\n".join(steps) + "\nRETURN 1 AS done", {"kb": kb, "staging": staging}, write=True)
+        self.driver.run("\n".join(steps) + "\nRETURN 1 AS done", {"kb": kb, "staging": staging, "retired": retired},
+                        write=True)
 
     def read_kb(self, kb: str) -> GraphData:
         """The stored graph of `kb`, as the rows `update_kb` compares with."""

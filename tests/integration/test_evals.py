@@ -6,9 +6,8 @@ import pytest
 from core.errors import InputError
 from conftest import run_cli
 from core.settings import REPO_ROOT
-from evals.runner import aggregate, run_suite
+from evals.runner import aggregate, default_repeat_labels, prepare_knowledge_bases, run_suite
 from evals.scenarios_model import Scenario, load_scenarios
-from retrieval.repeat_calibration import load_repeat_labels
 
 SUITE = REPO_ROOT / "evals" / "scenarios"
 
@@ -86,9 +85,54 @@ def test_each_turn_is_judged_by_its_own_expect():
     assert blocked.false_blocks == [{"query": "y", "reason": "query_repeated", "distinct_from": "x", "turn": 2}]
 
 
+def test_rephrasings_are_counted_per_session_and_one_that_sends_an_unrelated_page_fails():
+    from agent.session import TurnResult
+    from evals.runner import measure
+
+    scenario = Scenario.model_validate({"id": "r", "lang": "en", "turns": [
+        {"question": "q1", "proposals": [{"lookup_knowledge": {"query": "x"}}], "expect": {"cite_any": ["a.md"]}},
+        {"question": "q2", "proposals": [{"lookup_knowledge": {"query": "x again"}}],
+         "expect": {"rephrasings": [0], "cite_any": ["a.md"]}}]})
+
+    def result(query, blocked, sent):
+        entry = {"tool": "lookup_knowledge", "query": query, "blocked": blocked, "error": None, "sent": sent,
+                 "relevance_level": "DEDUPED" if blocked else "HIGHLY_RELEVANT",
+                 "dedup_reason": "doc_retrieved" if blocked else None, "domain": "d"}
+        return TurnResult(answer="", citations=[{"doc_key": "a.md"}], trace=[entry], executed_lookups=0,
+                          blocked_lookups=0, proposed_lookups=1, graph_paths=[], session="s", mode="offline",
+                          latency_ms=1.0, tool_output_chars=0)
+
+    held = measure(scenario, [result("x", False, ["a.md"]), result("x again", True, [])], True, True)
+    assert held.passed and (held.rephrasings, held.rephrasing_lookups_run, held.rephrasing_pages_sent) == (1, 0, [])
+    ran = measure(scenario, [result("x", False, ["a.md"]), result("x again", False, ["other.md"])], True, True)
+    assert (ran.rephrasings, ran.rephrasing_lookups_run, ran.rephrasing_pages_sent) == (1, 1, ["other.md"])
+    assert ran.failures == ["turn 2: rephrasing 'x again' ran and sent pages not about the question: other.md"]
+    agg = aggregate([held, ran])
+    assert agg["rephrasings_answered_from_session"] == 0.5 and agg["rephrasing_pages_sent"] == 1
+
+
+def test_a_scenario_whose_corpus_is_missing_is_skipped_and_one_whose_kb_is_missing_fails(sample_rt, tmp_path):
+    here = Scenario.model_validate({"id": "here", "lang": "en", "question": "q"})
+    away = Scenario.model_validate({"id": "away", "lang": "en", "kb": "nowhere", "corpus": "no/such/folder", "question": "q"})
+    kept, skipped = prepare_knowledge_bases(sample_rt, [here, away], tmp_path)
+    assert [s.id for s in kept] == ["here"] and skipped == ["away: no no/such/folder here, skipped"]
+    lost = Scenario.model_validate({"id": "lost", "lang": "en", "kb": "nowhere", "question": "q"})
+    with pytest.raises(InputError, match="nowhere"):
+        prepare_knowledge_bases(sample_rt, [lost], tmp_path)
+    # a corpus that is there is ingested once, under the scenario's KB name
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "runbook.md").write_text("# Restarting the queue\nRun `queuectl restart`.\n", encoding="utf-8")
+    found = [Scenario.model_validate({"id": f"c{i}", "lang": "en", "kb": "fromcorpus", "corpus": "docs", "question": "q"})
+             for i in range(2)]
+    kept, skipped = prepare_knowledge_bases(sample_rt, found, tmp_path)
+    assert len(kept) == 2 and not skipped and list(sample_rt.catalog.documents("fromcorpus")) == ["runbook.md"]
+
+
 def test_scripted_suite_meets_its_targets(sample_rt):
-    scenarios = load_scenarios([SUITE])
-    labels = load_repeat_labels(REPO_ROOT / "evals" / "labels" / "repeats.yaml")
+    # the Helm sessions run where ../shared/corpora/helm is (ingested into this home), and are skipped elsewhere
+    scenarios, skipped = prepare_knowledge_bases(sample_rt, load_scenarios([SUITE]), REPO_ROOT)
+    assert len(scenarios) + len(skipped) >= 68 and all("skipped" in line for line in skipped)
+    labels = default_repeat_labels(REPO_ROOT)
     on = run_suite(sample_rt, scenarios, guards=True, progress=False, repeat_labels=labels)
     off = run_suite(sample_rt, scenarios, guards=False, progress=False, repeat_labels=labels)
     agg_on, agg_off = aggregate(on), aggregate(off)
@@ -100,6 +144,9 @@ def test_scripted_suite_meets_its_targets(sample_rt):
     assert agg_on["duplicate_docs_sent"] == 0
     assert agg_on["citation_recall"] >= 0.95
     assert agg_on["precise_stop_compliance"] == 1.0
+    # a later turn that rephrases an earlier question runs no lookup in 90% of cases or more (issue 28), and
+    # no rephrasing that ran sent a page the question is not about (each scenario fails on that)
+    assert agg_on["rephrasings"] >= 20 and agg_on["rephrasings_answered_from_session"] >= 0.9
     # the baseline is the same graph without the rules: the storms loop as in ISS-002
     storms_off = {r.id: r.executed_lookups for r in off if "storm" in r.tags}
     storms_on = {r.id: r.executed_lookups for r in on if "storm" in r.tags}

@@ -2,7 +2,7 @@
 
 import pytest
 
-from conftest import make_runtime
+from conftest import make_runtime, neo4j_settings, unique_kb
 from doc_fixtures import write_kb
 from prompts.results import expansion_text
 from retrieval.expansion import fusion_lambda, should_expand
@@ -49,26 +49,33 @@ def test_ingest_builds_the_sample_graph(sample_rt):
     assert "deployment/comfyui-deployment.md" in docs
 
 
-def test_graph_ingest_is_idempotent_and_follows_the_documents(tmp_path):
+@pytest.mark.parametrize("graph", ["falkordb", "neo4j"])
+def test_graph_ingest_is_idempotent_and_follows_the_documents(tmp_path, graph):
     kb_dir = write_kb(tmp_path / "kb", {
         "ops/a.md": "---\nentities: [{name: Alpha, type: Software}]\nrelations: "
                     "[{source: Alpha, type: DEPENDS_ON, target: Beta, weight: 0.8}]\n---\n# Alpha\nAlpha needs Beta.",
         "ops/b.md": "# Beta\nBeta runs next to Alpha on port 9000.",
         "ops/c.md": "# Gamma\nGamma is a LoadBalancer for Beta.",
     })
-    rt = make_runtime(tmp_path / "home")
+    # the Neo4j at NEO4J_URI is shared by every test: a KB name of this test's own, dropped at the end
+    rt = make_runtime(tmp_path / "home", **(neo4j_settings() if graph == "neo4j" else {}))
+    small = unique_kb("small")
     try:
-        first = ingest(rt, kb_dir, "small", progress=False, extract_config=SAMPLE_EXTRACT_CONFIG)
-        again = ingest(rt, kb_dir, "small", progress=False)
-        assert first.graph == again.graph and rt.graph.stats("small") == {
+        first = ingest(rt, kb_dir, small, progress=False, extract_config=SAMPLE_EXTRACT_CONFIG)
+        again = ingest(rt, kb_dir, small, progress=False)
+        assert first.graph == again.graph and rt.graph.stats(small) == {
             "entities": again.graph["entities"], "documents": 3, "relations": again.graph["relations"]}
-        assert "ops/b.md" in rt.graph.documents_mentioning("small", ["Alpha"])  # dictionary match, no front matter
+        assert "ops/b.md" in rt.graph.documents_mentioning(small, ["Alpha"])  # dictionary match, no front matter
         (kb_dir / "ops" / "c.md").unlink()
-        third = ingest(rt, kb_dir, "small", progress=False)
-        assert rt.graph.stats("small")["documents"] == 2 and third.graph["documents"] == 2
-        assert rt.graph.entity("small", "LoadBalancer") is None
+        third = ingest(rt, kb_dir, small, progress=False)
+        assert rt.graph.stats(small)["documents"] == 2 and third.graph["documents"] == 2
+        assert rt.graph.entity(small, "LoadBalancer") is None
     finally:
-        rt.close(stop_graph_server=True)
+        try:
+            if graph == "neo4j":
+                rt.graph.drop_kb(small)
+        finally:
+            rt.close(stop_graph_server=True)
 
 
 def test_a_kb_without_graph_config_gets_no_graph(tmp_path):

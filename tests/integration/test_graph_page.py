@@ -5,13 +5,11 @@ import re
 import shutil
 import subprocess
 
-import pytest
-
 from agent.knowledge_graph_page import render, render_graph_data
+from conftest import service_missing
 from stores.knowledge_graph import GraphEdge, GraphNode, GraphPath
 
 CHROMIUM = next((shutil.which(n) for n in ("chromium", "chromium-browser", "google-chrome") if shutil.which(n)), None)
-needs_chromium = pytest.mark.skipif(CHROMIUM is None, reason="no Chromium installed (apt-get install chromium)")
 HOSTILE = "</script><img src=x onerror=alert(1)>"
 
 
@@ -94,6 +92,8 @@ def test_a_query_that_found_nothing_draws_nothing():
 
 def browse(page_path, tmp_path) -> tuple[dict, "object"]:
     """(<body> attributes after the scripts ran, screenshot pixels) from headless Chromium."""
+    if CHROMIUM is None:
+        service_missing("no Chromium installed (apt-get install chromium)")
     common = [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars", "--window-size=1280,860",
               "--virtual-time-budget=15000", f"--user-data-dir={tmp_path / 'chromium-profile'}"]
     dom = subprocess.run([*common, "--dump-dom", page_path.as_uri()], capture_output=True, text=True, timeout=120)
@@ -107,7 +107,6 @@ def browse(page_path, tmp_path) -> tuple[dict, "object"]:
     return attrs, matplotlib.image.imread(shot)
 
 
-@needs_chromium
 def test_chromium_draws_the_neighbourhood_without_errors(tmp_path):
     page = tmp_path / "comfy.html"
     page.write_text(render("ComfyUI — sample", "ComfyUI", PATHS), encoding="utf-8")
@@ -119,7 +118,6 @@ def test_chromium_draws_the_neighbourhood_without_errors(tmp_path):
     assert ink > 0.01, f"the drawing is blank ({ink:.4f} of the pixels have ink)"
 
 
-@needs_chromium
 def test_chromium_shows_an_empty_result_as_a_sentence_not_an_error(tmp_path):
     page = tmp_path / "empty.html"
     page.write_text(render_graph_data("q", {"nodes": [], "edges": []}, []), encoding="utf-8")

@@ -1,5 +1,5 @@
 """The graph store on real engines: FalkorDB (embedded server from the wheel), the SQL backend on SQLite and on
-Postgres (when a server answers), and Neo4j when NEO4J_URI is set."""
+Postgres (when a server answers), and Neo4j when NEO4J_URI is set (services/neo4j/start.sh starts one)."""
 
 import os
 import time
@@ -9,12 +9,13 @@ import numpy as np
 import pytest
 
 from core.errors import BackendError, InputError
-from conftest import known_graph_data
-from stores.knowledge_graph import GraphData, GraphStore
+from conftest import known_graph_data, unique_kb
+from stores.knowledge_graph import RETIRED_PREFIX, STAGING_PREFIX, GraphData, GraphStore
 from stores.knowledge_graph_memory import GraphSnapshot
 from stores.falkordb_server import FalkorDBServer
 
-KB = "known"
+# names of this run's own: the Neo4j at NEO4J_URI is shared by every test process on the machine
+KB, OTHER = unique_kb("known"), unique_kb("other")
 
 
 class InMemoryNavigate:
@@ -45,15 +46,10 @@ def store(request):
     if request.param.startswith("sql-"):
         yield request.getfixturevalue("sql_store_" + request.param[4:])
         return
-    if not os.environ.get("NEO4J_URI"):
-        pytest.skip("no Neo4j server: set NEO4J_URI (and NEO4J_USER, NEO4J_PASSWORD) to run these against one")
-    from stores.knowledge_graph_drivers import Neo4jDriver
-
-    s = GraphStore(Neo4jDriver(os.environ["NEO4J_URI"], os.environ.get("NEO4J_USER", "neo4j"),
-                               os.environ.get("NEO4J_PASSWORD"), os.environ.get("NEO4J_DATABASE")))
+    s = request.getfixturevalue("neo4j_store")
     yield s
-    s.drop_kb(KB)
-    s.close()
+    for kb in (KB, OTHER):
+        s.drop_kb(kb)
 
 
 @pytest.fixture
@@ -164,9 +160,9 @@ def test_replace_is_idempotent_and_scoped_to_its_kb(known):
     before = known.stats(KB)
     known.replace_kb(KB, known_graph_data())
     assert known.stats(KB) == before == {"entities": 7, "documents": 1, "relations": 7}
-    known.replace_kb("other", known_graph_data())
-    known.drop_kb("other")
-    assert known.stats("other") == {"entities": 0, "documents": 0, "relations": 0}
+    known.replace_kb(OTHER, known_graph_data())
+    known.drop_kb(OTHER)
+    assert known.stats(OTHER) == {"entities": 0, "documents": 0, "relations": 0}
     assert known.stats(KB) == before
 
 
@@ -197,14 +193,18 @@ def test_dense_graph_stays_within_caps(falkor_store, falkordb_server):
     check_dense_caps(falkor_store, paths)
 
 
-@pytest.mark.parametrize("engine", ["sqlite", "postgres"])
-def test_dense_graph_stays_within_caps_in_sql(request, engine):
-    store = request.getfixturevalue(f"sql_store_{engine}")
-    store.replace_kb("dense", dense_graph_data())
-    check_dense_caps(store, store.navigate("dense", "n0", max_hops=3, max_paths=100, max_nodes_per_hop=20))
+@pytest.mark.parametrize("engine", ["sqlite", "postgres", "neo4j"])
+def test_dense_graph_stays_within_caps_elsewhere(request, engine):
+    store = request.getfixturevalue("neo4j_store" if engine == "neo4j" else f"sql_store_{engine}")
+    kb = unique_kb("dense")  # the Neo4j server is shared by every test
+    try:
+        store.replace_kb(kb, dense_graph_data())
+        check_dense_caps(store, store.navigate(kb, "n0", max_hops=3, max_paths=100, max_nodes_per_hop=20), kb)
+    finally:
+        store.drop_kb(kb)
 
 
-def check_dense_caps(store, paths):
+def check_dense_caps(store, paths, kb="dense"):
     assert 0 < len(paths) <= 100
     per_hop: dict[int, set] = {}
     for p in paths:
@@ -213,7 +213,7 @@ def check_dense_caps(store, paths):
         assert p.score == pytest.approx(np.prod([e.weight for e in p.edges]), rel=1e-6)
     assert all(len(nodes) <= 20 for nodes in per_hop.values())
     assert set(per_hop) == {1, 2, 3}  # the caps limit width, not depth
-    between = store.navigate_between("dense", "n0", "n1", max_hops=3, max_paths=5)
+    between = store.navigate_between(kb, "n0", "n1", max_hops=3, max_paths=5)
     assert between.reachable and len(between.paths) == 5
     assert [p.score for p in between.paths] == sorted((p.score for p in between.paths), reverse=True)
 
@@ -337,7 +337,8 @@ def test_a_load_that_fails_half_way_keeps_the_old_graph(known, fail_at):
         broken.replace_kb(KB, known_graph_data())
     assert known.stats(KB) == before == {"entities": 7, "documents": 1, "relations": 7}
     assert summaries(known.navigate(KB, "ComfyUI", 1))[0] == ("ComfyUI -DEPENDS_ON-> Docker", 0.9)
-    leftovers = known.driver.run("MATCH (n) WHERE n.kb <> $kb RETURN count(n) AS n", {"kb": KB})
+    leftovers = known.driver.run("MATCH (n) WHERE n.kb STARTS WITH $staging OR n.kb STARTS WITH $retired "
+                                 "RETURN count(n) AS n", {"staging": STAGING_PREFIX, "retired": RETIRED_PREFIX})
     assert leftovers == [{"n": 0}]  # nothing half-built is left behind
 
 

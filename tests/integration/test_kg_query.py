@@ -142,3 +142,12 @@ def test_a_slow_kb_times_out_alone(kbs, monkeypatch):
     assert clock.monotonic() - started < 4.5  # the call does not wait for the slow one (5 s)
     assert result.errors == [{"knowledge_base_id": "plain", "error": "timed out after 1.5 s"}]
     assert result.kb_counts["sample"] > 0
+
+
+def test_a_failing_kb_is_not_remembered_as_nothing_found(kbs):
+    """The repeat rules remember every call per knowledge base that answered; a broken one's silence is not a
+    miss, so a later lookup there is not blocked as `not_found_repeated`."""
+    kbs.kg.query(["sample", "broken"], "Docker 镜像怎么构建", "kg-remember", batch="m1")
+    assert {e.kb for e in kbs.memory.lookups("kg-remember")} == {"sample"}
+    again = kbs.kg.query(["sample"], "Docker 镜像怎么构建？", "kg-remember", batch="m2")
+    assert again.dedup_reason is not None and all(not h.content for h in again.results)

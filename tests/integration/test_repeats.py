@@ -19,7 +19,7 @@ from test_sql_backends import db_url  # noqa: F401  (the Postgres / MySQL fixtur
 from evals.runner import run_suite
 from evals.scenarios_model import Scenario
 from retrieval.repeat_calibration import (
-    FOLDS, PairScore, calibrate_repeats, folds, load_repeat_labels, write_repeat_thresholds,
+    BANDS, FOLDS, PairScore, calibrate_repeats, folds, load_repeat_labels, write_repeat_thresholds,
 )
 from retrieval.repeats import DedupReason, find_repeat, repeat_hint
 from stores.database import Database
@@ -224,7 +224,7 @@ def test_folds_keep_pairs_of_one_earlier_query_together():
 
 
 def test_calibration_on_the_labels_is_held_out_and_written_per_embedder(sample_rt, tmp_path):
-    result = calibrate_repeats(sample_rt, "sample", load_repeat_labels(LABELS))
+    result = calibrate_repeats(sample_rt, [("sample", load_repeat_labels(LABELS))])
     assert result.pairs >= 120 and result.embedder == "use-multilingual-v3"
     # the fitted thresholds meet the rule on the pairs they were fitted on
     assert result.overlap.met_rule and result.overlap.precision >= 0.95
@@ -233,6 +233,11 @@ def test_calibration_on_the_labels_is_held_out_and_written_per_embedder(sample_r
     h = result.held_out
     assert h.true_positives + h.false_negatives == result.repeats and len(h.fold_thresholds) == FOLDS
     assert h.precision >= 0.8 and h.recall > 0.05
+    # with the session's pages (best page held, nothing new as relevant), most rephrasings are caught: the rule
+    # that runs in a session, reported at each width of "about as relevant"
+    assert h.with_session_pages["recall"] > max(h.recall, h.with_doc_retrieved["recall"]) + 0.1
+    assert [b["bands"] for b in h.by_band] == list(BANDS)
+    assert all(a["recall"] >= b["recall"] for a, b in zip(h.by_band, h.by_band[1:]))  # wider: fewer blocked
     # the shipped defaults are the calibrated ones
     shipped = Settings().repeat_thresholds("use-multilingual-v3")
     assert (shipped.overlap_threshold, shipped.miss_overlap_threshold) == (result.overlap.threshold,

@@ -1,6 +1,7 @@
 """Action memory and the invocation log on the production databases (Postgres, and MySQL as the source design used).
 
-Each test gets its own schema/database and drops it afterwards; it skips, saying why, where no server answers.
+Each test gets its own schema/database and drops it afterwards; it skips, saying why, where no server answers (and
+fails under EXECUTOR_REQUIRE_SERVICES=1).
 """
 
 import uuid
@@ -8,7 +9,7 @@ import uuid
 import pytest
 from sqlalchemy import create_engine, text
 
-from conftest import SQL_SERVERS, fresh_database
+from conftest import SQL_SERVERS, fresh_database, service_missing
 from stores.database import Database
 from stores.invocation_log import Invocation, InvocationLog
 from stores.memory import ActionMemory, SentDocument
@@ -56,7 +57,7 @@ def test_a_session_resumes_from_a_postgres_checkpointer(sample_rt):
     try:
         psycopg.connect(url, connect_timeout=3).close()
     except psycopg.Error as exc:
-        pytest.skip(f"postgres at {url} is not reachable: {exc.__class__.__name__}")
+        service_missing(f"postgres at {url} is not reachable: {exc.__class__.__name__}")
     settings = Settings(home=sample_rt.settings.home, checkpoint_url=url)
     session = f"pg-{uuid.uuid4().hex[:8]}"
     with open_checkpointer(settings) as saver:
