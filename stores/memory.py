@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from sqlalchemy import delete, select
 
+from core.relevance import Level
 from stores.database import Database, SessionDocument, SessionDomain, SessionLookup, utcnow
 
 
@@ -122,7 +123,9 @@ class ActionMemory:
                 s.add(SessionLookup(session_id=new_session, kb=r.kb, query=r.query, embedder=r.embedder,
                                     embedding=r.embedding, level=r.level, domain=r.domain, doc_keys=list(r.doc_keys or []),
                                     batch=r.batch))
-                if r.domain is not None and r.level is not None:
+                # a domain row is written by lookups that sent documents: not by a miss, nor by a blocked lookup
+                # (remembered as DEDUPED for the repeat rule)
+                if r.domain is not None and r.level not in (None, Level.DEDUPED.value):
                     row = domains.pop(r.domain, None) or SessionDomain(session_id=new_session, domain=r.domain, lookups=0)
                     row.last_level, row.lookups, row.updated_at = r.level, row.lookups + 1, utcnow()
                     domains[r.domain] = row  # re-inserted: the dict keeps the order of last update
