@@ -54,8 +54,10 @@ def measure(starts: int) -> dict:
     home = Path(tempfile.mkdtemp(prefix="bench-mcp-first-"))
     try:
         _cli(home, "ingest", "--json")
-        # each start's first query is one no other start asks first; the later ones are shared by all starts
-        runs = [_one_start(home, [QUERIES[i], *QUERIES[starts:starts + LATER]]) for i in range(starts)]
+        # the same queries first and later: start i asks query i first, then the others (up to LATER of them), so
+        # both figures are over one set of questions; none is asked twice in a process
+        runs = [_one_start(home, [QUERIES[(i + k) % starts] for k in range(min(starts, LATER + 1))])
+                for i in range(starts)]
     finally:
         _cli(home, "graph", "stop")
     first = [ms[0] for _, ms in runs]
