@@ -150,3 +150,15 @@ def test_clearing_a_session_forgets_its_forks_too(sample_rt):
 
     clear_session(thread, saver, sample_rt.memory)
     assert not sample_rt.memory.lookups(thread) and not sample_rt.memory.lookups(fork_session)
+
+
+def test_a_replay_from_inside_a_turn_sees_the_memory_of_its_checkpoint(sample_rt):
+    """Studio's replay resumes mid-turn (input None): here at call_tools, before the first lookup ran."""
+    saver, thread = InMemorySaver(), f"replay-{uuid.uuid4().hex[:8]}"
+    app = sample_rt.app(OfflinePlanner(), "offline", checkpointer=saver)
+    first = _run(app, thread, "ERR_TIMEOUT 是什么？")
+    history = list(app.get_state_history({"configurable": {"thread_id": thread}}))
+    (before_lookup,) = [h for h in history if h.next == ("call_tools",)]
+    replayed = app.invoke(None, before_lookup.config, context=Context())
+    assert replayed["trace"][0]["relevance_level"] == "PRECISE"
+    assert replayed["trace"][0]["sent"] == first["trace"][0]["sent"]  # sent again: that checkpoint had sent nothing
