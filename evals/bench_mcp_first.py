@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import tempfile
 import time
+import uuid
 from pathlib import Path
 
 import anyio
@@ -37,7 +38,8 @@ async def _lookups(url: str, queries: list[str]) -> list[float]:
         await client.initialize()
         for query in queries:
             started = time.perf_counter()
-            result = await client.call_tool("lookup_knowledge", {"query": query})
+            # a session of its own per lookup: none is cut short as a repeat of the lookup before it
+            result = await client.call_tool("lookup_knowledge", {"query": query, "session": f"bench-{uuid.uuid4().hex}"})
             timings.append((time.perf_counter() - started) * 1000)
             if result.isError:
                 raise RuntimeError(result.content[0].text)
