@@ -36,6 +36,9 @@ async def _lookups(url: str, queries: list[str]) -> list[float]:
     timings = []
     async with streamable_http_client(url) as (read, write, _), ClientSession(read, write) as client:
         await client.initialize()
+        # as hosts do on connecting; the SDK's client would otherwise list them inside the first call (to check
+        # results against their output schemas), a round trip that is the client's, not the lookup's
+        await client.list_tools()
         for query in queries:
             started = time.perf_counter()
             # a session of its own per lookup: none is cut short as a repeat of the lookup before it
