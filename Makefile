@@ -5,7 +5,7 @@ EXE := $(VENV)/bin/executor
 REPORTS ?= .executor
 export LANGSMITH_TRACING ?= false
 
-.PHONY: setup setup-bge services services-stop demo test eval eval-llm bench
+.PHONY: setup setup-bge services services-stop demo test eval eval-llm bench bench-peers-llm
 
 setup: $(VENV)/.installed
 
@@ -73,3 +73,10 @@ bench: setup
 	$(PY) -m evals.bench_ingest
 	$(PY) -m evals.bench_reingest
 	$(PY) -m evals.bench_mcp
+	$(PY) -m evals.bench_peers --json $(REPORTS)/peers.json --plot $(REPORTS)/peers.png
+
+# Executor against the ReAct and agentic-RAG peers with the bundled model on the storms (~10 min)
+bench-peers-llm: setup
+	EXECUTOR_LOCAL_MODEL=$${EXECUTOR_LOCAL_MODEL:-bundled} EXECUTOR_LOCAL_MODEL_THREADS=1 EXECUTOR_LOCAL_MODEL_MAX_TOKENS=64 \
+	EXECUTOR_LOCAL_MODEL_TIMEOUT_S=300 $(PY) -m evals.bench_peers --policy llm --rounds $(LLM_ROUNDS) \
+	  --scenarios evals/scenarios/02-storms.yaml --json $(REPORTS)/peers-llm.json --plot $(REPORTS)/peers-llm.png

@@ -137,6 +137,21 @@ class Runtime:
             threading.Thread(target=load_segmenter, name="load-jieba", daemon=True).start()
         self.embedder
 
+    def use_local_model(self, stack) -> None:
+        """With EXECUTOR_LOCAL_MODEL set, serve that model on a free loopback port until `stack` (an ExitStack)
+        closes, and point this runtime's LLM settings at it (no API key goes to it)."""
+        settings = self.settings
+        if not settings.local_model:
+            return
+        from local_llm.serve import LocalEndpoint, engine_options
+
+        endpoint = stack.enter_context(LocalEndpoint(engine_options(settings, settings.local_model)))
+        self.settings = settings.model_copy(update={
+            "openai_base_url": endpoint.base_url, "openai_api_key": None, "model": endpoint.options.alias,
+            # the endpoint's own per-request timeout answers first, with a line that says so
+            "llm_timeout_s": max(settings.llm_timeout_s, settings.local_model_timeout_s + 5),
+        })
+
     def app(self, model, mode: str, checkpointer=None):
         """The executor graph on this runtime's services: what the chat, `ask`, Studio and the eval all run.
         `mode`: "llm" (a chat model) or "offline" (the planner)."""

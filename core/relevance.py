@@ -17,6 +17,8 @@ class Scored(Protocol):
     similarity: float
     features: dict[str, float]
     specific: bool
+    decisive: bool
+    group: str  # the page counted with its translations (`page_key`)
 
 
 class Level(StrEnum):
@@ -27,6 +29,15 @@ class Level(StrEnum):
 
 
 CJK = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]")
+# a path segment that names a language, as documentation sites file translations (en/, zh/, zh-cn/, ja_JP/)
+LANGUAGE_FOLDER = re.compile(r"^(en|zh|cn|ja|ko|de|fr|es|pt|ru|it)([-_][a-z]{2,4})?$", re.IGNORECASE)
+
+
+def page_key(doc_key: str) -> str:
+    """The page a document is, whatever its language: `en/intro/install.md` and `zh/intro/install.md` are one
+    (a page and its translations say the same thing: one answer, one page to send, one repeat)."""
+    parts = doc_key.split("/")
+    return "/".join([p for p in parts[:-1] if not LANGUAGE_FOLDER.match(p)] + parts[-1:])
 
 
 def similarity(squared_l2: float, max_l2_distance: float) -> float:
@@ -37,22 +48,28 @@ def similarity(squared_l2: float, max_l2_distance: float) -> float:
 def grade(candidates: Sequence[Scored], t: Thresholds) -> Level | None:
     """The level of a query's candidates, best first; None means nothing relevant was found.
 
-    PRECISE needs agreement: exactly one document matches a specific keyword (L0), and
-    the calibrated score, which weighs every layer, also puts it first and at least at
-    REFERENCE. A glossary naming every term is therefore not PRECISE unless the vectors
-    and the lexical index agree it is the answer. Otherwise, with an answerability model,
+    PRECISE needs one page (a page and its translations count once) to match specific
+    keywords (L0), and agreement: the calibrated score, which weighs every layer, also puts
+    it first and at least at REFERENCE. A glossary naming every term is therefore not
+    PRECISE unless the vectors and the lexical index agree it is the answer. A decisive
+    match needs no agreement: an identifier (error code, config key, flag) that only that
+    page uses anywhere in the KB is its answer, and `retrieval.grading` has put it first
+    (the dense similarity of a bare code string says little). Otherwise, with an answerability model,
     it decides whether anything is found and the best score whether it is HIGHLY_RELEVANT;
     without one, the best score decides both.
     """
     if not candidates:
         return None
     best = candidates[0].score
+    first = candidates[0]
     specific = [c for c in candidates if c.specific]
-    if len(specific) == 1 and specific[0] is candidates[0] and best >= t.reference_threshold:
+    if first.specific and len({c.group for c in specific}) == 1 and (first.decisive or best >= t.reference_threshold):
         return Level.PRECISE
     highly_relevant = t.highly_relevant(candidates[0].features.get("other_language") == 1.0)
     if t.answerability is not None:
         # the answerability model decides whether anything is found; the best score only how well
+        if weak(candidates, t):
+            return Level.REFERENCE
         if t.answerability.probability(answer_features(candidates)) < t.answerability.threshold:
             return None
         return Level.HIGHLY_RELEVANT if best >= highly_relevant else Level.REFERENCE
@@ -61,6 +78,16 @@ def grade(candidates: Sequence[Scored], t: Thresholds) -> Level | None:
     if best >= t.reference_threshold:
         return Level.REFERENCE
     return None
+
+
+def weak(candidates: Sequence[Scored], t: Thresholds) -> bool:
+    """The best page is only a weak answer: the answerability model puts the query in its band between
+    "nothing found" and found (`Answerability.weak_threshold`), so it is sent as REFERENCE with a hint saying
+    the KB may not cover the question."""
+    gate = t.answerability
+    if not candidates or gate is None or gate.weak_threshold is None:
+        return False
+    return gate.weak_threshold <= gate.probability(answer_features(candidates)) < gate.threshold
 
 
 def answer_features(candidates: Sequence[Scored]) -> dict[str, float]:

@@ -75,6 +75,10 @@ class Answerability(Logistic):
     FEATURES: ClassVar[tuple[str, ...]] = ANSWER_FEATURES
 
     threshold: float = Field(ge=0, le=1)
+    # between this and `threshold` the best page is sent as a weak REFERENCE (its hint says the KB may not cover
+    # the question) instead of "nothing found": an answerable question must almost never get "nothing found",
+    # and the band costs off-topic questions only a REFERENCE, never a confident grade. None: no band
+    weak_threshold: float | None = Field(None, ge=0, le=1)
 
 
 class Thresholds(BaseModel):
@@ -151,26 +155,24 @@ EMBEDDER_THRESHOLD_DEFAULTS: dict[str, Thresholds] = {
     "bge-m3": Thresholds(max_l2_distance=2.0, highly_relevant_threshold=0.75, reference_threshold=0.5),
 }
 
-# The "ranker" grading (the default, DEFAULT_GRADING): a logistic model over the grading features, fitted by
-# `executor calibrate --labels evals/labels/sample.yaml --kb sample --labels evals/labels/sample-keywords.yaml
-# --kb sample --labels ../shared/corpora/helm/questions.yaml --kb helm`; thresholds on its probability.
-# Its held-out (5-fold) figures are in the README ("Retrieval quality on real documents"): on the Helm docs
-# hit@1 0.63 -> 0.84 and off-topic "nothing found" 0.07 -> 0.93 against the similarity grading. The bundled
-# sample KB keeps the similarity grading calibrated on it (`knowledge_base.grading`): the ranker grades too
-# many of its deliberately vague questions "nothing found" (held out, hit@1 0.67 against 0.68, relevant returned 0.70 against 0.74).
-# The supplements' bar (0.15) is the rule's value on the same fit (`calibrate` prints it). The two
-# `*_other_language` features came later and are not in this preset (weight 0): refitted with them, the pooled
-# model graded fewer of the sample KB's off-topic questions "nothing found" (held out 0.94 -> 0.81), so they
-# are used where a KB's own model is fitted (`calibrate --labels F --kb K --write`: Helm returned 0.94 -> 0.95).
-# Nor has it an answerability model or an other-language HIGHLY_RELEVANT threshold: pooled over two KBs' 31
-# off-topic questions, the gate let Helm's nearest one through (held out 0.93 -> 0.87); a KB's own model has both.
+# The "ranker" grading (the default, DEFAULT_GRADING): a logistic model over the grading features, thresholds on its
+# probability. A KB graded by the ranker fits its own model at ingest (`retrieval.self_calibration`: questions
+# generated from its documents and the bundled off-topic pool, no human label); this shared preset grades only a
+# KB that has none (too few documents to generate questions from, or an ingest from before self-calibration).
+# Provenance: `executor calibrate --labels evals/labels/sample.yaml --labels evals/labels/sample-keywords.yaml
+# --kb sample --shared` (the bundled sample KB's 133 labelled questions, 16 off-topic; USE multilingual v3).
+# No Helm label is in it: the Helm docs' labels only measure it (README, "Retrieval quality on real
+# documents"). Its answerability model is left out: fitted on the sample KB's 16 off-topic questions, it let every
+# Helm off-topic question through (held out on Helm: off-topic "nothing found" 0.00).
 RANKER_PRESETS: dict[str, Thresholds] = {
     "use-multilingual-v3": Thresholds(
-        max_l2_distance=2.0, highly_relevant_threshold=0.48, reference_threshold=0.3, supplement_threshold=0.15,
-        ranker=Ranker(bias=-5.4556, weights={
-            "similarity": 3.8768, "lift": 4.8229, "gap": -4.5805, "lexical": 1.1788, "coverage": 3.2229,
-            "kb_coverage": -0.133, "unknown_names": -1.1826, "specific_keyword": 1.8725, "other_language": 2.8898,
-            "coverage_same_language": 1.232, "lexical_same_language": 0.8831,
+        max_l2_distance=2.0, highly_relevant_threshold=0.28, reference_threshold=0.28,
+        supplement_threshold=0.28, highly_relevant_other_language_threshold=0.33,
+        ranker=Ranker(bias=-4.3535, weights={
+            "similarity": 3.6844, "lift": 3.8275, "gap": -4.0033, "lexical": 0.2725, "coverage": 1.1851,
+            "kb_coverage": -0.3718, "unknown_names": 0.1172, "specific_keyword": 2.1714, "other_language": 1.5265,
+            "coverage_same_language": 1.3248, "lexical_same_language": 0.9763, "similarity_other_language": 1.962,
+            "lift_other_language": 1.4447
         }),
     ),
 }
@@ -189,6 +191,10 @@ class KbModel(BaseModel):
     labels: dict[str, int] = Field(default_factory=dict)  # label file -> questions it was fitted on
     fitted_at: str = ""
     held_out: dict[str, float | int | None] = Field(default_factory=dict)  # its k-fold figures on this KB
+    # "labels": fitted by `calibrate --write` on a team's labels (only calibrate replaces it); "self": fitted at
+    # ingest on questions generated from the KB's own documents and the bundled off-topic pool
+    # (`retrieval.self_calibration`), refitted when a re-ingest changes the KB enough
+    calibrated_by: Literal["labels", "self"] = "labels"
 
     @model_validator(mode="after")
     def _has_ranker(self) -> "KbModel":
@@ -359,6 +365,10 @@ class Settings(BaseSettings):
     grading: Literal["similarity", "ranker"] | None = Field(
         None, description="force one grading for every KB (similarity: the dense similarity; ranker: the "
                           "calibrated model); unset, each KB is graded its own way (`kb show`), new ones by the ranker")
+    self_calibrate: bool = Field(
+        True, description="at ingest, a KB graded by the ranker fits its own model on questions generated from its "
+                          "documents and the bundled off-topic pool (retrieval/self_calibration.py); false: it keeps "
+                          "the shared preset until `executor calibrate --write`")
     retrieval: Retrieval = Field(default_factory=Retrieval)
     # Flat env overrides beat config.yaml: EXECUTOR_HIGHLY_RELEVANT_THRESHOLD=0.6
     max_l2_distance: float | None = None

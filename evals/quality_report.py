@@ -14,13 +14,16 @@ FIGURES = [
     ("recall_at_5", "recall@5"),
     ("relevant_returned", "relevant returned"),
     ("precise_precision", "PRECISE precision (n)"),
+    ("precise_fires", "PRECISE fires"),
+    ("answerable_none", "answerable NONE"),
     ("highly_relevant_precision", "HR precision (n)"),
     ("off_topic_none", "off-topic NONE (n)"),
     ("off_topic_confident", "off-topic PRECISE/HR"),
 ]
 LEGEND = ("hit@1: the primary document is relevant; recall@5: relevant documents among the 5 best scored; "
           "relevant returned: a document sent is relevant; PRECISE/HR precision: the primary is relevant when "
-          "graded so; off-topic: questions nothing answers")
+          "graded so; PRECISE fires: answerable questions graded PRECISE; answerable NONE: answerable questions graded "
+          "nothing found; off-topic: questions nothing answers")
 
 
 def _cell(fig, key: str) -> str:

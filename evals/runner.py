@@ -105,7 +105,11 @@ def false_blocks(turn: Turn, trace: list[dict], earlier: list[str], distinct: se
                             and batches[j] != batches[i]]
         against = next((q for q in before if (_key(q), _key(t["query"])) in distinct), None)
         if (scripted and i in turn.expect.must_allow) or against is not None:
-            out.append({"query": t["query"], "reason": t["dedup_reason"], "distinct_from": against})
+            # doc_retrieved that held back new pages it found is the session-pages rule (issue 28) deciding that
+            # the session's page answers: a false block like any other, not "every document was already sent"
+            reason = "answered_from_session" if t["dedup_reason"] == "doc_retrieved" and t.get("withheld") \
+                else t["dedup_reason"]
+            out.append({"query": t["query"], "reason": reason, "distinct_from": against})
     return out
 
 
@@ -262,6 +266,17 @@ def run_suite(rt, scenarios: list[Scenario], guards: bool, policy: str = "script
                                     "recursion error instead of an answer") from None
         results.append(measure(scenario, turns, guards, policy == "scripted", distinct, context.lookup_budget))
     return results
+
+
+def llm_policy_model(rt, stack):
+    """The chat model `--policy llm` asks: EXECUTOR_LOCAL_MODEL served until `stack` closes, or the configured
+    OpenAI-compatible endpoint."""
+    rt.use_local_model(stack)
+    if not rt.settings.llm_configured:
+        raise ExecutorError("--policy llm needs EXECUTOR_LOCAL_MODEL, OPENAI_API_KEY or OPENAI_BASE_URL")
+    from agent.llm import make_chat_model
+
+    return make_chat_model(rt.settings)[0]
 
 
 def aggregate(results: list[ScenarioResult]) -> dict:

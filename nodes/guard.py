@@ -36,6 +36,7 @@ def trace_entry(name: str, args) -> dict:
         "sent": [],  # doc keys whose content went to the LLM
         "recalled": [],  # doc keys the session already had, which a deduplicated lookup pointed back to
         "repeat_of": None,  # the earlier lookup of the session this one repeats in meaning
+        "withheld": [],  # new doc keys a blocked call found and did not send (weaker than a page the session has)
     }
 
 

@@ -16,6 +16,20 @@ HINTS: dict[str, dict[str, str]] = {
         "en": "These results are related references; if you need more, name the specific missing dimension "
         "and look up only that.",
     },
+    "weak_reference": {
+        "zh": "当前结果只是较弱的参考：知识库可能没有直接回答这个问题。先核对它是否回答了问题；若没有，请明确缺少的具体维度"
+        "再定向检索一次，仍找不到就如实告诉用户知识库没有覆盖。",
+        "en": "This result is only a weak reference: the knowledge base may not answer the question directly. Check "
+        "whether it does; if not, name the specific missing dimension and look that up once, and if that finds "
+        "nothing, tell the user the knowledge base does not cover it.",
+    },
+    "weak_reference_missing": {
+        "zh": "当前结果只是较弱的参考：最相关的页面没有提到“{missing}”，知识库可能没有直接回答这个问题。先核对它是否回答了"
+        "问题；若没有，请就缺少的这一维度再定向检索一次，仍找不到就如实告诉用户知识库没有覆盖。",
+        "en": "This result is only a weak reference: the best page found never mentions \"{missing}\", so the "
+        "knowledge base may not answer the question directly. Check whether it does; if not, look up that missing "
+        "dimension once, and if that finds nothing, tell the user the knowledge base does not cover it.",
+    },
     "doc_retrieved": {
         "zh": "找到的文档在本会话中都已返回过，请基于已有信息回答。",
         "en": "Every document found was already returned in this session: answer from what you have.",

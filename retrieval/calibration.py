@@ -59,6 +59,21 @@ HR_MIN_PRECISION = 0.92  # above the 0.9 target, so the figure holds on question
 OFF_TOPIC_MAX_RATE = 0.05
 REF_MIN_PRECISION = 0.4
 SUPPLEMENT_MIN_PRECISION = 0.4  # the same bar REFERENCE uses without off-topic labels
+
+
+@dataclass(frozen=True)
+class Bars:
+    """The precision and off-topic bars a model's thresholds are chosen at (human labels: the defaults;
+    self-calibration: its own, `retrieval.self_calibration`)."""
+
+    hr_min_precision: float = HR_MIN_PRECISION
+    off_topic_max_rate: float = OFF_TOPIC_MAX_RATE
+    # with it, the answerability model's weak-REFERENCE band starts where this share of off-topic questions
+    # still gets a document (None: no band, below the threshold nothing is found)
+    weak_max_rate: float | None = None
+
+
+BARS = Bars()
 GRID = [round(0.02 + i * 0.01, 2) for i in range(97)]  # 0.02 .. 0.98
 FOLDS = 5
 RULE = (f"HIGHLY_RELEVANT: lowest score where the best document is relevant for >= {HR_MIN_PRECISION:.0%} of questions, "
@@ -160,7 +175,7 @@ def fit_ranker(observed: list[Observed]) -> Ranker:
     return Ranker(**_logistic(x, y, FEATURES))
 
 
-def choose_thresholds(observed: list[Observed], ranker: Ranker, max_l2: float
+def choose_thresholds(observed: list[Observed], ranker: Ranker, max_l2: float, bars: Bars = BARS
                       ) -> tuple[float, float | None, float, float]:
     """HIGHLY_RELEVANT (for a best document in the question's language, and in another: None when no training
     question's best was in another language), REFERENCE and the supplements' bar for `ranker`, by RULE."""
@@ -184,14 +199,14 @@ def choose_thresholds(observed: list[Observed], ranker: Ranker, max_l2: float
 
     def hr_ok(t: float, other_language: bool) -> bool:
         graded = [rel for i, (s, rel, off) in enumerate(best) if s >= t and not off and (i in across) == other_language]
-        return bool(graded) and sum(graded) / len(graded) >= HR_MIN_PRECISION and t > off_best
+        return bool(graded) and sum(graded) / len(graded) >= bars.hr_min_precision and t > off_best
 
     hr = next((t for t in GRID if hr_ok(t, False)), GRID[-1])
     hr_other = next((t for t in GRID if hr_ok(t, True)), GRID[-1]) if across else None
     off_scores = [s for s, _, off in best if off]
     if off_scores:
         def ref_ok(t: float) -> bool:
-            return sum(s >= t for s in off_scores) / len(off_scores) <= OFF_TOPIC_MAX_RATE
+            return sum(s >= t for s in off_scores) / len(off_scores) <= bars.off_topic_max_rate
     else:
         def ref_ok(t: float) -> bool:
             kept = [rel for s, rel in sent if s >= t]
@@ -206,7 +221,8 @@ def choose_thresholds(observed: list[Observed], ranker: Ranker, max_l2: float
     return hr, None if hr_other is None else max(hr_other, ref), ref, supplement
 
 
-def fit_answerability(observed: list[Observed], own: list[Observed], ranker: Ranker) -> Answerability | None:
+def fit_answerability(observed: list[Observed], own: list[Observed], ranker: Ranker, bars: Bars = BARS
+                      ) -> Answerability | None:
     """Whether the KB answers at all, fitted on every observed question (answerable against off-topic, the two
     weighted equally: off-topic labels are few); its threshold the lowest probability at which at most
     OFF_TOPIC_MAX_RATE of `own`'s off-topic questions still get a document. None without off-topic labels
@@ -223,21 +239,25 @@ def fit_answerability(observed: list[Observed], own: list[Observed], ranker: Ran
     gate = Answerability(**_logistic(x, y, ANSWER_FEATURES, class_weight="balanced"), threshold=0.0)
     off = sorted((gate.probability(answer_features(o.graded.candidates))
                   for o in own if not o.label.relevant and o.graded.candidates), reverse=True)
-    allowed = int(OFF_TOPIC_MAX_RATE * len(off))  # how many off-topic questions may still get a document
-    # just above the first off-topic question that must not pass (rounded up, so it stays above when stored)
-    threshold = math.ceil((off[allowed] + 1e-9) * 10_000) / 10_000
-    return gate.model_copy(update={"threshold": min(threshold, 1.0)})
+    def above(rate: float) -> float:
+        allowed = min(int(rate * len(off)), len(off) - 1)  # how many off-topic questions may still get a document
+        # just above the first off-topic question that must not pass (rounded up, so it stays above when stored)
+        return min(math.ceil((off[allowed] + 1e-9) * 10_000) / 10_000, 1.0)
+
+    threshold = above(bars.off_topic_max_rate)
+    weak = None if bars.weak_max_rate is None else min(above(bars.weak_max_rate), threshold)
+    return gate.model_copy(update={"threshold": threshold, "weak_threshold": weak})
 
 
-def fit(observed: list[Observed], max_l2: float, target: str | None = None) -> Thresholds:
+def fit(observed: list[Observed], max_l2: float, target: str | None = None, bars: Bars = BARS) -> Thresholds:
     """The ranker and the answerability model fitted on every observed question; the thresholds on `target`'s
     questions (None: on all)."""
     ranker = fit_ranker(observed)
     own = [o for o in observed if target is None or o.kb == target]
-    hr, hr_other, ref, supplement = choose_thresholds(own, ranker, max_l2)
+    hr, hr_other, ref, supplement = choose_thresholds(own, ranker, max_l2, bars)
     return Thresholds(max_l2_distance=max_l2, highly_relevant_threshold=hr, reference_threshold=ref,
                       supplement_threshold=supplement, highly_relevant_other_language_threshold=hr_other, ranker=ranker,
-                      answerability=fit_answerability(observed, own, ranker))
+                      answerability=fit_answerability(observed, own, ranker, bars))
 
 
 def folds_of(observed: list[Observed], k: int, seed: int = 7) -> list[int]:
@@ -254,14 +274,14 @@ def folds_of(observed: list[Observed], k: int, seed: int = 7) -> list[int]:
 
 
 def cross_validate(observed: list[Observed], max_l2: float, k: int = FOLDS, target: str | None = None,
-                   seed: int = 7) -> list[Question]:
+                   seed: int = 7, bars: Bars = BARS) -> list[Question]:
     """Every question graded by a model fitted without its fold (with `target`: that KB's questions only);
     `seed` shuffles the folds (another seed: how much of a figure is the folds' luck)."""
     fold = folds_of(observed, k, seed)
     out: list[Question | None] = [None] * len(observed)
     for f in range(k):
         train = [o for o, g in zip(observed, fold) if g != f]
-        t = fit(train, max_l2, target)
+        t = fit(train, max_l2, target, bars)
         held = [(i, o) for i, (o, g) in enumerate(zip(observed, fold)) if g == f and (target is None or o.kb == target)]
         for (i, _), q in zip(held, regrade([o for _, o in held], t)):
             out[i] = q

@@ -10,6 +10,7 @@ a level means the same thing everywhere.
 
 from __future__ import annotations
 
+import re
 import sqlite3
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -20,13 +21,24 @@ from core.settings import Thresholds
 from retrieval.keywords import KeywordIndex
 from retrieval.ranking import Candidate, Profile, background, describe, rank
 from retrieval.text_profiles import TextProfiles
-from core.relevance import Level, answer_features, grade, similarity
+from core.relevance import Level, answer_features, grade, page_key, similarity, weak
 from retrieval.vocabulary import QueryTerms, Vocabulary, query_terms
 from stores.catalog import Catalog
 from stores.embedders import Embedder
 from stores.vectors import ChunkHit, VectorStore
 
 MAX_CHUNKS_PER_DOC = 20  # chunks fetched for a document found by keyword or by the graph
+IDENTIFIER = re.compile(r"[a-z0-9]*(?:[_.\-][a-z0-9]+|[0-9])[a-z0-9_.\-]*")  # one token with `_ . -` or a digit
+
+
+def decisive_first(candidates: list[Candidate]) -> list[Candidate]:
+    """When the specific L0 matches are all one page (or its translations) and one of them is decisive (a unique
+    identifier), that page goes first: the exact name of an error code or key outranks any similarity."""
+    specific = [c for c in candidates if c.specific]
+    decisive = [c for c in specific if c.decisive]
+    if not decisive or len({c.group for c in specific}) != 1 or decisive[0] is candidates[0]:
+        return candidates
+    return [decisive[0], *(c for c in candidates if c is not decisive[0])]
 
 
 def chunk_ids(doc_key: str, chunk_count: int) -> list[str]:
@@ -43,11 +55,13 @@ class Graded:
     dense_distances: list[float] = field(default_factory=list)
     background: float = 0.0
     level: Level | None = None
+    weak: bool = False  # a REFERENCE in the answerability model's weak band (`core.relevance.weak`)
 
     def regrade(self, t: Thresholds) -> "Graded":
         """Score, order and grade the candidates under `t` (calibration re-grades with each fold's model)."""
-        self.candidates = rank(self.candidates, t.ranker)
+        self.candidates = decisive_first(rank(self.candidates, t.ranker))
         self.level = grade(self.candidates, t)
+        self.weak = self.level == Level.REFERENCE and weak(self.candidates, t)
         return self
 
     def relevant(self, t: Thresholds) -> list[Candidate]:
@@ -63,11 +77,13 @@ class Graded:
             "l0_titles": [c.title for c in self.candidates if c.l0_terms],
             "l0_match_count": sum(1 for c in self.candidates if c.l0_terms),
             "l0_specific_count": sum(1 for c in self.candidates if c.specific),
+            "l0_decisive": [c.doc_key for c in self.candidates if c.decisive],
             "l0_terms": sorted({t for c in self.candidates for t in c.l0_terms}),
             "l1_scores": [round(d, 4) for d in self.dense_distances],
             "l1_top_score": round(min(self.dense_distances), 4) if self.dense_distances else None,
             "l1_top_similarity": round(max(c.similarity for c in self.candidates), 4) if self.candidates else None,
             "top_score": round(top.score, 4) if top else None,
+            "weak": self.weak,
             "background_similarity": round(self.background, 4),
             "doc_similarities": {c.doc_key: round(c.similarity, 4) for c in self.candidates},
             "doc_scores": {c.doc_key: round(c.score, 4) for c in self.candidates},
@@ -141,8 +157,21 @@ class Grader:
             self._keywords[kb] = cached
         return cached[1]
 
+    def missing_terms(self, kb: str, version: str, graded: Graded, limit: int = 3) -> list[str]:
+        """The query's weightiest terms that its best page never uses: the dimension a weak REFERENCE lacks.
+        Empty when the page is in another language than the query (no shared word is expected there)."""
+        top = graded.candidates[0]
+        text_terms, language = self.profile(kb, version)([top.title, *(h.text for h in top.chunks.values())])
+        weights = graded.query_terms.weights
+        if language != graded.query_terms.language:
+            return []
+        return [t for t in sorted(weights, key=lambda t: -weights[t]) if t not in text_terms][:limit]
+
     # -- grading ----------------------------------------------------------------
-    def grade(self, kb: str, version: str, query: str, vector: np.ndarray, t: Thresholds) -> Graded:
+    def grade(self, kb: str, version: str, query: str, vector: np.ndarray, t: Thresholds,
+              exclude: frozenset[str] = frozenset()) -> Graded:
+        """`exclude`: chunk ids graded as if absent (self-calibration holds out the chunk a question came from,
+        so that the question is not found by the very sentence it was made of)."""
         vocabulary = self.vocabulary(kb, version)
         found: dict[str, Candidate] = {}
 
@@ -151,21 +180,30 @@ class Grader:
             c.add(hit, lexical)
             return c
 
-        dense = self.vectors.dense_search(kb, vector, self.top_k)
+        dense = [h for h in self.vectors.dense_search(kb, vector, self.top_k + len(exclude)) if h.chunk_id not in exclude]
+        dense = dense[: self.top_k]
         for hit in dense:
             take(hit)
-        for hit, score in self.vectors.lexical_search(kb, query, vector, self.embedder, self.top_k):
-            take(hit, score)
+        for hit, score in self.vectors.lexical_search(kb, query, vector, self.embedder, self.top_k + len(exclude)):
+            if hit.chunk_id not in exclude:
+                take(hit, score)
         l0 = self.keyword_index(kb, version).match(query)
         if l0:
             rows = self.catalog.documents(kb)
-            wanted = [cid for k in l0 if k in rows and k not in found for cid in chunk_ids(k, rows[k].chunk_count)]
+            wanted = [cid for k in l0 if k in rows and k not in found for cid in chunk_ids(k, rows[k].chunk_count)
+                      if cid not in exclude]
             for hit in self.vectors.get_chunks(kb, wanted, vector):
                 take(hit)
+            groups: dict[str, int] = {}
+            for k in rows:
+                groups[page_key(k)] = groups.get(page_key(k), 0) + 1
             for k, matched in l0.items():
                 if k in found:
-                    found[k].l0_terms = matched
-                    found[k].specific = any(vocabulary.specific(term) for term in matched)
+                    c = found[k]
+                    c.l0_terms = matched
+                    c.specific = any(vocabulary.specific(term) for term in matched)
+                    c.decisive = any(IDENTIFIER.fullmatch(term) and vocabulary.document_frequency(term) <= groups[c.group]
+                                     for term in matched)
 
         candidates = list(found.values())
         for c in candidates:

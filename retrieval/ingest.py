@@ -26,6 +26,7 @@ from core.settings import SAMPLE_KB_PATH
 from retrieval.documents import Document
 from retrieval.sources import MB, Known, SourceLimits, check_root, load_documents
 from retrieval.graph_build import build_graph_data, has_graph
+from retrieval.self_calibration import after_ingest
 from stores.catalog import DocumentChange, FileRefresh
 from core.validation import validate_kb_name
 
@@ -34,6 +35,7 @@ if TYPE_CHECKING:
 
     from core.settings import Settings
     from retrieval.llm_extraction import LLMExtractor
+    from retrieval.grading import Grader
     from stores.catalog import Catalog
     from stores.embedders import Embedder
     from stores.knowledge_graph import GraphStore
@@ -48,6 +50,7 @@ class IngestStores(Protocol):
     vectors: MilvusVectorStore
     embedder: Embedder
     graph: GraphStore
+    grader: Grader  # self-calibration grades the KB's generated questions as lookups would
 
 SAMPLE_GRADING = "similarity"  # its thresholds were calibrated on it; the ranker is worse there (core.settings)
 SAMPLE_EXTRACT_CONFIG = {
@@ -74,6 +77,7 @@ class IngestReport:
     formats: dict[str, int] = field(default_factory=dict)  # documents read per format (md, pdf, docx...)
     skipped: int = 0  # files refused with a warning (links, limits, conversion failures)
     unsupported: dict[str, int] = field(default_factory=dict)  # extension -> files nobody converts
+    calibration: dict | None = None  # the KB's self-calibration, when this ingest (re)fitted it
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -215,6 +219,7 @@ def ingest(
         source=str(Path(path).resolve()),
     )
     added = sum(1 for d in changed if d.doc_key not in existing)
+    calibration = after_ingest(rt, kb, len(changed) + len(removed), progress)
     return IngestReport(
         kb=kb,
         documents=len(keys),
@@ -231,6 +236,7 @@ def ingest(
         formats=loaded.formats,
         skipped=loaded.skipped,
         unsupported=loaded.unsupported,
+        calibration=calibration,
     )
 
 

@@ -18,14 +18,15 @@ from concurrent.futures import ThreadPoolExecutor, wait
 from typing import TYPE_CHECKING
 
 from core.errors import ExecutorError, InputError
-from core.relevance import Level
+from core.relevance import Level, language_of, page_key
 from core.results import KGHit, KGResult
 from core.validation import check_session_id, clean_query, validate_kb_name
 from prompts.hints import hint
-from core.relevance import language_of
 from retrieval.graph_build import has_graph
 from retrieval.lookup import document_content
-from retrieval.repeats import BLOCKED, DedupReason, as_relevant, find_repeat, nearest, page_key, repeat_hint
+from retrieval.repeats import (
+    BLOCKED, DedupReason, as_relevant, find_repeat, nearest, repeat_hint, sibling_only_pages,
+)
 from retrieval.traversal_cache import new_tally
 from stores.catalog import version
 from stores.memory import EarlierLookup, SentDocument
@@ -214,7 +215,9 @@ class KnowledgeGraphQuery:
         docs = _first_per_document(out.results)
         ranked = [_Ranked(f"{h.knowledge_bases[0]}/{h.doc_key}", h.score) for h in docs]
         top_kb = docs[0].knowledge_bases[0] if docs else None
-        keep = (as_relevant(ranked, set(held), self.settings.kb_thresholds(name, known[top_kb]))
+        # as in lookup: a page only a sibling of this message brought does not answer this call
+        answering = set(held) - sibling_only_pages(earlier, batch, qualified=True)
+        keep = (as_relevant(ranked, answering, self.settings.kb_thresholds(name, known[top_kb]))
                 if rules and docs else None)
         repeat = (find_repeat(vector, docs[0].doc_key if docs else None, earlier, self.settings.repeat_thresholds(name),
                               batch) if rules else None)

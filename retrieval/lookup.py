@@ -17,9 +17,10 @@ from retrieval.alignment import search_text
 from retrieval.graph_build import has_graph
 from retrieval.grading import Grader
 from retrieval.ranking import Candidate
-from core.relevance import Level, language_of
+from core.relevance import Level, language_of, page_key
 from retrieval.repeats import (
-    BLOCKED, DedupReason, Repeat, as_relevant, find_repeat, nearest, page_key, repeat_hint, similarities,
+    BLOCKED, DedupReason, Repeat, as_relevant, find_repeat, nearest, one_per_page, repeat_hint,
+    sibling_only_pages, similarities,
 )
 from stores.catalog import version
 from stores.memory import EarlierLookup, SentDocument
@@ -127,10 +128,7 @@ class LookupService:
 
         details["relevant_docs"] = 0
         held = held_pages(kb, sent)
-        # pages only a sibling of this message sent do not answer it: lookups of one message are sub-questions
-        by_others = {page_key(k) for e in earlier if e.batch != batch or batch is None for k in e.doc_keys}
-        siblings_only = {page_key(k) for e in earlier if batch is not None and e.batch == batch
-                         for k in e.doc_keys} - by_others
+        siblings_only = sibling_only_pages(earlier, batch)
         answering = {p: d for p, d in held.items() if p not in siblings_only}
         if level is None:
             repeat = self._repeat(vector, None, earlier, batch, missing_dimension, details)
@@ -157,7 +155,8 @@ class LookupService:
 
         valid = graded.relevant(thresholds)
         details["relevant_docs"] = len(valid)
-        chosen = valid[: 1 + self.settings.max_supplement]
+        # a translation of a page in the same result is that page again: its slot is not given to a weaker page
+        chosen = one_per_page(valid[: 1 + self.settings.max_supplement])
         landing = chosen[0].domain
         details["landing_domain"] = landing
         targeted = level == Level.REFERENCE and missing_dimension is not None
@@ -168,7 +167,8 @@ class LookupService:
         if keep is not None:
             # the best page is one the session holds: only new pages about as relevant as it may go out
             details["weaker_than_held"] = [c.doc_key for c, k in zip(chosen, keep) if not k and page_key(c.doc_key) not in held]
-            if not any(keep):
+            if not any(keep) and any(page_key(c.doc_key) not in held for c in chosen):
+                # (every page held: the plain "all already returned" below says exactly that)
                 details["blocked_level"] = level.value
                 pointed = [held[page_key(c.doc_key)] for c in chosen if page_key(c.doc_key) in held]
                 result = self._from_session(pointed, kb, lang, domains, base)
@@ -200,7 +200,7 @@ class LookupService:
         domains += [d for d in dict.fromkeys(d.domain for d in out) if d not in domains]
         return self._finish(
             LookupResult(
-                found=True, relevance_level=level, completeness_hint=hint(level, lang),
+                found=True, relevance_level=level, completeness_hint=self._level_hint(kb_row, graded, lang),
                 retrieved_domains_this_session=domains, primary=out[:1], supplement=out[1:], **base,
             )
         )
@@ -237,6 +237,13 @@ class LookupService:
             completeness_hint=hint("answered_from_session", lang, pages=page_list(docs)),
             retrieved_domains_this_session=domains, primary=docs[:1], supplement=docs[1:], **base,
         )
+
+    def _level_hint(self, kb_row, graded, lang: str) -> str:
+        """A weak REFERENCE (core.relevance.weak) names what its best page lacks; every other level its own hint."""
+        if not graded.weak:
+            return hint(graded.level, lang)
+        missing = self.grader.missing_terms(kb_row.name, version(kb_row), graded)
+        return hint("weak_reference_missing", lang, missing=", ".join(missing)) if missing else hint("weak_reference", lang)
 
     def _repeat(self, vector, best_doc, earlier, batch, missing_dimension, details) -> Repeat | None:
         """The repeat rule (retrieval/repeats.py) on the embedding this lookup already computed."""

@@ -7,6 +7,8 @@ when the list is empty. Per language and overall:
 - recall@5: the share of a question's relevant documents among its five best-scored candidates;
 - relevant returned: at least one document sent (primary or supplement) is relevant;
 - PRECISE / HIGHLY_RELEVANT precision: the primary is relevant when the grade says so, with counts;
+- PRECISE fires: the share of answerable questions graded PRECISE (a precision on three questions says little);
+- answerable NONE: answerable questions graded "nothing found" (the LLM then tells the user the KB has nothing);
 - off-topic NONE: off-topic questions graded "nothing found"; off-topic confident: graded PRECISE or HR.
 """
 
@@ -52,6 +54,8 @@ class Figures(BaseModel):
     relevant_returned: float | None
     precise_precision: float | None
     precise_count: int
+    precise_fires: float | None = None
+    answerable_none: float | None = None
     highly_relevant_precision: float | None
     highly_relevant_count: int
     off_topic_none: float | None
@@ -84,6 +88,8 @@ def figures(questions: list[Question]) -> Figures:
         relevant_returned=_share([bool(set(q.returned) & set(q.relevant)) for q in answerable]),
         precise_precision=_share(precise),
         precise_count=len(precise),
+        precise_fires=_share([q.level == Level.PRECISE for q in answerable]),
+        answerable_none=_share([q.level is None for q in answerable]),
         highly_relevant_precision=_share(high),
         highly_relevant_count=len(high),
         off_topic_none=_share([q.level is None for q in off]),

@@ -40,14 +40,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from core.relevance import document_language
+from core.relevance import document_language, page_key
 from core.settings import RANKER_FEATURES as FEATURES, Ranker  # noqa: F401 - FEATURES: read here by calibration
 from retrieval.vocabulary import QueryTerms, terms
 from stores.vectors import ChunkHit
 
 BACKGROUND_RANKS = slice(3, 10)
-
-
 @dataclass
 class Candidate:
     """A document some layer found for the query, with the chunks that came back for it."""
@@ -59,9 +57,17 @@ class Candidate:
     lexical: float = 0.0  # best BM25 (or lexical-weight) score of its chunks; 0 when the lexical layer missed it
     l0_terms: list[str] = field(default_factory=list)
     specific: bool = False  # one of its L0 terms is specific
+    # one of its L0 terms is an identifier (an error code, config key, flag: `_`, `.`, `-` or a digit inside one
+    # token) that no page but this one and its translations uses anywhere: the exact name decides (PRECISE),
+    # whatever the dense similarity of a bare code string says
+    decisive: bool = False
     similarity: float = 0.0
     features: dict[str, float] = field(default_factory=dict)
     score: float = 0.0
+
+    @property
+    def group(self) -> str:
+        return page_key(self.doc_key)
 
     def add(self, hit: ChunkHit, lexical: float | None = None) -> None:
         self.chunks.setdefault(hit.chunk_index, hit)

@@ -34,7 +34,8 @@ from pydantic import BaseModel, Field
 
 from core.settings import update_config
 from retrieval.label_files import load_label_list
-from retrieval.repeats import WEAKER_BANDS, as_relevant, page_key
+from core.relevance import page_key
+from retrieval.repeats import WEAKER_BANDS, as_relevant
 
 if TYPE_CHECKING:
     from core.settings import Settings

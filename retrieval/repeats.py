@@ -29,13 +29,13 @@ with them as well.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Protocol, Sequence
 
 import numpy as np
 
+from core.relevance import page_key
 from core.settings import RepeatThresholds, Thresholds
 from prompts.hints import hint
 from stores.memory import EarlierLookup
@@ -49,8 +49,6 @@ BLOCKED = "DEDUPED"  # the level a remembered blocked lookup carries
 # page, a translation or the page a new question is about within 0.05 of it.
 WEAKER_BANDS = 0.5
 
-# a path segment that names a language, as documentation sites file translations (en/, zh/, zh-cn/, ja_JP/)
-LANGUAGE_FOLDER = re.compile(r"^(en|zh|ja|ko|de|fr|es|pt|ru|it)([-_][a-z]{2,4})?$", re.IGNORECASE)
 
 
 class Ranked(Protocol):
@@ -75,10 +73,24 @@ class Repeat:
     similarity: float
 
 
-def page_key(doc_key: str) -> str:
-    """The page a document is, whatever its language: `en/intro/install.md` and `zh/intro/install.md` are one."""
-    parts = doc_key.split("/")
-    return "/".join([p for p in parts[:-1] if not LANGUAGE_FOLDER.match(p)] + parts[-1:])
+def one_per_page(ranked: Sequence[Ranked]) -> list:
+    """The best-ranked of each page (`ranked` is best first): a page and its translation say the same thing, so
+    one lookup sends one of them."""
+    best: dict[str, Ranked] = {}
+    for c in ranked:
+        best.setdefault(page_key(c.doc_key), c)
+    return list(best.values())
+
+
+def sibling_only_pages(earlier: list[EarlierLookup], batch: str | None, qualified: bool = False) -> set[str]:
+    """Pages (page keys) that only lookups of this same LLM message brought: they do not answer this call, since
+    lookups proposed together are sub-questions. `qualified`: keys as `kb/doc_key` (a call over several KBs)."""
+    def pages(e: EarlierLookup) -> set[str]:
+        return {page_key(f"{e.kb}/{k}" if qualified else k) for k in e.doc_keys}
+
+    mine = [p for e in earlier if batch is not None and e.batch == batch for p in pages(e)]
+    others = {p for e in earlier if batch is None or e.batch != batch for p in pages(e)}
+    return set(mine) - others
 
 
 def weaker_margin(t: Thresholds, bands: float = WEAKER_BANDS) -> float:

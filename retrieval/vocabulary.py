@@ -73,6 +73,9 @@ class Vocabulary:
     def __post_init__(self) -> None:
         # `delete-policy` is known when the KB writes `hook-delete-policy`
         self._compounds = [t for t in self.df if "-" in t or "." in t]
+        # whether the KB is written in Chinese at all (an English KB's vocabulary cannot say whether it knows a
+        # Chinese question's words: `query_terms` then does not count them)
+        self.chinese = sum(1 for t in self.df if CJK_RUN.search(t)) >= max(20, 0.02 * len(self.df))
 
     @classmethod
     def build(cls, documents: Iterable[tuple[str, str]]) -> "Vocabulary":
@@ -132,10 +135,19 @@ class QueryTerms:
         return sum(w for t, w in self.weights.items() if t in text_terms) / total if total else 0.0
 
 
+UNKNOWN_COVERAGE = 0.5  # a Chinese question on a KB with no Chinese page: its vocabulary cannot tell
+
+
 def query_terms(query: str, vocabulary: Vocabulary) -> QueryTerms:
     weights = {t: vocabulary.idf(t) for t in terms(query)}
-    total = sum(weights.values())
-    coverage = sum(w for t, w in weights.items() if vocabulary.known(t)) / total if total else 1.0
+    # in a KB with no Chinese text, a Chinese word unknown to it says nothing about whether a page answers (the
+    # dense vectors see across languages): coverage is counted on the question's other words, if it has any
+    counted = weights if vocabulary.chinese else {t: w for t, w in weights.items() if not CJK_RUN.search(t)}
+    total = sum(counted.values())
+    if not total:
+        coverage = 1.0 if not weights else UNKNOWN_COVERAGE
+    else:
+        coverage = sum(w for t, w in counted.items() if vocabulary.known(t)) / total
     return QueryTerms(weights, coverage, unknown_names(query, vocabulary), "zh" if CJK_RUN.search(query) else "en")
 
 

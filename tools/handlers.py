@@ -50,7 +50,8 @@ def lookup(call: ToolCall, args) -> ToolOutput:
     return ToolOutput(
         trace={"relevance_level": level or "NONE", "dedup_reason": result.dedup_reason, "blocked": deduped,
                "domain": result.details.get("landing_domain"), "sent": [e["doc_key"] for e in sent],
-               "repeat_of": result.details.get("repeat_of")},
+               "repeat_of": result.details.get("repeat_of"),
+               "withheld": (result.details.get("weaker_than_held") or []) if deduped else []},
         evidence=sent,
         # the documents it found that the session already had, or those of the lookup it repeats
         pointed_back=[d.doc_key for d in result.documents if d.already_returned],
@@ -80,7 +81,8 @@ def kg_query(call: ToolCall, args) -> ToolOutput:
             attempted=True, executed=False, deduped=True, details=result.details, result=result,
             pointed_back=[h.doc_key for h in result.results],
             trace={"relevance_level": Level.DEDUPED.value, "dedup_reason": result.dedup_reason, "blocked": True,
-                   "sent": [], "repeat_of": result.details.get("repeat_of")},
+                   "sent": [], "repeat_of": result.details.get("repeat_of"),
+                   "withheld": result.details.get("weaker_than_held") or []},
             row=row | {"relevance_level": Level.DEDUPED.value, "dedup_reason": result.dedup_reason, "blocked": True})
     levels = [h.relevance_level for h in result.results]
     found, seen = [], set()

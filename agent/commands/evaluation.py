@@ -10,7 +10,6 @@ from typing import Annotated, Optional
 import typer
 
 from agent.commands.common import JsonOpt, SessionOpt, console, csv_list, print_json, runtime, write_text
-from agent.commands.llm import use_local_model
 from core.errors import ExecutorError, InputError
 
 
@@ -35,7 +34,8 @@ def eval_(
     Its tool calls are logged with source 'eval', which `executor stats` leaves out unless asked."""
     from core.settings import REPO_ROOT
     from evals import report
-    from evals.runner import aggregate, default_repeat_labels, prepare_knowledge_bases, run_suite
+    from evals.runner import (aggregate, default_repeat_labels, llm_policy_model, prepare_knowledge_bases,
+                              run_suite)
     from evals.scenarios_model import load_scenarios
 
     if policy not in ("scripted", "llm") or guards not in ("on", "off") or judge not in ("expectations", "bound"):
@@ -57,14 +57,7 @@ def eval_(
             console.print(line, style="yellow", highlight=False, markup=False)
         if not scenarios:
             raise InputError("no scenario can run here: " + "; ".join(skipped))
-        model = None
-        if policy == "llm":
-            use_local_model(rt, stack)
-            if not rt.settings.llm_configured:
-                raise ExecutorError("--policy llm needs EXECUTOR_LOCAL_MODEL, OPENAI_API_KEY or OPENAI_BASE_URL")
-            from agent.llm import make_chat_model
-
-            model, _ = make_chat_model(rt.settings)
+        model = llm_policy_model(rt, stack) if policy == "llm" else None
         show = sys.stderr.isatty() and not as_json
         judged = run_suite(rt, scenarios, guards == "on", policy, model, progress=show, repeat_labels=labels,
                            max_rounds=max_rounds)

@@ -75,7 +75,8 @@ def _model_summary(raw) -> dict | None:
     thresholds = raw.get("thresholds") if isinstance(raw.get("thresholds"), dict) else {}
     # whether "nothing found" is its answerability model's call (fitted when the labels had off-topic questions)
     return {k: raw.get(k) for k in ("embedder", "fitted_at", "labels", "held_out")} | {
-        "answerability": thresholds.get("answerability") is not None}
+        "answerability": thresholds.get("answerability") is not None,
+        "calibrated_by": raw.get("calibrated_by", "labels")}
 
 
 @kb_app.command("list")
@@ -110,9 +111,19 @@ def _model_text(model: dict | None) -> str:
     if "error" in model:
         return " (its own model is invalid: refit it with `executor calibrate --write`)"
     held = model.get("held_out") or {}
-    figures = ", ".join(f"{k} {v}" for k, v in held.items() if v is not None and k in ("hit_at_1", "relevant_returned", "off_topic_none"))
+    figures = ", ".join(f"{k} {v}" for k, v in held.items() if v is not None and k in (
+        "hit_at_1", "relevant_returned", "precise_precision", "highly_relevant_precision", "off_topic_none"))
+    labels = model.get("labels") or {}
+    # the KB's own evidence (retrieval/self_calibration.py): its generated questions and the bundled off-topic pool
+    generated = sum(n for k, n in labels.items() if k.startswith("generated from"))
+    pool = sum(n for k, n in labels.items() if k == "bundled off-topic pool")
+    if model.get("calibrated_by") == "self":  # no human label
+        what = f"self-calibrated: {generated} generated questions, {pool} off-topic"
+    else:
+        what = f"{sum(labels.values()) - generated - pool} labelled questions" + (
+            f" on top of {generated} generated and {pool} off-topic ones" if generated or pool else "")
     return (f" (its own model, {model.get('embedder')}, fitted {model.get('fitted_at') or '?'} on "
-            f"{sum((model.get('labels') or {}).values())} questions" + (f"; held out {figures}" if figures else "")
+            f"{what}" + (f"; held out {figures}" if figures else "")
             + ("; nothing found: its answerability model" if model.get("answerability") else "") + ")")
 
 

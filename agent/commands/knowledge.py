@@ -11,7 +11,6 @@ from typing import Annotated, Optional
 import typer
 
 from agent.commands.common import GradingOpt, JsonOpt, KbOpt, SessionArg, check_grading, console, echo, print_json, runtime, sub_app
-from agent.commands.llm import use_local_model
 
 session_app = sub_app(help="Inspect or clear a session's action memory.")
 
@@ -37,7 +36,7 @@ def ingest(
         return
     with runtime() as rt, ExitStack() as stack:
         if llm_extract:
-            use_local_model(rt, stack)
+            rt.use_local_model(stack)
         extractor = _llm_extractor(rt, kb, config) if llm_extract else None
         report = run_ingest(rt, source, kb, rebuild=rebuild, progress=not as_json and sys.stderr.isatty(),
                             description="bundled sample knowledge base" if path is None else "", extract_config=config,
@@ -56,6 +55,15 @@ def ingest(
         + f"), {report.chunks} chunks, {report.seconds:.1f} s, embedder {report.embedder}"
         + (f"; graph: {graph['entities']} entities, {graph['relations']} relations" if graph else "; no graph config")
     )
+    calibration = report.calibration
+    if calibration is not None:
+        held = calibration["held_out"]
+        console.print(
+            f"grading: self-calibrated on {calibration['generated']} generated questions and {calibration['off_topic']} "
+            f"off-topic ones in {calibration['seconds']:.1f} s"
+            + (f" (held out: hit@1 {held.get('hit_at_1')}, off-topic nothing found {held.get('off_topic_none')})"
+               if calibration["stored"] else f"; not stored: {calibration['skipped']}, the shared preset grades it"),
+            highlight=False, markup=False)
 
 
 def _print_plan(source: Path, kb: str, as_json: bool) -> None:

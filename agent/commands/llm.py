@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from contextlib import ExitStack
 from pathlib import Path
 from typing import Annotated, Optional
 
@@ -32,19 +31,3 @@ def serve(
         console.print(f"serving {options.model} as {options.alias!r} on {base_url} "
                       f"(n_ctx {options.n_ctx}, {options.threads} threads); Ctrl-C stops", highlight=False, markup=False)
     serve_forever(options, port)
-
-
-def use_local_model(rt, stack: ExitStack) -> None:
-    """With EXECUTOR_LOCAL_MODEL set, serve that model on a free loopback port until `stack` closes, and point
-    this runtime's LLM settings at it (no API key goes to it)."""
-    settings = rt.settings
-    if not settings.local_model:
-        return
-    from local_llm.serve import LocalEndpoint, engine_options
-
-    endpoint = stack.enter_context(LocalEndpoint(engine_options(settings, settings.local_model)))
-    rt.settings = settings.model_copy(update={
-        "openai_base_url": endpoint.base_url, "openai_api_key": None, "model": endpoint.options.alias,
-        # the endpoint's own per-request timeout answers first, with a line that says so
-        "llm_timeout_s": max(settings.llm_timeout_s, settings.local_model_timeout_s + 5),
-    })

@@ -12,9 +12,12 @@ from core.errors import InputError
 from evals.quality_report import quality_table, write_markdown
 
 LabelsOpt = Annotated[list[Path], typer.Option("--labels", help="YAML list of {query, relevant: [doc_key, ...]}; repeat for several files")]
-def _observe(pairs, source: str, feedback_kbs: list[str] = ()):
-    """Grade every labelled question once (label files, then users' feedback on the given KBs); the runtime
-    is closed before the figures are computed. Returns (observed, sources, each KB's thresholds, embedder name)."""
+
+
+def _observe(pairs, source: str, feedback_kbs: list[str] = (), generated_for: str | None = None):
+    """Grade every labelled question once (label files, then users' feedback on the given KBs, then with
+    `generated_for` that KB's self-calibration evidence); the runtime is closed before the figures are computed.
+    Returns (observed, sources, each KB's thresholds, embedder name)."""
     from retrieval.calibration import Label, load_labels, observe
     from stores.feedback import FeedbackStore, labels_from_feedback
 
@@ -35,7 +38,27 @@ def _observe(pairs, source: str, feedback_kbs: list[str] = ()):
             t = thresholds[kb]
             observed += observe(rt.grader, rt.catalog, rt.embedder, kb, labels, t, rt.known_entities)
             sources[source] = len(labels)
+        if generated_for is not None:
+            observed += _generated(rt, generated_for, sources)
         return observed, sources, thresholds, rt.embedder.name
+
+
+def _generated(rt, kb: str, sources: dict[str, int]) -> list:
+    """The human labels go on top of the KB's own evidence (retrieval/self_calibration.py): its generated and
+    off-topic questions add training pairs to the ranker and the answerability model, tagged as another KB's so
+    that the thresholds and the figures stay on the team's own questions."""
+    from dataclasses import replace
+
+    from retrieval.self_calibration import evidence
+
+    row = rt.catalog.require(kb)
+    if not rt.settings.self_calibrate or rt.settings.grading_of(row.grading) != "ranker":
+        return []
+    found = evidence(rt.grader, rt.catalog, rt.embedder, kb, rt.settings.thresholds(rt.embedder.name, "ranker"))
+    answerable = sum(1 for o in found if o.label.relevant)
+    sources[f"generated from {kb}'s documents"] = answerable
+    sources["bundled off-topic pool"] = len(found) - answerable
+    return [replace(o, kb=f"{kb} (generated)") for o in found]
 
 
 def eval_retrieval(
@@ -83,7 +106,7 @@ def calibrate(
     from core.settings import Thresholds, config_path, get_settings
     from retrieval.calibration import calibrate as run_calibration, kb_model, write_thresholds
 
-    observed, sources, current, embedder = _observe(pairs, "calibrate", feedback or [])
+    observed, sources, current, embedder = _observe(pairs, "calibrate", feedback or [], target)
     result = run_calibration(observed, sources, current, embedder, target=target)
     # what --write replaces: the KB's grading in force, or the embedder's shared ranker
     replaced = current[target] if target is not None else get_settings().thresholds(embedder, "ranker")
@@ -150,5 +173,6 @@ def _reset(labels, kbs, for_kb, write, as_json) -> None:
     if as_json:
         print_json({"kb": names[0], "grading_model": None})
         return
-    console.print(f"knowledge base {names[0]}: own grading model dropped; it is graded by the shared preset",
+    console.print(f"knowledge base {names[0]}: own grading model dropped; it is graded by the shared preset until "
+                  f"its next ingest self-calibrates it (EXECUTOR_SELF_CALIBRATE=false: it stays so)",
                   highlight=False, markup=False)

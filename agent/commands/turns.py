@@ -9,7 +9,6 @@ from typing import Annotated
 import typer
 
 from agent.commands.common import JsonOpt, KbOpt, SessionOpt, console, echo, print_json, runtime
-from agent.commands.llm import use_local_model
 from core.errors import terminal_safe
 from tools.registry import KG_QUERY, LOOKUP, NAVIGATE
 
@@ -113,7 +112,7 @@ class Turns:
         self.stack = ExitStack()
         self.rt = self.stack.enter_context(runtime(source))
         try:
-            use_local_model(self.rt, self.stack)
+            self.rt.use_local_model(self.stack)
             self.model, self.mode = make_chat_model(self.rt.settings)
             self.saver = self.stack.enter_context(open_checkpointer(self.rt.settings))
             self.app = self.rt.app(self.model, self.mode, checkpointer=self.saver)

@@ -111,6 +111,32 @@ def test_rephrasings_are_counted_per_session_and_one_that_sends_an_unrelated_pag
     assert agg["rephrasings_answered_from_session"] == 0.5 and agg["rephrasing_pages_sent"] == 1
 
 
+def test_a_must_allow_lookup_answered_from_the_session_while_new_pages_were_found_is_a_false_block():
+    """doc_retrieved that withheld new pages it found is the session-pages rule blocking a new question: counted in
+    `false_blocks`, not with the lookups whose every document had already been sent."""
+    from agent.session import TurnResult
+    from evals.runner import measure
+
+    scenario = Scenario.model_validate({"id": "n", "lang": "en", "turns": [
+        {"question": "q1", "proposals": [{"lookup_knowledge": {"query": "x"}}]},
+        {"question": "q2", "proposals": [{"lookup_knowledge": {"query": "new"}}], "expect": {"must_allow": [0]}}]})
+
+    def result(query, blocked, withheld):
+        entry = {"tool": "lookup_knowledge", "query": query, "blocked": blocked, "error": None, "sent": [],
+                 "relevance_level": "DEDUPED" if blocked else "HIGHLY_RELEVANT", "withheld": withheld,
+                 "dedup_reason": "doc_retrieved" if blocked else None, "domain": "d"}
+        return TurnResult(answer="", citations=[], trace=[entry], executed_lookups=0, blocked_lookups=0,
+                          proposed_lookups=1, graph_paths=[], session="s", mode="offline", latency_ms=1.0,
+                          tool_output_chars=0)
+
+    all_sent = measure(scenario, [result("x", False, []), result("new", True, [])], True, True)
+    withheld = measure(scenario, [result("x", False, []), result("new", True, ["b.md"])], True, True)
+    assert [f["reason"] for f in all_sent.false_blocks] == ["doc_retrieved"]
+    assert [f["reason"] for f in withheld.false_blocks] == ["answered_from_session"]
+    agg = aggregate([all_sent, withheld])
+    assert (agg["false_blocks"], agg["distinct_answered_from_sent_documents"]) == (1, 1)
+
+
 def test_a_scenario_whose_corpus_is_missing_is_skipped_and_one_whose_kb_is_missing_fails(sample_rt, tmp_path):
     here = Scenario.model_validate({"id": "here", "lang": "en", "question": "q"})
     away = Scenario.model_validate({"id": "away", "lang": "en", "kb": "nowhere", "corpus": "no/such/folder", "question": "q"})

@@ -253,11 +253,14 @@ def helm_slice(tmp_path_factory):
 
 
 def _grade_all(rt, labels, grading: str):
+    """Every label graded by `grading`: "similarity", or "ranker" as the KB's lookups grade (the model it fitted
+    itself at ingest, with no label: Helm's labels only score it)."""
     from core.settings import Settings
     from retrieval.calibration import Label, observe, regrade
     from retrieval.quality import measure
 
-    t = Settings(home=rt.settings.home, grading=grading).thresholds(rt.embedder.name)
+    t = (Settings(home=rt.settings.home, grading=grading).thresholds(rt.embedder.name) if grading == "similarity"
+         else rt.settings.kb_thresholds(rt.embedder.name, rt.catalog.require("helm")))
     observed = observe(rt.grader, rt.catalog, rt.embedder, "helm", [Label(**q) for q in labels], t)
     return measure(regrade(observed, t)).overall
 
@@ -275,6 +278,7 @@ def test_on_real_docs_precise_is_never_a_glossary_or_faq_page(helm_slice):
 
 def test_on_real_docs_the_ranker_says_nothing_found_for_neighbouring_technology(helm_slice):
     rt, labels = helm_slice
+    assert rt.catalog.require("helm").grading_model["calibrated_by"] == "self"
     f = _grade_all(rt, labels, "ranker")
     assert f.off_topic_confident == 0  # Terraform, Istio, Argo ... never PRECISE or HIGHLY_RELEVANT
     assert f.off_topic_none >= 0.8

@@ -48,7 +48,9 @@ def home(tmp_path_factory):
     root = write_kb(tmp_path_factory.mktemp("docs"), PAGES)
     home = tmp_path_factory.mktemp("home")
     for kb in ("docs", "other"):
-        r = run_cli(home, "ingest", str(root), "--kb", kb)
+        # without self-calibration, so that "other" keeps the shared preset (tests/integration/test_self_calibration.py
+        # covers the model an ingest fits)
+        r = run_cli(home, "ingest", str(root), "--kb", kb, EXECUTOR_SELF_CALIBRATE="false")
         assert r.returncode == 0, r.stderr
     return home
 
@@ -89,7 +91,10 @@ def test_the_model_written_for_one_kb_grades_that_kb_only(home, tmp_path):
 
     stored = KbModel.model_validate(_model(home, "docs"))
     assert _model(home, "other") is None
-    assert stored.embedder == result["embedder"] and stored.labels == {str(_labels(tmp_path)): len(LABELS)}
+    # the labels go on top of the KB's own evidence: its generated questions and the off-topic pool add training pairs
+    assert stored.embedder == result["embedder"] and stored.labels[str(_labels(tmp_path))] == len(LABELS)
+    assert stored.labels["generated from docs's documents"] > 0 and stored.labels["bundled off-topic pool"] > 0
+    assert stored.calibrated_by == "labels"
     assert stored.thresholds.ranker.model_dump() == result["ranker"]
     # two off-topic labels: "nothing found" is decided by an answerability model, stored with the ranker
     assert result["answerability"] is not None

@@ -77,6 +77,19 @@ def test_a_knowledge_graph_query_that_rephrases_a_lookup_is_answered_from_the_se
     assert r.retrievals_by_turn == [1, 0] and "deployment/comfyui-deployment.md" in r.citations
 
 
+def test_a_knowledge_graph_query_beside_a_lookup_in_one_message_is_not_answered_by_that_lookup(sample_rt):
+    """Calls proposed together are sub-questions: the page the sibling lookup just sent does not answer the graph
+    query (as for two sibling lookups); the page is still not sent twice."""
+    s = session()
+    sample_rt.lookup_service.lookup("ComfyUI 怎么部署？", s, batch="m1")
+    result = sample_rt.kg.query(["sample"], "ComfyUI 用 Docker 部署需要 GPU 吗", s, batch="m1")
+    assert result.dedup_reason is None
+    held = [h for h in result.results if h.doc_key == "deployment/comfyui-deployment.md"]
+    assert held and all(h.already_returned and not h.content for h in held)
+    # the weaker Docker page goes out as it would with no sibling (a later message's call withheld it)
+    assert {h.doc_key for h in result.results if h.content} >= {"deployment/docker-compose.md", "deployment/docker-basics.md"}
+
+
 def test_a_lookup_that_rephrases_a_knowledge_graph_query_is_blocked(sample_rt):
     [r] = run_suite(sample_rt, [kg_then_lookup(
         "kg2", {"query_knowledge_graph": {"knowledge_base_ids": ["sample"], "query": "How are webhook signatures verified?"}},

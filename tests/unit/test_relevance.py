@@ -105,3 +105,26 @@ def test_a_best_page_in_another_language_needs_its_own_highly_relevant_threshold
     assert grade(other, T) == Level.HIGHLY_RELEVANT  # unset: one threshold for both
     with pytest.raises(ValueError, match="other-language"):
         Thresholds(highly_relevant_threshold=0.75, reference_threshold=0.5, highly_relevant_other_language_threshold=0.4)
+
+
+def test_a_unique_identifier_is_precise_even_when_the_similarity_prefers_another_page():
+    """ERR_POOL_EXHAUSTED: named by one page only, while a bare code string's dense similarity picks another."""
+    from retrieval.grading import decisive_first
+
+    other, exact = _candidates((0.45, False), (0.30, True))
+    exact.decisive = True
+    ranked = decisive_first([other, exact])
+    assert ranked[0] is exact
+    assert grade(ranked, T) == Level.PRECISE
+    # the same match as a plain word (not decisive) needs the scores to agree: not first, so no PRECISE
+    exact.decisive = False
+    assert decisive_first([other, exact])[0] is other
+    assert grade([other, exact], T) is None
+
+
+def test_a_page_and_its_translation_count_as_one_page_for_precise():
+    from retrieval.ranking import Candidate
+
+    en, zh = Candidate("en/x.md", "X", "x", specific=True), Candidate("zh/x.md", "X", "x", specific=True)
+    en.score = zh.score = 0.6
+    assert grade([en, zh], T) == Level.PRECISE

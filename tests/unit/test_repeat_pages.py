@@ -4,7 +4,8 @@ about as relevant as a held best page, on a KB's own scale."""
 from dataclasses import dataclass
 
 from core.settings import Thresholds
-from retrieval.repeats import as_relevant, page_key, weaker_margin
+from core.relevance import page_key
+from retrieval.repeats import as_relevant, one_per_page, weaker_margin
 
 RANKER = Thresholds(highly_relevant_threshold=0.48, reference_threshold=0.30)  # margin 0.09 at half a band
 
@@ -38,3 +39,8 @@ def test_only_new_pages_about_as_relevant_as_the_held_best_one_count():
     # the translation is held (the same page); tests.md is within 0.09; the glossary is far below
     assert as_relevant(chosen, {"hooks.md"}, RANKER) == [False, False, True, False]
     assert as_relevant(chosen[:2] + chosen[3:], {"hooks.md"}, RANKER) == [False, False, False]
+
+
+def test_one_lookup_keeps_the_best_ranked_of_a_page_and_its_translation():
+    ranked = [C("en/tips.md", 0.81), C("en/named.md", 0.76), C("zh/tips.md", 0.42), C("zh/named.md", 0.40)]
+    assert [c.doc_key for c in one_per_page(ranked)] == ["en/tips.md", "en/named.md"]

@@ -1,0 +1,67 @@
+"""Executor in the benchmark: the project's own graph (`Runtime.app`), run as the eval suite runs it."""
+
+from __future__ import annotations
+
+import uuid
+
+from langchain_core.messages import AIMessage
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.errors import GraphRecursionError
+
+from agent.routing import EXTRA_ROUNDS
+from agent.session import run_turn
+from core.errors import ExecutorError
+from evals.peers.common import LLMCalls, Turn, rephrasing_batches, tool_results, with_counter
+from evals.policy import ScriptedPolicy
+from evals.scenarios_model import Scenario
+from nodes.state import Context
+from tools.registry import NAVIGATE, TOOLS
+
+
+def reads_knowledge(tool: str) -> bool:
+    """A call that fetches from the knowledge base: the lookup and the knowledge-graph query (what the budget
+    counts) and graph navigation; listing the knowledge bases or the session's documents is not one."""
+    return tool in TOOLS and TOOLS[tool].retrieval or tool == NAVIGATE
+
+
+def run_session(rt, scenario: Scenario, policy: str, model, rounds: int) -> list[Turn]:
+    """One scenario as one session: the scripted policy replays the scenario's own calls (answers are
+    extractive), `llm` asks `model`; guards on, at most `rounds` LLM rounds a turn."""
+    saver, counter = InMemorySaver(), LLMCalls()
+    session = f"peers-executor-{scenario.id}-{uuid.uuid4().hex[:6]}"
+    context = Context(kb=scenario.kb, lookup_budget=rt.settings.lookup_budget, guards=True, max_rounds=rounds)
+    config = {"configurable": {"thread_id": session}}
+    turns = []
+    for turn in scenario.turns:
+        if policy == "scripted":
+            chat, mode = ScriptedPolicy(batches=rephrasing_batches(turn), callbacks=[counter]), "offline"
+        else:
+            chat, mode = with_counter(model, counter), "llm"
+        app = rt.app(chat, mode, checkpointer=saver)
+        before = len(app.get_state(config).values.get("messages", []))
+        calls = len(counter.inputs)
+        try:
+            result = run_turn(app, turn.question, session, context, mode, max_query_chars=rt.settings.max_query_chars)
+        except GraphRecursionError:  # its rounds bound exists so that this never happens
+            raise ExecutorError(f"{scenario.id}: an Executor turn ended in a recursion error") from None
+        state = app.get_state(config).values
+        new = state["messages"][before:]
+        budget_spent = state.get("attempted_lookups", 0) >= context.lookup_budget
+        # the model still wanted tools in its last round, and no rule (PRECISE, the budget) ended the turn:
+        # the rounds bound did
+        still_calling = sum(1 for m in new if isinstance(m, AIMessage) and m.tool_calls) >= result.rounds > 0
+        bound = min(context.max_rounds, context.lookup_budget + EXTRA_ROUNDS)
+        limit = still_calling and result.rounds >= bound and not state.get("precise") and not budget_spent
+        turns.append(Turn(
+            question=turn.question, answer=result.answer,
+            delivered=[str(m.content) for m in tool_results(new)],
+            retrieval_calls=sum(1 for t in result.trace if reads_knowledge(t["tool"]) and not t["blocked"]
+                                and not t.get("error")),
+            llm_inputs=counter.since(calls),
+            citations=[c["doc_key"] for c in result.citations], limit=limit, ms=result.latency_ms,
+            calls=[f"{t['tool']}: {t.get('query') or ''}" + (f" ({t['dedup_reason']})" if t["blocked"] else "")
+                   for t in result.trace],
+            extra={"blocked_calls": result.blocked_lookups, "budget_ending": budget_spent and still_calling,
+                   "rounds": result.rounds},
+        ))
+    return turns
