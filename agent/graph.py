@@ -3,7 +3,7 @@
     START → begin_turn → executor ─tool calls→ guard ─allowed→ call_tools ─REFERENCE / thin→ graph_expand
                             ↑          └─no tool calls→ answer → END          │           │
                             └────── (more to do, turn not over) ──────────────┴───────────┘
-    PRECISE, a spent lookup budget, or too many rounds: → answer
+    PRECISE, a spent lookup budget, or too many rounds: → answer; no question (blank, or none): begin_turn → answer
     a store or the configuration failed: call_tools → fail (the run raises the error)
 
 The rules live in `agent/routing.py` (where to go) and `nodes/guard.py`
@@ -24,7 +24,7 @@ from langgraph.runtime import Runtime as RunContext
 from agent import routing
 from core.results import GraphExpansion, LookupResult
 from nodes.answer import fail, make_answer
-from nodes.begin_turn import begin_turn
+from nodes.begin_turn import make_begin_turn
 from nodes.call_tools import make_call_tools
 from nodes.executor import make_executor
 from nodes.graph_expand import make_graph_expand
@@ -48,16 +48,16 @@ def build_graph(services: ToolServices, expand: Callable[[LookupResult], GraphEx
     """`services`: what the tools run on; `expand`: graph expansion of a lookup; `read_document(kb, doc_key)`:
     a document's text, for the offline answer; `mode`: "llm" or "offline"."""
     graph = StateGraph(ExecutorState, context_schema=Context, input_schema=ExecutorInput, output_schema=ExecutorOutput)
-    graph.add_node("begin_turn", begin_turn)
+    graph.add_node("begin_turn", make_begin_turn(services.catalog))
     graph.add_node("executor", make_executor(model, services.catalog))
     graph.add_node("guard", make_guard(services.log))
     graph.add_node("call_tools", make_call_tools(services))
-    graph.add_node("graph_expand", make_graph_expand(expand))
+    graph.add_node("graph_expand", make_graph_expand(expand, services.memory))
     graph.add_node("answer", make_answer(model, mode, read_document=read_document))
     graph.add_node("fail", fail)
 
     graph.add_edge(START, "begin_turn")
-    graph.add_edge("begin_turn", "executor")
+    graph.add_conditional_edges("begin_turn", _route(routing.after_begin_turn), ["executor", "answer"])
     graph.add_conditional_edges("executor", _route(routing.after_executor), ["guard", "answer"])
     graph.add_conditional_edges("guard", _route(routing.after_guard), ["call_tools", "executor", "answer"])
     graph.add_conditional_edges("call_tools", _route(routing.after_call_tools),

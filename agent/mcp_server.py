@@ -20,10 +20,12 @@ import json
 import threading
 import uuid
 import weakref
+from importlib.metadata import PackageNotFoundError, version as package_version
 
 import anyio
 import mcp.types as types
 from mcp.server.lowlevel import Server
+from mcp.shared.exceptions import McpError
 
 import agent.feedback  # noqa: F401 - registers the host's `feedback` tool
 from tools.call import ToolCall
@@ -32,7 +34,6 @@ from prompts.executor import RULES
 from prompts.results import expansion_text
 from retrieval.knowledge_bases import knowledge_bases
 from core.validation import SESSION_ID, check_session_id
-from stores.catalog import version
 
 SESSION_ARG = {
     "type": "string",
@@ -41,6 +42,15 @@ SESSION_ARG = {
 }
 RULES_URI = "executor://retrieval-rules"
 KBS_URI = "executor://knowledge-bases"
+RESOURCE_NOT_FOUND = -32002  # the MCP specification's code for an unknown resource URI
+
+
+def server_version() -> str:
+    """Our version for `serverInfo` (the SDK would send its own)."""
+    try:
+        return package_version("executor")
+    except PackageNotFoundError:
+        return "0+unknown"
 
 
 class ToolFailed(Exception):
@@ -53,12 +63,33 @@ def has_own_session(name: str) -> bool:
     return "session" in tool_named(name).args.model_fields
 
 
+def host_schema(schema: dict) -> dict:
+    """A tool's JSON schema as hosts fill it: an optional argument is published with its own type, not as pydantic's
+    `anyOf [T, null]` (Inspector 0.15's CLI sends a value of an `anyOf` as a string, and hosts' forms show no
+    field for it). Leaving an optional argument out is how a host says "none"; null is still accepted."""
+    for prop in schema.get("properties", {}).values():
+        options = prop.get("anyOf")
+        kept = [o for o in options or [] if o.get("type") != "null"]
+        if options and len(kept) == 1 and len(kept) < len(options):
+            del prop["anyOf"]
+            prop.update({k: v for k, v in kept[0].items() if k not in prop})
+            if prop.get("default", 0) is None:
+                del prop["default"]
+    schema.pop("title", None)
+    return schema
+
+
 def input_schema(name: str) -> dict:
     schema = tool_named(name).args.model_json_schema()
     if not has_own_session(name):
         schema.setdefault("properties", {})["session"] = SESSION_ARG
-    schema.pop("title", None)
-    return schema
+    return host_schema(schema)
+
+
+def output_schema(name: str) -> dict | None:
+    """The schema of a tool's structured content (query_knowledge_graph: results and graph_data), or None."""
+    model = tool_named(name).output
+    return model.model_json_schema(mode="serialization") if model is not None else None
 
 
 class ExecutorMCP:
@@ -67,7 +98,8 @@ class ExecutorMCP:
         # the stores and the embedder are shared by every session; one call at a time uses them
         self._lock = threading.Lock()
         self._connections: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
-        self.server = Server("executor", instructions=RULES["en"])
+        self._tools: list[types.Tool] | None = None
+        self.server = Server("executor", version=server_version(), instructions=RULES["en"])
         self._register()
 
     # -- sessions -------------------------------------------------------------
@@ -88,8 +120,9 @@ class ExecutorMCP:
         return self._connections[ctx.session]
 
     # -- tools --------------------------------------------------------------
-    def call(self, name: str, session: str, args: dict) -> str:
-        """Run one tool as the graph does; a lookup the graph would widen is widened here, in the same answer."""
+    def call(self, name: str, session: str, args: dict) -> tuple[str, dict | None]:
+        """Run one tool as the graph does; a lookup the graph would widen is widened here, in the same answer.
+        Returns the text and, for a tool with an output model, its structured content."""
         with self._lock:
             try:
                 out = invoke(name, ToolCall(self.rt, session, self.kb), args)
@@ -102,35 +135,60 @@ class ExecutorMCP:
             text = out.text
             if out.expandable is not None:  # a REFERENCE or thin lookup in a KB with a graph
                 text += "\n\n" + expansion_text(self.rt.expander.expand(out.expandable))
-            return text
+            structured = out.result.model_dump(mode="json") if tool_named(name).output is not None else None
+            return text, structured
+
+    def tools(self) -> list[types.Tool]:
+        """The tools as listed, their schemas built once (the SDK also reads them before a host's first call)."""
+        if self._tools is None:
+            self._tools = [types.Tool(name=name, description=t.description, inputSchema=input_schema(name),
+                                      outputSchema=output_schema(name)) for name, t in all_tools().items()]
+        return self._tools
 
     def warm_up(self) -> None:
-        """Load the embedder, open the vector store and build the KB's keyword index and vocabulary before the first call."""
+        """Run the whole lookup path before the server reports ready, so that a host's first lookup is as fast as
+        its tenth: jieba's dictionary, the modules a lookup imports on first use, the embedder, the vector store's
+        first search, the KB's keyword index, vocabulary and profiles, the database statements of the action
+        memory and the log, and (a KB with a graph) graph expansion and its store. These are real calls (an
+        English and a Chinese lookup, each expanded) in a session of their own, which is forgotten afterwards:
+        its memory and its log rows, since no host made them."""
+        from retrieval.graph_build import has_graph
+        from tools.registry import LOOKUP
+
+        session = f"mcp-warm-up-{uuid.uuid4().hex[:12]}"
+        self.tools()
         with self._lock:
-            self.rt.embedder.embed_query("warm up")
             row = self.rt.catalog.get(self.kb)
-            if row is not None:
-                self.rt.vectors.check_embedder(self.kb, self.rt.embedder)
-                self.rt.grader.keyword_index(self.kb, version(row))
-                self.rt.grader.vocabulary(self.kb, version(row))
-                self.rt.grader.profile(self.kb, version(row))
+            if row is None:  # nothing to look up in: the first call says so, at no cost
+                return
+            try:
+                for query in ("How do I warm up the service?", "服务怎么预热？"):
+                    out = invoke(LOOKUP, ToolCall(self.rt, session, self.kb), {"query": query})
+                    if out.result is not None and has_graph(row.extract_config):
+                        expansion_text(self.rt.expander.expand(out.result))
+            finally:
+                self.rt.memory.clear(session)
+                self.rt.log.forget(session)
 
     def _register(self) -> None:
         server = self.server
 
         @server.list_tools()
         async def list_tools() -> list[types.Tool]:
-            return [types.Tool(name=name, description=t.description, inputSchema=input_schema(name))
-                    for name, t in all_tools().items()]
+            return self.tools()
 
-        @server.call_tool()
+        # arguments are checked by the tool's own model (tools.registry.parse_arguments), not by the SDK's JSON
+        # schema check: its errors name the argument and its limit and never echo the value (a 2,000-character
+        # query), and it takes what hosts' CLIs send as text ("2" for an integer, "A,B" for an array)
+        @server.call_tool(validate_input=False)
         async def call_tool(name: str, arguments: dict | None):
             if tool_named(name) is None:
-                raise ToolFailed(f"there is no tool named {name!r}")
+                raise ToolFailed(f"there is no tool named {str(name)[:80]!r}")
             args = dict(arguments or {})
             session = self.session_id(None if has_own_session(name) else args.pop("session", None))
-            text = await anyio.to_thread.run_sync(self.call, name, session, args)
-            return [types.TextContent(type="text", text=text)]
+            text, structured = await anyio.to_thread.run_sync(self.call, name, session, args)
+            content = [types.TextContent(type="text", text=text)]
+            return (content, structured) if structured is not None else content
 
         @server.list_prompts()
         async def list_prompts() -> list[types.Prompt]:
@@ -142,7 +200,8 @@ class ExecutorMCP:
         @server.get_prompt()
         async def get_prompt(name: str, arguments: dict[str, str] | None) -> types.GetPromptResult:
             if name != "retrieval_rules":
-                raise ValueError(f"there is no prompt named {name!r}")
+                raise McpError(types.ErrorData(code=types.INVALID_PARAMS,
+                                               message=f"there is no prompt named {str(name)[:80]!r}"))
             lang = "zh" if (arguments or {}).get("lang") == "zh" else "en"
             return types.GetPromptResult(
                 description="retrieval rules",
@@ -165,7 +224,8 @@ class ExecutorMCP:
             if str(uri) == KBS_URI:
                 kbs = await anyio.to_thread.run_sync(lambda: knowledge_bases(self.rt.catalog))
                 return json.dumps([k.model_dump() for k in kbs], ensure_ascii=False)
-            raise ValueError(f"there is no resource {uri}")
+            raise McpError(types.ErrorData(code=RESOURCE_NOT_FOUND, message=f"there is no resource {str(uri)[:200]}",
+                                           data={"uri": str(uri)[:200]}))
 
     # -- transports ---------------------------------------------------------
     async def run_stdio(self) -> None:

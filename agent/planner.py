@@ -16,6 +16,7 @@ from langchain_core.language_models.chat_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
 
+from nodes.common import text_of
 from tools.registry import LOOKUP, NAVIGATE
 from retrieval.extractive import subject_matched
 
@@ -119,7 +120,7 @@ class OfflinePlanner(BaseChatModel):
         if last_human < 0 or any(isinstance(m, AIMessage) for m in this_turn):
             reply = AIMessage(content="")  # results are in: hand over to the answer node
         else:
-            question = str(messages[last_human].content)
+            question = text_of(messages[last_human])
             reply = AIMessage(
                 content="",
                 tool_calls=[{**call, "id": f"call_{uuid.uuid4().hex[:12]}", "type": "tool_call"} for call in plan(question)],

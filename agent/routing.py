@@ -30,6 +30,11 @@ def turn_is_over(state: ExecutorState, ctx: Context) -> bool:
     )
 
 
+def after_begin_turn(state: ExecutorState, ctx: Context) -> str:
+    """A run without a question (no messages, a blank one, an image only) searches nothing: straight to the answer."""
+    return "executor" if state.get("question") else "answer"
+
+
 def wants_tools(state: ExecutorState) -> bool:
     last = state["messages"][-1] if state.get("messages") else None
     return isinstance(last, AIMessage) and bool(last.tool_calls or last.invalid_tool_calls)

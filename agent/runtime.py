@@ -37,7 +37,7 @@ class Runtime:
 
     @cached_property
     def catalog(self) -> Catalog:
-        return Catalog(self.db)
+        return Catalog(self.db, str(self.settings.home))
 
     @cached_property
     def memory(self) -> ActionMemory:

@@ -9,6 +9,7 @@ from langchain_core.messages import AIMessage, AIMessageChunk, HumanMessage, Too
 from pydantic import BaseModel
 
 from agent.routing import recursion_limit
+from nodes.common import text_of
 from nodes.state import Context
 from tools.registry import LOOKUP
 from core.validation import check_session_id, clean_query
@@ -38,26 +39,29 @@ def run_turn(
     on_update: Callable[[str, dict], None] | None = None,
     on_token: Callable[[str], None] | None = None,
     max_query_chars: int = 2000,
+    as_blocks: bool = False,
 ) -> TurnResult:
-    """Run one turn; `on_update(node, update)` sees each node's output, `on_token` the answer as it streams."""
+    """Run one turn; `on_update(node, update)` sees each node's output, `on_token` the answer as it streams.
+    `as_blocks`: send the question as a text content block, as LangChain's chat UI does (the eval checks both
+    shapes read the same)."""
     question = clean_query(question, max_query_chars)
     check_session_id(session)
     config = {"configurable": {"thread_id": session}, "recursion_limit": recursion_limit(context)}
     started = time.perf_counter()
     tool_chars = 0
     for kind, payload in app.stream(
-        {"messages": [HumanMessage(question)]}, config, context=context, stream_mode=["updates", "messages"]
+        {"messages": [HumanMessage([{"type": "text", "text": question}] if as_blocks else question)]}, config, context=context, stream_mode=["updates", "messages"]
     ):
         if kind == "messages":
             chunk, meta = payload
             if on_token and isinstance(chunk, AIMessageChunk) and meta.get("langgraph_node") in ("executor", "answer"):
                 if chunk.content and not chunk.tool_call_chunks:
-                    on_token(str(chunk.content))
+                    on_token(text_of(chunk))
             continue
         for node, update in (payload or {}).items():
             for message in (update or {}).get("messages", []) or []:
                 if getattr(message, "type", "") == "tool":
-                    tool_chars += len(str(message.content))
+                    tool_chars += len(text_of(message))
             if on_update:
                 on_update(node, update or {})
     state = app.get_state(config).values

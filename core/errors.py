@@ -97,8 +97,11 @@ def validation_line(exc, where_default: str) -> str:
     return f"{where}: {err['msg']}"
 
 
-class ExecutorError(Exception):
-    """Raised for anything a person can fix: bad input, a backend down, a mismatch."""
+class ExecutorError(RuntimeError):
+    """Raised for anything a person can fix: bad input, a backend down, a mismatch.
+
+    A RuntimeError because LangGraph's server passes on the message of built-in exception types only (others
+    reach Studio, the SDKs and RemoteGraph as "An internal error occurred"); the kind is the class name."""
 
     def __init__(self, message: str):
         super().__init__(redact(" ".join(str(message).split())))

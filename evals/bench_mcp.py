@@ -22,6 +22,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from contextlib import contextmanager
 from pathlib import Path
 
 import anyio
@@ -81,13 +82,15 @@ async def _through_mcp(url: str, calls: int) -> list[float]:
     return timings
 
 
-def _mcp_server(home: Path, calls: int) -> tuple[list[float], float]:
-    """Timings through the HTTP server, and its start-up time until it listens (embedder and stores loaded)."""
+@contextmanager
+def served(home: Path):
+    """`executor mcp --http` on this checkout's code, whatever is installed: (its URL, seconds until it listened,
+    embedder and stores loaded); stopped on leaving the block."""
     port = _free_port()
-    env = {**code_env(REPO), "EXECUTOR_HOME": str(home)}  # this checkout's code, whatever is installed
+    env = {**code_env(REPO), "EXECUTOR_HOME": str(home)}
     started = time.perf_counter()
     log = home / "mcp-server.log"
-    with open(log, "w") as out:
+    with open(log, "a") as out:
         proc = subprocess.Popen([sys.executable, "-m", "agent.cli", "mcp", "--http", "--port", str(port)], env=env,
                                 cwd=home, stdout=subprocess.DEVNULL, stderr=out)
     try:
@@ -98,12 +101,17 @@ def _mcp_server(home: Path, calls: int) -> tuple[list[float], float]:
                 socket.create_connection(("127.0.0.1", port), timeout=1).close()
                 break
             except OSError:
-                time.sleep(0.1)
-        startup = time.perf_counter() - started
-        return anyio.run(_through_mcp, f"http://127.0.0.1:{port}/mcp", calls), startup
+                time.sleep(0.05)
+        yield f"http://127.0.0.1:{port}/mcp", time.perf_counter() - started
     finally:
         proc.terminate()
         proc.wait(timeout=30)
+
+
+def _mcp_server(home: Path, calls: int) -> tuple[list[float], float]:
+    """Timings through the HTTP server, and its start-up time until it listens."""
+    with served(home) as (url, startup):
+        return anyio.run(_through_mcp, url, calls), startup
 
 
 def _cli(home: Path, *args: str) -> None:

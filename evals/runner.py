@@ -241,8 +241,10 @@ def prepare_knowledge_bases(rt, scenarios: list[Scenario], repo_root, progress: 
 
 
 def run_suite(rt, scenarios: list[Scenario], guards: bool, policy: str = "scripted", model=None,
-              progress: bool = True, repeat_labels=None, max_rounds: int | None = None) -> list[ScenarioResult]:
-    """Each scenario is one session: its turns run in order on one checkpointer and thread."""
+              progress: bool = True, repeat_labels=None, max_rounds: int | None = None,
+              as_blocks: bool = False) -> list[ScenarioResult]:
+    """Each scenario is one session: its turns run in order on one checkpointer and thread. `as_blocks`: the
+    questions are sent as content blocks (the chat UI's message shape) instead of strings."""
     distinct = distinct_pairs(repeat_labels)
     results = []
     for scenario in tqdm(scenarios, desc=f"eval guards {'on' if guards else 'off'}", disable=not progress, leave=False):
@@ -258,7 +260,7 @@ def run_suite(rt, scenarios: list[Scenario], guards: bool, policy: str = "script
             app = rt.app(chat, mode, checkpointer=saver)
             try:
                 turns.append(run_turn(app, turn.question, session, context, mode,
-                                      max_query_chars=rt.settings.max_query_chars))
+                                      max_query_chars=rt.settings.max_query_chars, as_blocks=as_blocks))
             except GraphRecursionError:  # the rounds bound exists so that this never happens: say so, loudly
                 raise ExecutorError(f"{scenario.id} (guards {'on' if guards else 'off'}): a turn ended in a "
                                     "recursion error instead of an answer") from None

@@ -12,8 +12,8 @@ from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, Tool
 from core.errors import BackendError
 from nodes.state import ExecutorState
 from tools.registry import LOOKUP, NAVIGATE
-from nodes.common import invoke_llm, lang_of, last_ai, text_of
-from prompts.executor import ANSWER
+from nodes.common import invoke_llm, lang_of, last_ai, last_human, text_of, unread_blocks
+from prompts.executor import ANSWER, NO_QUESTION, unread_note
 from prompts.framing import one_line, quoted
 from retrieval.extractive import cited, extractive_answer
 
@@ -45,6 +45,11 @@ def make_answer(model, mode: str, read_document=None):
         lang, question, evidence = lang_of(state), state.get("question", ""), state.get("evidence", [])
         last = last_ai(state)
         finished = last is not None and not (last.tool_calls or last.invalid_tool_calls)
+        human = last_human(state)
+        unread = unread_blocks(human) if human is not None else []
+        if not question:  # nothing to search (routing.after_begin_turn): never "the knowledge base has nothing"
+            final = NO_QUESTION + (" " + unread_note(unread, "en") if unread else "")
+            return {"answer": final, "citations": [], "messages": [AIMessage(final)]}
         if mode == "llm" and finished and text_of(last).strip():
             final = text_of(last)
             return {"answer": final, "citations": cited(final, evidence)}
@@ -57,6 +62,8 @@ def make_answer(model, mode: str, read_document=None):
                      for t in state.get("trace", []) if t["tool"] == LOOKUP and t.get("query")]
             final = extractive_answer(question, evidence, lang, parts=parts, graph_facts=graph_facts(state),
                                       read_document=read_document)
+        if unread:
+            final += "\n" + unread_note(unread, lang)
         # an empty closing message from the executor is replaced, not followed, by the answer
         message = AIMessage(final, id=last.id) if finished and last.id else AIMessage(final)
         return {"answer": final, "citations": cited(final, evidence), "messages": [message]}

@@ -9,6 +9,8 @@ back (sub-questions), so a PRECISE result does not block its siblings, and
 they are never repeats of each other (the lookup gets the message as its
 `batch`); documents one of them sent are still not sent again by another.
 A store or configuration failure sets `failure`: the turn ends in that error.
+The tools use the action memory of the run's branch (`nodes/memory_branch.py`), and the node leaves the
+memory's new mark in the state.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.runtime import Runtime as RunContext
 
 from nodes.common import lang_of, session_of
+from nodes.memory_branch import branch_session
 from nodes.state import Context, ExecutorState
 from tools.call import ToolCall, ToolServices
 from tools.registry import invoke
@@ -41,7 +44,9 @@ def add_evidence(evidence: list[dict], new: list[dict]) -> list[dict]:
 
 def make_call_tools(services: ToolServices):
     def call_tools(state: ExecutorState, runtime: RunContext[Context], config: RunnableConfig) -> ExecutorState:
-        ctx, session, lang = runtime.context, session_of(config), lang_of(state)
+        ctx, lang = runtime.context, lang_of(state)
+        # the memory this checkpoint saw (a fork gets a copy of it): nodes/memory_branch.py
+        session = branch_session(state.get("memory"), session_of(config), services.memory)
         trace = [dict(t) for t in state.get("trace", [])]
         evidence = list(state.get("evidence", []))
         session_evidence = dict(state.get("session_evidence") or {})
@@ -88,6 +93,7 @@ def make_call_tools(services: ToolServices):
             "precise": precise,
             "last_level": last_level,
             "failure": failure,
+            "memory": services.memory.mark(session),
         }
 
     return call_tools

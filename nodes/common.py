@@ -15,18 +15,48 @@ def session_of(config: RunnableConfig) -> str:
     return str((config.get("configurable") or {}).get("thread_id") or "default")
 
 
+def _blocks(message) -> list:
+    """A message's content as a list of blocks: a plain string is one text block. A message may also be a dict
+    (`{"role": ..., "content": ...}`) where a client's payload is read before LangGraph converts it."""
+    content = message.get("content", "") if isinstance(message, dict) else getattr(message, "content", "")
+    if content is None:
+        return []
+    return content if isinstance(content, list) else [str(content)]
+
+
+def _block_text(block) -> str | None:
+    """The text of one content block (a string, or a {"type": "text"} block); None for any other kind."""
+    if isinstance(block, str):
+        return block
+    if isinstance(block, dict) and block.get("type", "text") == "text" and isinstance(block.get("text"), str):
+        return block["text"]
+    return None
+
+
 def text_of(message) -> str:
-    content = getattr(message, "content", "")
-    if isinstance(content, list):  # content blocks
-        return "".join(b.get("text", "") if isinstance(b, dict) else str(b) for b in content)
-    return str(content or "")
+    """What a message says, in every standard shape LangChain clients send: a string, or content blocks
+    (`[{"type": "text", "text": ...}, {"type": "image", ...}]`, what the Agent Chat UI sends). Separate text
+    blocks are separate lines; other blocks are not text and are left out (`unread_blocks` names them): their
+    Python repr would otherwise become the query. The one reader of message text: graph, planner, CLI."""
+    return "\n".join(t for t in map(_block_text, _blocks(message)) if t is not None)
+
+
+def unread_blocks(message) -> list[str]:
+    """The kinds of the content blocks `text_of` leaves out (image, file, audio, ...), for the answer to say so."""
+    return [str(b.get("type") or "unknown") if isinstance(b, dict) else type(b).__name__
+            for b in _blocks(message) if _block_text(b) is None]
+
+
+def last_human(state: ExecutorState) -> HumanMessage | None:
+    for message in reversed(state.get("messages", [])):
+        if isinstance(message, HumanMessage):
+            return message
+    return None
 
 
 def last_question(state: ExecutorState) -> str:
-    for message in reversed(state.get("messages", [])):
-        if isinstance(message, HumanMessage):
-            return text_of(message)
-    return ""
+    message = last_human(state)
+    return text_of(message).strip() if message is not None else ""
 
 
 def lang_of(state: ExecutorState) -> str:

@@ -3,24 +3,30 @@
 from __future__ import annotations
 
 from langchain_core.messages import ToolMessage
+from langchain_core.runnables import RunnableConfig
 
 from core.results import LookupResult
 from nodes.call_tools import add_evidence
+from nodes.common import session_of
+from nodes.memory_branch import branch_session
 from nodes.state import ExecutorState
 from prompts.results import expansion_text
 from tools.registry import LOOKUP
 
 
-def make_graph_expand(expand):
-    """`expand(result)`: graph expansion of a lookup result (`retrieval.expansion.GraphExpander.expand`)."""
+def make_graph_expand(expand, memory):
+    """`expand(result)`: graph expansion of a lookup result (`retrieval.expansion.GraphExpander.expand`), which
+    records the documents it sends in `memory` (the action memory) under the result's session."""
 
-    def graph_expand(state: ExecutorState) -> ExecutorState:
+    def graph_expand(state: ExecutorState, config: RunnableConfig) -> ExecutorState:
+        # a run may start here (a fork between call_tools and graph_expand): the branch's memory, as in call_tools
+        session = branch_session(state.get("memory"), session_of(config), memory)
         trace = [dict(t) for t in state.get("trace", [])]
         evidence, paths, messages = list(state.get("evidence", [])), list(state.get("graph_paths", [])), []
         session_evidence = dict(state.get("session_evidence") or {})
         for pending in state.get("pending_expansions", []):
             result = LookupResult.model_validate(pending["result"])
-            result.details = dict(pending["details"])
+            result.details, result.session = dict(pending["details"]), session
             expansion = expand(result)  # never raises for a graph that is down
             entry = trace[pending["trace_index"]]
             entry["graph"] = expansion.status
@@ -38,6 +44,7 @@ def make_graph_expand(expand):
             "evidence": evidence,
             "session_evidence": session_evidence,
             "graph_paths": paths,
+            "memory": memory.mark(session),
         }
 
     return graph_expand

@@ -6,19 +6,24 @@ what a run takes (`ExecutorInput`, the user's message), the session
 `begin_turn` when a new user message arrives). A run returns `ExecutorOutput`
 (the full state stays readable through the thread). What the session already
 retrieved (documents, domains, levels, earlier lookups) is not state: the
-rules read it from the action memory (SQL), which MCP calls share. Context
+rules read it from the action memory (SQL), which MCP calls share; the state
+holds a mark of it (`memory`), so a run from an earlier checkpoint sees the
+memory of that checkpoint (nodes/memory_branch.py). Context
 holds the per-run knobs Studio shows as a form.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Annotated
 
 from langchain_core.messages import AnyMessage
 from langgraph.graph.message import add_messages
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 # typing.TypedDict on Python < 3.12 gives LangGraph's schema endpoints (and so Studio's form) nothing to read
 from typing_extensions import TypedDict
+
+from core.errors import InputError, validation_line
+from core.validation import validate_kb_name
 
 
 class ExecutorInput(TypedDict):
@@ -42,6 +47,9 @@ class SessionState(TypedDict, total=False):
     # doc_key -> the evidence a document gave when it was sent: what a later turn answers from
     # when its lookups point at documents the session already has (they are not sent again)
     session_evidence: dict[str, dict]
+    # what the action memory held at this checkpoint (session, lookup ids, sent documents): a run resumed from
+    # here uses exactly that memory (nodes/memory_branch.py)
+    memory: dict
 
 
 class TurnState(TypedDict, total=False):
@@ -93,13 +101,35 @@ def _settings():
     return get_settings()
 
 
-@dataclass
-class Context:
-    """Per-run knobs. `guards=False` runs the same graph without the code rules (the eval baseline)."""
+class Context(BaseModel):
+    """Per-run knobs (Studio shows them as a form, from these descriptions). A run's `context` is checked here:
+    a wrong field or value is an InputError naming the field (one line, which every LangGraph client shows),
+    never a TypeError from inside the graph."""
 
-    kb: str = "sample"
-    lookup_budget: int = field(default_factory=lambda: _settings().lookup_budget)
-    guards: bool = True
-    graph_expansion: bool = True
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    kb: str = Field("sample", description="the knowledge base lookup_knowledge and navigate_graph search (`executor kb list`)")
+    lookup_budget: int = Field(default_factory=lambda: _settings().lookup_budget, ge=1, le=50,
+                               description="lookups a turn may run before it must answer (default: the setting "
+                                           "EXECUTOR_LOOKUP_BUDGET)")
+    guards: bool = Field(True, description="the retrieval rules in code (PRECISE stop, lookup budget, repeat "
+                                           "blocking); false runs the eval's baseline")
+    graph_expansion: bool = Field(True, description="widen a REFERENCE or thin lookup through the knowledge graph")
     # a safety bound on LLM calls per turn; with guards on the turn ends long before it
-    max_rounds: int = 25
+    max_rounds: int = Field(25, ge=1, le=200, description="a safety bound on LLM calls per turn")
+
+    @field_validator("kb")
+    @classmethod
+    def _kb_name(cls, value: str) -> str:
+        try:
+            return validate_kb_name(value)
+        except InputError as exc:
+            raise ValueError(str(exc)) from None
+
+    @model_validator(mode="wrap")
+    @classmethod
+    def _one_line(cls, values, handler):
+        try:
+            return handler(values)
+        except ValidationError as exc:  # raised as our error: LangGraph's server shows its message and kind
+            raise InputError(f"invalid run context: {validation_line(exc, 'context').replace('Value error, ', '')}") from None

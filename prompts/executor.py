@@ -108,6 +108,24 @@ NOTHING_FOUND = {
     "en": "The knowledge base has nothing on this question.",
 }
 
+# a run whose last user message holds no text (no messages, a blank one, an image only): nothing was searched,
+# so the answer must not say the knowledge base lacks anything; the language is unknown, so both are said
+NO_QUESTION = "No question was asked: send a question in text. / 没有收到问题：请用文字提问。"
+
+# content blocks that are not text (images, files, audio) are not searched: the answer says so
+UNREAD_BLOCKS = {
+    "zh": "（问题附带的{kinds}未被读取：只检索文字。）",
+    "en": "(The {kinds} attached to the question {verb} not read: only its text is searched.)",
+}
+
+
+def unread_note(kinds: list[str], lang: str) -> str:
+    names = ", ".join(dict.fromkeys(kinds))
+    if lang == "zh":
+        return UNREAD_BLOCKS["zh"].format(kinds=names)
+    return UNREAD_BLOCKS["en"].format(kinds=f"{names} block" + ("s" if len(kinds) > 1 else ""),
+                                      verb="were" if len(kinds) > 1 else "was")
+
 
 def blocked_message(reason: str, lang: str, detail: str = "") -> str:
     return BLOCKED[reason]["zh" if lang == "zh" else "en"].format(detail=detail)

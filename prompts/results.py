@@ -25,6 +25,9 @@ def lookup_text(result: LookupResult) -> str:
     return "\n".join(lines)
 
 
+KG_EDGES_SHOWN = 20  # edges of a query_knowledge_graph result the text lists
+
+
 def kg_text(result: KGResult) -> str:
     zh = language_of(result.query) == "zh"
     counts = ", ".join(f"{k} ({n})" for k, n in result.kb_counts.items()) or "no knowledge base"
@@ -34,9 +37,10 @@ def kg_text(result: KGResult) -> str:
     lines += [f"warning: {w['knowledge_base_id']}: {w['message']}" for w in result.warnings]
     lines += [f"error: {e['knowledge_base_id']}: {e['error']}" for e in result.errors]
     edges = result.graph_data["edges"]
-    if edges:  # entity names come from documents: quoted
-        lines.append("graph:")
-        lines.append(quoted("\n".join(f"{e['source']} -{e['type']}-> {e['target']}" for e in edges[:20])))
+    if edges:  # entity names come from documents: quoted; the cut is said (a host reads every edge in graph_data)
+        lines.append("graph:" if len(edges) <= KG_EDGES_SHOWN else
+                     f"graph ({KG_EDGES_SHOWN} of {len(edges)} edges shown; all are in graph_data):")
+        lines.append(quoted("\n".join(f"{e['source']} -{e['type']}-> {e['target']}" for e in edges[:KG_EDGES_SHOWN])))
     for hit in result.results:
         lines.append(f"\n[{hit.relevance_level}] ({', '.join(hit.knowledge_bases)})")
         lines.append(quoted_document(hit.title, hit.doc_key, hit.domain, ALREADY_RETURNED["zh" if zh else "en"]

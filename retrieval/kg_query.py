@@ -23,6 +23,7 @@ from core.results import KGHit, KGResult
 from core.validation import check_session_id, clean_query, validate_kb_name
 from prompts.hints import hint
 from retrieval.graph_build import has_graph
+from retrieval.lookup import document_content
 from retrieval.repeats import (
     BLOCKED, DedupReason, as_relevant, find_repeat, nearest, repeat_hint, sibling_only_pages,
 )
@@ -166,25 +167,33 @@ class KnowledgeGraphQuery:
         return {"nodes": list(nodes.values()), "edges": list(edges.values())}
 
     def _merge(self, out: KGResult, ids: list[str], per_kb: dict) -> None:
+        # one entry per document (its chunks found in every KB asked), its content the document's closest
+        # chunks up to the size budget, as a lookup sends it
         merged: dict[str, KGHit] = {}
+        chunks: dict[str, dict[str, object]] = {}
         for kb in ids:
             if kb not in per_kb:
                 continue
             hits, graph = per_kb[kb]
             out.graph_data["nodes"] += graph["nodes"]
             out.graph_data["edges"] += graph["edges"]
-            counted = 0
+            documents = set()
             for h, sim, level in hits:
-                counted += 1
-                hit = merged.get(h.chunk_id)
+                documents.add(h.doc_key)
+                hit = merged.get(h.doc_key)
                 if hit is None:
-                    merged[h.chunk_id] = KGHit(chunk_id=h.chunk_id, doc_key=h.doc_key, title=h.title, domain=h.domain,
-                                               knowledge_bases=[kb], relevance_level=level, content=h.text, score=sim)
+                    merged[h.doc_key] = KGHit(chunk_id=h.chunk_id, doc_key=h.doc_key, title=h.title, domain=h.domain,
+                                              knowledge_bases=[kb], relevance_level=level, score=sim)
                 else:
-                    hit.knowledge_bases.append(kb)
+                    if kb not in hit.knowledge_bases:
+                        hit.knowledge_bases.append(kb)
                     if sim > hit.score:
-                        hit.score, hit.relevance_level = sim, level
-            out.kb_counts[kb] = counted
+                        hit.chunk_id, hit.score, hit.relevance_level = h.chunk_id, sim, level
+                if kb == merged[h.doc_key].knowledge_bases[0]:
+                    chunks.setdefault(h.doc_key, {}).setdefault(h.chunk_id, h)
+            out.kb_counts[kb] = len(documents)
+        for doc_key, hit in merged.items():
+            hit.content = document_content(chunks[doc_key].values(), self.settings.max_chars_per_doc)
         results = sorted(merged.values(), key=lambda h: -h.score)[:MAX_RESULTS]
         out.results, out.count = results, len(results)
 

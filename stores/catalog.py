@@ -74,8 +74,10 @@ def version(row: KnowledgeBase) -> str:
 
 
 class Catalog:
-    def __init__(self, db: Database):
-        self.db = db
+    def __init__(self, db: Database, home: str | None = None):
+        """`home`: the EXECUTOR_HOME this catalog belongs to, named when a knowledge base is not in it (a host
+        that started the server in another folder sees which home was read)."""
+        self.db, self.home = db, home
         self._pinned = threading.local()  # rows read inside `reading()`, per thread
         self._documents: dict[str, tuple[tuple, dict[str, DocumentRow]]] = {}
         self._lock = threading.Lock()
@@ -123,7 +125,8 @@ class Catalog:
         kb = self.get(name)
         if kb is None:
             known = ", ".join(self.names()) or "none yet; run `executor ingest`"
-            raise InputError(f"unknown knowledge base {name!r} (known: {known})")
+            where = f"; home: {self.home}" if self.home else ""
+            raise InputError(f"unknown knowledge base {name!r} (known: {known}{where})")
         return kb
 
     def create(self, name: str, description: str = "", extract_config: dict | None = None,

@@ -49,6 +49,13 @@ class InvocationLog:
             s.flush()
             return row.id
 
+    def forget(self, session_id: str) -> None:
+        """Delete a session's rows: the MCP server's warm-up calls, which no one made."""
+        from sqlalchemy import delete
+
+        with self.db.session() as s:
+            s.execute(delete(ToolInvocation).where(ToolInvocation.session_id == session_id))
+
     def rows(self, session_id: str | None = None, tool_name: str | None = None) -> list[ToolInvocation]:
         stmt = select(ToolInvocation).order_by(ToolInvocation.id)
         if session_id is not None:

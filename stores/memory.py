@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from sqlalchemy import delete, select
 
+from core.relevance import Level
 from stores.database import Database, SessionDocument, SessionDomain, SessionLookup, utcnow
 
 
@@ -97,9 +98,51 @@ class ActionMemory:
             for r in rows
         ]
 
-    def clear(self, session_id: str) -> int:
+    # -- branches: the memory a checkpoint saw (see nodes/memory_branch.py) -------------------------------
+    def mark(self, session_id: str) -> dict:
+        """What the session's memory holds now, as the graph's state keeps it: its lookups (row ids, in the
+        order they ran) and the documents it sent. Small (ids and keys, no vectors or text)."""
         with self.db.session() as s:
-            n = s.execute(delete(SessionDocument).where(SessionDocument.session_id == session_id)).rowcount
-            s.execute(delete(SessionDomain).where(SessionDomain.session_id == session_id))
-            s.execute(delete(SessionLookup).where(SessionLookup.session_id == session_id))
-        return n
+            ids = s.scalars(select(SessionLookup.id).where(SessionLookup.session_id == session_id)
+                            .order_by(SessionLookup.id)).all()
+            docs = s.execute(select(SessionDocument.kb, SessionDocument.doc_key)
+                             .where(SessionDocument.session_id == session_id)).all()
+        return {"session": session_id, "lookups": list(ids), "documents": sorted([kb, key] for kb, key in docs)}
+
+    def branch(self, mark: dict, new_session: str) -> None:
+        """A new session holding exactly what `mark` names of its session's memory: the lookups and documents a
+        checkpoint had seen, none that ran after it. Domain levels are rebuilt from those lookups (the domain
+        rows are updated in place, so they cannot be copied as of a checkpoint)."""
+        wanted_docs = {tuple(d) for d in mark.get("documents") or []}
+        with self.db.session() as s:
+            lookups = s.scalars(select(SessionLookup).where(SessionLookup.id.in_(mark.get("lookups") or []))
+                                .order_by(SessionLookup.id)).all()
+            docs = s.scalars(select(SessionDocument).where(SessionDocument.session_id == mark["session"])).all()
+            domains: dict[str, SessionDomain] = {}
+            for r in lookups:
+                s.add(SessionLookup(session_id=new_session, kb=r.kb, query=r.query, embedder=r.embedder,
+                                    embedding=r.embedding, level=r.level, domain=r.domain, doc_keys=list(r.doc_keys or []),
+                                    batch=r.batch))
+                # a domain row is written by lookups that sent documents: not by a miss, nor by a blocked lookup
+                # (remembered as DEDUPED for the repeat rule)
+                if r.domain is not None and r.level not in (None, Level.DEDUPED.value):
+                    row = domains.pop(r.domain, None) or SessionDomain(session_id=new_session, domain=r.domain, lookups=0)
+                    row.last_level, row.lookups, row.updated_at = r.level, row.lookups + 1, utcnow()
+                    domains[r.domain] = row  # re-inserted: the dict keeps the order of last update
+            s.add_all(domains.values())
+            for d in docs:
+                if (d.kb, d.doc_key) in wanted_docs:
+                    s.add(SessionDocument(session_id=new_session, kb=d.kb, doc_key=d.doc_key, domain=d.domain,
+                                          title=d.title, created_at=d.created_at))
+
+    def clear(self, session_id: str) -> int:
+        """Forget a session's memory, and that of its branches (`session:fork-...`, made by forks of its thread)."""
+        def mine(table):
+            return (table.session_id == session_id) | table.session_id.startswith(session_id + BRANCH, autoescape=True)
+
+        with self.db.session() as s:
+            counts = {t: s.execute(delete(t).where(mine(t))).rowcount for t in (SessionDocument, SessionDomain, SessionLookup)}
+        return counts[SessionDocument]
+
+
+BRANCH = ":fork-"  # a branch's session id: the thread's id, this, and a random suffix

@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     from stores.catalog import Catalog
     from stores.invocation_log import InvocationLog
     from stores.knowledge_graph import GraphStore
+    from stores.memory import ActionMemory
 
 
 class ToolServices(Protocol):
@@ -29,6 +30,7 @@ class ToolServices(Protocol):
     kg: "KnowledgeGraphQuery"
     traversals: "TraversalCache"
     graph: "GraphStore"
+    memory: "ActionMemory"  # the graph's nodes keep its branch mark (nodes/memory_branch.py)
 
 
 @dataclass

@@ -15,6 +15,7 @@ none: they hand the row's raw scores back in `ToolOutput.details`).
 
 from __future__ import annotations
 
+import json
 import time
 from dataclasses import dataclass
 from typing import Any, Callable
@@ -22,6 +23,7 @@ from typing import Any, Callable
 from pydantic import BaseModel, Field, ValidationError, field_validator
 
 from core.errors import ExecutorError, InputError
+from core.results import KGResult
 from core.validation import check_session_id
 from prompts.executor import unavailable_message
 from prompts.results import kg_text, lookup_text
@@ -29,6 +31,20 @@ from stores.knowledge_graph import MAX_HOPS, RELATION_TYPES, relation_pattern
 from tools import handlers as _h
 from tools.call import ToolCall, ToolOutput
 from tools.call import log_call as _log_call
+
+
+def listed(value):
+    """An array argument a host sent as one string (a CLI's `--tool-arg relations=DEPENDS_ON`, or its JSON text):
+    the list it means. Anything else is left to the schema."""
+    if isinstance(value, str):
+        text = value.strip()
+        if text.startswith("["):
+            try:
+                return json.loads(text)
+            except ValueError:
+                return value
+        return [part.strip() for part in text.split(",") if part.strip()]
+    return value
 
 
 class lookup_knowledge(BaseModel):  # noqa: N801 - the class name is the tool name the LLM sees
@@ -56,6 +72,11 @@ class navigate_graph(BaseModel):  # noqa: N801
     outgoing: bool = Field(False, description="only relations that point away from the entity (what it depends on, "
                                               "not what depends on it)")
 
+    @field_validator("relations", mode="before")
+    @classmethod
+    def _relations_list(cls, value):
+        return listed(value)
+
     @field_validator("relations")
     @classmethod
     def _known_relations(cls, value: list[str] | None) -> list[str] | None:
@@ -70,8 +91,18 @@ class navigate_graph(BaseModel):  # noqa: N801
 class query_knowledge_graph(BaseModel):  # noqa: N801
     """Search several knowledge bases at once (1-10); returns graded results plus graph nodes and edges."""
 
-    knowledge_base_ids: list[str] = Field(description="knowledge base names", min_length=1, max_length=10)
+    knowledge_base_ids: list[str] = Field(description="knowledge base names (duplicates are folded)", min_length=1,
+                                          max_length=10)
     query: str = Field(description="what to look for", min_length=1, max_length=2000)
+
+    @field_validator("knowledge_base_ids", mode="before")
+    @classmethod
+    def _folded(cls, value):
+        """Duplicates folded before the 1-10 bound is checked: eleven copies of one id ask for one KB."""
+        value = listed(value)
+        if isinstance(value, list):
+            return list(dict.fromkeys(str(k).strip() for k in value if str(k).strip()))
+        return value
 
 
 class list_knowledge_bases(BaseModel):  # noqa: N801
@@ -87,6 +118,7 @@ class Tool:
     retrieval: bool = False  # counts against the lookup budget; the PRECISE stop applies
     query_field: str | None = None  # the argument the trace and the log show as the call's query
     agent: bool = True  # offered to the executor LLM; False: only a host gets it (MCP), e.g. feedback on answers
+    output: type[BaseModel] | None = None  # the model of `result` a host gets as structured content (MCP)
 
     @property
     def name(self) -> str:
@@ -209,7 +241,7 @@ register(Tool(
     },
 ))
 register(Tool(
-    query_knowledge_graph, _h.kg_query, render=kg_text, retrieval=True, query_field="query",
+    query_knowledge_graph, _h.kg_query, render=kg_text, retrieval=True, query_field="query", output=KGResult,
     prompt={
         "zh": "query_knowledge_graph(knowledge_base_ids, query)：同时检索多个知识库（最多 10 个），返回结果以及图谱中的节点和关系。",
         "en": "query_knowledge_graph(knowledge_base_ids, query): search several knowledge bases at once (up to 10); returns results plus graph nodes and edges.",

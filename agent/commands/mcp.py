@@ -9,7 +9,21 @@ from typing import Annotated, Optional
 
 import typer
 
-from agent.commands.common import JsonOpt, KbOpt, runtime
+from agent.commands.common import JsonOpt, KbOpt
+
+DEFAULT_HOME = "~/.executor"  # a host starts the server in a folder of its choosing: never the home's default
+
+
+def mcp_settings():
+    """The settings, with a home that does not depend on the working directory the host started us in: the one
+    EXECUTOR_HOME (or config.yaml) names, else ~/.executor; absolute, since it is printed and named in errors."""
+    from pathlib import Path
+
+    from core.settings import get_settings
+
+    settings = get_settings()
+    home = settings.home if "home" in settings.model_fields_set else Path(DEFAULT_HOME).expanduser()
+    return settings.model_copy(update={"home": home.expanduser().resolve()})
 
 
 def mcp(
@@ -26,7 +40,8 @@ def mcp(
     """Serve lookup_knowledge, query_knowledge_graph, navigate_graph and list_knowledge_bases to an MCP host."""
     import anyio
 
-    from agent.mcp_server import ExecutorMCP
+    from agent.mcp_server import ExecutorMCP, server_version
+    from agent.runtime import Runtime
     from core.errors import InputError, register_secret
     from core.fs import private_file
     from core.local_http import is_loopback
@@ -38,24 +53,25 @@ def mcp(
     if token is not None and len(token) < 16:
         raise InputError("--token must have at least 16 characters")
     register_secret(token)
-    with runtime("mcp") as rt:
+    with Runtime(mcp_settings(), source="mcp") as rt:
         server = ExecutorMCP(rt, kb=kb)
-        if not http:
+        where = f"home {rt.settings.home}, knowledge base {kb}, version {server_version()}"
+        if not http:  # stdout is the protocol's: the start-up line goes to stderr, which hosts log
+            print(f"executor MCP server on stdio ({where})", file=sys.stderr, flush=True)
             anyio.run(server.run_stdio)
             return
         import uvicorn
 
         sock = _listen(host, port)  # a port in use is one line here, not uvicorn's log and exit
-        server.warm_up()  # resident: the first call pays no start-up
+        server.warm_up()  # resident: real lookups before it listens, so the first call pays no start-up
         url = f"http://{host}:{port}/mcp"
         log = private_file(rt.settings.ensure_home() / "mcp-http.log")
-        message = {"url": url, "kb": kb, "transport": "streamable-http", "log": str(log)}
+        message = {"url": url, "kb": kb, "transport": "streamable-http", "home": str(rt.settings.home), "log": str(log)}
         # stdout stays clean for scripts that read the JSON line; the person's line goes to stderr
         if as_json:
             typer.echo(json.dumps(message))
         else:
-            print(f"executor MCP server on {url} (knowledge base {kb}; its log: {log}); Ctrl-C stops it",
-                  file=sys.stderr)
+            print(f"executor MCP server on {url} ({where}; its log: {log}); Ctrl-C stops it", file=sys.stderr)
         # what uvicorn and the MCP library log (a malformed request, a stream cut by Ctrl-C) goes to a file:
         # a person's terminal gets one line per problem of theirs, not the server's tracebacks
         config = uvicorn.Config(server.http_app(host, port, token), log_config=_log_config(log), access_log=False,

@@ -1,4 +1,5 @@
 import os
+import tempfile
 import subprocess
 import sys
 import uuid
@@ -239,3 +240,27 @@ def neo4j_store():
     store = GraphStore(Neo4jDriver(s["neo4j_uri"], s["neo4j_user"], s["neo4j_password"], s["neo4j_database"]))
     yield store
     store.close()
+
+
+# -- clients from npm (the MCP Inspector, LangGraph's JS SDK) ----------------------------------------------------
+NPM_CACHE = Path(os.environ.get("EXECUTOR_TEST_NPM_CACHE") or Path(tempfile.gettempdir()) / "executor-test-npm")
+
+
+def npm_package(spec: str) -> Path:
+    """A folder where `spec` (`name@version`) is installed, under the test npm cache (EXECUTOR_TEST_NPM_CACHE, by
+    default in the system's temp folder, never the checkout), installed on first use. The test skips, saying why
+    (fails under EXECUTOR_REQUIRE_SERVICES=1), only when the client cannot be installed: no node/npm on PATH, or
+    the registry cannot be reached."""
+    import shutil
+
+    if not (shutil.which("node") and shutil.which("npm")):
+        service_missing(f"{spec}: node and npm are not on PATH, so this client cannot be installed")
+    folder = NPM_CACHE / spec.replace("/", "__").replace("@", "_at_")
+    if not (folder / ".installed").exists():
+        folder.mkdir(parents=True, exist_ok=True)
+        done = subprocess.run(["npm", "install", "--prefix", str(folder), "--no-audit", "--no-fund", "--loglevel=error",
+                               spec], capture_output=True, text=True, timeout=600)
+        if done.returncode != 0:
+            service_missing(f"{spec} could not be installed with npm: {(done.stderr or done.stdout).strip()[-300:]}")
+        (folder / ".installed").write_text(spec)
+    return folder

@@ -16,7 +16,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.memory import create_connected_server_and_client_session
 
 from agent.mcp_server import ExecutorMCP
-from conftest import free_port, run_cli, stop_process
+from conftest import REPO, free_port, npm_package, run_cli, stop_process
 
 pytestmark = pytest.mark.timeout(300)
 PRECISE_QUESTION = "ERR_TIMEOUT 是什么？"
@@ -60,7 +60,13 @@ def test_tools_are_listed_with_their_schemas(mcp_server):
     assert {"query", "missing_dimension", "session"} <= set(lookup_schema["properties"])
     navigate_schema = tools["navigate_graph"].inputSchema["properties"]
     assert {"entity", "target", "relations", "hops"} <= set(navigate_schema)
-    assert navigate_schema["hops"]["anyOf"][0]["maximum"] == 4
+    # optional arguments carry their own type (not anyOf [T, null]): hosts' CLIs and forms send them typed
+    assert navigate_schema["hops"] == {**navigate_schema["hops"], "type": "integer", "minimum": 1, "maximum": 4}
+    assert navigate_schema["relations"]["type"] == "array" and "default" not in navigate_schema["relations"]
+    assert not any({"type": "null"} in p.get("anyOf", []) for t in tools.values() for p in t.inputSchema["properties"].values())
+    kg_out = tools["query_knowledge_graph"].outputSchema  # structured results: graph_data as JSON
+    assert {"results", "graph_data", "knowledge_base_ids"} <= set(kg_out["properties"])
+    assert tools["lookup_knowledge"].outputSchema is None
     assert tools["query_knowledge_graph"].inputSchema["required"] == ["knowledge_base_ids", "query"]
     feedback_schema = tools["feedback"].inputSchema  # its session is the rated one, not the action-memory one
     assert feedback_schema["required"] == ["session", "verdict"]
@@ -185,7 +191,7 @@ def test_feedback_on_an_answer_is_stored_with_what_the_answer_was_built_from(mcp
     assert "troubleshooting/err-timeout.md" in row.documents
     for result, message in ((wrong, "session 'mcp-rated' has no turn 2 (it has 1)"),
                             (nobody, "session 'mcp-never-asked' has no answered turn"),
-                            (meh, "'meh' is not one of ['good', 'bad']")):
+                            (meh, "verdict: Input should be 'good' or 'bad'")):
         assert result.isError and message in text(result) and "\n" not in text(result), text(result)
     assert FeedbackStore(sample_rt.db).rows(session_id="mcp-never-asked") == []
 
@@ -201,12 +207,17 @@ def test_the_executor_llm_is_never_offered_the_feedback_tool():
 @pytest.mark.parametrize(
     "tool, args, message",
     [
-        ("lookup_knowledge", {}, "'query' is a required property"),
+        ("lookup_knowledge", {}, "invalid arguments: query: Field required"),
         ("lookup_knowledge", {"query": "   "}, "query: must not be blank"),
-        ("lookup_knowledge", {"query": "x", "session": "no spaces allowed"}, "does not match"),
+        ("lookup_knowledge", {"query": "x" * 2001}, "invalid arguments: query: String should have at most 2000 characters"),
+        ("lookup_knowledge", {"query": "x", "missing_dimension": "y" * 201}, "missing_dimension: String should have at most 200"),
+        ("lookup_knowledge", {"query": "x", "session": "no spaces allowed"}, "session: a session id is 1-128 letters"),
         ("navigate_graph", {"entity": "ComfyUI", "relations": ["LIKES"]}, "unknown relation type 'LIKES'"),
-        ("navigate_graph", {"entity": "ComfyUI", "hops": 9}, "9 is greater than the maximum of 4"),
-        ("query_knowledge_graph", {"knowledge_base_ids": [], "query": "Docker"}, "should be non-empty"),
+        ("navigate_graph", {"entity": "ComfyUI", "hops": 9}, "hops: Input should be less than or equal to 4"),
+        ("navigate_graph", {"entity": "ComfyUI", "hops": "two"}, "hops: Input should be a valid integer"),
+        ("query_knowledge_graph", {"knowledge_base_ids": [], "query": "Docker"}, "knowledge_base_ids: List should have at least 1 item"),
+        ("query_knowledge_graph", {"knowledge_base_ids": [f"k{i}" for i in range(11)], "query": "Docker"},
+         "knowledge_base_ids: List should have at most 10 items"),
         ("no_such_tool", {}, "no tool named 'no_such_tool'"),
     ],
 )
@@ -220,6 +231,7 @@ def test_a_bad_argument_is_a_one_line_tool_error_and_the_server_goes_on(mcp_serv
     bad, good = anyio.run(main)
     assert bad.isError
     assert message in text(bad) and "\n" not in text(bad)
+    assert "x" * 100 not in text(bad) and "y" * 100 not in text(bad)  # a long value is never echoed back
     assert not good.isError and "ComfyUI -DEPENDS_ON-> Docker" in text(good)
 
 
@@ -322,3 +334,137 @@ def test_http_server_keeps_two_concurrent_clients_apart(http_server):
         _, first, again = results[name]
         assert level(first) == "relevance_level: PRECISE", name
         assert level(again) == "relevance_level: DEDUPED", name
+
+
+def test_what_hosts_send_as_text_is_read_as_the_schema_says(mcp_server):
+    """An integer or array argument sent as a string (a CLI's `--tool-arg hops=1`), and duplicate KB ids."""
+    async def main():
+        async with connected(mcp_server) as client:
+            typed = await client.call_tool("navigate_graph", {"entity": "ComfyUI", "relations": ["DEPENDS_ON"], "hops": 1})
+            as_text = await client.call_tool("navigate_graph", {"entity": "ComfyUI", "relations": "DEPENDS_ON", "hops": "1"})
+            as_json = await client.call_tool("navigate_graph", {"entity": "ComfyUI", "relations": '["DEPENDS_ON"]', "hops": "1"})
+            folded = await client.call_tool("query_knowledge_graph", {"knowledge_base_ids": ["sample"] * 11, "query": "Docker"})
+            return typed, as_text, as_json, folded
+
+    typed, as_text, as_json, folded = anyio.run(main)
+    assert not typed.isError and "ComfyUI -DEPENDS_ON-> Docker" in text(typed)
+    assert text(as_text) == text(typed) and text(as_json) == text(typed)
+    assert not folded.isError and folded.structuredContent["knowledge_base_ids"] == ["sample"]
+
+
+def test_query_knowledge_graph_has_one_entry_per_document_and_structured_graph_data(mcp_server):
+    async def main():
+        async with connected(mcp_server) as client:
+            return await client.call_tool("query_knowledge_graph", {"knowledge_base_ids": ["sample"],
+                                                                    "query": "ComfyUI Docker 部署"})
+
+    result = anyio.run(main)
+    assert not result.isError
+    data = result.structuredContent
+    keys = [h["doc_key"] for h in data["results"]]
+    assert keys and len(keys) == len(set(keys))
+    assert data["graph_data"]["edges"] and {"source", "target", "type"} <= set(data["graph_data"]["edges"][0])
+    assert text(result).count(" — ") == len(keys)  # the text lists each document once too
+    edges = len(data["graph_data"]["edges"])
+    assert ("edges shown" in text(result)) == (edges > 20)
+
+
+def test_server_info_error_codes_and_the_home_in_unknown_kb_errors(mcp_server, sample_rt):
+    from mcp.shared.exceptions import McpError
+
+    async def main():
+        async with connected(mcp_server) as client:
+            info = await client.initialize()
+            errors = {}
+            for name, call in (("resource", client.read_resource("executor://nope")),
+                               ("prompt", client.get_prompt("nope"))):
+                try:
+                    await call
+                except McpError as exc:
+                    errors[name] = exc.error
+            unknown = await client.call_tool("query_knowledge_graph", {"knowledge_base_ids": ["nope"], "query": "Docker"})
+            return info, errors, unknown
+
+    info, errors, unknown = anyio.run(main)
+    from importlib.metadata import version
+
+    assert info.serverInfo.name == "executor" and info.serverInfo.version == version("executor")
+    assert errors["resource"].code == -32002 and "executor://nope" in errors["resource"].message
+    assert errors["prompt"].code == -32602
+    assert f"home: {sample_rt.settings.home}" in text(unknown)
+
+
+# -- the MCP Inspector's CLI, from npm (a host nobody here wrote) --------------------------------------------------
+# 0.15.0 is the newest release that declares no Node >= 22 engine (what npm installs on Node 20); 2.12.0 is the
+# latest, which runs on Node 20 as well
+INSPECTORS = ["0.15.0", "2.12.0"]
+
+
+def inspector(version: str, target: list[str], *args: str, cwd) -> dict:
+    folder = npm_package(f"@modelcontextprotocol/inspector@{version}")
+    done = subprocess.run([str(folder / "node_modules" / ".bin" / "mcp-inspector"), "--cli", *target, *args],
+                          capture_output=True, text=True, timeout=240, cwd=cwd)
+    assert "{" in done.stdout, (done.stdout + done.stderr)[-1500:]
+    out = json.loads(done.stdout[done.stdout.index("{"):])
+    # 2.x exits non-zero (5) when the tool's result is an error; anything else must succeed
+    assert done.returncode == 0 or out.get("isError"), (done.stdout + done.stderr)[-1500:]
+    return out
+
+
+def stdio_target(home) -> list[str]:
+    # the server runs this checkout's code, started by the Inspector in a folder that is not its home
+    return ["-e", f"EXECUTOR_HOME={home}", "-e", f"PYTHONPATH={REPO}", "-e", "LANGSMITH_TRACING=false",
+            sys.executable, "-m", "agent.cli", "mcp"]
+
+
+def inspector_session(version: str, target: list[str], cwd, session: str, transport: list[str] = ()):
+    """What a person checks with the Inspector: the tools and their types, a call with optional arguments given
+    as text, a bad argument, and a lookup repeated in one session (each CLI call is a connection of its own)."""
+    listed = inspector(version, target, *transport, "--method", "tools/list", cwd=cwd)
+    tools = {t["name"]: t for t in listed["tools"]}
+    assert tools["navigate_graph"]["inputSchema"]["properties"]["hops"]["type"] == "integer"
+    call = [*transport, "--method", "tools/call"]
+    walked = inspector(version, target, *call, "--tool-name", "navigate_graph", "--tool-arg", "entity=ComfyUI",
+                       "hops=1", "relations=DEPENDS_ON", cwd=cwd)
+    assert not walked.get("isError") and walked["content"][0]["text"] == "ComfyUI -DEPENDS_ON-> Docker"
+    bad = inspector(version, target, *call, "--tool-name", "navigate_graph", "--tool-arg", "entity=ComfyUI", "hops=9",
+                    cwd=cwd)
+    assert bad["isError"] and bad["content"][0]["text"] == (
+        "invalid arguments: hops: Input should be less than or equal to 4")
+    runs = [inspector(version, target, *call, "--tool-name", "lookup_knowledge", "--tool-arg",
+                      f"query={PRECISE_QUESTION}", f"session={session}", cwd=cwd) for _ in range(2)]
+    assert [r["content"][0]["text"].splitlines()[0] for r in runs] == [
+        "relevance_level: PRECISE", "relevance_level: DEDUPED"]
+
+
+@pytest.mark.parametrize("version", INSPECTORS)
+def test_the_inspector_cli_over_stdio(mcp_home, tmp_path, version):
+    inspector_session(version, stdio_target(mcp_home), tmp_path, f"insp-stdio-{version}-{tmp_path.name}"[:120])
+
+
+@pytest.mark.parametrize("version", INSPECTORS)
+def test_the_inspector_cli_over_http(http_server, tmp_path, version):
+    inspector_session(version, [http_server], tmp_path, f"insp-http-{version}-{tmp_path.name}"[:120],
+                      transport=["--transport", "http"])
+
+
+def test_the_home_does_not_depend_on_the_hosts_folder(tmp_path):
+    """Without EXECUTOR_HOME the server reads ~/.executor wherever the host starts it, and says so."""
+    env = {k: v for k, v in server_env(tmp_path).items() if k != "EXECUTOR_HOME"}
+    env["HOME"] = str(tmp_path / "user")
+    params = StdioServerParameters(command=sys.executable, args=["-m", "agent.cli", "mcp"], env=env,
+                                   cwd=str(tmp_path / "host-folder"))
+    (tmp_path / "host-folder").mkdir()
+
+    async def main():
+        with open(tmp_path / "stderr.log", "w") as errlog:
+            async with stdio_client(params, errlog=errlog) as (read, write), ClientSession(read, write) as client:
+                await client.initialize()
+                return await lookup(client)
+
+    result = anyio.run(main)
+    home = (tmp_path / "user" / ".executor").resolve()
+    assert result.isError and f"unknown knowledge base 'sample' (known: none yet; run `executor ingest`; home: {home})" \
+        in text(result)
+    assert f"executor MCP server on stdio (home {home}, knowledge base sample" in (tmp_path / "stderr.log").read_text()
+    assert not (tmp_path / "host-folder" / ".executor").exists()
