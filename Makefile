@@ -73,6 +73,7 @@ bench: setup
 	$(PY) -m evals.bench_ingest
 	$(PY) -m evals.bench_reingest
 	$(PY) -m evals.bench_mcp
+	$(PY) -m evals.bench_mcp_first
 	$(PY) -m evals.bench_peers --json $(REPORTS)/peers.json --plot $(REPORTS)/peers.png
 
 # Executor against the ReAct and agentic-RAG peers with the bundled model on the storms (~10 min)
