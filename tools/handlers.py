@@ -75,6 +75,8 @@ def kg_query(call: ToolCall, args) -> ToolOutput:
     if failed:  # no knowledge base answered and a store failed: not "nothing found"
         raise BackendError(failed)
     errors = "; ".join(f"{e['knowledge_base_id']}: {e['error']}" for e in result.errors) or None
+    if errors and not result.kb_counts and not result.dedup_reason:  # every id asked for was refused: an error, not an empty result
+        raise InputError(errors)
     row = {"query": result.query, "kb": ",".join(result.knowledge_base_ids)[:64], "error": errors}
     if result.dedup_reason:  # answered from the session, as a repeated lookup is: nothing sent, the budget kept
         return ToolOutput(

@@ -20,7 +20,7 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from pydantic import BaseModel, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from core.errors import ExecutorError, InputError
 from core.results import KGResult
@@ -47,7 +47,14 @@ def listed(value):
     return value
 
 
-class lookup_knowledge(BaseModel):  # noqa: N801 - the class name is the tool name the LLM sees
+class ToolArgs(BaseModel):
+    """A tool's arguments: an argument the tool does not take is refused by name, not dropped silently (a host
+    or LLM that misspells `missing_dimension` would otherwise run a different lookup than it meant)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
+class lookup_knowledge(ToolArgs):  # noqa: N801 - the class name is the tool name the LLM sees
     """Search the knowledge base. Returns documents with a relevance level and a completeness hint."""
 
     query: str = Field(description="what to look up", min_length=1, max_length=2000)
@@ -56,7 +63,7 @@ class lookup_knowledge(BaseModel):  # noqa: N801 - the class name is the tool na
     )
 
 
-class navigate_graph(BaseModel):  # noqa: N801
+class navigate_graph(ToolArgs):  # noqa: N801
     """Show how an entity relates to others in the knowledge graph, or the paths between two entities."""
 
     entity: str = Field(description="an entity name, e.g. a product, error code or concept", min_length=1, max_length=200)
@@ -88,7 +95,7 @@ class navigate_graph(BaseModel):  # noqa: N801
             raise ValueError(str(exc)) from None
 
 
-class query_knowledge_graph(BaseModel):  # noqa: N801
+class query_knowledge_graph(ToolArgs):  # noqa: N801
     """Search several knowledge bases at once (1-10); returns graded results plus graph nodes and edges."""
 
     knowledge_base_ids: list[str] = Field(description="knowledge base names (duplicates are folded)", min_length=1,
@@ -105,7 +112,7 @@ class query_knowledge_graph(BaseModel):  # noqa: N801
         return value
 
 
-class list_knowledge_bases(BaseModel):  # noqa: N801
+class list_knowledge_bases(ToolArgs):  # noqa: N801
     """List the knowledge bases: name, description, document count, and whether each has a knowledge graph."""
 
 
@@ -172,6 +179,9 @@ def parse_arguments(name: str, args) -> BaseModel:
     except ValidationError as exc:
         err = exc.errors()[0]
         where = ".".join(str(p) for p in err["loc"]) or "arguments"
+        if err["type"] == "extra_forbidden":
+            takes = ", ".join(schema.model_fields) or "no arguments"
+            raise ValueError(f"{where[:80]}: not an argument of {name} (it takes {takes})") from None
         raise ValueError(f"{where}: {err['msg'].removeprefix('Value error, ')}") from None
     for field_name, value in parsed.model_dump().items():
         if isinstance(value, str) and field_name in schema.model_fields and schema.model_fields[field_name].is_required():

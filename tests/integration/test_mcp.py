@@ -132,8 +132,8 @@ def test_a_broken_store_is_an_unavailable_tool_error_never_nothing_found(sample_
         assert "nothing on" not in text(result) and "relevance_level" not in text(result)
     assert "reference-threshold" in text(failed) and "reference-threshold" in text(failed_kg)
     assert "unknown knowledge base 'no_such_kb'" in text(gone)
-    # a wrong id is the host's to fix: it comes back in the result, as it does to the agent's LLM
-    assert not wrong_id.isError and "unavailable" not in text(wrong_id)
+    # no id the host asked for exists: an error the host sees as one (isError), naming the id, not an empty result
+    assert wrong_id.isError and "unavailable" not in text(wrong_id)
     assert "error: nope1: unknown knowledge base 'nope1'" in text(wrong_id)
 
 

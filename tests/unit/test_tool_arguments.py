@@ -1,0 +1,22 @@
+"""A tool's arguments as hosts and LLMs send them: what a tool does not take is refused by name."""
+
+import pytest
+
+from tools.registry import parse_arguments
+
+
+@pytest.mark.parametrize("name, args, bad", [
+    ("lookup_knowledge", {"query": "ERR_TIMEOUT", "missing_dimesion": "cause"}, "missing_dimesion"),
+    ("query_knowledge_graph", {"knowledge_base_ids": ["sample"], "query": "Docker", "top_k": 3}, "top_k"),
+    ("navigate_graph", {"entity": "ComfyUI", "depth": 2}, "depth"),
+    ("list_knowledge_bases", {"verbose": True}, "verbose"),
+])
+def test_an_unknown_argument_is_refused_by_name(name, args, bad):
+    with pytest.raises(ValueError, match=rf"^{bad}: not an argument of {name} \(it takes "):
+        parse_arguments(name, args)
+
+
+def test_the_arguments_a_tool_takes_still_parse():
+    parsed = parse_arguments("lookup_knowledge", {"query": "ERR_TIMEOUT", "missing_dimension": "cause"})
+    assert (parsed.query, parsed.missing_dimension) == ("ERR_TIMEOUT", "cause")
+    assert parse_arguments("list_knowledge_bases", {}).model_dump() == {}
