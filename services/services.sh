@@ -128,7 +128,7 @@ case "${1:-start}" in
   start)
     start_postgres
     start_mariadb
-    neo4j start
+    neo4j start >&2  # its progress and its own env line: stdout holds the environment once
     print_env
     ;;
   env) print_env ;;
