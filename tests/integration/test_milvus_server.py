@@ -34,6 +34,9 @@ class FakeServer:
     def has_collection(self, name):
         return name in self.created
 
+    def list_collections(self, **kw):  # a KB's rebuild generations are found by listing
+        return list(self.created)
+
     def describe_collection(self, name):
         return {"description": self.created[name][0].description}
 
