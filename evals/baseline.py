@@ -25,7 +25,7 @@ BEFORE_ISSUE_17 = "0dc13db"
 
 
 def code_env(src: Path) -> dict[str, str]:
-    """The environment that makes `python -m agent.cli` (and every import) use the code in `src`."""
+    """The environment that makes `python -m executor.cli.main` (and every import) use the code in `src`."""
     return {**os.environ, "PYTHONPATH": str(src)}
 
 

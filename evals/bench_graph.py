@@ -9,7 +9,7 @@ loaded into a throw-away FalkorDB started from the wheel, with its Bolt port
 open. The load goes through `GraphStore.replace_kb` (UNWIND batches) and is set
 against a naive one-MERGE-per-edge load of a slice of the same edges. Then
 1-, 2- and 3-hop `navigate` calls from random start nodes run through the
-traversal cache (`retrieval/traversal_cache.py`, over a real catalog: what graph
+traversal cache (`executor/retrieval/traversal_cache.py`, over a real catalog: what graph
 expansion, query_knowledge_graph and navigate_graph call; it reads the KB's graph
 into memory on its first call, timed apart) and through both drivers' Cypher,
 beside two references on the same starts: the plain uncapped variable-length
@@ -24,6 +24,7 @@ loaded into that Neo4j under a KB name of its own (dropped afterwards) and runs
 the same calls. The baseline is this benchmark run on another commit's code (`evals/baseline.py`,
 FalkorDB only). Printed side by side as ratios, never asserted.
 """
+
 from __future__ import annotations
 
 import json
@@ -40,10 +41,10 @@ from rich.table import Table
 from tqdm import tqdm
 
 from evals.baseline import run_on
-from stores.database import Database
-from stores.knowledge_graph import DEFAULT_WEIGHT, RELATION_TYPES, GraphData, GraphStore, relation_pattern
-from stores.knowledge_graph_drivers import FALKORDB, FalkorDriver, Neo4jDriver
-from stores.falkordb_server import FalkorDBServer
+from executor.stores.database import Database
+from executor.stores.falkordb_server import FalkorDBServer
+from executor.stores.knowledge_graph import DEFAULT_WEIGHT, RELATION_TYPES, GraphData, GraphStore, relation_pattern
+from executor.stores.knowledge_graph_drivers import FALKORDB, FalkorDriver, Neo4jDriver
 
 # a name of its own per run: the Neo4j at NEO4J_URI may hold a team's KBs
 KB = f"bench_{random.randrange(16**8):08x}"
@@ -62,7 +63,13 @@ def random_graph(nodes: int, edges: int, seed: int = 11) -> GraphData:
     src, dst = rng.integers(0, nodes, edges), rng.integers(0, nodes, edges)
     weights = rng.uniform(0.1, 1.0, edges).round(3)
     data.relations = [
-        {"type": RELATION_TYPES[i % len(RELATION_TYPES)], "s": names[a], "t": names[b], "weight": float(w), "sources": []}
+        {
+            "type": RELATION_TYPES[i % len(RELATION_TYPES)],
+            "s": names[a],
+            "t": names[b],
+            "weight": float(w),
+            "sources": [],
+        }
         for i, (a, b, w) in enumerate(zip(src, dst, weights))
     ]
     return data
@@ -178,8 +185,8 @@ def _latency(store, label: str, calls: list, run) -> dict:
 def _traversal_cache(native: GraphStore, folder: Path):
     """The product's path (graph expansion, query_knowledge_graph, navigate_graph): the traversal cache over a
     real catalog, which serves navigate from its in-memory snapshot of the KB's graph where the code has one."""
-    from retrieval.traversal_cache import TraversalCache
-    from stores.catalog import Catalog
+    from executor.retrieval.traversal_cache import TraversalCache
+    from executor.stores.catalog import Catalog
 
     catalog = Catalog(Database(f"sqlite:///{folder / 'catalog.db'}"))
     catalog.create(KB)
@@ -190,22 +197,48 @@ def _neo4j_store(console: Console) -> GraphStore | None:
     """The Neo4j at NEO4J_URI (with NEO4J_USER, NEO4J_PASSWORD, NEO4J_DATABASE), or None, saying so, without one."""
     uri = os.environ.get("NEO4J_URI")
     if not uri:
-        console.print("[bold]no Neo4j[/]: NEO4J_URI is not set (services/neo4j/start.sh starts one and prints it), "
-                      "so Neo4j is left out of this run")
+        console.print(
+            "[bold]no Neo4j[/]: NEO4J_URI is not set (services/neo4j/start.sh starts one and prints it), "
+            "so Neo4j is left out of this run"
+        )
         return None
-    return GraphStore(Neo4jDriver(uri, os.environ.get("NEO4J_USER", "neo4j"), os.environ.get("NEO4J_PASSWORD"),
-                                  os.environ.get("NEO4J_DATABASE"), timeout_s=120))
+    return GraphStore(
+        Neo4jDriver(
+            uri,
+            os.environ.get("NEO4J_USER", "neo4j"),
+            os.environ.get("NEO4J_PASSWORD"),
+            os.environ.get("NEO4J_DATABASE"),
+            timeout_s=120,
+        )
+    )
 
 
-def measure(nodes: int, edges: int, queries: int, max_paths: int, max_nodes_per_hop: int, bolt_driver: bool,
-            sql: bool, console: Console, neo4j: bool = False) -> dict:
+def measure(
+    nodes: int,
+    edges: int,
+    queries: int,
+    max_paths: int,
+    max_nodes_per_hop: int,
+    bolt_driver: bool,
+    sql: bool,
+    console: Console,
+    neo4j: bool = False,
+) -> dict:
     folder = Path(tempfile.mkdtemp(prefix="bench-graph-"))
     server = FalkorDBServer(folder, bolt_port=_free_port() if bolt_driver else None, bolt_on_all_interfaces=True)
     server.ensure_running()
     # the Bolt port serves the graph named "falkordb" only
     native = GraphStore(FalkorDriver("falkordb", socket_path=str(server.socket_path), timeout_s=60))
-    results: dict = {"nodes": nodes, "edges": edges, "queries": queries, "max_paths": max_paths,
-                     "max_nodes_per_hop": max_nodes_per_hop, "load": {}, "navigate": [], "between": {}}
+    results: dict = {
+        "nodes": nodes,
+        "edges": edges,
+        "queries": queries,
+        "max_paths": max_paths,
+        "max_nodes_per_hop": max_nodes_per_hop,
+        "load": {},
+        "navigate": [],
+        "between": {},
+    }
     stores: dict = {"native": native}
     postgres = None
     try:
@@ -219,10 +252,19 @@ def measure(nodes: int, edges: int, queries: int, max_paths: int, max_nodes_per_
         native.drop_kb("naive")
 
         if bolt_driver:
-            stores["bolt"] = GraphStore(Neo4jDriver(f"bolt://127.0.0.1:{server.bolt_port}", "falkordb", "", None,
-                                                    timeout_s=30, plain_bolt=True, dialect=FALKORDB))
+            stores["bolt"] = GraphStore(
+                Neo4jDriver(
+                    f"bolt://127.0.0.1:{server.bolt_port}",
+                    "falkordb",
+                    "",
+                    None,
+                    timeout_s=30,
+                    plain_bolt=True,
+                    dialect=FALKORDB,
+                )
+            )
         if sql:
-            from stores.knowledge_graph_sql import SqlGraphStore
+            from executor.stores.knowledge_graph_sql import SqlGraphStore
 
             stores["sqlite"] = SqlGraphStore(Database(f"sqlite:///{folder / 'graph.db'}"))
             postgres = _PostgresSchema()
@@ -249,21 +291,38 @@ def measure(nodes: int, edges: int, queries: int, max_paths: int, max_nodes_per_
         for hops in (1, 2, 3):
             row = {"hops": hops}
             for label, store in stores.items():
-                row[label] = _latency(store, f"{label} {hops}-hop", starts, lambda st, name: len(
-                    st.navigate(KB, name, hops, None, max_paths, max_nodes_per_hop)))
+                row[label] = _latency(
+                    store,
+                    f"{label} {hops}-hop",
+                    starts,
+                    lambda st, name: len(st.navigate(KB, name, hops, None, max_paths, max_nodes_per_hop)),
+                )
             # distinct starts: every call misses the result cache and traverses
-            row["cache"] = _latency(cache, f"traversal cache {hops}-hop", starts, lambda c, name: len(
-                c.navigate(KB, name, hops, None, max_paths, max_nodes_per_hop)))
-            row["plain"] = _latency(native, f"plain *1..{hops}", starts, lambda st, name: plain_match(
-                st, name, hops, max_paths))
-            row["memory"] = _latency(adj, f"memory BFS {hops}-hop", starts, lambda a, name: len(
-                memory_bfs(a, name, hops, max_paths, max_nodes_per_hop)))
+            row["cache"] = _latency(
+                cache,
+                f"traversal cache {hops}-hop",
+                starts,
+                lambda c, name: len(c.navigate(KB, name, hops, None, max_paths, max_nodes_per_hop)),
+            )
+            row["plain"] = _latency(
+                native, f"plain *1..{hops}", starts, lambda st, name: plain_match(st, name, hops, max_paths)
+            )
+            row["memory"] = _latency(
+                adj,
+                f"memory BFS {hops}-hop",
+                starts,
+                lambda a, name: len(memory_bfs(a, name, hops, max_paths, max_nodes_per_hop)),
+            )
             results["navigate"].append(row)
         pairs = [(f"entity-{a}", f"entity-{b}") for a, b in (rng.sample(range(nodes), 2) for _ in range(queries))]
         for label, store in stores.items():
             if label != "bolt":
-                results["between"][label] = _latency(store, f"{label} path", pairs, lambda st, ab: len(
-                    st.navigate_between(KB, ab[0], ab[1], 3, None, 5).paths))
+                results["between"][label] = _latency(
+                    store,
+                    f"{label} path",
+                    pairs,
+                    lambda st, ab: len(st.navigate_between(KB, ab[0], ab[1], 3, None, 5).paths),
+                )
     finally:
         for label, store in stores.items():
             if label == "neo4j":
@@ -281,7 +340,9 @@ def main(
     queries: int = typer.Option(100),
     max_paths: int = typer.Option(50),
     max_nodes_per_hop: int = typer.Option(25),
-    bolt_driver: bool = typer.Option(True, "--bolt/--no-bolt", help="also run the neo4j driver over FalkorDB's Bolt port"),
+    bolt_driver: bool = typer.Option(
+        True, "--bolt/--no-bolt", help="also run the neo4j driver over FalkorDB's Bolt port"
+    ),
     sql: bool = typer.Option(True, "--sql/--no-sql", help="also run the SQL backend on SQLite and Postgres"),
     neo4j: bool = typer.Option(True, "--neo4j/--no-neo4j", help="also run the Neo4j at NEO4J_URI, when it is set"),
     baseline_ref: str = typer.Option(BEFORE_THIS_WORK, help="git ref whose code is the baseline"),
@@ -290,8 +351,21 @@ def main(
 ):
     console = Console(width=160)
     results = measure(nodes, edges, queries, max_paths, max_nodes_per_hop, bolt_driver, sql, console, neo4j)
-    args = ["--nodes", str(nodes), "--edges", str(edges), "--queries", str(queries), "--max-paths", str(max_paths),
-            "--max-nodes-per-hop", str(max_nodes_per_hop), "--no-bolt", "--no-sql", "--no-neo4j"]  # the baseline: FalkorDB only
+    args = [
+        "--nodes",
+        str(nodes),
+        "--edges",
+        str(edges),
+        "--queries",
+        str(queries),
+        "--max-paths",
+        str(max_paths),
+        "--max-nodes-per-hop",
+        str(max_nodes_per_hop),
+        "--no-bolt",
+        "--no-sql",
+        "--no-neo4j",
+    ]  # the baseline: FalkorDB only
     base = None if no_baseline else run_on(baseline_ref, __file__, args)
     if json_out:
         json_out.write_text(json.dumps({"current": results, "baseline": base, "baseline_ref": baseline_ref}, indent=2))
@@ -303,31 +377,61 @@ def main(
         f"{results['load_edges_per_s']:,} edges/s (UNWIND batches); naive per-edge MERGE "
         f"{results['naive_edges_per_s']:,} edges/s; ratio {results['load_edges_per_s'] / results['naive_edges_per_s']:.0f}x"
     )
-    titles = {"bolt": "neo4j driver over Bolt", "sqlite": "SQL on SQLite", "postgres": "SQL on Postgres",
-              "neo4j": "Neo4j"}
+    titles = {
+        "bolt": "neo4j driver over Bolt",
+        "sqlite": "SQL on SQLite",
+        "postgres": "SQL on Postgres",
+        "neo4j": "Neo4j",
+    }
     for label, load in results["load"].items():
-        console.print(f"[bold]load[/] the same into {titles[label]} in {load['seconds']} s = {load['edges_per_s']:,} "
-                      f"edges/s ({load['edges_per_s'] / results['load_edges_per_s']:.2f}x FalkorDB; UNWIND batches)")
-    console.print(f"[bold]traversal cache[/], first call of the KB revision (reads the graph into memory): "
-                  f"{results['cache_first_call_s'] * 1000:.0f} ms"
-                  + ("" if base is None else f"; before ({baseline_ref}): {base['cache_first_call_s'] * 1000:.0f} ms"))
+        console.print(
+            f"[bold]load[/] the same into {titles[label]} in {load['seconds']} s = {load['edges_per_s']:,} "
+            f"edges/s ({load['edges_per_s'] / results['load_edges_per_s']:.2f}x FalkorDB; UNWIND batches)"
+        )
+    console.print(
+        f"[bold]traversal cache[/], first call of the KB revision (reads the graph into memory): "
+        f"{results['cache_first_call_s'] * 1000:.0f} ms"
+        + ("" if base is None else f"; before ({baseline_ref}): {base['cache_first_call_s'] * 1000:.0f} ms")
+    )
     cell = lambda c: "-" if c is None else f"{c['p50_ms']:.2f} / {c['p95_ms']:.2f}"  # noqa: E731
     ratio = lambda a, b: "-" if a is None or b is None else f"{a['p95_ms'] / b['p95_ms']:.1f}x"  # noqa: E731
-    table = Table(title=f"navigate, {queries} random starts, max_paths {max_paths}, max_nodes_per_hop {max_nodes_per_hop} "
-                        "(ms, p50 / p95). traversal cache = what graph expansion, query_knowledge_graph and navigate_graph "
-                        "call; FalkorDB Cypher = GraphStore.navigate; plain = the uncapped variable-length MATCH; BFS floor "
-                        "= the capped traversal in a few lines of Python; ratio = FalkorDB Cypher p95 / that p95")
-    for col in ("hops", "traversal cache", "ratio", "FalkorDB Cypher", "plain *1..h", "ratio", "BFS floor", "ratio", "paths"):
+    table = Table(
+        title=f"navigate, {queries} random starts, max_paths {max_paths}, max_nodes_per_hop {max_nodes_per_hop} "
+        "(ms, p50 / p95). traversal cache = what graph expansion, query_knowledge_graph and navigate_graph "
+        "call; FalkorDB Cypher = GraphStore.navigate; plain = the uncapped variable-length MATCH; BFS floor "
+        "= the capped traversal in a few lines of Python; ratio = FalkorDB Cypher p95 / that p95"
+    )
+    for col in (
+        "hops",
+        "traversal cache",
+        "ratio",
+        "FalkorDB Cypher",
+        "plain *1..h",
+        "ratio",
+        "BFS floor",
+        "ratio",
+        "paths",
+    ):
         table.add_column(col, justify="right")
     for r in results["navigate"]:
-        table.add_row(str(r["hops"]), cell(r["cache"]), ratio(r["native"], r["cache"]), cell(r["native"]),
-                      cell(r["plain"]), ratio(r["native"], r["plain"]), cell(r["memory"]), ratio(r["native"], r["memory"]),
-                      f"{r['native']['mean_paths']:.0f}")
+        table.add_row(
+            str(r["hops"]),
+            cell(r["cache"]),
+            ratio(r["native"], r["cache"]),
+            cell(r["native"]),
+            cell(r["plain"]),
+            ratio(r["native"], r["plain"]),
+            cell(r["memory"]),
+            ratio(r["native"], r["memory"]),
+            f"{r['native']['mean_paths']:.0f}",
+        )
     console.print(table)
     stores = [label for label in ("bolt", "neo4j", "sqlite", "postgres") if label in results["navigate"][0]]
     if stores:
-        table = Table(title="the same calls on the other drivers and backends (ms, p50 / p95; ratio = FalkorDB Cypher "
-                            "p95 / that p95); path, 3 = navigate_between over 3 hops")
+        table = Table(
+            title="the same calls on the other drivers and backends (ms, p50 / p95; ratio = FalkorDB Cypher "
+            "p95 / that p95); path, 3 = navigate_between over 3 hops"
+        )
         table.add_column("hops", justify="right")
         for label in ["native", *stores]:
             table.add_column("FalkorDB Cypher" if label == "native" else titles[label], justify="right")
@@ -347,9 +451,16 @@ def main(
         for col in ("hops", "traversal cache", "before", "before / now, p95", "FalkorDB Cypher", "before"):
             table.add_column(col, justify="right")
         for r, b in zip(results["navigate"], base["navigate"]):
-            table.add_row(str(r["hops"]), cell(r["cache"]), cell(b["cache"]), ratio(b["cache"], r["cache"]),
-                          cell(r["native"]), cell(b["native"]))
+            table.add_row(
+                str(r["hops"]),
+                cell(r["cache"]),
+                cell(b["cache"]),
+                ratio(b["cache"], r["cache"]),
+                cell(r["native"]),
+                cell(b["native"]),
+            )
         console.print(table)
+
 
 if __name__ == "__main__":
     typer.run(main)

@@ -22,16 +22,18 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from agent.runtime import Runtime
-from core.settings import Settings
 from evals.doc_writers import write_docx, write_pdf, write_pptx, write_xlsx
-from retrieval.ingest import ingest
-from retrieval.sources import load_documents
+from executor.agent.runtime import Runtime
+from executor.core.settings import Settings
+from executor.retrieval.ingest import ingest
+from executor.retrieval.sources import load_documents
 
 FORMATS = ["md", "mdx", "txt", "html", "pdf", "docx", "pptx", "xlsx"]
 TOPICS = ["connection pool", "certificate rotation", "rollback", "log retention", "rate limiting", "disk pressure"]
-EN = ("When the {t} alarm fires, check the dashboard first and compare the last deploy with the baseline. "
-      "Operators record every change in the runbook so that the next shift can follow it. ")
+EN = (
+    "When the {t} alarm fires, check the dashboard first and compare the last deploy with the baseline. "
+    "Operators record every change in the runbook so that the next shift can follow it. "
+)
 ZH = "当{t}告警触发时，先检查仪表盘，再对比最近一次发布与基线。值班人员把每次变更记录在手册中。"
 
 
@@ -40,7 +42,9 @@ def _sections(i: int, n: int) -> list[tuple[str, list[str]]]:
     out = []
     for s in range(n):
         t = TOPICS[(i + s) % len(TOPICS)]
-        out.append((f"{t.title()} step {s + 1}", [EN.format(t=t) * rng.randint(2, 4), ZH.format(t=t) * rng.randint(2, 4)]))
+        out.append(
+            (f"{t.title()} step {s + 1}", [EN.format(t=t) * rng.randint(2, 4), ZH.format(t=t) * rng.randint(2, 4)])
+        )
     return out
 
 
@@ -51,15 +55,21 @@ def _markdown(title: str, sections, mdx: bool) -> str:
     for heading, paragraphs in sections:
         parts.append(f"## {heading}\n")
         body = "\n\n".join(paragraphs)
-        parts.append(f'<Tabs>\n<TabItem value="a" label="Linux">\n\n{body}\n\n</TabItem>\n</Tabs>\n' if mdx else body + "\n")
+        parts.append(
+            f'<Tabs>\n<TabItem value="a" label="Linux">\n\n{body}\n\n</TabItem>\n</Tabs>\n' if mdx else body + "\n"
+        )
         parts.append("```bash\nkubectl get pods -n ops\n```\n\n| key | value |\n|---|---|\n| retries | 3 |\n")
     return "\n".join(parts)
 
 
 def _html(title: str, sections) -> str:
-    body = "".join(f"<h2>{h}</h2>" + "".join(f"<p>{p}</p>" for p in ps) + "<pre><code>kubectl get pods</code></pre>"
-                   for h, ps in sections)
-    return f"<html><head><title>{title}</title><script>var x=1;</script></head><body><h1>{title}</h1>{body}</body></html>"
+    body = "".join(
+        f"<h2>{h}</h2>" + "".join(f"<p>{p}</p>" for p in ps) + "<pre><code>kubectl get pods</code></pre>"
+        for h, ps in sections
+    )
+    return (
+        f"<html><head><title>{title}</title><script>var x=1;</script></head><body><h1>{title}</h1>{body}</body></html>"
+    )
 
 
 def write_corpus(root: Path, docs: int, sections: int) -> None:
@@ -71,7 +81,8 @@ def write_corpus(root: Path, docs: int, sections: int) -> None:
         (root / "mdx" / f"doc{i}.mdx").write_text(_markdown(title, secs, mdx=True), encoding="utf-8")
         (root / "txt").mkdir(exist_ok=True)
         (root / "txt" / f"doc{i}.txt").write_text(
-            "\n\n".join(f"{h}\n\n" + "\n\n".join(ps) for h, ps in secs), encoding="utf-8")
+            "\n\n".join(f"{h}\n\n" + "\n\n".join(ps) for h, ps in secs), encoding="utf-8"
+        )
         (root / "html").mkdir(exist_ok=True)
         (root / "html" / f"doc{i}.html").write_text(_html(title, secs), encoding="utf-8")
         # fpdf2's core fonts are Latin-1: the PDF gets the English half of each section
@@ -114,11 +125,28 @@ def main(docs: int = typer.Option(20, help="documents per format"), sections: in
             rows[fmt] = (len(loaded), size, chunks, seconds)
         base = rows["md"][3] / rows["md"][0]
         table = Table(title=f"read + convert + clean + chunk, {docs} documents per format (best of 3)")
-        for col in ("format", "input MB", "chunks", "docs/s", "MB/s", "chunks/s", "time per doc vs Markdown", "first file (imports)"):
+        for col in (
+            "format",
+            "input MB",
+            "chunks",
+            "docs/s",
+            "MB/s",
+            "chunks/s",
+            "time per doc vs Markdown",
+            "first file (imports)",
+        ):
             table.add_column(col, justify="right")
         for fmt, (n, size, chunks, seconds) in rows.items():
-            table.add_row(fmt, f"{size / 1e6:.2f}", str(chunks), f"{n / seconds:,.0f}", f"{size / 1e6 / seconds:.2f}",
-                          f"{chunks / seconds:,.0f}", f"{(seconds / n) / base:.1f}x", f"{first[fmt] * 1000:,.0f} ms")
+            table.add_row(
+                fmt,
+                f"{size / 1e6:.2f}",
+                str(chunks),
+                f"{n / seconds:,.0f}",
+                f"{size / 1e6 / seconds:.2f}",
+                f"{chunks / seconds:,.0f}",
+                f"{(seconds / n) / base:.1f}x",
+                f"{first[fmt] * 1000:,.0f} ms",
+            )
         console.print(table)
 
         mixed = work / "mixed"

@@ -36,15 +36,24 @@ from rich.console import Console
 from rich.table import Table
 from tqdm import tqdm
 
-from agent.runtime import Runtime
-from core.settings import SAMPLE_KB_PATH, Settings
 from evals.baseline import run_on
-from retrieval.ingest import SAMPLE_EXTRACT_CONFIG, ingest
+from executor.agent.runtime import Runtime
+from executor.core.settings import SAMPLE_KB_PATH, Settings
+from executor.retrieval.ingest import SAMPLE_EXTRACT_CONFIG, ingest
 
 QUERIES = [
-    "数据库连接池怎么配置", "ERR_TIMEOUT 是什么", "How do I roll back a Helm release?", "Redis eviction policy",
-    "TLS certificate renewal", "日志分析步骤", "Grafana dashboards", "ComfyUI 依赖 Docker 吗",
-    "API pagination cursor", "慢查询优化", "OOMKilled pods", "secrets rotation in Vault",
+    "数据库连接池怎么配置",
+    "ERR_TIMEOUT 是什么",
+    "How do I roll back a Helm release?",
+    "Redis eviction policy",
+    "TLS certificate renewal",
+    "日志分析步骤",
+    "Grafana dashboards",
+    "ComfyUI 依赖 Docker 吗",
+    "API pagination cursor",
+    "慢查询优化",
+    "OOMKilled pods",
+    "secrets rotation in Vault",
 ]
 MODES = ("concurrent", "sequential")
 # main before this benchmark's breakdown and the traversal cache's in-memory graph (issue 17)
@@ -112,7 +121,7 @@ def measure(kbs: int, queries: int, phases_on: bool) -> dict:
         rt.kg.query(names, "warm up", "bench-warm")
         for i in tqdm(range(queries), desc="queries", leave=False):
             q = QUERIES[i % len(QUERIES)]
-            for mode in (MODES if i % 2 == 0 else MODES[::-1]):
+            for mode in MODES if i % 2 == 0 else MODES[::-1]:
                 t = time.perf_counter()
                 result = rt.kg.query(names, q, f"bench-{mode}-{i}", concurrent=mode == "concurrent")
                 walls[mode].append((time.perf_counter() - t) * 1000)
@@ -131,32 +140,44 @@ def measure(kbs: int, queries: int, phases_on: bool) -> dict:
         rt.close(stop_graph_server=True)
     out = {"kbs": kbs, "queries": queries, "modes": {}}
     for mode in MODES:
-        out["modes"][mode] = {"p50_p95": _pcts(walls[mode]), "mean": float(np.mean(walls[mode])),
-                              "kb_wall_mean": float(np.mean(kb_wall[mode])) if kb_wall[mode] else None,
-                              "kb_cpu_mean": float(np.mean(kb_cpu[mode])) if kb_cpu[mode] else None}
-    out["phases"] = {label: {"wall_ms": w / queries * 1000, "cpu_ms": c / queries * 1000, "calls": n / queries}
-                     for label, (w, c, n) in sorted(phases.totals.items(), key=lambda kv: -kv[1][0])}
+        out["modes"][mode] = {
+            "p50_p95": _pcts(walls[mode]),
+            "mean": float(np.mean(walls[mode])),
+            "kb_wall_mean": float(np.mean(kb_wall[mode])) if kb_wall[mode] else None,
+            "kb_cpu_mean": float(np.mean(kb_cpu[mode])) if kb_cpu[mode] else None,
+        }
+    out["phases"] = {
+        label: {"wall_ms": w / queries * 1000, "cpu_ms": c / queries * 1000, "calls": n / queries}
+        for label, (w, c, n) in sorted(phases.totals.items(), key=lambda kv: -kv[1][0])
+    }
     return out
 
 
 def main(
     kbs: int = typer.Option(10),
     queries: int = typer.Option(24),
-    phases: bool = typer.Option(True, "--phases/--no-phases", help="time the calls each KB makes (a separate sequential pass)"),
+    phases: bool = typer.Option(
+        True, "--phases/--no-phases", help="time the calls each KB makes (a separate sequential pass)"
+    ),
     baseline_ref: str = typer.Option(BEFORE_THIS_WORK, help="git ref whose code is the baseline"),
     no_baseline: bool = typer.Option(False, "--no-baseline", help="time this code only"),
     json_out: Path = typer.Option(None, "--json"),
 ):
     now = measure(kbs, queries, phases)
-    base = None if no_baseline else run_on(baseline_ref, __file__, ["--kbs", str(kbs), "--queries", str(queries),
-                                                                    "--no-phases"])
+    base = (
+        None
+        if no_baseline
+        else run_on(baseline_ref, __file__, ["--kbs", str(kbs), "--queries", str(queries), "--no-phases"])
+    )
     if json_out:
         json_out.write_text(json.dumps({"current": now, "baseline": base, "baseline_ref": baseline_ref}, indent=2))
     if no_baseline and json_out:
         return  # the baseline's own run: its figures go to the JSON only
     console = Console(width=150)
-    table = Table(title=f"query_knowledge_graph over {kbs} knowledge bases, {queries} queries (ms, p50 / p95)"
-                        + ("" if base is None else f"; before = the same benchmark on {baseline_ref}'s code"))
+    table = Table(
+        title=f"query_knowledge_graph over {kbs} knowledge bases, {queries} queries (ms, p50 / p95)"
+        + ("" if base is None else f"; before = the same benchmark on {baseline_ref}'s code")
+    )
     for col in ("", "this code", *(() if base is None else ("before",))):
         table.add_column(col, justify="right")
     runs = [now] + ([base] if base else [])
@@ -164,8 +185,10 @@ def main(
     for mode in MODES:
         table.add_row(mode, *[fmt(r["modes"][mode]["p50_p95"]) for r in runs])
     for i, label in enumerate(("p50", "p95")):
-        table.add_row(f"concurrent / sequential, {label}", *[
-            f"{r['modes']['concurrent']['p50_p95'][i] / r['modes']['sequential']['p50_p95'][i]:.2f}" for r in runs])
+        table.add_row(
+            f"concurrent / sequential, {label}",
+            *[f"{r['modes']['concurrent']['p50_p95'][i] / r['modes']['sequential']['p50_p95'][i]:.2f}" for r in runs],
+        )
     console.print(table)
 
     seq = now["modes"]["sequential"]
@@ -178,10 +201,13 @@ def main(
             f"{seq['kb_wall_mean'] - seq['kb_cpu_mean']:.1f} ms) + the query's own work {outside:.1f} ms. "
             f"Threads overlap only the waits: the lowest concurrent / sequential ratio they can reach is "
             f"({seq['kb_cpu_mean']:.1f} + {outside:.1f}) / {seq['mean']:.1f} = [bold]{floor:.2f}[/] "
-            f"(measured: {now['modes']['concurrent']['mean'] / seq['mean']:.2f} on the means).")
+            f"(measured: {now['modes']['concurrent']['mean'] / seq['mean']:.2f} on the means)."
+        )
     if now["phases"]:
-        phases_table = Table(title="where a sequential query's time goes, per query (summed over the KBs; "
-                                   "nested: grading includes the Milvus calls)")
+        phases_table = Table(
+            title="where a sequential query's time goes, per query (summed over the KBs; "
+            "nested: grading includes the Milvus calls)"
+        )
         for col in ("call", "calls", "wall ms", "CPU ms"):
             phases_table.add_column(col, justify="right")
         for label, p in now["phases"].items():

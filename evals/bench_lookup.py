@@ -22,8 +22,8 @@ from rich.console import Console
 from rich.table import Table
 from tqdm import tqdm
 
-from stores.embedders import unit_rows
-from stores.vectors import MilvusVectorStore
+from executor.stores.embedders import unit_rows
+from executor.stores.vectors import MilvusVectorStore
 
 WORDS = (
     "连接池 超时 缓存 部署 回滚 告警 日志 指标 证书 权限 限流 分页 数据库 容器 集群 镜像 "
@@ -73,8 +73,14 @@ def bench_size(store: MilvusVectorStore, size: int, n_queries: int, embedder, to
     batch = 2000
     for i in tqdm(range(0, size, batch), desc=f"loading {size:,} chunks", unit="batch", leave=False):
         rows = [
-            {"chunk_id": f"d{j}#0", "doc_key": f"d{j}", "chunk_index": 0, "domain": f"dom{j % 6}",
-             "title": f"doc {j}", "text": " ".join(pyrand.choices(WORDS, k=30))}
+            {
+                "chunk_id": f"d{j}#0",
+                "doc_key": f"d{j}",
+                "chunk_index": 0,
+                "domain": f"dom{j % 6}",
+                "title": f"doc {j}",
+                "text": " ".join(pyrand.choices(WORDS, k=30)),
+            }
             for j in range(i, min(i + batch, size))
         ]
         store.upsert(kb, rows, fake, matrix[i : i + batch])
@@ -95,12 +101,21 @@ def bench_size(store: MilvusVectorStore, size: int, n_queries: int, embedder, to
 
     numpy_ms = _timed(brute, n_queries)
     # recall@k of Milvus against the exact answer
-    agree = np.mean([
-        len({h.doc_key for h in store.dense_search(kb, queries[i], top_k)} & {f"d{j}" for j in brute(i)}) / top_k
-        for i in range(n_queries)
-    ])
-    result = {"chunks": size, "load_s": round(load_s, 2), "rows_per_s": round(size / load_s),
-              "dense": _pcts(dense), "hybrid": _pcts(hybrid), "numpy": _pcts(numpy_ms), "recall_at_k": float(agree)}
+    agree = np.mean(
+        [
+            len({h.doc_key for h in store.dense_search(kb, queries[i], top_k)} & {f"d{j}" for j in brute(i)}) / top_k
+            for i in range(n_queries)
+        ]
+    )
+    result = {
+        "chunks": size,
+        "load_s": round(load_s, 2),
+        "rows_per_s": round(size / load_s),
+        "dense": _pcts(dense),
+        "hybrid": _pcts(hybrid),
+        "numpy": _pcts(numpy_ms),
+        "recall_at_k": float(agree),
+    }
     with_embed = _timed(lambda i: store.search(kb, texts[i], embedder.embed_query(texts[i]), fake, top_k), n_queries)
     result["hybrid_with_embedding"] = _pcts(with_embed)
     store.drop(kb)
@@ -108,9 +123,9 @@ def bench_size(store: MilvusVectorStore, size: int, n_queries: int, embedder, to
 
 
 def bench_ingest(home: Path) -> dict:
-    from agent.runtime import Runtime
-    from core.settings import SAMPLE_KB_PATH, Settings
-    from retrieval.ingest import ingest
+    from executor.agent.runtime import Runtime
+    from executor.core.settings import SAMPLE_KB_PATH, Settings
+    from executor.retrieval.ingest import ingest
 
     rt = Runtime(Settings(home=home))
     rt.embedder  # model load is not ingest work
@@ -118,8 +133,12 @@ def bench_ingest(home: Path) -> dict:
         report = ingest(rt, SAMPLE_KB_PATH, "sample", progress=False)
     finally:
         rt.close()
-    return {"documents": report.documents, "chunks": report.chunks, "seconds": report.seconds,
-            "docs_per_s": round(report.documents / report.seconds, 1)}
+    return {
+        "documents": report.documents,
+        "chunks": report.chunks,
+        "seconds": report.seconds,
+        "docs_per_s": round(report.documents / report.seconds, 1),
+    }
 
 
 def main(
@@ -128,7 +147,7 @@ def main(
     json_out: Path = typer.Option(None, "--json", help="also write the numbers here"),
     index: str = typer.Option("AUTOINDEX", help="dense index type: AUTOINDEX, FLAT, IVF_FLAT"),
 ):
-    from stores.embedders import UseEmbedder
+    from executor.stores.embedders import UseEmbedder
 
     embedder = UseEmbedder()
     results = []
@@ -141,18 +160,33 @@ def main(
         finally:
             store.close()
 
-    table = Table(title=f"lookup latency, ms (p50 / p95), dense index {index}; "
-                        "ratio = numpy p95 / Milvus p95 (>1: Milvus faster)")
-    for col in ("chunks", "Milvus dense", "Milvus hybrid", "numpy brute force", "ratio dense", "ratio hybrid",
-                "hybrid + USE embed", "load rows/s", "recall@10"):
+    table = Table(
+        title=f"lookup latency, ms (p50 / p95), dense index {index}; ratio = numpy p95 / Milvus p95 (>1: Milvus faster)"
+    )
+    for col in (
+        "chunks",
+        "Milvus dense",
+        "Milvus hybrid",
+        "numpy brute force",
+        "ratio dense",
+        "ratio hybrid",
+        "hybrid + USE embed",
+        "load rows/s",
+        "recall@10",
+    ):
         table.add_column(col, justify="right")
     for r in results:
         fmt = lambda p: f"{p[0]:.2f} / {p[1]:.2f}"  # noqa: E731
         table.add_row(
-            f"{r['chunks']:,}", fmt(r["dense"]), fmt(r["hybrid"]), fmt(r["numpy"]),
-            f"{r['numpy'][1] / r['dense'][1]:.2f}x", f"{r['numpy'][1] / r['hybrid'][1]:.2f}x",
+            f"{r['chunks']:,}",
+            fmt(r["dense"]),
+            fmt(r["hybrid"]),
+            fmt(r["numpy"]),
+            f"{r['numpy'][1] / r['dense'][1]:.2f}x",
+            f"{r['numpy'][1] / r['hybrid'][1]:.2f}x",
             fmt(r["hybrid_with_embedding"]),
-            f"{r['rows_per_s']:,}", f"{r['recall_at_k']:.1%}",
+            f"{r['rows_per_s']:,}",
+            f"{r['recall_at_k']:.1%}",
         )
     console = Console(width=160)
     console.print(table)

@@ -31,11 +31,11 @@ import typer
 from rich.console import Console
 from tqdm import tqdm
 
-from agent.mcp_server import ExecutorMCP
-from agent.runtime import Runtime
-from core.settings import Settings
 from evals.baseline import BEFORE_ISSUE_17, REPO, code_env, run_on
 from evals.bench_turn import questions
+from executor.agent.mcp_server import ExecutorMCP
+from executor.agent.runtime import Runtime
+from executor.core.settings import Settings
 
 WARM_UP = 5
 QUERIES = questions()  # warm-up calls take the last ones, measured calls the first ones: never the same query
@@ -75,7 +75,9 @@ async def _through_mcp(url: str, calls: int) -> list[float]:
             await client.call_tool("lookup_knowledge", {"query": QUERIES[-1 - i], "session": f"bench-mwarm-{i}"})
         for i in tqdm(range(calls), desc="through MCP", leave=False):
             t = time.perf_counter()
-            result = await client.call_tool("lookup_knowledge", {"query": QUERIES[i % len(QUERIES)], "session": f"bench-mcp-{i}"})
+            result = await client.call_tool(
+                "lookup_knowledge", {"query": QUERIES[i % len(QUERIES)], "session": f"bench-mcp-{i}"}
+            )
             timings.append((time.perf_counter() - t) * 1000)
             if result.isError:
                 raise RuntimeError(result.content[0].text)
@@ -91,12 +93,19 @@ def served(home: Path):
     started = time.perf_counter()
     log = home / "mcp-server.log"
     with open(log, "a") as out:
-        proc = subprocess.Popen([sys.executable, "-m", "agent.cli", "mcp", "--http", "--port", str(port)], env=env,
-                                cwd=home, stdout=subprocess.DEVNULL, stderr=out)
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "executor.cli.main", "mcp", "--http", "--port", str(port)],
+            env=env,
+            cwd=home,
+            stdout=subprocess.DEVNULL,
+            stderr=out,
+        )
     try:
         while True:
             if proc.poll() is not None:
-                raise RuntimeError(f"executor mcp --http exited with {proc.returncode}: {log.read_text().strip()[-300:]}")
+                raise RuntimeError(
+                    f"executor mcp --http exited with {proc.returncode}: {log.read_text().strip()[-300:]}"
+                )
             try:
                 socket.create_connection(("127.0.0.1", port), timeout=1).close()
                 break
@@ -115,8 +124,13 @@ def _mcp_server(home: Path, calls: int) -> tuple[list[float], float]:
 
 
 def _cli(home: Path, *args: str) -> None:
-    subprocess.run([sys.executable, "-m", "agent.cli", *args], env={**code_env(REPO), "EXECUTOR_HOME": str(home)},
-                   cwd=home, check=True, capture_output=True)
+    subprocess.run(
+        [sys.executable, "-m", "executor.cli.main", *args],
+        env={**code_env(REPO), "EXECUTOR_HOME": str(home)},
+        cwd=home,
+        check=True,
+        capture_output=True,
+    )
 
 
 def _cli_calls(home: Path, calls: int) -> list[float]:
@@ -138,8 +152,10 @@ def measure(calls: int, cli_calls: int) -> dict:
         inproc = _in_process(home, calls)
     finally:
         _cli(home, "graph", "stop")
-    pcts = {name: (float(np.percentile(v, 50)), float(np.percentile(v, 95))) for name, v in
-            (("in process", inproc), ("through MCP (HTTP)", mcp), ("CLI call", cli))}
+    pcts = {
+        name: (float(np.percentile(v, 50)), float(np.percentile(v, 95)))
+        for name, v in (("in process", inproc), ("through MCP (HTTP)", mcp), ("CLI call", cli))
+    }
     return {"calls": calls, "cli_calls": cli_calls, "p50_p95": pcts, "startup_s": startup}
 
 
@@ -151,15 +167,21 @@ def main(
     json_out: Path = typer.Option(None, "--json", help="also write the numbers here"),
 ):
     now = measure(calls, cli_calls)
-    base = None if no_baseline else run_on(baseline_ref, __file__, ["--calls", str(calls), "--cli-calls", str(cli_calls)])
+    base = (
+        None if no_baseline else run_on(baseline_ref, __file__, ["--calls", str(calls), "--cli-calls", str(cli_calls)])
+    )
     if json_out:
-        json_out.write_text(json.dumps({"current": now, "baseline": base, "baseline_ref": baseline_ref}, indent=2),
-                            encoding="utf-8")
+        json_out.write_text(
+            json.dumps({"current": now, "baseline": base, "baseline_ref": baseline_ref}, indent=2), encoding="utf-8"
+        )
         if no_baseline:
             return  # the baseline's own run: its figures go to the JSON only
     console = Console()
-    console.print(f"lookup_knowledge on the sample KB, {calls} warm calls, {cli_calls} CLI calls (ms, p50 / p95)"
-                  + ("" if base is None else f"; before = {baseline_ref}, ratio = before p95 / this p95") + ":")
+    console.print(
+        f"lookup_knowledge on the sample KB, {calls} warm calls, {cli_calls} CLI calls (ms, p50 / p95)"
+        + ("" if base is None else f"; before = {baseline_ref}, ratio = before p95 / this p95")
+        + ":"
+    )
     for name, (p50, p95) in now["p50_p95"].items():
         line = f"  {name:<20} {p50:8.1f} / {p95:8.1f}"
         if base is not None:
@@ -168,10 +190,14 @@ def main(
         console.print(line)
     p = now["p50_p95"]
     inproc, served, cold = p["in process"], p["through MCP (HTTP)"], p["CLI call"]
-    console.print(f"  MCP / in process: {served[0] / inproc[0]:.2f}x at p50, {served[1] / inproc[1]:.2f}x at p95; "
-                  f"a CLI call is {cold[0] / served[0]:.0f}x the MCP call at p50")
-    console.print(f"  the HTTP server listened {now['startup_s']:.1f} s after it was started (embedder and stores loaded)"
-                  + ("" if base is None else f"; before: {base['startup_s']:.1f} s"))
+    console.print(
+        f"  MCP / in process: {served[0] / inproc[0]:.2f}x at p50, {served[1] / inproc[1]:.2f}x at p95; "
+        f"a CLI call is {cold[0] / served[0]:.0f}x the MCP call at p50"
+    )
+    console.print(
+        f"  the HTTP server listened {now['startup_s']:.1f} s after it was started (embedder and stores loaded)"
+        + ("" if base is None else f"; before: {base['startup_s']:.1f} s")
+    )
 
 
 if __name__ == "__main__":

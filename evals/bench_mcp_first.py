@@ -25,7 +25,6 @@ import typer
 from evals.baseline import run_on
 from evals.bench_mcp import QUERIES, _cli, served
 
-
 LATER = 9  # lookups after the first on each start: what "as fast as its tenth" compares with
 
 
@@ -42,7 +41,9 @@ async def _lookups(url: str, queries: list[str]) -> list[float]:
         for query in queries:
             started = time.perf_counter()
             # a session of its own per lookup: none is cut short as a repeat of the lookup before it
-            result = await client.call_tool("lookup_knowledge", {"query": query, "session": f"bench-{uuid.uuid4().hex}"})
+            result = await client.call_tool(
+                "lookup_knowledge", {"query": query, "session": f"bench-{uuid.uuid4().hex}"}
+            )
             timings.append((time.perf_counter() - started) * 1000)
             if result.isError:
                 raise RuntimeError(result.content[0].text)
@@ -61,15 +62,22 @@ def measure(starts: int) -> dict:
         _cli(home, "ingest", "--json")
         # the same queries first and later: start i asks query i first, then the others (up to LATER of them), so
         # both figures are over one set of questions; none is asked twice in a process
-        runs = [_one_start(home, [QUERIES[(i + k) % starts] for k in range(min(starts, LATER + 1))])
-                for i in range(starts)]
+        runs = [
+            _one_start(home, [QUERIES[(i + k) % starts] for k in range(min(starts, LATER + 1))]) for i in range(starts)
+        ]
     finally:
         _cli(home, "graph", "stop")
     first = [ms[0] for _, ms in runs]
     later = [t for _, ms in runs for t in ms[1:]]
-    return {"starts": starts, "first_lookup_ms": first, "ready_s": [s for s, _ in runs],
-            "p50": float(np.percentile(first, 50)), "p95": float(np.percentile(first, 95)),
-            "later_p50": float(np.percentile(later, 50)), "later_p95": float(np.percentile(later, 95))}
+    return {
+        "starts": starts,
+        "first_lookup_ms": first,
+        "ready_s": [s for s, _ in runs],
+        "p50": float(np.percentile(first, 50)),
+        "p95": float(np.percentile(first, 95)),
+        "later_p50": float(np.percentile(later, 50)),
+        "later_p95": float(np.percentile(later, 95)),
+    }
 
 
 def main(
@@ -88,8 +96,10 @@ def main(
     for name, r in (("this code", now), (baseline_ref, base)):
         if r is None:
             continue
-        print(f"  {name:<12} first p50 {r['p50']:7.1f}  p95 {r['p95']:7.1f}   later calls p50 {r['later_p50']:6.1f}  "
-              f"p95 {r['later_p95']:6.1f}   ready after {np.median(r['ready_s']):.1f} s")
+        print(
+            f"  {name:<12} first p50 {r['p50']:7.1f}  p95 {r['p95']:7.1f}   later calls p50 {r['later_p50']:6.1f}  "
+            f"p95 {r['later_p95']:6.1f}   ready after {np.median(r['ready_s']):.1f} s"
+        )
     if base is not None:
         print(f"  first lookup p95, {baseline_ref} / this code: {base['p95'] / now['p95']:.1f}x")
 

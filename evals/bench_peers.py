@@ -33,17 +33,18 @@ import tempfile
 from collections import Counter
 from contextlib import ExitStack
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import numpy as np
 import typer
 
-from core.errors import ExecutorError, InputError
-from core.settings import REPO_ROOT, SAMPLE_KB_PATH, Settings
+from evals import REPO_ROOT
 from evals.peers import agentic_rag, executor, react
 from evals.peers.common import Retriever, Turn
 from evals.runner import citation_groups, llm_policy_model, prepare_knowledge_bases
 from evals.scenarios_model import Scenario, load_scenarios
+from executor.core.errors import ExecutorError, InputError
+from executor.core.settings import SAMPLE_KB_PATH, Settings
 
 AGENTS = ("executor", "react", "agentic_rag")
 LABELS = {"executor": "Executor", "react": "ReAct (create_react_agent)", "agentic_rag": "agentic RAG (tutorial)"}
@@ -59,8 +60,11 @@ class Chunks:
     """A KB's chunks, found in a text by their opening characters (whitespace ignored)."""
 
     def __init__(self, rows):
-        self.rows = [(doc, f"{doc}:{_norm(text)[:PREFIX]}", _norm(text)[:PREFIX], len(_norm(text)))
-                     for doc, _, text in rows if text.strip()]
+        self.rows = [
+            (doc, f"{doc}:{_norm(text)[:PREFIX]}", _norm(text)[:PREFIX], len(_norm(text)))
+            for doc, _, text in rows
+            if text.strip()
+        ]
 
     def found(self, text: str) -> list[tuple[str, str]]:
         flat = _norm(text)
@@ -75,8 +79,11 @@ class Chunks:
 def _stats(values: list[float]) -> dict:
     if not values:
         return {"mean": None, "p95": None, "max": None}
-    return {"mean": round(float(np.mean(values)), 2), "p95": round(float(np.percentile(values, 95)), 2),
-            "max": round(float(max(values)), 2)}
+    return {
+        "mean": round(float(np.mean(values)), 2),
+        "p95": round(float(np.percentile(values, 95)), 2),
+        "max": round(float(max(values)), 2),
+    }
 
 
 def _recall(turn, cited: list[str]) -> float | None:
@@ -102,14 +109,17 @@ def figures(sessions: list[tuple[Scenario, list[Turn]]], chunks: dict[str, Chunk
     recalls = [r for _, spec, t in turns if (r := _recall(spec, t.citations)) is not None]
     ms = [t.ms for _, _, t in turns]
     out = {
-        "sessions": len(sessions), "questions": len(turns),
+        "sessions": len(sessions),
+        "questions": len(turns),
         "retrieval_calls_per_question": _stats([t.retrieval_calls for _, _, t in turns]),
         "limit_endings": sum(t.limit for _, _, t in turns),
-        "resent_documents": resent_docs, "resent_chunks": resent_chunks,
+        "resent_documents": resent_docs,
+        "resent_chunks": resent_chunks,
         "retrieved_chars_per_question": _stats([sum(map(len, t.delivered)) for _, _, t in turns]),
         # every LLM call counts what its input holds: a conversation's earlier results are sent again each round
         "retrieved_chars_in_llm_inputs_per_question": _stats(
-            [sum(chunks[s.kb].chars(text) for text in t.llm_inputs) for s, _, t in turns]),
+            [sum(chunks[s.kb].chars(text) for text in t.llm_inputs) for s, _, t in turns]
+        ),
         "citation_recall": round(float(np.mean(recalls)), 3) if recalls else None,
         "llm_calls_per_question": _stats([len(t.llm_inputs) for _, _, t in turns]),
         "turn_ms_p50": round(float(np.percentile(ms, 50)), 1) if ms else None,
@@ -146,10 +156,13 @@ def comparison(agents: dict) -> dict:
         }
         if name == "agentic_rag":
             targets["fewer_llm_calls"] = ours["llm_calls_per_question"]["mean"] < peer["llm_calls_per_question"]["mean"]
-        out[name] = {"retrieval_calls_ratio": calls, "retrieved_chars_ratio": chars,
-                     "llm_calls_ratio": _ratio(peer["llm_calls_per_question"]["mean"],
-                                               ours["llm_calls_per_question"]["mean"]),
-                     "baseline_resent_documents": peer["resent_documents"], "targets": targets}
+        out[name] = {
+            "retrieval_calls_ratio": calls,
+            "retrieved_chars_ratio": chars,
+            "llm_calls_ratio": _ratio(peer["llm_calls_per_question"]["mean"], ours["llm_calls_per_question"]["mean"]),
+            "baseline_resent_documents": peer["resent_documents"],
+            "targets": targets,
+        }
     return out
 
 
@@ -165,16 +178,27 @@ def run(rt, scenarios: list[Scenario], policy: str, model, rounds: int, k: int, 
             if name == "executor":
                 turns = executor.run_session(rt, scenario, policy, model, rounds)
             else:
-                turns = (react if name == "react" else agentic_rag).run_session(retriever, scenario, policy, model, rounds)
+                turns = (react if name == "react" else agentic_rag).run_session(
+                    retriever, scenario, policy, model, rounds
+                )
             sessions[name].append((scenario, turns))
-            row[name] = {"retrieval_calls": [t.retrieval_calls for t in turns], "llm_calls": [len(t.llm_inputs) for t in turns],
-                         "limit": [t.limit for t in turns], "citations": [t.citations for t in turns],
-                         "retrieved_chars": [sum(map(len, t.delivered)) for t in turns],
-                         "ms": [t.ms for t in turns], "calls": [t.calls for t in turns]}
+            row[name] = {
+                "retrieval_calls": [t.retrieval_calls for t in turns],
+                "llm_calls": [len(t.llm_inputs) for t in turns],
+                "limit": [t.limit for t in turns],
+                "citations": [t.citations for t in turns],
+                "retrieved_chars": [sum(map(len, t.delivered)) for t in turns],
+                "ms": [t.ms for t in turns],
+                "calls": [t.calls for t in turns],
+            }
         per_scenario.append(row)
         if progress:
-            print(f"[{n}/{len(scenarios)}] {scenario.id}: retrieval calls "
-                  + ", ".join(f"{a} {sum(row[a]['retrieval_calls'])}" for a in AGENTS), file=sys.stderr, flush=True)
+            print(
+                f"[{n}/{len(scenarios)}] {scenario.id}: retrieval calls "
+                + ", ".join(f"{a} {sum(row[a]['retrieval_calls'])}" for a in AGENTS),
+                file=sys.stderr,
+                flush=True,
+            )
     agents = {name: figures(sessions[name], chunks) for name in AGENTS}
     by_tag = {}
     for tag in TAGS:  # the same figures on the scenarios of one kind
@@ -182,31 +206,50 @@ def run(rt, scenarios: list[Scenario], policy: str, model, rounds: int, k: int, 
         if chosen["executor"]:
             tagged = {name: figures(chosen[name], chunks) for name in AGENTS}
             by_tag[tag] = {"scenarios": len(chosen["executor"]), "agents": tagged, "comparison": comparison(tagged)}
-    return {"policy": policy, "rounds": rounds, "k": k, "scenarios": len(scenarios), "agents": agents,
-            "comparison": comparison(agents), "by_tag": by_tag, "per_scenario": per_scenario}
+    return {
+        "policy": policy,
+        "rounds": rounds,
+        "k": k,
+        "scenarios": len(scenarios),
+        "agents": agents,
+        "comparison": comparison(agents),
+        "by_tag": by_tag,
+        "per_scenario": per_scenario,
+    }
 
 
 def table(report: dict) -> str:
     a = report["agents"]
     rows = [
-        ("retrieval calls per question, mean / p95 / max", lambda f: "{mean} / {p95} / {max}".format(**f["retrieval_calls_per_question"])),
+        (
+            "retrieval calls per question, mean / p95 / max",
+            lambda f: "{mean} / {p95} / {max}".format(**f["retrieval_calls_per_question"]),
+        ),
         ("turns ended by a step / recursion / round limit", lambda f: str(f["limit_endings"])),
         ("documents re-sent within a session", lambda f: str(f["resent_documents"])),
         ("chunks re-sent within a session", lambda f: str(f["resent_chunks"])),
         ("retrieved characters sent per question, mean", lambda f: f"{f['retrieved_chars_per_question']['mean']:,.0f}"),
-        ("retrieved characters in LLM inputs per question, mean", lambda f: f"{f['retrieved_chars_in_llm_inputs_per_question']['mean']:,.0f}"),
+        (
+            "retrieved characters in LLM inputs per question, mean",
+            lambda f: f"{f['retrieved_chars_in_llm_inputs_per_question']['mean']:,.0f}",
+        ),
         ("citation recall", lambda f: str(f["citation_recall"])),
         ("LLM calls per question, mean / max", lambda f: "{mean} / {max}".format(**f["llm_calls_per_question"])),
         ("wall time per turn, p50 / p95 (ms)", lambda f: f"{f['turn_ms_p50']} / {f['turn_ms_p95']}"),
     ]
-    head = f"| {report['scenarios']} scenarios, {a['executor']['questions']} questions, policy {report['policy']} | " \
-           + " | ".join(LABELS[n] for n in AGENTS) + " |"
+    head = (
+        f"| {report['scenarios']} scenarios, {a['executor']['questions']} questions, policy {report['policy']} | "
+        + " | ".join(LABELS[n] for n in AGENTS)
+        + " |"
+    )
     lines = [head, "|---|" + "---:|" * len(AGENTS)]
     lines += [f"| {label} | " + " | ".join(fmt(a[n]) for n in AGENTS) + " |" for label, fmt in rows]
     for name, c in report["comparison"].items():
         met = ", ".join(f"{t} {'met' if ok else 'NOT met'}" for t, ok in c["targets"].items())
-        lines.append(f"\nagainst {LABELS[name]}: {c['retrieval_calls_ratio']}x the retrieval calls, "
-                     f"{c['retrieved_chars_ratio']}x the retrieved characters, {c['llm_calls_ratio']}x the LLM calls; {met}")
+        lines.append(
+            f"\nagainst {LABELS[name]}: {c['retrieval_calls_ratio']}x the retrieval calls, "
+            f"{c['retrieved_chars_ratio']}x the retrieved characters, {c['llm_calls_ratio']}x the LLM calls; {met}"
+        )
     return "\n".join(lines)
 
 
@@ -217,12 +260,14 @@ def plot(report: dict, path: Path) -> None:
     import matplotlib.pyplot as plt
 
     a = report["agents"]
-    panels = [("retrieval calls per question (mean)", lambda f: f["retrieval_calls_per_question"]["mean"]),
-              ("retrieved characters per question (mean)", lambda f: f["retrieved_chars_per_question"]["mean"]),
-              ("LLM calls per question (mean)", lambda f: f["llm_calls_per_question"]["mean"]),
-              ("documents re-sent within a session", lambda f: f["resent_documents"]),
-              ("turns ended by a limit", lambda f: f["limit_endings"]),
-              ("citation recall", lambda f: f["citation_recall"] or 0)]
+    panels = [
+        ("retrieval calls per question (mean)", lambda f: f["retrieval_calls_per_question"]["mean"]),
+        ("retrieved characters per question (mean)", lambda f: f["retrieved_chars_per_question"]["mean"]),
+        ("LLM calls per question (mean)", lambda f: f["llm_calls_per_question"]["mean"]),
+        ("documents re-sent within a session", lambda f: f["resent_documents"]),
+        ("turns ended by a limit", lambda f: f["limit_endings"]),
+        ("citation recall", lambda f: f["citation_recall"] or 0),
+    ]
     fig, axes = plt.subplots(2, 3, figsize=(13, 7))
     for ax, (title, value) in zip(axes.flat, panels):
         values = [value(a[n]) for n in AGENTS]
@@ -230,7 +275,9 @@ def plot(report: dict, path: Path) -> None:
         ax.set_title(title, fontsize=10)
         for x, v in enumerate(values):
             ax.annotate(f"{v:,.0f}" if v >= 100 else f"{v:.2f}", (x, v), ha="center", va="bottom", fontsize=9)
-    fig.suptitle(f"{report['scenarios']} scenarios, policy {report['policy']}, {report['rounds']} rounds, top {report['k']}")
+    fig.suptitle(
+        f"{report['scenarios']} scenarios, policy {report['policy']}, {report['rounds']} rounds, top {report['k']}"
+    )
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=110)
@@ -238,14 +285,22 @@ def plot(report: dict, path: Path) -> None:
 
 
 def main(
-    policy: Annotated[str, typer.Option(help="scripted: every agent gets the scenario's calls; llm: the configured model")] = "scripted",
-    scenarios: Annotated[Optional[list[Path]], typer.Option(help="scenario file or folder (repeatable; default evals/scenarios)")] = None,
-    json_out: Annotated[Optional[Path], typer.Option("--json", help="write the report here")] = None,
-    plot_out: Annotated[Optional[Path], typer.Option("--plot", help="write a PNG of the figures here")] = None,
-    rounds: Annotated[int, typer.Option(min=1, max=100, help="tool-calling LLM rounds a turn may take, every agent")] = 12,
+    policy: Annotated[
+        str, typer.Option(help="scripted: every agent gets the scenario's calls; llm: the configured model")
+    ] = "scripted",
+    scenarios: Annotated[
+        list[Path] | None, typer.Option(help="scenario file or folder (repeatable; default evals/scenarios)")
+    ] = None,
+    json_out: Annotated[Path | None, typer.Option("--json", help="write the report here")] = None,
+    plot_out: Annotated[Path | None, typer.Option("--plot", help="write a PNG of the figures here")] = None,
+    rounds: Annotated[
+        int, typer.Option(min=1, max=100, help="tool-calling LLM rounds a turn may take, every agent")
+    ] = 12,
     k: Annotated[int, typer.Option(min=1, max=50, help="chunks the peers' retriever returns")] = 4,
-    home: Annotated[Optional[Path], typer.Option(help="EXECUTOR_HOME to use (default: a throw-away one); the "
-                                                "sample KB is ingested when missing")] = None,
+    home: Annotated[
+        Path | None,
+        typer.Option(help="EXECUTOR_HOME to use (default: a throw-away one); the sample KB is ingested when missing"),
+    ] = None,
 ):
     if policy not in ("scripted", "llm"):
         raise typer.BadParameter("--policy is scripted or llm")
@@ -254,7 +309,7 @@ def main(
     except InputError as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(2)
-    from agent.runtime import Runtime
+    from executor.agent.runtime import Runtime
 
     throwaway = home is None
     home = home or Path(tempfile.mkdtemp(prefix="peers-"))
@@ -262,7 +317,7 @@ def main(
     try:
         with rt, ExitStack() as stack:
             if rt.catalog.get("sample") is None and any(s.kb == "sample" for s in chosen):
-                from retrieval.ingest import SAMPLE_EXTRACT_CONFIG, ingest
+                from executor.retrieval.ingest import SAMPLE_EXTRACT_CONFIG, ingest
 
                 ingest(rt, SAMPLE_KB_PATH, "sample", progress=False, extract_config=SAMPLE_EXTRACT_CONFIG)
             # a scenario on documentation kept outside the repository (Helm) ingests it once, or is skipped

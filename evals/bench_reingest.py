@@ -80,8 +80,8 @@ class PhaseClock:
 
 
 def instrumented(rt) -> PhaseClock:
-    import retrieval.ingest as ingest_module
-    import retrieval.sources as sources_module
+    import executor.retrieval.ingest as ingest_module
+    import executor.retrieval.sources as sources_module
 
     clock = PhaseClock()
     clock.count(sources_module, "read_regular_file", "files read")
@@ -100,20 +100,22 @@ def instrumented(rt) -> PhaseClock:
 def write_page(root: Path, i: int, services: int, version: int = 0) -> None:
     rng = random.Random(i * 7919 + version)
     a, b = rng.sample(range(services), 2)
-    text = (f"---\ntitle: Runbook {i}\nentities: [{{name: Svc{a}, type: Software}}, {{name: Svc{b}, type: Software}}]\n"
-            f"relations: [{{source: Svc{a}, type: DEPENDS_ON, target: Svc{b}, weight: 0.{rng.randint(1, 9)}}}]\n---\n"
-            f"# Runbook {i}\n\nSvc{a} calls Svc{b} on port {8000 + a % 1000}. When the alarm fires, check the "
-            f"dashboard of Svc{a} first, then the logs of Svc{b}; revision {version}. Operators record every "
-            "change in the runbook so that the next shift can follow it.\n")
+    text = (
+        f"---\ntitle: Runbook {i}\nentities: [{{name: Svc{a}, type: Software}}, {{name: Svc{b}, type: Software}}]\n"
+        f"relations: [{{source: Svc{a}, type: DEPENDS_ON, target: Svc{b}, weight: 0.{rng.randint(1, 9)}}}]\n---\n"
+        f"# Runbook {i}\n\nSvc{a} calls Svc{b} on port {8000 + a % 1000}. When the alarm fires, check the "
+        f"dashboard of Svc{a} first, then the logs of Svc{b}; revision {version}. Operators record every "
+        "change in the runbook so that the next shift can follow it.\n"
+    )
     path = root / f"ops/page{i:05d}.md"
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(text, encoding="utf-8")
 
 
 def run_size(pages: int) -> dict:
-    from agent.runtime import Runtime
-    from core.settings import Settings
-    from retrieval.ingest import SAMPLE_EXTRACT_CONFIG, ingest
+    from executor.agent.runtime import Runtime
+    from executor.core.settings import Settings
+    from executor.retrieval.ingest import SAMPLE_EXTRACT_CONFIG, ingest
 
     work = Path(tempfile.mkdtemp(prefix=f"bench-reingest-{pages}-"))
     folder = work / "kb"
@@ -124,16 +126,26 @@ def run_size(pages: int) -> dict:
     clock = instrumented(rt)
     out: dict = {"pages": pages}
     try:
-        for label, prepare in (("full", None), ("no-op", None), ("one page", lambda: write_page(folder, 0, services, 1))):
+        for label, prepare in (
+            ("full", None),
+            ("no-op", None),
+            ("one page", lambda: write_page(folder, 0, services, 1)),
+        ):
             if prepare:
                 prepare()
             started = time.perf_counter()
-            report = ingest(rt, folder, "bench", progress=False,
-                            extract_config=SAMPLE_EXTRACT_CONFIG if label == "full" else None)
+            report = ingest(
+                rt, folder, "bench", progress=False, extract_config=SAMPLE_EXTRACT_CONFIG if label == "full" else None
+            )
             total = time.perf_counter() - started
-            out[label] = {"seconds": round(total, 2), "phases": clock.split(total), "chunks": report.chunks,
-                          "changed": report.added + report.changed, "graph": report.graph,
-                          "graph_written": report.graph_written}
+            out[label] = {
+                "seconds": round(total, 2),
+                "phases": clock.split(total),
+                "chunks": report.chunks,
+                "changed": report.added + report.changed,
+                "graph": report.graph,
+                "graph_written": report.graph_written,
+            }
     finally:
         rt.close(stop_graph_server=True)
         shutil.rmtree(work, ignore_errors=True)  # 10,000 pages and their stores: ~0.5 GB
@@ -142,9 +154,9 @@ def run_size(pages: int) -> dict:
 
 
 def run_helm(docs: Path = HELM) -> dict:
-    from agent.runtime import Runtime
-    from core.settings import Settings
-    from retrieval.ingest import SAMPLE_EXTRACT_CONFIG, ingest
+    from executor.agent.runtime import Runtime
+    from executor.core.settings import Settings
+    from executor.retrieval.ingest import SAMPLE_EXTRACT_CONFIG, ingest
 
     work = Path(tempfile.mkdtemp(prefix="bench-reingest-helm-"))
     rt = Runtime(Settings(home=work / "home"))
@@ -156,8 +168,13 @@ def run_helm(docs: Path = HELM) -> dict:
     finally:
         rt.close(stop_graph_server=True)
         shutil.rmtree(work, ignore_errors=True)
-    return {"pages": report.documents, "chunks": report.chunks, "seconds": round(total, 2),
-            "phases": clock.split(total), "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)}
+    return {
+        "pages": report.documents,
+        "chunks": report.chunks,
+        "seconds": round(total, 2),
+        "phases": clock.split(total),
+        "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024),
+    }
 
 
 def _child(args: list[str]) -> dict:
@@ -167,8 +184,10 @@ def _child(args: list[str]) -> dict:
 
 
 def measure(pages: list[int], helm: Path | None) -> dict:
-    return {"sizes": [_child(["--one", str(n)]) for n in pages],
-            "helm": _child(["--helm-only", "--helm-docs", str(helm)]) if helm and helm.is_dir() else None}
+    return {
+        "sizes": [_child(["--one", str(n)]) for n in pages],
+        "helm": _child(["--helm-only", "--helm-docs", str(helm)]) if helm and helm.is_dir() else None,
+    }
 
 
 def fastest(runs: list[dict]) -> dict:
@@ -199,8 +218,12 @@ def main(
     helm_docs: Path = typer.Option(HELM, help="where the Helm docs are (a baseline runs from a copy elsewhere)"),
     baseline_ref: str = typer.Option(BEFORE_INCREMENTAL_READ, help="git ref whose code is the baseline"),
     no_baseline: bool = typer.Option(False, "--no-baseline", help="measure this code only"),
-    rounds: int = typer.Option(1, min=1, help="this code and the baseline in turn, this many times; the fastest "
-                                              "run of each measure is kept (the machine's load moves in minutes)"),
+    rounds: int = typer.Option(
+        1,
+        min=1,
+        help="this code and the baseline in turn, this many times; the fastest "
+        "run of each measure is kept (the machine's load moves in minutes)",
+    ),
     one: int = typer.Option(None, hidden=True),
     helm_only: bool = typer.Option(False, hidden=True),
     json_out: Path = typer.Option(None, "--json"),
@@ -212,8 +235,9 @@ def main(
         return
     from evals.baseline import run_on
 
-    args = [a for n in pages for a in ("--pages", str(n))] + (["--helm-docs", str(helm_docs.resolve())] if helm
-                                                              else ["--no-helm"])
+    args = [a for n in pages for a in ("--pages", str(n))] + (
+        ["--helm-docs", str(helm_docs.resolve())] if helm else ["--no-helm"]
+    )
     ours, theirs = [], []
     for _ in range(rounds):
         ours.append(measure(pages, helm_docs if helm else None))
@@ -227,40 +251,73 @@ def main(
         return  # the baseline's own run: its figures go to the JSON only
     console = Console(width=200)
     before_sizes = {r["pages"]: r for r in (base or {}).get("sizes", [])}
-    table = Table(title="ingest of a synthetic KB, seconds" + ("" if base is None else
-                  f"; baseline = {baseline_ref}, ratio = baseline / this") + ("" if rounds == 1 else
-                  f"; fastest of {rounds} rounds taken in turn"))
-    for col in ("pages", "ingest", *(() if base is None else ("baseline",)), "this code",
-                *(() if base is None else ("ratio",)), "files read", "split: read / embed / vectors / graph build / "
-                "graph write / catalog / other"):
+    table = Table(
+        title="ingest of a synthetic KB, seconds"
+        + ("" if base is None else f"; baseline = {baseline_ref}, ratio = baseline / this")
+        + ("" if rounds == 1 else f"; fastest of {rounds} rounds taken in turn")
+    )
+    for col in (
+        "pages",
+        "ingest",
+        *(() if base is None else ("baseline",)),
+        "this code",
+        *(() if base is None else ("ratio",)),
+        "files read",
+        "split: read / embed / vectors / graph build / graph write / catalog / other",
+    ):
         table.add_column(col, justify="right")
     for r in now["sizes"]:
         b = before_sizes.get(r["pages"])
         for label in ("full", "no-op", "one page"):
             before = b[label]["seconds"] if b else None
-            files = str(r[label]["phases"]["files read"]) + (
-                f" (was {b[label]['phases']['files read']})" if b else "")
-            table.add_row(f"{r['pages']:,}", label, *(() if base is None else (f"{before:.2f}" if b else "-",)),
-                          f"{r[label]['seconds']:.2f}", *(() if base is None else (_ratio(before, r[label]["seconds"]),)),
-                          files, _split(r[label]["phases"]))
-        table.add_row(f"{r['pages']:,}", "peak RSS, MB", *(() if base is None else (str(b["peak_rss_mb"]) if b else "-",)),
-                      str(r["peak_rss_mb"]), *(() if base is None else ("",)), "", "")
+            files = str(r[label]["phases"]["files read"]) + (f" (was {b[label]['phases']['files read']})" if b else "")
+            table.add_row(
+                f"{r['pages']:,}",
+                label,
+                *(() if base is None else (f"{before:.2f}" if b else "-",)),
+                f"{r[label]['seconds']:.2f}",
+                *(() if base is None else (_ratio(before, r[label]["seconds"]),)),
+                files,
+                _split(r[label]["phases"]),
+            )
+        table.add_row(
+            f"{r['pages']:,}",
+            "peak RSS, MB",
+            *(() if base is None else (str(b["peak_rss_mb"]) if b else "-",)),
+            str(r["peak_rss_mb"]),
+            *(() if base is None else ("",)),
+            "",
+            "",
+        )
     console.print(table)
     for r in now["sizes"]:
-        console.print(f"{r['pages']:,} pages: graph {r['full']['graph']}; one-page re-ingest wrote "
-                      f"{r['one page']['graph_written']}")
+        console.print(
+            f"{r['pages']:,} pages: graph {r['full']['graph']}; one-page re-ingest wrote "
+            f"{r['one page']['graph_written']}"
+        )
     h = now["helm"]
     if h is not None:
         hb = (base or {}).get("helm")
-        line = (f"Helm docs: {h['pages']} pages, {h['chunks']:,} chunks in {h['seconds']:.1f} s = "
-                f"{h['chunks'] / h['seconds']:.1f} chunks/s")
+        line = (
+            f"Helm docs: {h['pages']} pages, {h['chunks']:,} chunks in {h['seconds']:.1f} s = "
+            f"{h['chunks'] / h['seconds']:.1f} chunks/s"
+        )
         if hb:
-            line += (f" (baseline {hb['seconds']:.1f} s = {hb['chunks'] / hb['seconds']:.1f} chunks/s; "
-                     f"{_ratio(hb['seconds'], h['seconds'])})")
-        console.print(line + "; where the time goes: "
-                      + ", ".join(f"{p} {h['phases'][p]:.1f} s ({100 * h['phases'][p] / h['seconds']:.0f}%)" for p in PHASES)
-                      + (f" [baseline: embed {hb['phases']['embed']:.1f} s, vectors {hb['phases']['vectors']:.1f} s]" if hb else "")
-                      + f"; peak RSS {h['peak_rss_mb']} MB")
+            line += (
+                f" (baseline {hb['seconds']:.1f} s = {hb['chunks'] / hb['seconds']:.1f} chunks/s; "
+                f"{_ratio(hb['seconds'], h['seconds'])})"
+            )
+        console.print(
+            line
+            + "; where the time goes: "
+            + ", ".join(f"{p} {h['phases'][p]:.1f} s ({100 * h['phases'][p] / h['seconds']:.0f}%)" for p in PHASES)
+            + (
+                f" [baseline: embed {hb['phases']['embed']:.1f} s, vectors {hb['phases']['vectors']:.1f} s]"
+                if hb
+                else ""
+            )
+            + f"; peak RSS {h['peak_rss_mb']} MB"
+        )
     elif helm:
         console.print(f"[dim]no Helm docs at {helm_docs}: skipped[/]")
 

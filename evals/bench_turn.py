@@ -62,11 +62,11 @@ def measure(home: Path, turns: int) -> dict:
     """Ingest the sample into `home` and time `turns` turns there; the figures as a dict."""
     from langgraph.checkpoint.memory import InMemorySaver
 
-    from agent.planner import OfflinePlanner
-    from agent.runtime import Runtime
-    from core.settings import SAMPLE_KB_PATH, Settings
-    from nodes.state import Context
-    from retrieval.ingest import SAMPLE_EXTRACT_CONFIG, ingest
+    from executor.agent.planner import OfflinePlanner
+    from executor.agent.runtime import Runtime
+    from executor.core.settings import SAMPLE_KB_PATH, Settings
+    from executor.nodes.state import Context
+    from executor.retrieval.ingest import SAMPLE_EXTRACT_CONFIG, ingest
 
     rt = Runtime(Settings(home=home), source="eval")
     try:
@@ -74,7 +74,7 @@ def measure(home: Path, turns: int) -> dict:
         if hasattr(rt, "app"):
             app = rt.app(OfflinePlanner(), "offline", checkpointer=InMemorySaver())
         else:  # the baseline's code: the graph was built from the runtime itself
-            from agent.graph import build_graph
+            from executor.agent.graph import build_graph
 
             app = build_graph(rt, OfflinePlanner(), "offline", checkpointer=InMemorySaver())
         context = Context(kb="sample", lookup_budget=rt.settings.lookup_budget)
@@ -90,7 +90,11 @@ def measure(home: Path, turns: int) -> dict:
                     nodes[n].append(per_node[n])
     finally:
         rt.close(stop_graph_server=True)
-    return {"turns": turns, "turn": _pcts(totals), "nodes": {n: {"runs": len(v), "p50_p95": _pcts(v)} for n, v in nodes.items()}}
+    return {
+        "turns": turns,
+        "turn": _pcts(totals),
+        "nodes": {n: {"runs": len(v), "p50_p95": _pcts(v)} for n, v in nodes.items()},
+    }
 
 
 def main(
@@ -104,17 +108,22 @@ def main(
         now = measure(home or Path(tmp) / "home", turns)
     base = None if no_baseline else run_on(baseline_ref, __file__, ["--turns", str(turns)])
     if json_out:
-        json_out.write_text(json.dumps({"current": now, "baseline": base, "baseline_ref": baseline_ref}, indent=2),
-                            encoding="utf-8")
+        json_out.write_text(
+            json.dumps({"current": now, "baseline": base, "baseline_ref": baseline_ref}, indent=2), encoding="utf-8"
+        )
     if no_baseline and json_out:
         return  # the baseline's own run: its figures go to the JSON only
     fmt = lambda p: f"{p[0]:.1f} / {p[1]:.1f}"  # noqa: E731
-    table = Table(title=f"one turn, offline planner, sample KB, fresh sessions, {turns} turns: ms p50 / p95"
-                        + ("" if base is None else f"; ratio = baseline ({baseline_ref}) p95 / this p95"))
+    table = Table(
+        title=f"one turn, offline planner, sample KB, fresh sessions, {turns} turns: ms p50 / p95"
+        + ("" if base is None else f"; ratio = baseline ({baseline_ref}) p95 / this p95")
+    )
     for col in ("", "runs", "this code", *(() if base is None else ("baseline", "ratio p95"))):
         table.add_column(col, justify="right")
     rows = [("turn", now["turns"], now["turn"], base and base["turn"])]
-    rows += [(n, now["nodes"][n]["runs"], now["nodes"][n]["p50_p95"], base and base["nodes"][n]["p50_p95"]) for n in NODES]
+    rows += [
+        (n, now["nodes"][n]["runs"], now["nodes"][n]["p50_p95"], base and base["nodes"][n]["p50_p95"]) for n in NODES
+    ]
     for name, runs, mine, theirs in rows:
         cells = [name, str(runs), fmt(mine)]
         if base is not None:

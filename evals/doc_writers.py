@@ -10,7 +10,6 @@ import io
 import zipfile
 from pathlib import Path
 
-
 Sections = list[tuple[str, list[str]]]  # (heading, paragraphs)
 
 

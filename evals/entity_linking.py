@@ -20,13 +20,13 @@ from pathlib import Path
 import yaml
 from pydantic import BaseModel, Field
 
-from core.settings import SAMPLE_KB_PATH
-from retrieval.alignment import Alignment, EntityAligner
-from retrieval.sources import load_documents
-from retrieval.extraction import EntityExtractor
-from retrieval.graph_build import build_graph_data
-from retrieval.ingest import SAMPLE_EXTRACT_CONFIG
-from stores.knowledge_graph import entity_key
+from executor.core.settings import SAMPLE_KB_PATH
+from executor.retrieval.alignment import Alignment, EntityAligner
+from executor.retrieval.extraction import EntityExtractor
+from executor.retrieval.graph_build import build_graph_data
+from executor.retrieval.ingest import SAMPLE_EXTRACT_CONFIG
+from executor.retrieval.sources import load_documents
+from executor.stores.knowledge_graph import entity_key
 
 LABELS = Path(__file__).parent / "labels" / "entity_linking.yaml"
 FUZZY_GRID = [round(0.70 + i * 0.02, 2) for i in range(16)]  # 0.70 .. 1.00
@@ -64,8 +64,14 @@ def scores(gold: list[set[str]], predicted: list[set[str]]) -> dict:
     precision = tp / n_pred if n_pred else 1.0
     recall = tp / n_gold if n_gold else 1.0
     f1 = 2 * precision * recall / (precision + recall) if precision + recall else 0.0
-    return {"precision": round(precision, 3), "recall": round(recall, 3), "f1": round(f1, 3),
-            "true_positives": tp, "predicted": n_pred, "gold": n_gold}
+    return {
+        "precision": round(precision, 3),
+        "recall": round(recall, 3),
+        "f1": round(f1, 3),
+        "true_positives": tp,
+        "predicted": n_pred,
+        "gold": n_gold,
+    }
 
 
 def best_threshold(grid: list[float], f1_at) -> float:
@@ -95,10 +101,17 @@ def evaluate(labels: list[LinkLabel], embed) -> dict:
         "exact + prefix + fuzzy": (fuzzy, OFF, True),
         "exact + prefix + fuzzy + embedding": (fuzzy, embedding, True),
     }
-    report = {"labels": len(labels), "calibration_labels": len(calib), "test_labels": len(test),
-              "entities_in_graph": len({n for n, _ in names.values()}),
-              "fuzzy_cutoff": fuzzy, "embedding_threshold": embedding, "methods": {}}
+    report = {
+        "labels": len(labels),
+        "calibration_labels": len(calib),
+        "test_labels": len(test),
+        "entities_in_graph": len({n for n, _ in names.values()}),
+        "fuzzy_cutoff": fuzzy,
+        "embedding_threshold": embedding,
+        "methods": {},
+    }
     for method, (fz, emb, aligned) in methods.items():
+
         def run(rows):
             return [exact[i] | (predict(set(), candidates[i], fz, emb) if aligned else set()) for i in rows]
 
@@ -109,7 +122,8 @@ def evaluate(labels: list[LinkLabel], embed) -> dict:
     full = [predict(exact[i], candidates[i], fuzzy, embedding) for i in range(len(labels))]
     report["test_errors"] = [
         {"query": labels[i].query, "missed": sorted(gold[i] - full[i]), "wrong": sorted(full[i] - gold[i])}
-        for i in test if gold[i] != full[i]
+        for i in test
+        if gold[i] != full[i]
     ]
     return report
 
@@ -123,15 +137,17 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--labels", type=Path, default=LABELS)
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
-    from stores.embedders import make_embedder
+    from executor.stores.embedders import make_embedder
 
     report = evaluate(load_link_labels(args.labels), make_embedder("use", None).embed_documents)
     if args.json:
         print(json.dumps(report, ensure_ascii=False, indent=2))
         return
-    print(f"{report['labels']} labelled queries ({report['calibration_labels']} calibration, "
-          f"{report['test_labels']} test), {report['entities_in_graph']} graph entities; chosen on calibration: "
-          f"fuzzy cutoff {report['fuzzy_cutoff']}, embedding threshold {report['embedding_threshold']}")
+    print(
+        f"{report['labels']} labelled queries ({report['calibration_labels']} calibration, "
+        f"{report['test_labels']} test), {report['entities_in_graph']} graph entities; chosen on calibration: "
+        f"fuzzy cutoff {report['fuzzy_cutoff']}, embedding threshold {report['embedding_threshold']}"
+    )
     print("| method | test precision | test recall | test F1 | calibration F1 |")
     print("|---|---:|---:|---:|---:|")
     for method, r in report["methods"].items():

@@ -18,7 +18,7 @@ class ScriptedPolicy(BaseChatModel):
     def _llm_type(self) -> str:
         return "executor-scripted-policy"
 
-    def bind_tools(self, tools, **kwargs) -> "ScriptedPolicy":
+    def bind_tools(self, tools, **kwargs) -> ScriptedPolicy:
         return self
 
     def _generate(self, messages, stop=None, run_manager=None, **kwargs: Any) -> ChatResult:
@@ -26,6 +26,8 @@ class ScriptedPolicy(BaseChatModel):
             return ChatResult(generations=[ChatGeneration(message=AIMessage(content=""))])  # spent: answer
         batch = self.batches[self.position]
         self.position += 1
-        calls = [{"name": c["tool"], "args": dict(c["args"]), "id": f"call_{uuid.uuid4().hex[:12]}", "type": "tool_call"}
-                 for c in batch]
+        calls = [
+            {"name": c["tool"], "args": dict(c["args"]), "id": f"call_{uuid.uuid4().hex[:12]}", "type": "tool_call"}
+            for c in batch
+        ]
         return ChatResult(generations=[ChatGeneration(message=AIMessage(content="", tool_calls=calls))])

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from rich.table import Table
 
-from core.errors import ExecutorError
+from executor.core.errors import ExecutorError
 
 FIGURES = [
     ("hit_at_1", "hit@1"),
@@ -20,10 +20,12 @@ FIGURES = [
     ("off_topic_none", "off-topic NONE (n)"),
     ("off_topic_confident", "off-topic PRECISE/HR"),
 ]
-LEGEND = ("hit@1: the primary document is relevant; recall@5: relevant documents among the 5 best scored; "
-          "relevant returned: a document sent is relevant; PRECISE/HR precision: the primary is relevant when "
-          "graded so; PRECISE fires: answerable questions graded PRECISE; answerable NONE: answerable questions graded "
-          "nothing found; off-topic: questions nothing answers")
+LEGEND = (
+    "hit@1: the primary document is relevant; recall@5: relevant documents among the 5 best scored; "
+    "relevant returned: a document sent is relevant; PRECISE/HR precision: the primary is relevant when "
+    "graded so; PRECISE fires: answerable questions graded PRECISE; answerable NONE: answerable questions graded "
+    "nothing found; off-topic: questions nothing answers"
+)
 
 
 def _cell(fig, key: str) -> str:

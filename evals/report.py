@@ -56,11 +56,16 @@ def markdown(on: list[ScenarioResult], off: list[ScenarioResult], policy: str) -
         lines.append(f"| {label} | {_fmt(agg_off.get(key))} | {_fmt(agg_on.get(key))} |")
     blocked = sorted(set(agg_on["blocked_by_reason"]) | set(agg_off["blocked_by_reason"]))
     for reason in blocked:
-        lines.append(f"| blocked: {reason} | {agg_off['blocked_by_reason'].get(reason, 0)} | "
-                     f"{agg_on['blocked_by_reason'].get(reason, 0)} |")
-    lines += ["", "| scenario | lang | turns | executed off | executed on (per turn) | blocked on | false blocks on "
-              "| rephrasings run on / pages sent | duplicate docs off / on | on passes |",
-              "|---|---|---:|---:|---:|---:|---:|---:|---:|---|"]
+        lines.append(
+            f"| blocked: {reason} | {agg_off['blocked_by_reason'].get(reason, 0)} | "
+            f"{agg_on['blocked_by_reason'].get(reason, 0)} |"
+        )
+    lines += [
+        "",
+        "| scenario | lang | turns | executed off | executed on (per turn) | blocked on | false blocks on "
+        "| rephrasings run on / pages sent | duplicate docs off / on | on passes |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|---|",
+    ]
     off_by_id = {r.id: r for r in off}
     for r in on:
         b = off_by_id.get(r.id)

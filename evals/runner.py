@@ -16,14 +16,14 @@ from langgraph.errors import GraphRecursionError
 from pydantic import BaseModel
 from tqdm import tqdm
 
-from core.errors import ExecutorError
-from agent.session import TurnResult, run_turn
-from nodes.state import Context
-from tools.registry import LOOKUP, TOOLS
 from evals.policy import ScriptedPolicy
 from evals.scenarios_model import Expect, Scenario, Turn
-from prompts.executor import NOTHING_FOUND
-from core.relevance import Level
+from executor.agent.session import TurnResult, run_turn
+from executor.core.errors import ExecutorError
+from executor.core.relevance import Level
+from executor.nodes.state import Context
+from executor.prompts.executor import NOTHING_FOUND
+from executor.tools.registry import LOOKUP, TOOLS
 
 MALFORMED = ("invalid_arguments", "unknown_tool")  # refused calls, not rule blocks
 
@@ -87,12 +87,14 @@ def precise_stop_ok(turn: Turn, trace: list[dict], scripted: bool) -> bool | Non
         return None
     return not any(
         i > precise_at and t["tool"] == LOOKUP and _ran(t) and batches[i] != batches[precise_at]
-        for i, t in enumerate(trace) if i < len(batches)
+        for i, t in enumerate(trace)
+        if i < len(batches)
     )
 
 
-def false_blocks(turn: Turn, trace: list[dict], earlier: list[str], distinct: set[tuple[str, str]],
-                 scripted: bool) -> list[dict]:
+def false_blocks(
+    turn: Turn, trace: list[dict], earlier: list[str], distinct: set[tuple[str, str]], scripted: bool
+) -> list[dict]:
     """Blocked lookups that should have run: listed in `must_allow`, or called distinct by the repeat labels
     from a lookup that ran before them in the session (an earlier turn or an earlier message)."""
     batches = _batches(turn, trace, scripted)
@@ -100,15 +102,20 @@ def false_blocks(turn: Turn, trace: list[dict], earlier: list[str], distinct: se
     for i, t in enumerate(trace):
         if t["tool"] != LOOKUP or not t["blocked"] or t["dedup_reason"] in MALFORMED:
             continue
-        before = earlier + [e["query"] for j, e in enumerate(trace[:i])
-                            if e["tool"] == LOOKUP and _ran(e) and j < len(batches) and i < len(batches)
-                            and batches[j] != batches[i]]
+        before = earlier + [
+            e["query"]
+            for j, e in enumerate(trace[:i])
+            if e["tool"] == LOOKUP and _ran(e) and j < len(batches) and i < len(batches) and batches[j] != batches[i]
+        ]
         against = next((q for q in before if (_key(q), _key(t["query"])) in distinct), None)
         if (scripted and i in turn.expect.must_allow) or against is not None:
             # doc_retrieved that held back new pages it found is the session-pages rule (issue 28) deciding that
             # the session's page answers: a false block like any other, not "every document was already sent"
-            reason = "answered_from_session" if t["dedup_reason"] == "doc_retrieved" and t.get("withheld") \
+            reason = (
+                "answered_from_session"
+                if t["dedup_reason"] == "doc_retrieved" and t.get("withheld")
                 else t["dedup_reason"]
+            )
             out.append({"query": t["query"], "reason": reason, "distinct_from": against})
     return out
 
@@ -124,8 +131,14 @@ def citation_groups(e: Expect) -> list[list[str]]:
     return [[p] for p in e.cite_all] + ([e.cite_any] if e.cite_any else [])
 
 
-def measure(scenario: Scenario, turns: list[TurnResult], guards: bool, scripted: bool,
-            distinct: set[tuple[str, str]] | None = None, budget: int = 3) -> ScenarioResult:
+def measure(
+    scenario: Scenario,
+    turns: list[TurnResult],
+    guards: bool,
+    scripted: bool,
+    distinct: set[tuple[str, str]] | None = None,
+    budget: int = 3,
+) -> ScenarioResult:
     """One scenario's figures over all its turns; each turn is judged against its own `expect`."""
     failures, trace, fb, citations, precise, recalls = [], [], [], [], [], []
     earlier: list[str] = []
@@ -152,7 +165,9 @@ def measure(scenario: Scenario, turns: list[TurnResult], guards: bool, scripted:
 
     lookups = [t for t in trace if t["tool"] == LOOKUP]
     executed = [t for t in lookups if _ran(t)]
-    retrievals = [sum(1 for t in r.trace if t["tool"] in TOOLS and TOOLS[t["tool"]].retrieval and _ran(t)) for r in turns]
+    retrievals = [
+        sum(1 for t in r.trace if t["tool"] in TOOLS and TOOLS[t["tool"]].retrieval and _ran(t)) for r in turns
+    ]
     sent = Counter(k for t in trace for k in t.get("sent") or [])
     seen_domains, repeats = set(), 0
     for t in executed:
@@ -160,17 +175,33 @@ def measure(scenario: Scenario, turns: list[TurnResult], guards: bool, scripted:
         if t.get("domain"):
             seen_domains.add(t["domain"])
     return ScenarioResult(
-        id=scenario.id, lang=scenario.lang, tags=scenario.tags, guards=guards, passed=not failures, failures=failures,
-        turns=len(scenario.turns), proposed_lookups=len(lookups), executed_lookups=len(executed),
+        id=scenario.id,
+        lang=scenario.lang,
+        tags=scenario.tags,
+        guards=guards,
+        passed=not failures,
+        failures=failures,
+        turns=len(scenario.turns),
+        proposed_lookups=len(lookups),
+        executed_lookups=len(executed),
         executed_by_turn=[sum(1 for t in executed if t["turn"] == n) for n in range(1, len(scenario.turns) + 1)],
-        blocked_by_reason=dict(Counter(t["dedup_reason"] for t in trace if t["blocked"])), false_blocks=fb,
-        rephrasings=rephrasings, rephrasing_lookups_run=rephrasings_run, rephrasing_pages_sent=rephrasing_pages,
-        duplicate_docs_sent=sum(n - 1 for n in sent.values() if n > 1), same_domain_repeats=repeats,
+        blocked_by_reason=dict(Counter(t["dedup_reason"] for t in trace if t["blocked"])),
+        false_blocks=fb,
+        rephrasings=rephrasings,
+        rephrasing_lookups_run=rephrasings_run,
+        rephrasing_pages_sent=rephrasing_pages,
+        duplicate_docs_sent=sum(n - 1 for n in sent.values() if n > 1),
+        same_domain_repeats=repeats,
         precise_stop_ok=all(precise) if precise else None,
         citation_recall=round(sum(recalls) / len(recalls), 4) if recalls else None,
-        tool_output_chars=sum(r.tool_output_chars for r in turns), latency_ms=round(sum(r.latency_ms for r in turns), 1),
-        rounds_by_turn=[r.rounds for r in turns], retrievals_by_turn=retrievals, lookup_budget=budget,
-        within_budget=all(n <= budget for n in retrievals), citations=citations, trace=trace,
+        tool_output_chars=sum(r.tool_output_chars for r in turns),
+        latency_ms=round(sum(r.latency_ms for r in turns), 1),
+        rounds_by_turn=[r.rounds for r in turns],
+        retrievals_by_turn=retrievals,
+        lookup_budget=budget,
+        within_budget=all(n <= budget for n in retrievals),
+        citations=citations,
+        trace=trace,
     )
 
 
@@ -185,7 +216,9 @@ def judge(turn: Turn, result: TurnResult, executed: list[dict], cited: list[str]
     if e.min_executed_lookups is not None and n < e.min_executed_lookups:
         out.append(f"{n} lookups ran, at least {e.min_executed_lookups} expected")
     if e.first_level and (not trace or trace[0].get("relevance_level") not in e.first_level):
-        out.append(f"first result {trace[0].get('relevance_level') if trace else None}, expected one of {e.first_level}")
+        out.append(
+            f"first result {trace[0].get('relevance_level') if trace else None}, expected one of {e.first_level}"
+        )
     for prefix in e.cite_all:
         if not any(k.startswith(prefix) for k in cited):
             out.append(f"nothing cited under {prefix}")
@@ -214,16 +247,21 @@ def judge(turn: Turn, result: TurnResult, executed: list[dict], cited: list[str]
 
 def default_repeat_labels(repo_root) -> list:
     """Every repeat-pair label file of the repository (evals/labels/repeats*.yaml: the sample KB's, Helm's)."""
-    from retrieval.repeat_calibration import load_repeat_labels
+    from executor.retrieval.repeat_calibration import load_repeat_labels
 
-    return [label for path in sorted((repo_root / "evals" / "labels").glob("repeats*.yaml"))
-            for label in load_repeat_labels(path)]
+    return [
+        label
+        for path in sorted((repo_root / "evals" / "labels").glob("repeats*.yaml"))
+        for label in load_repeat_labels(path)
+    ]
 
 
-def prepare_knowledge_bases(rt, scenarios: list[Scenario], repo_root, progress: bool = False) -> tuple[list[Scenario], list[str]]:
+def prepare_knowledge_bases(
+    rt, scenarios: list[Scenario], repo_root, progress: bool = False
+) -> tuple[list[Scenario], list[str]]:
     """Every scenario's knowledge base, ingested from its `corpus` folder when the catalog lacks it. Returns the
     scenarios that can run and one line per scenario skipped because its corpus folder is missing."""
-    from retrieval.ingest import ingest
+    from executor.retrieval.ingest import ingest
 
     kept, skipped, ingested = [], [], set()
     for s in scenarios:
@@ -240,17 +278,29 @@ def prepare_knowledge_bases(rt, scenarios: list[Scenario], repo_root, progress: 
     return kept, skipped
 
 
-def run_suite(rt, scenarios: list[Scenario], guards: bool, policy: str = "scripted", model=None,
-              progress: bool = True, repeat_labels=None, max_rounds: int | None = None,
-              as_blocks: bool = False) -> list[ScenarioResult]:
+def run_suite(
+    rt,
+    scenarios: list[Scenario],
+    guards: bool,
+    policy: str = "scripted",
+    model=None,
+    progress: bool = True,
+    repeat_labels=None,
+    max_rounds: int | None = None,
+    as_blocks: bool = False,
+) -> list[ScenarioResult]:
     """Each scenario is one session: its turns run in order on one checkpointer and thread. `as_blocks`: the
     questions are sent as content blocks (the chat UI's message shape) instead of strings."""
     distinct = distinct_pairs(repeat_labels)
     results = []
     for scenario in tqdm(scenarios, desc=f"eval guards {'on' if guards else 'off'}", disable=not progress, leave=False):
         saver, session = InMemorySaver(), f"eval-{scenario.id}-{uuid.uuid4().hex[:6]}"
-        context = Context(kb=scenario.kb, lookup_budget=rt.settings.lookup_budget, guards=guards,
-                          **({"max_rounds": max_rounds} if max_rounds else {}))
+        context = Context(
+            kb=scenario.kb,
+            lookup_budget=rt.settings.lookup_budget,
+            guards=guards,
+            **({"max_rounds": max_rounds} if max_rounds else {}),
+        )
         turns = []
         for turn in scenario.turns:
             if policy == "scripted":
@@ -259,11 +309,22 @@ def run_suite(rt, scenarios: list[Scenario], guards: bool, policy: str = "script
                 chat, mode = model, "llm"
             app = rt.app(chat, mode, checkpointer=saver)
             try:
-                turns.append(run_turn(app, turn.question, session, context, mode,
-                                      max_query_chars=rt.settings.max_query_chars, as_blocks=as_blocks))
+                turns.append(
+                    run_turn(
+                        app,
+                        turn.question,
+                        session,
+                        context,
+                        mode,
+                        max_query_chars=rt.settings.max_query_chars,
+                        as_blocks=as_blocks,
+                    )
+                )
             except GraphRecursionError:  # the rounds bound exists so that this never happens: say so, loudly
-                raise ExecutorError(f"{scenario.id} (guards {'on' if guards else 'off'}): a turn ended in a "
-                                    "recursion error instead of an answer") from None
+                raise ExecutorError(
+                    f"{scenario.id} (guards {'on' if guards else 'off'}): a turn ended in a "
+                    "recursion error instead of an answer"
+                ) from None
         results.append(measure(scenario, turns, guards, policy == "scripted", distinct, context.lookup_budget))
     return results
 
@@ -274,7 +335,7 @@ def llm_policy_model(rt, stack):
     rt.use_local_model(stack)
     if not rt.settings.llm_configured:
         raise ExecutorError("--policy llm needs EXECUTOR_LOCAL_MODEL, OPENAI_API_KEY or OPENAI_BASE_URL")
-    from agent.llm import make_chat_model
+    from executor.agent.llm import make_chat_model
 
     return make_chat_model(rt.settings)[0]
 
@@ -298,12 +359,16 @@ def aggregate(results: list[ScenarioResult]) -> dict:
         "false_blocks": sum(f["reason"] != "doc_retrieved" for r in results for f in r.false_blocks),
         # a later turn rephrasing an earlier question: how often it ran no lookup, and what the ones that ran sent
         "rephrasings": sum(r.rephrasings for r in results),
-        "rephrasings_answered_from_session": (round(1 - sum(r.rephrasing_lookups_run for r in results)
-                                                    / sum(r.rephrasings for r in results), 3)
-                                              if any(r.rephrasings for r in results) else None),
+        "rephrasings_answered_from_session": (
+            round(1 - sum(r.rephrasing_lookups_run for r in results) / sum(r.rephrasings for r in results), 3)
+            if any(r.rephrasings for r in results)
+            else None
+        ),
         "rephrasing_lookups_run": sum(r.rephrasing_lookups_run for r in results),
         "rephrasing_pages_sent": sum(len(r.rephrasing_pages_sent) for r in results),
-        "distinct_answered_from_sent_documents": sum(f["reason"] == "doc_retrieved" for r in results for f in r.false_blocks),
+        "distinct_answered_from_sent_documents": sum(
+            f["reason"] == "doc_retrieved" for r in results for f in r.false_blocks
+        ),
         "multi_turn_scenarios": sum(r.turns > 1 for r in results),
         "min_executed_lookups_storms": min((r.executed_lookups for r in storms), default=None),
         "blocked_by_reason": dict(blocked),

@@ -16,8 +16,8 @@ from typing import Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from core.errors import InputError
-from tools.registry import TOOLS
+from executor.core.errors import InputError
+from executor.tools.registry import TOOLS
 
 
 class Call(BaseModel):
@@ -35,9 +35,13 @@ class Expect(BaseModel):
     first_level: list[str] | None = None
     must_block: list[int] = Field(default_factory=list, description="proposal indexes that must not run")
     must_allow: list[int] = Field(default_factory=list, description="proposal indexes that must run")
-    rephrasings: list[int] = Field(default_factory=list, description=(
-        "proposal indexes that rephrase a question the session already asked: the report counts those that ran "
-        "and the pages they sent; one that sends a page outside cite_any / cite_all fails the turn"))
+    rephrasings: list[int] = Field(
+        default_factory=list,
+        description=(
+            "proposal indexes that rephrase a question the session already asked: the report counts those that ran "
+            "and the pages they sent; one that sends a page outside cite_any / cite_all fails the turn"
+        ),
+    )
     no_answer: bool = False
 
 
@@ -59,7 +63,7 @@ class Turn(BaseModel):
             for call in calls:
                 if not (isinstance(call, dict) and len(call) == 1):
                     raise ValueError("each proposal is a mapping of one tool name to its arguments")
-                (tool, args), = call.items()
+                ((tool, args),) = call.items()
                 if tool not in TOOLS:
                     raise ValueError(f"unknown tool {tool!r} in proposals")
                 batch.append({"tool": tool, "args": args if isinstance(args, dict) else {}})
@@ -131,8 +135,10 @@ def load_scenarios(paths: list[Path]) -> list[Scenario]:
                 except (ValidationError, TypeError) as exc:
                     first = exc.errors()[0] if isinstance(exc, ValidationError) else {"loc": (), "msg": str(exc)}
                     where = ".".join(str(p) for p in first["loc"])
-                    raise InputError(f"{file}: scenario {raw.get('id', '?') if isinstance(raw, dict) else '?'}: "
-                                     f"{where} {first['msg']}".strip()) from exc
+                    raise InputError(
+                        f"{file}: scenario {raw.get('id', '?') if isinstance(raw, dict) else '?'}: "
+                        f"{where} {first['msg']}".strip()
+                    ) from exc
     ids = [s.id for s in scenarios]
     duplicate = next((i for i in ids if ids.count(i) > 1), None)
     if duplicate:

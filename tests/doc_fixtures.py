@@ -11,6 +11,7 @@ def write_kb(root: Path, files: dict[str, str]) -> Path:
         p.write_text(text, encoding="utf-8")
     return root
 
+
 HTML_PAGE = """<!DOCTYPE html>
 <html><head><meta charset="utf-8"><title>Wiki: Payment gateway on-call</title>
 <script>var tracking = "noise that is not content";</script><style>body {color: red}</style></head>

@@ -46,10 +46,20 @@ class FakeOpenAI:
                         {"id": f"call_{i}", "type": "function", "function": {"name": n, "arguments": json.dumps(a)}}
                         for i, (n, a) in enumerate(reply["tool_calls"])
                     ]
-                data = {"id": "chatcmpl-fake", "object": "chat.completion", "created": 0, "model": "fake",
-                        "choices": [{"index": 0, "message": message,
-                                     "finish_reason": "tool_calls" if reply.get("tool_calls") else "stop"}],
-                        "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2}}
+                data = {
+                    "id": "chatcmpl-fake",
+                    "object": "chat.completion",
+                    "created": 0,
+                    "model": "fake",
+                    "choices": [
+                        {
+                            "index": 0,
+                            "message": message,
+                            "finish_reason": "tool_calls" if reply.get("tool_calls") else "stop",
+                        }
+                    ],
+                    "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
+                }
                 payload = json.dumps(data).encode()
                 self.send_response(200)
                 self.send_header("Content-Type", "application/json")
@@ -63,8 +73,13 @@ class FakeOpenAI:
                 self.end_headers()
 
                 def send(delta, finish=None):
-                    chunk = {"id": "chatcmpl-fake", "object": "chat.completion.chunk", "created": 0, "model": "fake",
-                             "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
+                    chunk = {
+                        "id": "chatcmpl-fake",
+                        "object": "chat.completion.chunk",
+                        "created": 0,
+                        "model": "fake",
+                        "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+                    }
                     self.wfile.write(f"data: {json.dumps(chunk, ensure_ascii=False)}\n\n".encode())
                     self.wfile.flush()
 
@@ -74,14 +89,30 @@ class FakeOpenAI:
                     send({"content": text[i : i + 8]})
                 for i, (name, args) in enumerate(reply.get("tool_calls") or []):
                     raw = json.dumps(args, ensure_ascii=False)
-                    send({"tool_calls": [{"index": i, "id": f"call_{len(fake.requests)}_{i}", "type": "function",
-                                          "function": {"name": name, "arguments": ""}}]})
+                    send(
+                        {
+                            "tool_calls": [
+                                {
+                                    "index": i,
+                                    "id": f"call_{len(fake.requests)}_{i}",
+                                    "type": "function",
+                                    "function": {"name": name, "arguments": ""},
+                                }
+                            ]
+                        }
+                    )
                     for j in range(0, len(raw), 10):
                         send({"tool_calls": [{"index": i, "function": {"arguments": raw[j : j + 10]}}]})
                 send({}, "tool_calls" if reply.get("tool_calls") else "stop")
                 if (body.get("stream_options") or {}).get("include_usage"):
-                    usage = {"id": "chatcmpl-fake", "object": "chat.completion.chunk", "created": 0, "model": "fake",
-                             "choices": [], "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2}}
+                    usage = {
+                        "id": "chatcmpl-fake",
+                        "object": "chat.completion.chunk",
+                        "created": 0,
+                        "model": "fake",
+                        "choices": [],
+                        "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
+                    }
                     self.wfile.write(f"data: {json.dumps(usage)}\n\n".encode())
                 self.wfile.write(b"data: [DONE]\n\n")
                 self.wfile.flush()
@@ -93,7 +124,7 @@ class FakeOpenAI:
     def base_url(self) -> str:
         return f"http://127.0.0.1:{self.server.server_address[1]}/v1"
 
-    def __enter__(self) -> "FakeOpenAI":
+    def __enter__(self) -> FakeOpenAI:
         self.thread.start()
         return self
 

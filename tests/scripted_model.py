@@ -37,7 +37,7 @@ class ScriptedChatModel(FakeMessagesListChatModel):
     tools_bound: bool = False
     calls: list = []  # what the executor was sent each time, for assertions
 
-    def bind_tools(self, tools, **kwargs) -> "ScriptedChatModel":
+    def bind_tools(self, tools, **kwargs) -> ScriptedChatModel:
         bound = self.model_copy(update={"tools_bound": True})
         bound.__dict__["_parent"] = self
         return bound

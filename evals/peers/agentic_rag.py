@@ -21,25 +21,42 @@ from langgraph.graph import END, START, MessagesState, StateGraph
 from langgraph.prebuilt import ToolNode, tools_condition
 from pydantic import BaseModel, Field
 
-from evals.peers.common import (RETRIEVE, LLMCalls, Retriever, Turn, artifact_docs, invoke_turn,
-                                rephrasing_batches, retrieval_results, thread_config, with_counter)
+from evals.peers.common import (
+    RETRIEVE,
+    LLMCalls,
+    Retriever,
+    Turn,
+    artifact_docs,
+    invoke_turn,
+    rephrasing_batches,
+    retrieval_results,
+    thread_config,
+    with_counter,
+)
 from evals.policy import ScriptedPolicy
-from evals.scenarios_model import Scenario
 from evals.runner import citation_groups
-from retrieval.extractive import cited
+from evals.scenarios_model import Scenario
+from executor.retrieval.extractive import cited
 
-GRADE = ("Is the retrieved text below relevant to the question? Answer yes or no.\n\n"
-         "Question: {question}\n\nRetrieved text:\n{context}")
-REWRITE = ("A search of the knowledge base for this question found nothing relevant. Write the question again "
-           "so that a search finds what it needs. Reply with the new question only.\n\nQuestion: {question}")
-ANSWER = ("Answer the question from the retrieved text in at most three sentences, naming the document keys "
-          "you used in brackets; say so if the text does not answer it.\n\nQuestion: {question}\n\n"
-          "Retrieved text:\n{context}")
+GRADE = (
+    "Is the retrieved text below relevant to the question? Answer yes or no.\n\n"
+    "Question: {question}\n\nRetrieved text:\n{context}"
+)
+REWRITE = (
+    "A search of the knowledge base for this question found nothing relevant. Write the question again "
+    "so that a search finds what it needs. Reply with the new question only.\n\nQuestion: {question}"
+)
+ANSWER = (
+    "Answer the question from the retrieved text in at most three sentences, naming the document keys "
+    "you used in brackets; say so if the text does not answer it.\n\nQuestion: {question}\n\n"
+    "Retrieved text:\n{context}"
+)
 STOPPED = "(stopped: the recursion limit)"
 
 
 class Grade(BaseModel):
     """Whether the retrieved text is relevant to the question."""
+
     binary_score: Literal["yes", "no"] = Field(description="yes if relevant, no if not")
 
 
@@ -51,7 +68,7 @@ class RAGState(MessagesState):
 def last_retrieval(messages) -> list[ToolMessage]:
     """The tool results after the latest model call that asked for them."""
     start = max((i for i, m in enumerate(messages) if isinstance(m, AIMessage) and m.tool_calls), default=-1)
-    return retrieval_results(messages[start + 1:])
+    return retrieval_results(messages[start + 1 :])
 
 
 def _context(messages) -> str:
@@ -68,8 +85,9 @@ def build(policy, grader, writer, retriever: Retriever, checkpointer):
         return {"messages": [policy.bind_tools([tool]).invoke(state["messages"])]}
 
     def grade_documents(state: RAGState) -> str:
-        grade = grade_model.invoke([HumanMessage(GRADE.format(question=state["question"],
-                                                              context=_context(state["messages"])))])
+        grade = grade_model.invoke(
+            [HumanMessage(GRADE.format(question=state["question"], context=_context(state["messages"])))]
+        )
         # a reply that is not a grade (a weak model's) counts as "not relevant", as a failed check would
         return "generate_answer" if grade is not None and grade.binary_score == "yes" else "rewrite_question"
 
@@ -79,10 +97,13 @@ def build(policy, grader, writer, retriever: Retriever, checkpointer):
         return {"messages": [HumanMessage(question)], "question": question}
 
     def generate_answer(state: RAGState):
-        reply = writer.invoke([HumanMessage(ANSWER.format(question=state["question"],
-                                                          context=_context(state["messages"])))])
-        return {"messages": [AIMessage(str(reply.content))],
-                "answered_from": artifact_docs(last_retrieval(state["messages"]))}
+        reply = writer.invoke(
+            [HumanMessage(ANSWER.format(question=state["question"], context=_context(state["messages"])))]
+        )
+        return {
+            "messages": [AIMessage(str(reply.content))],
+            "answered_from": artifact_docs(last_retrieval(state["messages"])),
+        }
 
     graph = StateGraph(RAGState)
     graph.add_node(generate_query_or_respond)
@@ -113,6 +134,7 @@ class OracleGrader(BaseChatModel):
     """The scripted policy's grader: it says relevant exactly when the retrieved text holds a document the
     scenario expects to be cited (any document, when it expects none; never, on a question the knowledge base
     cannot answer): a perfect grader, the best case for this graph."""
+
     expected: list[str]
     no_answer: bool = False
     schema_name: str = "Grade"
@@ -128,10 +150,15 @@ class OracleGrader(BaseChatModel):
         prompt = str(messages[-1].content)
         retrieved = prompt.split("Retrieved text:\n", 1)[-1]
         docs = re.findall(r"^\[([^\]\n]+)\] ", retrieved, flags=re.M)
-        relevant = not self.no_answer and (any(d.startswith(p) for d in docs for p in self.expected)
-                                           if self.expected else bool(docs))
-        call = {"name": self.schema_name, "args": {"binary_score": "yes" if relevant else "no"},
-                "id": f"call_{uuid.uuid4().hex[:12]}", "type": "tool_call"}
+        relevant = not self.no_answer and (
+            any(d.startswith(p) for d in docs for p in self.expected) if self.expected else bool(docs)
+        )
+        call = {
+            "name": self.schema_name,
+            "args": {"binary_score": "yes" if relevant else "no"},
+            "id": f"call_{uuid.uuid4().hex[:12]}",
+            "type": "tool_call",
+        }
         return ChatResult(generations=[ChatGeneration(message=AIMessage(content="", tool_calls=[call]))])
 
 
@@ -150,10 +177,11 @@ class ScriptedWriter(BaseChatModel):
 def _roles(turn, policy: str, model, counter: LLMCalls):
     if policy == "scripted":
         groups = citation_groups(turn.expect)
-        return (ScriptedPolicy(batches=rephrasing_batches(turn, RETRIEVE), callbacks=[counter]),
-                OracleGrader(expected=[p for g in groups for p in g], no_answer=turn.expect.no_answer,
-                             callbacks=[counter]),
-                ScriptedWriter(callbacks=[counter]))
+        return (
+            ScriptedPolicy(batches=rephrasing_batches(turn, RETRIEVE), callbacks=[counter]),
+            OracleGrader(expected=[p for g in groups for p in g], no_answer=turn.expect.no_answer, callbacks=[counter]),
+            ScriptedWriter(callbacks=[counter]),
+        )
     counted = with_counter(model, counter)
     return counted, counted, counted
 
@@ -164,19 +192,33 @@ def run_session(retriever: Retriever, scenario: Scenario, policy: str, model, ro
     turns = []
     for turn in scenario.turns:
         app = build(*_roles(turn, policy, model, counter), retriever, saver)
-        ran = invoke_turn(app, config, {"messages": [HumanMessage(turn.question)], "question": turn.question,
-                                        "answered_from": None}, counter, on_recursion=close)
+        ran = invoke_turn(
+            app,
+            config,
+            {"messages": [HumanMessage(turn.question)], "question": turn.question, "answered_from": None},
+            counter,
+            on_recursion=close,
+        )
         messages = ran.state["messages"]
         answer = "" if ran.recursion else str(messages[-1].content)
         # generate_answer read the last retrieval; a direct reply (or a stopped turn) had the whole conversation
         used = ran.state.get("answered_from")
-        evidence = [{"doc_key": k, "title": "", "domain": ""}
-                    for k in (used if used is not None else artifact_docs(messages))]
-        turns.append(Turn(
-            question=turn.question, answer=answer, delivered=[str(m.content) for m in ran.results],
-            retrieval_calls=len(ran.results), llm_inputs=ran.llm_inputs, calls=ran.calls,
-            citations=[d["doc_key"] for d in cited(answer, evidence)], limit=ran.recursion, ms=ran.ms,
-        ))
+        evidence = [
+            {"doc_key": k, "title": "", "domain": ""} for k in (used if used is not None else artifact_docs(messages))
+        ]
+        turns.append(
+            Turn(
+                question=turn.question,
+                answer=answer,
+                delivered=[str(m.content) for m in ran.results],
+                retrieval_calls=len(ran.results),
+                llm_inputs=ran.llm_inputs,
+                calls=ran.calls,
+                citations=[d["doc_key"] for d in cited(answer, evidence)],
+                limit=ran.recursion,
+                ms=ran.ms,
+            )
+        )
     return turns
 
 
@@ -185,6 +227,11 @@ def close(app, config) -> None:
     session's next question starts from a well-formed conversation."""
     messages = app.get_state(config).values.get("messages", [])
     answered = {m.tool_call_id for m in messages if isinstance(m, ToolMessage)}
-    open_calls = [ToolMessage(STOPPED, tool_call_id=c["id"], name=c["name"])
-                  for m in messages if isinstance(m, AIMessage) for c in m.tool_calls if c["id"] not in answered]
+    open_calls = [
+        ToolMessage(STOPPED, tool_call_id=c["id"], name=c["name"])
+        for m in messages
+        if isinstance(m, AIMessage)
+        for c in m.tool_calls
+        if c["id"] not in answered
+    ]
     app.update_state(config, {"messages": [*open_calls, AIMessage(STOPPED)]}, as_node="generate_answer")

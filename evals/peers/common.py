@@ -20,6 +20,7 @@ RETRIEVE = "search_knowledge_base"  # the peers' one tool, named as a user would
 @dataclass
 class Turn:
     """One question as an agent handled it, with what the benchmark measures."""
+
     question: str
     answer: str
     delivered: list[str]  # retrieved text that entered the conversation this turn, one entry per tool result
@@ -51,8 +52,12 @@ class Retriever:
     def tool(self) -> StructuredTool:
         # content_and_artifact: the LLM reads the text, the benchmark reads the doc keys off the message
         return StructuredTool.from_function(
-            func=self.search, name=RETRIEVE, args_schema=_Query, response_format="content_and_artifact",
-            description="Search the team knowledge base; returns the most similar passages with their document keys.")
+            func=self.search,
+            name=RETRIEVE,
+            args_schema=_Query,
+            response_format="content_and_artifact",
+            description="Search the team knowledge base; returns the most similar passages with their document keys.",
+        )
 
 
 def peer_query(call) -> str:
@@ -105,14 +110,17 @@ def artifact_docs(messages: list[BaseMessage]) -> list[str]:
 
 def thread_config(agent: str, scenario_id: str, recursion_limit: int) -> dict:
     """A session of its own for one agent and scenario, with the agent's step limit."""
-    return {"configurable": {"thread_id": f"peers-{agent}-{scenario_id}-{uuid.uuid4().hex[:6]}"},
-            "recursion_limit": recursion_limit}
+    return {
+        "configurable": {"thread_id": f"peers-{agent}-{scenario_id}-{uuid.uuid4().hex[:6]}"},
+        "recursion_limit": recursion_limit,
+    }
 
 
 @dataclass
 class Ran:
     """A peer's turn as it ran: the thread's state after it, the retriever's results it added, whether the
     recursion limit stopped it, its wall time and its LLM calls' inputs."""
+
     state: dict
     results: list[ToolMessage]
     recursion: bool

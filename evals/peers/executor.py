@@ -8,14 +8,14 @@ from langchain_core.messages import AIMessage
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.errors import GraphRecursionError
 
-from agent.routing import EXTRA_ROUNDS
-from agent.session import run_turn
-from core.errors import ExecutorError
 from evals.peers.common import LLMCalls, Turn, rephrasing_batches, tool_results, with_counter
 from evals.policy import ScriptedPolicy
 from evals.scenarios_model import Scenario
-from nodes.state import Context
-from tools.registry import NAVIGATE, TOOLS
+from executor.agent.routing import EXTRA_ROUNDS
+from executor.agent.session import run_turn
+from executor.core.errors import ExecutorError
+from executor.nodes.state import Context
+from executor.tools.registry import NAVIGATE, TOOLS
 
 
 def reads_knowledge(tool: str) -> bool:
@@ -52,16 +52,27 @@ def run_session(rt, scenario: Scenario, policy: str, model, rounds: int) -> list
         still_calling = sum(1 for m in new if isinstance(m, AIMessage) and m.tool_calls) >= result.rounds > 0
         bound = min(context.max_rounds, context.lookup_budget + EXTRA_ROUNDS)
         limit = still_calling and result.rounds >= bound and not state.get("precise") and not budget_spent
-        turns.append(Turn(
-            question=turn.question, answer=result.answer,
-            delivered=[str(m.content) for m in tool_results(new)],
-            retrieval_calls=sum(1 for t in result.trace if reads_knowledge(t["tool"]) and not t["blocked"]
-                                and not t.get("error")),
-            llm_inputs=counter.since(calls),
-            citations=[c["doc_key"] for c in result.citations], limit=limit, ms=result.latency_ms,
-            calls=[f"{t['tool']}: {t.get('query') or ''}" + (f" ({t['dedup_reason']})" if t["blocked"] else "")
-                   for t in result.trace],
-            extra={"blocked_calls": result.blocked_lookups, "budget_ending": budget_spent and still_calling,
-                   "rounds": result.rounds},
-        ))
+        turns.append(
+            Turn(
+                question=turn.question,
+                answer=result.answer,
+                delivered=[str(m.content) for m in tool_results(new)],
+                retrieval_calls=sum(
+                    1 for t in result.trace if reads_knowledge(t["tool"]) and not t["blocked"] and not t.get("error")
+                ),
+                llm_inputs=counter.since(calls),
+                citations=[c["doc_key"] for c in result.citations],
+                limit=limit,
+                ms=result.latency_ms,
+                calls=[
+                    f"{t['tool']}: {t.get('query') or ''}" + (f" ({t['dedup_reason']})" if t["blocked"] else "")
+                    for t in result.trace
+                ],
+                extra={
+                    "blocked_calls": result.blocked_lookups,
+                    "budget_ending": budget_spent and still_calling,
+                    "rounds": result.rounds,
+                },
+            )
+        )
     return turns

@@ -14,14 +14,25 @@ from langchain_core.messages import AIMessage, HumanMessage
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.prebuilt import create_react_agent
 
-from evals.peers.common import (RETRIEVE, LLMCalls, Retriever, Turn, artifact_docs, invoke_turn, rephrasing_batches,
-                                thread_config, with_counter)
+from evals.peers.common import (
+    RETRIEVE,
+    LLMCalls,
+    Retriever,
+    Turn,
+    artifact_docs,
+    invoke_turn,
+    rephrasing_batches,
+    thread_config,
+    with_counter,
+)
 from evals.policy import ScriptedPolicy
 from evals.scenarios_model import Scenario
-from retrieval.extractive import cited
+from executor.retrieval.extractive import cited
 
-SYSTEM = ("You answer questions about the team's systems from its knowledge base. Search it with the tool, "
-          "then answer from what it returned and name the document keys you used in brackets.")
+SYSTEM = (
+    "You answer questions about the team's systems from its knowledge base. Search it with the tool, "
+    "then answer from what it returned and name the document keys you used in brackets."
+)
 # what create_react_agent answers when its remaining steps run out while the model still calls tools
 OUT_OF_STEPS = "Sorry, need more steps to process this request."
 
@@ -43,8 +54,11 @@ def run_session(retriever: Retriever, scenario: Scenario, policy: str, model, ro
     config = thread_config("react", scenario.id, steps_for(rounds))
     turns = []
     for turn in scenario.turns:
-        chat = (ScriptedPolicy(batches=rephrasing_batches(turn, RETRIEVE), callbacks=[counter])
-                if policy == "scripted" else with_counter(model, counter))
+        chat = (
+            ScriptedPolicy(batches=rephrasing_batches(turn, RETRIEVE), callbacks=[counter])
+            if policy == "scripted"
+            else with_counter(model, counter)
+        )
         app = build(chat, retriever, saver)
         ran = invoke_turn(app, config, {"messages": [HumanMessage(turn.question)]}, counter)
         messages = ran.state["messages"]
@@ -52,10 +66,17 @@ def run_session(retriever: Retriever, scenario: Scenario, policy: str, model, ro
         answer = str(last.content) if isinstance(last, AIMessage) and not last.tool_calls else ""
         # it answers with everything the conversation holds: every result of the session is in its context
         evidence = [{"doc_key": k, "title": "", "domain": ""} for k in artifact_docs(messages)]
-        turns.append(Turn(
-            question=turn.question, answer=answer, delivered=[str(m.content) for m in ran.results],
-            retrieval_calls=len(ran.results), llm_inputs=ran.llm_inputs, calls=ran.calls,
-            citations=[d["doc_key"] for d in cited(answer, evidence)],
-            limit=ran.recursion or answer == OUT_OF_STEPS, ms=ran.ms,
-        ))
+        turns.append(
+            Turn(
+                question=turn.question,
+                answer=answer,
+                delivered=[str(m.content) for m in ran.results],
+                retrieval_calls=len(ran.results),
+                llm_inputs=ran.llm_inputs,
+                calls=ran.calls,
+                citations=[d["doc_key"] for d in cited(answer, evidence)],
+                limit=ran.recursion or answer == OUT_OF_STEPS,
+                ms=ran.ms,
+            )
+        )
     return turns

@@ -1,16 +1,16 @@
 import os
-import tempfile
 import subprocess
 import sys
+import tempfile
 import uuid
 from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
 
-from agent.runtime import Runtime
-from core.settings import SAMPLE_KB_PATH, Settings
-from retrieval.ingest import SAMPLE_EXTRACT_CONFIG, ingest
+from executor.agent.runtime import Runtime
+from executor.core.settings import SAMPLE_KB_PATH, Settings
+from executor.retrieval.ingest import SAMPLE_EXTRACT_CONFIG, ingest
 
 os.environ.setdefault("LANGSMITH_TRACING", "false")
 REPO = Path(__file__).resolve().parents[2]
@@ -23,25 +23,40 @@ REQUIRE_SERVICES = os.environ.get("EXECUTOR_REQUIRE_SERVICES") == "1"
 def service_missing(message: str):
     """Skip a test whose server or tool is missing, saying why; fail it instead under EXECUTOR_REQUIRE_SERVICES=1."""
     if REQUIRE_SERVICES:
-        pytest.fail(f"{message} (EXECUTOR_REQUIRE_SERVICES=1: `make services` starts the servers the tests need)",
-                    pytrace=False)
+        pytest.fail(
+            f"{message} (EXECUTOR_REQUIRE_SERVICES=1: `make services` starts the servers the tests need)", pytrace=False
+        )
     pytest.skip(message)
 
 
-# Settings choose Neo4j whenever NEO4J_URI is set (core/settings.py). The Neo4j variables are taken out of the
+# Settings choose Neo4j whenever NEO4J_URI is set (executor/core/settings.py). The Neo4j variables are taken out of the
 # environment here, so every runtime and command line a test starts keeps its own embedded FalkorDB unless the
 # test asks for the one Neo4j server all tests share (neo4j_settings(), neo4j_env(), with KB names of its own).
-NEO4J = {name: os.environ.pop(name) for name in
-         ("NEO4J_URI", "NEO4J_USER", "NEO4J_USERNAME", "NEO4J_PASSWORD", "NEO4J_DATABASE", "EXECUTOR_NEO4J_URI",
-          "EXECUTOR_NEO4J_USER", "EXECUTOR_NEO4J_PASSWORD", "EXECUTOR_NEO4J_DATABASE") if name in os.environ}
+NEO4J = {
+    name: os.environ.pop(name)
+    for name in (
+        "NEO4J_URI",
+        "NEO4J_USER",
+        "NEO4J_USERNAME",
+        "NEO4J_PASSWORD",
+        "NEO4J_DATABASE",
+        "EXECUTOR_NEO4J_URI",
+        "EXECUTOR_NEO4J_USER",
+        "EXECUTOR_NEO4J_PASSWORD",
+        "EXECUTOR_NEO4J_DATABASE",
+    )
+    if name in os.environ
+}
 
 
 def neo4j_env() -> dict[str, str]:
     """NEO4J_URI and its credentials as the environment gave them (skips, or fails, where none was given)."""
     uri = NEO4J.get("NEO4J_URI") or NEO4J.get("EXECUTOR_NEO4J_URI")
     if not uri:
-        service_missing("no Neo4j server: set NEO4J_URI (and NEO4J_USER, NEO4J_PASSWORD) to run these against one; "
-                        "services/neo4j/start.sh starts one")
+        service_missing(
+            "no Neo4j server: set NEO4J_URI (and NEO4J_USER, NEO4J_PASSWORD) to run these against one; "
+            "services/neo4j/start.sh starts one"
+        )
     env = {"NEO4J_URI": uri}
     for name in ("USER", "PASSWORD", "DATABASE"):
         value = NEO4J.get(f"NEO4J_{name}") or NEO4J.get(f"EXECUTOR_NEO4J_{name}")
@@ -54,8 +69,12 @@ def neo4j_env() -> dict[str, str]:
 def neo4j_settings() -> dict[str, str | None]:
     """Settings fields for that server: `make_runtime(home, **neo4j_settings())` stores its graph there."""
     env = neo4j_env()
-    return {"neo4j_uri": env["NEO4J_URI"], "neo4j_user": env["NEO4J_USER"], "neo4j_password": env.get("NEO4J_PASSWORD"),
-            "neo4j_database": env.get("NEO4J_DATABASE")}
+    return {
+        "neo4j_uri": env["NEO4J_URI"],
+        "neo4j_user": env["NEO4J_USER"],
+        "neo4j_password": env.get("NEO4J_PASSWORD"),
+        "neo4j_database": env.get("NEO4J_DATABASE"),
+    }
 
 
 def unique_kb(prefix: str) -> str:
@@ -67,7 +86,7 @@ def unique_kb(prefix: str) -> str:
 def stop_graph_servers(tmp_path_factory):
     """Every embedded FalkorDB a test started (through a runtime or the CLI) is stopped at the end."""
     yield
-    from stores.falkordb_server import FalkorDBServer
+    from executor.stores.falkordb_server import FalkorDBServer
 
     for pid_file in tmp_path_factory.getbasetemp().rglob("falkordb.pid"):
         FalkorDBServer(pid_file.parent).stop()
@@ -90,7 +109,12 @@ def sample_rt(tmp_path_factory):
 def run_cli(home: Path, *args: str, timeout: int = 180, **env_extra) -> subprocess.CompletedProcess:
     env = {**os.environ, "EXECUTOR_HOME": str(home), **env_extra}
     return subprocess.run(
-        [sys.executable, "-m", "agent.cli", *args], capture_output=True, text=True, env=env, timeout=timeout, cwd=REPO
+        [sys.executable, "-m", "executor.cli.main", *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=timeout,
+        cwd=REPO,
     )
 
 
@@ -100,6 +124,8 @@ def ingested_home(tmp_path_factory, name: str) -> Path:
     r = run_cli(home, "ingest", "--json")
     assert r.returncode == 0, r.stderr
     return home
+
+
 def free_port() -> int:
     import socket
 
@@ -133,13 +159,14 @@ KNOWN_EDGES = [
 
 def known_graph_data():
     """A small graph whose paths and scores are worked out by hand in test_graph_store.py."""
-    from stores.knowledge_graph import GraphData
+    from executor.stores.knowledge_graph import GraphData
 
     data = GraphData()
     for name in ["ComfyUI", "Docker", "Kubernetes", "Helm", "Nginx", "Redis", "Isolated"]:
         data.add_entity(name, "Software")
     data.relations = [
-        {"type": t, "s": s.casefold(), "t": o.casefold(), "weight": w, "sources": ["known.md"]} for s, t, o, w in KNOWN_EDGES
+        {"type": t, "s": s.casefold(), "t": o.casefold(), "weight": w, "sources": ["known.md"]}
+        for s, t, o, w in KNOWN_EDGES
     ]
     data.documents = [{"doc_key": "known.md", "title": "Known", "domain": "test"}]
     data.mentions = [{"doc": "known.md", "key": "comfyui", "count": 1}]
@@ -148,7 +175,7 @@ def known_graph_data():
 
 @pytest.fixture(scope="session")
 def falkordb_server(tmp_path_factory):
-    from stores.falkordb_server import FalkorDBServer
+    from executor.stores.falkordb_server import FalkorDBServer
 
     server = FalkorDBServer(tmp_path_factory.mktemp("falkordb"))
     server.ensure_running()
@@ -159,11 +186,12 @@ def falkordb_server(tmp_path_factory):
 @pytest.fixture
 def falkor_store(falkordb_server, request):
     """A GraphStore on a graph of its own in the shared test server."""
-    from stores.knowledge_graph import GraphStore
-    from stores.knowledge_graph_drivers import FalkorDriver
+    from executor.stores.knowledge_graph import GraphStore
+    from executor.stores.knowledge_graph_drivers import FalkorDriver
 
-    driver = FalkorDriver(f"t_{request.node.name[:40]}".replace("[", "_").replace("]", "_"),
-                          socket_path=str(falkordb_server.socket_path))
+    driver = FalkorDriver(
+        f"t_{request.node.name[:40]}".replace("[", "_").replace("]", "_"), socket_path=str(falkordb_server.socket_path)
+    )
     driver.delete_graph()
     store = GraphStore(driver)
     yield store
@@ -189,8 +217,9 @@ def fresh_database(kind: str):
         admin = create_engine(admin_url, connect_args={"connect_timeout": 3})
         with admin.connect() as c:
             # utf8mb4 whatever the server defaults to (a MariaDB started without Debian's config is latin1)
-            c.execute(text(f"CREATE SCHEMA {name}" if kind == "postgres"
-                           else f"CREATE DATABASE {name} CHARACTER SET utf8mb4"))
+            c.execute(
+                text(f"CREATE SCHEMA {name}" if kind == "postgres" else f"CREATE DATABASE {name} CHARACTER SET utf8mb4")
+            )
             c.commit()
     except Exception as exc:  # no server on this machine
         service_missing(f"{kind} at {admin_url} is not reachable: {exc.__class__.__name__}")
@@ -201,7 +230,7 @@ def fresh_database(kind: str):
     try:
         yield url
     finally:
-        from stores.database import _engine
+        from executor.stores.database import _engine
 
         _engine(url).dispose()
         with admin.connect() as c:
@@ -213,8 +242,8 @@ def fresh_database(kind: str):
 @pytest.fixture
 def sql_store_sqlite(tmp_path):
     """The SQL graph backend on a SQLite file of its own."""
-    from stores.database import Database
-    from stores.knowledge_graph_sql import SqlGraphStore
+    from executor.stores.database import Database
+    from executor.stores.knowledge_graph_sql import SqlGraphStore
 
     yield SqlGraphStore(Database(f"sqlite:///{tmp_path / 'graph.db'}"))
 
@@ -222,8 +251,8 @@ def sql_store_sqlite(tmp_path):
 @pytest.fixture
 def sql_store_postgres():
     """The SQL graph backend on a Postgres schema of its own (skips where no server answers)."""
-    from stores.database import Database
-    from stores.knowledge_graph_sql import SqlGraphStore
+    from executor.stores.database import Database
+    from executor.stores.knowledge_graph_sql import SqlGraphStore
 
     with fresh_database("postgres") as url:
         yield SqlGraphStore(Database(url))
@@ -233,8 +262,8 @@ def sql_store_postgres():
 def neo4j_store():
     """A GraphStore on the shared Neo4j at NEO4J_URI (skips, or fails under EXECUTOR_REQUIRE_SERVICES=1, without
     one). The KBs a test writes there are its own to drop: other tests' graphs live in the same database."""
-    from stores.knowledge_graph import GraphStore
-    from stores.knowledge_graph_drivers import Neo4jDriver
+    from executor.stores.knowledge_graph import GraphStore
+    from executor.stores.knowledge_graph_drivers import Neo4jDriver
 
     s = neo4j_settings()
     store = GraphStore(Neo4jDriver(s["neo4j_uri"], s["neo4j_user"], s["neo4j_password"], s["neo4j_database"]))
@@ -258,8 +287,12 @@ def npm_package(spec: str) -> Path:
     folder = NPM_CACHE / spec.replace("/", "__").replace("@", "_at_")
     if not (folder / ".installed").exists():
         folder.mkdir(parents=True, exist_ok=True)
-        done = subprocess.run(["npm", "install", "--prefix", str(folder), "--no-audit", "--no-fund", "--loglevel=error",
-                               spec], capture_output=True, text=True, timeout=600)
+        done = subprocess.run(
+            ["npm", "install", "--prefix", str(folder), "--no-audit", "--no-fund", "--loglevel=error", spec],
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
         if done.returncode != 0:
             service_missing(f"{spec} could not be installed with npm: {(done.stderr or done.stdout).strip()[-300:]}")
         (folder / ".installed").write_text(spec)

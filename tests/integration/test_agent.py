@@ -5,18 +5,34 @@ import uuid
 import pytest
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langgraph.checkpoint.memory import InMemorySaver
-
-from agent import routing
-from agent.planner import OfflinePlanner, plan, split_question
-from agent.session import run_turn
-from nodes.state import Context
 from scripted_model import EndlessLookups, ScriptedChatModel, lookup_call, raw_call, tool_message
 
+from executor.agent import routing
+from executor.agent.planner import OfflinePlanner, plan, split_question
+from executor.agent.session import run_turn
+from executor.nodes.state import Context
+
 POOL_STORM = [
-    "数据库连接池配置", "HikariCP 参数", "连接池耗尽排查", "maximumPoolSize 设置多少", "数据库连接数上限",
-    "连接池大小怎么调", "MySQL 连接池", "Spring Boot 连接池配置", "连接池 timeout", "连接池最佳实践",
-    "数据库连接池参数说明", "连接池监控指标", "连接泄漏检测", "连接池预热", "连接池满了怎么办",
-    "HikariCP maxLifetime", "连接池 keepalive", "数据库连接复用", "连接池配置示例", "连接池调优",
+    "数据库连接池配置",
+    "HikariCP 参数",
+    "连接池耗尽排查",
+    "maximumPoolSize 设置多少",
+    "数据库连接数上限",
+    "连接池大小怎么调",
+    "MySQL 连接池",
+    "Spring Boot 连接池配置",
+    "连接池 timeout",
+    "连接池最佳实践",
+    "数据库连接池参数说明",
+    "连接池监控指标",
+    "连接泄漏检测",
+    "连接池预热",
+    "连接池满了怎么办",
+    "HikariCP maxLifetime",
+    "连接池 keepalive",
+    "数据库连接复用",
+    "连接池配置示例",
+    "连接池调优",
 ]
 
 
@@ -107,7 +123,10 @@ def test_a_storm_one_call_per_round_ends_early(sample_rt):
 
 def test_precise_ends_the_turn_and_blocks_the_next_lookup(sample_rt):
     model = ScriptedChatModel(
-        responses=[tool_message(lookup_call("ERR_TIMEOUT 是什么")), tool_message(lookup_call("ERR_TIMEOUT 的排查步骤"))],
+        responses=[
+            tool_message(lookup_call("ERR_TIMEOUT 是什么")),
+            tool_message(lookup_call("ERR_TIMEOUT 的排查步骤")),
+        ],
         answer="ERR_TIMEOUT 表示请求超时",
     )
     result = turn(sample_rt, model, "ERR_TIMEOUT 是什么？")
@@ -119,7 +138,10 @@ def test_precise_ends_the_turn_and_blocks_the_next_lookup(sample_rt):
 def test_a_lookup_after_precise_is_answered_blocked_not_run(sample_rt):
     # two rounds in which the LLM ignores the PRECISE result: with a larger budget the guard still blocks
     model = ScriptedChatModel(
-        responses=[tool_message(lookup_call("ERR_TIMEOUT 是什么")), tool_message(lookup_call("ERR_TIMEOUT 的排查步骤"))],
+        responses=[
+            tool_message(lookup_call("ERR_TIMEOUT 是什么")),
+            tool_message(lookup_call("ERR_TIMEOUT 的排查步骤")),
+        ],
     )
     app = sample_rt.app(model, "llm", checkpointer=InMemorySaver())
     sid = session()
@@ -129,33 +151,47 @@ def test_a_lookup_after_precise_is_answered_blocked_not_run(sample_rt):
     state = app.get_state(config).values
     assert state["precise"] and state["executed_lookups"] == 1
     guard_state = {**state, "messages": state["messages"] + [tool_message(lookup_call("ERR_TIMEOUT 的排查步骤"))]}
-    from nodes.guard import block_reason
+    from executor.nodes.guard import block_reason
 
-    assert block_reason("lookup_knowledge", {"query": "ERR_TIMEOUT 的排查步骤"}, guard_state, Context(), 0)[0] == "precise_reached"
+    assert (
+        block_reason("lookup_knowledge", {"query": "ERR_TIMEOUT 的排查步骤"}, guard_state, Context(), 0)[0]
+        == "precise_reached"
+    )
 
 
 def test_reference_then_a_named_missing_dimension_is_allowed(sample_rt):
-    model = ScriptedChatModel(responses=[
-        tool_message(lookup_call("my service keeps restarting")),
-        tool_message(lookup_call("how do I read the logs of a crashing service", missing_dimension="log analysis")),
-        AIMessage("Read the logs first. [troubleshooting/log-analysis-steps.md]"),
-    ])
+    model = ScriptedChatModel(
+        responses=[
+            tool_message(lookup_call("my service keeps restarting")),
+            tool_message(lookup_call("how do I read the logs of a crashing service", missing_dimension="log analysis")),
+            AIMessage("Read the logs first. [troubleshooting/log-analysis-steps.md]"),
+        ]
+    )
     result = turn(sample_rt, model, "my service keeps restarting, what do I do?", graph_expansion=False)
     assert [(t["relevance_level"], t["blocked"]) for t in result.trace] == [("REFERENCE", False), ("REFERENCE", False)]
     assert result.executed_lookups == 2
-    assert result.citations == [{"doc_key": "troubleshooting/log-analysis-steps.md", "title": result.citations[0]["title"],
-                                 "domain": "troubleshooting"}]
+    assert result.citations == [
+        {
+            "doc_key": "troubleshooting/log-analysis-steps.md",
+            "title": result.citations[0]["title"],
+            "domain": "troubleshooting",
+        }
+    ]
 
 
 def test_reference_then_a_plain_rephrasing_is_blocked(sample_rt):
-    model = ScriptedChatModel(responses=[
-        tool_message(lookup_call("my service keeps restarting")),
-        tool_message(lookup_call("my service restarts over and over")),
-        AIMessage("Answer from what I have."),
-    ])
+    model = ScriptedChatModel(
+        responses=[
+            tool_message(lookup_call("my service keeps restarting")),
+            tool_message(lookup_call("my service restarts over and over")),
+            AIMessage("Answer from what I have."),
+        ]
+    )
     result = turn(sample_rt, model, "my service keeps restarting, what do I do?", graph_expansion=False)
     assert [(t["relevance_level"], t["dedup_reason"]) for t in result.trace] == [
-        ("REFERENCE", None), ("DEDUPED", "query_repeated")]
+        ("REFERENCE", None),
+        ("DEDUPED", "query_repeated"),
+    ]
     assert result.trace[1]["repeat_of"] == "my service keeps restarting"
     # the LLM saw what happened: the earlier lookup, that it was only a REFERENCE, and how to ask for more
     blocked_msg = [m for m in model.calls[-1] if isinstance(m, ToolMessage)][-1]
@@ -168,18 +204,35 @@ def test_a_model_that_never_stops_still_ends_with_an_answer(sample_rt):
     guarded = turn(sample_rt, EndlessLookups(responses=[], answer="stopped"), "数据库连接池怎么配置？")
     assert guarded.answer == "stopped" and guarded.executed_lookups <= 3
     # without the rules only the rounds bound stops it, and it is an answer, not a GraphRecursionError
-    unguarded = turn(sample_rt, EndlessLookups(responses=[], answer="stopped"), "数据库连接池怎么配置？",
-                     guards=False, max_rounds=12, graph_expansion=False)
+    unguarded = turn(
+        sample_rt,
+        EndlessLookups(responses=[], answer="stopped"),
+        "数据库连接池怎么配置？",
+        guards=False,
+        max_rounds=12,
+        graph_expansion=False,
+    )
     assert unguarded.answer == "stopped"
     assert unguarded.executed_lookups == 12 and unguarded.blocked_lookups == 0
 
 
 def test_malformed_tool_calls_get_clear_errors(sample_rt):
-    bad = tool_message(raw_call("lookup_knowledge", {}), raw_call("lookup_knowledge", {"query": "   "}),
-                       raw_call("lookup_knowledge", {"query": 42}), raw_call("drop_tables", {"x": 1}))
+    bad = tool_message(
+        raw_call("lookup_knowledge", {}),
+        raw_call("lookup_knowledge", {"query": "   "}),
+        raw_call("lookup_knowledge", {"query": 42}),
+        raw_call("drop_tables", {"x": 1}),
+    )
     # what ChatOpenAI makes of arguments that are not JSON
-    bad.invalid_tool_calls = [{"name": "lookup_knowledge", "args": "{query: oops", "id": "call_bad",
-                               "error": "Expecting property name", "type": "invalid_tool_call"}]
+    bad.invalid_tool_calls = [
+        {
+            "name": "lookup_knowledge",
+            "args": "{query: oops",
+            "id": "call_bad",
+            "error": "Expecting property name",
+            "type": "invalid_tool_call",
+        }
+    ]
     model = ScriptedChatModel(responses=[bad, AIMessage("I could not look that up.")])
     result = turn(sample_rt, model, "anything")
     errors = [t["error"] for t in result.trace]
@@ -201,21 +254,39 @@ def test_raw_scores_never_reach_the_llm(sample_rt):
 
 # -- offline mode -----------------------------------------------------------------
 def test_split_question():
-    assert split_question("数据库连接池怎么配置，以及 ERR_TIMEOUT 是什么？") == ["数据库连接池怎么配置", "ERR_TIMEOUT 是什么"]
+    assert split_question("数据库连接池怎么配置，以及 ERR_TIMEOUT 是什么？") == [
+        "数据库连接池怎么配置",
+        "ERR_TIMEOUT 是什么",
+    ]
     assert split_question("How do I roll back a Helm release and how do I rotate secrets in Vault?") == [
-        "How do I roll back a Helm release", "how do I rotate secrets in Vault"]
+        "How do I roll back a Helm release",
+        "how do I rotate secrets in Vault",
+    ]
     assert split_question("Redis and Kafka") == ["Redis and Kafka"]
 
 
-@pytest.mark.parametrize("question, calls", [
-    ("How do I expose ComfyUI on port 8188 and what does it depend on?",
-     [("lookup_knowledge", "How do I expose ComfyUI on port 8188"), ("navigate_graph", "ComfyUI")]),
-    ("ComfyUI 怎么部署，以及它依赖什么？", [("lookup_knowledge", "ComfyUI 怎么部署"), ("navigate_graph", "ComfyUI")]),
-    ("ComfyUI 依赖什么", [("navigate_graph", "ComfyUI")]),
-    ("How do I roll back a Helm release and how do I rotate its secrets?",
-     [("lookup_knowledge", "How do I roll back a Helm release"), ("lookup_knowledge", "how do I rotate Helm secrets")]),
-    ("ERR_TIMEOUT 是什么？", [("lookup_knowledge", "ERR_TIMEOUT 是什么")]),
-])
+@pytest.mark.parametrize(
+    "question, calls",
+    [
+        (
+            "How do I expose ComfyUI on port 8188 and what does it depend on?",
+            [("lookup_knowledge", "How do I expose ComfyUI on port 8188"), ("navigate_graph", "ComfyUI")],
+        ),
+        (
+            "ComfyUI 怎么部署，以及它依赖什么？",
+            [("lookup_knowledge", "ComfyUI 怎么部署"), ("navigate_graph", "ComfyUI")],
+        ),
+        ("ComfyUI 依赖什么", [("navigate_graph", "ComfyUI")]),
+        (
+            "How do I roll back a Helm release and how do I rotate its secrets?",
+            [
+                ("lookup_knowledge", "How do I roll back a Helm release"),
+                ("lookup_knowledge", "how do I rotate Helm secrets"),
+            ],
+        ),
+        ("ERR_TIMEOUT 是什么？", [("lookup_knowledge", "ERR_TIMEOUT 是什么")]),
+    ],
+)
 def test_the_planner_keeps_the_subject_and_sends_dependency_questions_to_the_graph(question, calls):
     planned = plan(question)
     assert [(c["name"], c["args"].get("query") or c["args"].get("entity")) for c in planned] == calls
@@ -224,10 +295,13 @@ def test_the_planner_keeps_the_subject_and_sends_dependency_questions_to_the_gra
 
 
 def test_offline_answer_names_what_the_subject_depends_on(sample_rt):
-    result = turn(sample_rt, OfflinePlanner(), "How do I expose ComfyUI on port 8188 and what does it depend on?",
-                  mode="offline")
+    result = turn(
+        sample_rt, OfflinePlanner(), "How do I expose ComfyUI on port 8188 and what does it depend on?", mode="offline"
+    )
     assert [(t["tool"], t["query"]) for t in result.trace] == [
-        ("lookup_knowledge", "How do I expose ComfyUI on port 8188"), ("navigate_graph", "ComfyUI")]
+        ("lookup_knowledge", "How do I expose ComfyUI on port 8188"),
+        ("navigate_graph", "ComfyUI"),
+    ]
     graph_part = result.answer.split("From the knowledge graph:")[1]
     assert "- ComfyUI -DEPENDS_ON-> Docker" in graph_part
     assert "<-" not in graph_part  # only what ComfyUI depends on, not what depends on its dependencies
@@ -243,10 +317,17 @@ def test_offline_definition_answer_opens_with_the_defining_sentence(sample_rt):
 
 
 def test_offline_mode_end_to_end(sample_rt):
-    result = turn(sample_rt, OfflinePlanner(), "How do I roll back a Helm release and how do I rotate secrets in Vault?",
-                  mode="offline")
+    result = turn(
+        sample_rt,
+        OfflinePlanner(),
+        "How do I roll back a Helm release and how do I rotate secrets in Vault?",
+        mode="offline",
+    )
     assert result.mode == "offline" and result.answer.startswith("(Offline mode")
-    assert [t["query"] for t in result.trace] == ["How do I roll back a Helm release", "how do I rotate secrets in Vault"]
+    assert [t["query"] for t in result.trace] == [
+        "How do I roll back a Helm release",
+        "how do I rotate secrets in Vault",
+    ]
     domains = {c["domain"] for c in result.citations}
     assert {"deployment", "security"} <= domains
     assert all(f"[{c['doc_key']}]" in result.answer for c in result.citations)

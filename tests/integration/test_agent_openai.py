@@ -2,18 +2,19 @@
 
 import uuid
 
+from fake_openai import FakeOpenAI
 from langgraph.checkpoint.memory import InMemorySaver
 
-from agent.llm import make_chat_model
-from agent.session import run_turn
-from core.settings import Settings
-from nodes.state import Context
-from fake_openai import FakeOpenAI
+from executor.agent.llm import make_chat_model
+from executor.agent.session import run_turn
+from executor.core.settings import Settings
+from executor.nodes.state import Context
 
 
 def run(sample_rt, server, question):
-    settings = Settings(home=sample_rt.settings.home, openai_base_url=server.base_url, openai_api_key="test-key",
-                        model="fake-model")
+    settings = Settings(
+        home=sample_rt.settings.home, openai_base_url=server.base_url, openai_api_key="test-key", model="fake-model"
+    )
     model, mode = make_chat_model(settings)
     assert mode == "llm"
     app = sample_rt.app(model, mode, checkpointer=InMemorySaver())
@@ -24,7 +25,9 @@ def run(sample_rt, server, question):
 
 def test_precise_lookup_then_a_streamed_answer(sample_rt):
     answer = "ERR_TIMEOUT 表示服务在规定时间内没有完成请求 [troubleshooting/err-timeout.md]"
-    with FakeOpenAI([{"tool_calls": [("lookup_knowledge", {"query": "ERR_TIMEOUT 是什么"})]}, {"content": answer}]) as server:
+    with FakeOpenAI(
+        [{"tool_calls": [("lookup_knowledge", {"query": "ERR_TIMEOUT 是什么"})]}, {"content": answer}]
+    ) as server:
         result, tokens = run(sample_rt, server, "ERR_TIMEOUT 是什么？")
     assert result.mode == "llm" and result.answer == answer
     assert len(tokens) > 1 and "".join(tokens) == answer  # it streamed
@@ -40,15 +43,22 @@ def test_precise_lookup_then_a_streamed_answer(sample_rt):
     assert "tools" not in second
     assert "troubleshooting/err-timeout.md" in second["messages"][-1]["content"]
     assert [t["relevance_level"] for t in result.trace] == ["PRECISE"]
-    assert result.citations == [{"doc_key": "troubleshooting/err-timeout.md", "title": result.citations[0]["title"],
-                                 "domain": "troubleshooting"}]
+    assert result.citations == [
+        {
+            "doc_key": "troubleshooting/err-timeout.md",
+            "title": result.citations[0]["title"],
+            "domain": "troubleshooting",
+        }
+    ]
 
 
 def test_the_llm_answers_after_reading_tool_results(sample_rt):
-    with FakeOpenAI([
-        {"tool_calls": [("lookup_knowledge", {"query": "how should we store passwords"})]},
-        {"content": "Hash them with a slow hash. [security/password-storage.md]"},
-    ]) as server:
+    with FakeOpenAI(
+        [
+            {"tool_calls": [("lookup_knowledge", {"query": "how should we store passwords"})]},
+            {"content": "Hash them with a slow hash. [security/password-storage.md]"},
+        ]
+    ) as server:
         result, tokens = run(sample_rt, server, "How should we store passwords?")
     assert result.answer.startswith("Hash them") and "".join(tokens) == result.answer
     tool_messages = [m for m in server.requests[1]["messages"] if m["role"] == "tool"]

@@ -2,12 +2,26 @@
 
 import pytest
 
-from retrieval.alignment import EntityAligner, query_terms
-from retrieval.keywords import normalize
+from executor.retrieval.alignment import EntityAligner, query_terms
+from executor.retrieval.keywords import normalize
 
-NAMES = {n.casefold(): (n, "Software") for n in
-         ["ComfyUI", "Kubernetes", "Prometheus", "Promtail", "PostgreSQL", "Docker", "Docker Compose", "HikariCP",
-          "API Gateway", "RollingUpdate", "Nginx", "连接池监控"]}
+NAMES = {
+    n.casefold(): (n, "Software")
+    for n in [
+        "ComfyUI",
+        "Kubernetes",
+        "Prometheus",
+        "Promtail",
+        "PostgreSQL",
+        "Docker",
+        "Docker Compose",
+        "HikariCP",
+        "API Gateway",
+        "RollingUpdate",
+        "Nginx",
+        "连接池监控",
+    ]
+}
 NAMES["k8s"] = ("Kubernetes", "Software")  # an alias
 
 
@@ -46,7 +60,8 @@ def test_embedding_step_uses_the_threshold():
 
     names = {"comfyui": ("ComfyUI", None), "kubernetes": ("Kubernetes", None)}
     assert [(a.name, a.how) for a in EntityAligner(names, embed, embedding_threshold=0.75).align("image ui")] == [
-        ("ComfyUI", "embedding")]
+        ("ComfyUI", "embedding")
+    ]
     assert EntityAligner(names, embed, embedding_threshold=0.85).align("image ui") == []
 
 
@@ -59,10 +74,13 @@ def test_comfy_finds_comfyui_in_the_sample_graph(sample_rt):
 
 
 def test_search_text_adds_only_the_names_a_query_does_not_spell_out():
-    from retrieval.alignment import with_names
+    from executor.retrieval.alignment import with_names
 
     assert with_names("comfy 部署", ["ComfyUI"]) == ("comfy 部署 ComfyUI", ["ComfyUI"])
-    assert with_names("ＣＯＭＦＹＵＩ 部署", ["ComfyUI"]) == ("ＣＯＭＦＹＵＩ 部署", [])  # already named, in another width
+    assert with_names("ＣＯＭＦＹＵＩ 部署", ["ComfyUI"]) == (
+        "ＣＯＭＦＹＵＩ 部署",
+        [],
+    )  # already named, in another width
     assert with_names("Docker 和 comfy", ["Docker", "ComfyUI", "ComfyUI"]) == ("Docker 和 comfy ComfyUI", ["ComfyUI"])
     assert with_names("今天天气怎么样", []) == ("今天天气怎么样", [])
 

@@ -12,13 +12,21 @@ from langchain_core.language_models.chat_models import BaseChatModel
 from langchain_core.messages import AIMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
 
-from core.settings import REPO_ROOT
-from evals import bench_peers
+from evals import REPO_ROOT, bench_peers
 from evals.scenarios_model import load_scenarios
 
-FIGURES = ("retrieval_calls_per_question", "citation_recall", "resent_documents", "retrieved_chars_per_question",
-           "limit_endings", "turn_ms_p50", "llm_calls_per_question", "resent_chunks",
-           "retrieved_chars_in_llm_inputs_per_question", "turn_ms_p95")
+FIGURES = (
+    "retrieval_calls_per_question",
+    "citation_recall",
+    "resent_documents",
+    "retrieved_chars_per_question",
+    "limit_endings",
+    "turn_ms_p50",
+    "llm_calls_per_question",
+    "resent_chunks",
+    "retrieved_chars_in_llm_inputs_per_question",
+    "turn_ms_p95",
+)
 
 
 @pytest.fixture(scope="module")
@@ -66,6 +74,7 @@ def test_a_rephrasing_storm_runs_react_to_its_step_limit(sample_rt, scenarios):
 class Rephraser(BaseChatModel):
     """A model that never stops looking: bound with tools it calls the first one with one more rephrasing of
     the pool question (a grade it is asked for is always "no"); unbound it answers."""
+
     tools: list[str] = []
 
     @property
@@ -73,8 +82,10 @@ class Rephraser(BaseChatModel):
         return "test-rephraser"
 
     def bind_tools(self, tools, **kwargs):
-        names = [t.name if hasattr(t, "name") else getattr(t, "__name__", t.get("name") if isinstance(t, dict) else "")
-                 for t in tools]
+        names = [
+            t.name if hasattr(t, "name") else getattr(t, "__name__", t.get("name") if isinstance(t, dict) else "")
+            for t in tools
+        ]
         return self.model_copy(update={"tools": names})
 
     def _generate(self, messages, stop=None, run_manager=None, **kwargs: Any) -> ChatResult:
@@ -103,16 +114,50 @@ def test_with_a_model_that_never_stops_the_peers_run_to_their_limits_and_executo
 
 def test_the_command_writes_the_report_and_the_plot(tmp_path):
     path = tmp_path / "one.yaml"
-    path.write_text(yaml.safe_dump([{"id": "miss-then-storm", "lang": "en", "turns": [
-        {"question": "How many vacation days do new employees get?",
-         "proposals": [{"lookup_knowledge": {"query": "vacation days new employees"}}]},
-        {"question": "What about the holiday allowance then?",
-         "proposals": [{"lookup_knowledge": {"query": q}} for q in ("holiday allowance", "annual leave", "vacation days")]},
-    ]}]), encoding="utf-8")
+    path.write_text(
+        yaml.safe_dump(
+            [
+                {
+                    "id": "miss-then-storm",
+                    "lang": "en",
+                    "turns": [
+                        {
+                            "question": "How many vacation days do new employees get?",
+                            "proposals": [{"lookup_knowledge": {"query": "vacation days new employees"}}],
+                        },
+                        {
+                            "question": "What about the holiday allowance then?",
+                            "proposals": [
+                                {"lookup_knowledge": {"query": q}}
+                                for q in ("holiday allowance", "annual leave", "vacation days")
+                            ],
+                        },
+                    ],
+                }
+            ]
+        ),
+        encoding="utf-8",
+    )
     out, png = tmp_path / "peers.json", tmp_path / "peers.png"
-    r = subprocess.run([sys.executable, "-m", "evals.bench_peers", "--scenarios", str(path), "--json", str(out),
-                        "--plot", str(png), "--home", str(tmp_path / "home")],
-                       capture_output=True, text=True, cwd=REPO_ROOT, timeout=300)
+    r = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "evals.bench_peers",
+            "--scenarios",
+            str(path),
+            "--json",
+            str(out),
+            "--plot",
+            str(png),
+            "--home",
+            str(tmp_path / "home"),
+        ],
+        capture_output=True,
+        text=True,
+        cwd=REPO_ROOT,
+        timeout=300,
+    )
     assert r.returncode == 0, r.stderr
     report = json.loads(out.read_text(encoding="utf-8"))
     assert report["policy"] == "scripted" and report["scenarios"] == 1
@@ -125,7 +170,20 @@ def test_the_command_writes_the_report_and_the_plot(tmp_path):
 
 
 def test_a_missing_scenario_file_is_one_line_and_exit_2(tmp_path):
-    r = subprocess.run([sys.executable, "-m", "evals.bench_peers", "--scenarios", str(tmp_path / "none.yaml"),
-                        "--home", str(tmp_path / "home")], capture_output=True, text=True, cwd=REPO_ROOT, timeout=120)
+    r = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "evals.bench_peers",
+            "--scenarios",
+            str(tmp_path / "none.yaml"),
+            "--home",
+            str(tmp_path / "home"),
+        ],
+        capture_output=True,
+        text=True,
+        cwd=REPO_ROOT,
+        timeout=120,
+    )
     assert r.returncode == 2
     assert r.stderr.strip().splitlines() == [f"error: {tmp_path / 'none.yaml'}: no such file or folder"]

@@ -2,13 +2,22 @@
 
 from sqlalchemy import event
 
-from stores.catalog import Catalog, DocumentChange
-from stores.database import Database
+from executor.stores.catalog import Catalog, DocumentChange
+from executor.stores.database import Database
 
 
 def change(doc_key: str, title: str) -> DocumentChange:
-    return DocumentChange(doc_key=doc_key, title=title, domain="ops", keywords=[], error_codes=[], entities=[],
-                          relations=[], content_hash=title, chunk_count=1)
+    return DocumentChange(
+        doc_key=doc_key,
+        title=title,
+        domain="ops",
+        keywords=[],
+        error_codes=[],
+        entities=[],
+        relations=[],
+        content_hash=title,
+        chunk_count=1,
+    )
 
 
 def counted(db: Database) -> list[str]:

@@ -5,7 +5,6 @@ import re
 import sys
 
 import pytest
-
 from conftest import REPO, ingested_home
 from fake_openai import FakeOpenAI
 
@@ -37,10 +36,24 @@ class Transcript:
 
 
 def spawn_chat(home, server, *args):
-    env = {**os.environ, "EXECUTOR_HOME": str(home), "OPENAI_BASE_URL": server.base_url, "OPENAI_API_KEY": "test",
-           "EXECUTOR_MODEL": "fake-model", "TERM": "xterm-256color", "PROMPT_TOOLKIT_NO_CPR": "1"}
-    child = pexpect.spawn(sys.executable, ["-m", "agent.cli", "chat", *args], env=env, cwd=str(REPO),
-                          encoding="utf-8", timeout=120, dimensions=(50, 140))
+    env = {
+        **os.environ,
+        "EXECUTOR_HOME": str(home),
+        "OPENAI_BASE_URL": server.base_url,
+        "OPENAI_API_KEY": "test",
+        "EXECUTOR_MODEL": "fake-model",
+        "TERM": "xterm-256color",
+        "PROMPT_TOOLKIT_NO_CPR": "1",
+    }
+    child = pexpect.spawn(
+        sys.executable,
+        ["-m", "executor.cli.main", "chat", *args],
+        env=env,
+        cwd=str(REPO),
+        encoding="utf-8",
+        timeout=120,
+        dimensions=(50, 140),
+    )
     child.logfile_read = Transcript()
     return child
 
@@ -48,8 +61,13 @@ def spawn_chat(home, server, *args):
 def open_tool_calls(messages: list[dict]) -> list[str]:
     """Tool calls in a conversation sent to the model that have no tool result after them."""
     answered = {m.get("tool_call_id") for m in messages if m["role"] == "tool"}
-    return [c["id"] for m in messages if m["role"] == "assistant" for c in m.get("tool_calls") or []
-            if c["id"] not in answered]
+    return [
+        c["id"]
+        for m in messages
+        if m["role"] == "assistant"
+        for c in m.get("tool_calls") or []
+        if c["id"] not in answered
+    ]
 
 
 def test_a_chat_session_in_a_terminal(home):
@@ -121,8 +139,15 @@ def test_chat_slash_commands_and_a_pipe(home, tmp_path):
     env.pop("OPENAI_BASE_URL", None)
     env.pop("OPENAI_API_KEY", None)
     lines = "/kb nope\n/kb\n/trace\nERR_TIMEOUT 是什么？\n/help\n/exit\nnever asked\n"
-    r = subprocess.run([sys.executable, "-m", "agent.cli", "chat"], input=lines, capture_output=True, text=True,
-                       env=env, cwd=REPO, timeout=180)
+    r = subprocess.run(
+        [sys.executable, "-m", "executor.cli.main", "chat"],
+        input=lines,
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=REPO,
+        timeout=180,
+    )
     assert r.returncode == 0, r.stderr
     # one line, which the terminal's width may wrap
     assert " ".join(r.stderr.split()) == f"error: unknown knowledge base 'nope' (known: sample; home: {home.resolve()})"
@@ -138,15 +163,22 @@ def test_chat_good_and_bad_record_feedback_on_the_last_answer(home):
     """/good and /bad [note] store a verdict on the session's last answer, as `executor feedback` does."""
     import subprocess
 
-    from stores.database import Database
-    from stores.feedback import FeedbackStore
+    from executor.stores.database import Database
+    from executor.stores.feedback import FeedbackStore
 
     env = {**os.environ, "EXECUTOR_HOME": str(home)}
     env.pop("OPENAI_BASE_URL", None)
     env.pop("OPENAI_API_KEY", None)
     lines = "/good\nERR_TIMEOUT 是什么？\n/good\n数据库连接池怎么配置？\n/bad not the pool sizes\n/exit\n"
-    r = subprocess.run([sys.executable, "-m", "agent.cli", "chat", "--session", "chat-fb"], input=lines,
-                       capture_output=True, text=True, env=env, cwd=REPO, timeout=180)
+    r = subprocess.run(
+        [sys.executable, "-m", "executor.cli.main", "chat", "--session", "chat-fb"],
+        input=lines,
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=REPO,
+        timeout=180,
+    )
     assert r.returncode == 0, r.stderr
     # /good before any answer: one line saying there is nothing to rate, and the chat goes on
     assert r.stderr.count("\n") == 1 and "has no answered turn" in r.stderr, r.stderr
@@ -161,10 +193,22 @@ def test_a_failed_turn_makes_the_chat_exit_1_after_going_on(home):
     """A turn that fails (an unreachable LLM) prints one line, the chat goes on, and it exits 1 at the end."""
     import subprocess
 
-    env = {**os.environ, "EXECUTOR_HOME": str(home), "OPENAI_BASE_URL": "http://127.0.0.1:9/v1",
-           "OPENAI_API_KEY": "sk-chatsecret123", "EXECUTOR_LLM_TIMEOUT_S": "5"}
-    r = subprocess.run([sys.executable, "-m", "agent.cli", "chat"], input="ERR_TIMEOUT 是什么？\n/help\n",
-                       capture_output=True, text=True, env=env, cwd=REPO, timeout=180)
+    env = {
+        **os.environ,
+        "EXECUTOR_HOME": str(home),
+        "OPENAI_BASE_URL": "http://127.0.0.1:9/v1",
+        "OPENAI_API_KEY": "sk-chatsecret123",
+        "EXECUTOR_LLM_TIMEOUT_S": "5",
+    }
+    r = subprocess.run(
+        [sys.executable, "-m", "executor.cli.main", "chat"],
+        input="ERR_TIMEOUT 是什么？\n/help\n",
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=REPO,
+        timeout=180,
+    )
     assert r.returncode == 1, (r.stdout, r.stderr)
     errors = r.stderr.strip().splitlines()
     assert len(errors) == 2 and "the LLM is unavailable" in errors[0], r.stderr

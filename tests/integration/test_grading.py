@@ -6,13 +6,13 @@ Each KB has no front-matter keywords, so L0 uses headings, as on a documentation
 import json
 
 import pytest
-
 from conftest import REPO, make_runtime, run_cli
 from doc_fixtures import write_kb
-from retrieval.ingest import ingest
-from stores.catalog import version
-from retrieval.quality import Question, figures
-from retrieval.vocabulary import Vocabulary, query_terms, unknown_names
+
+from executor.retrieval.ingest import ingest
+from executor.retrieval.quality import Question, figures
+from executor.retrieval.vocabulary import Vocabulary, query_terms, unknown_names
+from executor.stores.catalog import version
 
 GLOSSARY = """# Glossary
 
@@ -67,7 +67,6 @@ def docs_rt(tmp_path_factory):
     rt.close()
 
 
-
 def test_a_glossary_naming_every_term_is_not_precise(docs_rt):
     r = docs_rt.lookup_service.lookup("What runs before install when a Job has the hook annotation?", "g1", kb="docs")
     assert r.relevance_level != "PRECISE"
@@ -91,7 +90,9 @@ def test_a_heading_many_pages_share_is_not_precise(docs_rt):
 
 
 def test_an_off_topic_query_the_kb_never_mentions_is_nothing_found(docs_rt):
-    r = docs_rt.lookup_service.lookup("How do I enable state locking for Terraform with an S3 backend?", "g4", kb="docs")
+    r = docs_rt.lookup_service.lookup(
+        "How do I enable state locking for Terraform with an S3 backend?", "g4", kb="docs"
+    )
     assert r.relevance_level is None and not r.found
     assert r.documents == []
     assert "Terraform" in r.completeness_hint  # the hint names what the KB never mentions
@@ -132,8 +133,8 @@ def test_grading_is_chosen_per_kb_on_the_command_line(tmp_path):
 
 def test_a_page_in_another_language_is_not_judged_by_shared_words():
     """A Chinese page answering an English question shares no words with it; the features say so."""
-    from retrieval.ranking import Candidate, features
-    from stores.vectors import ChunkHit
+    from executor.retrieval.ranking import Candidate, features
+    from executor.stores.vectors import ChunkHit
 
     q = query_terms("How big should the connection pool be?", Vocabulary.build([("a", "connection pool size")]))
 
@@ -151,8 +152,9 @@ def test_a_page_in_another_language_is_not_judged_by_shared_words():
 
 
 def test_vocabulary_frequencies_and_unknown_names():
-    v = Vocabulary.build([("a.md", "Helm hooks run jobs; hook-delete-policy"), ("b.md", "Helm charts"),
-                          ("c.md", "数据库连接池配置")])
+    v = Vocabulary.build(
+        [("a.md", "Helm hooks run jobs; hook-delete-policy"), ("b.md", "Helm charts"), ("c.md", "数据库连接池配置")]
+    )
     assert v.documents == 3 and v.df["helm"] == 2 and v.df["hooks"] == 1
     assert v.known("delete-policy")  # inside a compound the KB uses
     assert unknown_names("Does Helm work with Terraform and k8s?", v) == ["Terraform", "k8s"]
@@ -169,16 +171,41 @@ def test_specificity_is_judged_by_document_frequency():
 
 def test_quality_figures_match_a_hand_computed_case():
     qs = [
-        Question(query="q1", kb="k", lang="en", relevant=["a"], level="PRECISE", primary="a", returned=["a", "b"],
-                 top5=["a", "b"]),
-        Question(query="q2", kb="k", lang="en", relevant=["a", "c"], level="PRECISE", primary="b", returned=["b", "c"],
-                 top5=["b", "c", "d"]),
-        Question(query="q3", kb="k", lang="zh", relevant=["d"], level="HIGHLY_RELEVANT", primary="d", returned=["d"],
-                 top5=["d"]),
+        Question(
+            query="q1",
+            kb="k",
+            lang="en",
+            relevant=["a"],
+            level="PRECISE",
+            primary="a",
+            returned=["a", "b"],
+            top5=["a", "b"],
+        ),
+        Question(
+            query="q2",
+            kb="k",
+            lang="en",
+            relevant=["a", "c"],
+            level="PRECISE",
+            primary="b",
+            returned=["b", "c"],
+            top5=["b", "c", "d"],
+        ),
+        Question(
+            query="q3",
+            kb="k",
+            lang="zh",
+            relevant=["d"],
+            level="HIGHLY_RELEVANT",
+            primary="d",
+            returned=["d"],
+            top5=["d"],
+        ),
         Question(query="q4", kb="k", lang="zh", relevant=["e"], level=None, primary=None, returned=[], top5=["a"]),
         Question(query="q5", kb="k", lang="en", relevant=[], level=None, primary=None, returned=[], top5=["a"]),
-        Question(query="q6", kb="k", lang="zh", relevant=[], level="HIGHLY_RELEVANT", primary="a", returned=["a"],
-                 top5=["a"]),
+        Question(
+            query="q6", kb="k", lang="zh", relevant=[], level="HIGHLY_RELEVANT", primary="a", returned=["a"], top5=["a"]
+        ),
     ]
     f = figures(qs)
     assert (f.questions, f.answerable, f.off_topic) == (6, 4, 2)
@@ -198,7 +225,9 @@ def test_eval_retrieval_command_reports_and_leaves_nothing_behind(tmp_path):
     labels.write_text(
         "- {query: 'How do chart hooks run before install?', relevant: [hooks.md]}\n"
         "- {query: 'How do I return a release to an earlier revision?', relevant: [rollback.md]}\n"
-        "- {query: 'sourdough bread recipe', relevant: []}\n", encoding="utf-8")
+        "- {query: 'sourdough bread recipe', relevant: []}\n",
+        encoding="utf-8",
+    )
     out = run_cli(home, "eval-retrieval", "--labels", str(labels), "--kb", "docs", "--json")
     assert out.returncode == 0, out.stderr
     data = json.loads(out.stdout)
@@ -215,17 +244,29 @@ def test_eval_retrieval_command_reports_and_leaves_nothing_behind(tmp_path):
         sessions = conn.execute(text("select count(*) from tool_invocation where query like '%sourdough%'")).scalar()
     assert sessions == 0  # a dry run: no log rows, no memory
 
-    bad = run_cli(home, "eval-retrieval", "--labels", str(labels), "--labels", str(labels), "--kb", "a", "--kb", "b",
-                  "--kb", "c")
+    bad = run_cli(
+        home, "eval-retrieval", "--labels", str(labels), "--labels", str(labels), "--kb", "a", "--kb", "b", "--kb", "c"
+    )
     assert bad.returncode == 2 and "--kb" in bad.stderr
 
 
 # -- on real documents: a slice of the Helm docs (kept outside the repository) ----------------------------------
 HELM = REPO.parent / "shared" / "corpora" / "helm"
-HELM_SLICE = ["glossary/index.md", "faq/index.md", "faq/troubleshooting.md", "topics/charts_hooks.md",
-              "topics/chart_tests.md", "topics/charts.md", "topics/rbac.md", "topics/registries.md",
-              "intro/using_helm.md", "intro/install.md", "chart_best_practices/labels.md",
-              "chart_template_guide/function_list.md", "chart_template_guide/variables.md"]
+HELM_SLICE = [
+    "glossary/index.md",
+    "faq/index.md",
+    "faq/troubleshooting.md",
+    "topics/charts_hooks.md",
+    "topics/chart_tests.md",
+    "topics/charts.md",
+    "topics/rbac.md",
+    "topics/registries.md",
+    "intro/using_helm.md",
+    "intro/install.md",
+    "chart_best_practices/labels.md",
+    "chart_template_guide/function_list.md",
+    "chart_template_guide/variables.md",
+]
 
 
 @pytest.fixture(scope="module")
@@ -244,8 +285,11 @@ def helm_slice(tmp_path_factory):
                 (root / lang / rel).parent.mkdir(parents=True, exist_ok=True)
                 shutil.copy(src, root / lang / rel)
     kept = {p.relative_to(root).as_posix() for p in root.rglob("*.md")}
-    labels = [q for q in yaml.safe_load((HELM / "questions.yaml").read_text(encoding="utf-8"))
-              if not q["relevant"] or set(q["relevant"]) <= kept]
+    labels = [
+        q
+        for q in yaml.safe_load((HELM / "questions.yaml").read_text(encoding="utf-8"))
+        if not q["relevant"] or set(q["relevant"]) <= kept
+    ]
     rt = make_runtime(tmp_path_factory.mktemp("home"))
     ingest(rt, root, "helm", progress=False)
     yield rt, labels
@@ -255,12 +299,15 @@ def helm_slice(tmp_path_factory):
 def _grade_all(rt, labels, grading: str):
     """Every label graded by `grading`: "similarity", or "ranker" as the KB's lookups grade (the model it fitted
     itself at ingest, with no label: Helm's labels only score it)."""
-    from core.settings import Settings
-    from retrieval.calibration import Label, observe, regrade
-    from retrieval.quality import measure
+    from executor.core.settings import Settings
+    from executor.retrieval.calibration import Label, observe, regrade
+    from executor.retrieval.quality import measure
 
-    t = (Settings(home=rt.settings.home, grading=grading).thresholds(rt.embedder.name) if grading == "similarity"
-         else rt.settings.kb_thresholds(rt.embedder.name, rt.catalog.require("helm")))
+    t = (
+        Settings(home=rt.settings.home, grading=grading).thresholds(rt.embedder.name)
+        if grading == "similarity"
+        else rt.settings.kb_thresholds(rt.embedder.name, rt.catalog.require("helm"))
+    )
     observed = observe(rt.grader, rt.catalog, rt.embedder, "helm", [Label(**q) for q in labels], t)
     return measure(regrade(observed, t)).overall
 
@@ -271,9 +318,16 @@ def test_on_real_docs_precise_is_never_a_glossary_or_faq_page(helm_slice):
     assert f.answerable >= 20 and f.off_topic == 15
     assert f.precise_count == 0 or f.precise_precision == 1.0
     for q in [x for x in labels if x["relevant"]]:
-        r = rt.grader.grade("helm", version(rt.catalog.require("helm")), q["query"],
-                            rt.embedder.embed_query(q["query"]), rt.settings.thresholds(rt.embedder.name))
-        assert not (r.level == "PRECISE" and r.candidates[0].doc_key.split("/", 1)[1] in ("glossary/index.md", "faq/index.md"))
+        r = rt.grader.grade(
+            "helm",
+            version(rt.catalog.require("helm")),
+            q["query"],
+            rt.embedder.embed_query(q["query"]),
+            rt.settings.thresholds(rt.embedder.name),
+        )
+        assert not (
+            r.level == "PRECISE" and r.candidates[0].doc_key.split("/", 1)[1] in ("glossary/index.md", "faq/index.md")
+        )
 
 
 def test_on_real_docs_the_ranker_says_nothing_found_for_neighbouring_technology(helm_slice):
@@ -288,7 +342,7 @@ def test_on_real_docs_the_ranker_says_nothing_found_for_neighbouring_technology(
 def test_a_kb_dropped_and_re_created_is_not_graded_with_its_predecessors_vocabulary(tmp_path):
     """A KB's vocabulary and text profiles are cached per version under EXECUTOR_HOME: a KB dropped and
     re-created starts again at the same revision and must get its own terms, in this process and a new one."""
-    from retrieval.knowledge_bases import drop_knowledge_base
+    from executor.retrieval.knowledge_bases import drop_knowledge_base
 
     home = tmp_path / "home"
     first = write_kb(tmp_path / "first", {"a.md": "# Terraform state\n\nTerraform keeps its state in a backend.\n"})

@@ -14,12 +14,12 @@ import random
 import socket
 
 import pytest
-
-from core.errors import BackendError, InputError
 from conftest import known_graph_data
-from stores.knowledge_graph import GraphStore
-from stores.knowledge_graph_drivers import FALKORDB, FalkorDriver, Neo4jDriver
-from stores.falkordb_server import FalkorDBServer
+
+from executor.core.errors import BackendError, InputError
+from executor.stores.falkordb_server import FalkorDBServer
+from executor.stores.knowledge_graph import GraphStore
+from executor.stores.knowledge_graph_drivers import FALKORDB, FalkorDriver, Neo4jDriver
 
 pytestmark = pytest.mark.timeout(120)
 KB = "known"
@@ -39,12 +39,23 @@ def free_port() -> int:
 
 @pytest.fixture(scope="module")
 def stores(tmp_path_factory):
-    server = FalkorDBServer(tmp_path_factory.mktemp("falkordb-bolt"), bolt_port=free_port(), bolt_on_all_interfaces=True)
+    server = FalkorDBServer(
+        tmp_path_factory.mktemp("falkordb-bolt"), bolt_port=free_port(), bolt_on_all_interfaces=True
+    )
     server.ensure_running()
     native = GraphStore(FalkorDriver("falkordb", socket_path=str(server.socket_path)))
     native.replace_kb(KB, known_graph_data())
-    bolt = GraphStore(Neo4jDriver(f"bolt://127.0.0.1:{server.bolt_port}", "falkordb", "", None, timeout_s=10,
-                                   plain_bolt=True, dialect=FALKORDB))
+    bolt = GraphStore(
+        Neo4jDriver(
+            f"bolt://127.0.0.1:{server.bolt_port}",
+            "falkordb",
+            "",
+            None,
+            timeout_s=10,
+            plain_bolt=True,
+            dialect=FALKORDB,
+        )
+    )
     yield native, bolt
     bolt.close()
     native.close()
@@ -93,11 +104,14 @@ def test_unknown_entity_and_injection_over_bolt(stores):
 
 def test_the_in_memory_snapshot_reads_the_same_graph_over_bolt(stores):
     """The traversal cache's bulk read (`run_scalars`) through the Neo4j adapter: the same snapshot, the same paths."""
-    from stores.knowledge_graph_memory import GraphSnapshot
+    from executor.stores.knowledge_graph_memory import GraphSnapshot
 
     native, bolt = stores
     over_bolt, direct = GraphSnapshot.load(bolt, KB, 100), GraphSnapshot.load(native, KB, 100)
     assert (over_bolt.entity_count, over_bolt.relation_count) == (direct.entity_count, direct.relation_count) == (7, 7)
     for start in ("ComfyUI", "Docker", "Helm"):
-        assert as_tuples(over_bolt.navigate(start, 3)) == as_tuples(direct.navigate(start, 3)) == as_tuples(
-            native.navigate(KB, start, 3))
+        assert (
+            as_tuples(over_bolt.navigate(start, 3))
+            == as_tuples(direct.navigate(start, 3))
+            == as_tuples(native.navigate(KB, start, 3))
+        )

@@ -1,14 +1,14 @@
 """Building the graph at ingest, rule-based extraction, and graph_expand on the real stores."""
 
 import pytest
-
 from conftest import make_runtime, neo4j_settings, unique_kb
 from doc_fixtures import write_kb
-from prompts.results import expansion_text
-from retrieval.expansion import fusion_lambda, should_expand
-from retrieval.extraction import EntityExtractor
-from retrieval.ingest import SAMPLE_EXTRACT_CONFIG, ingest
-from core.relevance import Level
+
+from executor.core.relevance import Level
+from executor.prompts.results import expansion_text
+from executor.retrieval.expansion import fusion_lambda, should_expand
+from executor.retrieval.extraction import EntityExtractor
+from executor.retrieval.ingest import SAMPLE_EXTRACT_CONFIG, ingest
 
 
 def names(mentions):
@@ -18,18 +18,29 @@ def names(mentions):
 def test_extraction_finds_names_inside_chinese_text():
     x = EntityExtractor({"docker": ("Docker", "Software"), "k8s": ("Kubernetes", "Software")})
     found = names(x.extract("ComfyUI端口 8188 被占用时，先看 docker ps；k8s 上见 https://wiki.example.com/comfy。"))
-    assert {("ComfyUI", "Software"), ("8188", "Port"), ("Docker", "Software"), ("Kubernetes", "Software"),
-            ("https://wiki.example.com/comfy", "URL")} <= found
+    assert {
+        ("ComfyUI", "Software"),
+        ("8188", "Port"),
+        ("Docker", "Software"),
+        ("Kubernetes", "Software"),
+        ("https://wiki.example.com/comfy", "URL"),
+    } <= found
 
 
 def test_extraction_patterns_and_what_they_leave_alone():
     x = EntityExtractor({})
-    found = names(x.extract(
-        "Config lives in /etc/nginx/nginx.conf; the app listens on localhost:5432 and returns ERR_POOL_EXHAUSTED "
-        "from HikariCP. SQLTransientConnectionException, URLs, OK and HTTP are not products."
-    ))
-    assert {("/etc/nginx/nginx.conf", "Path"), ("5432", "Port"), ("ERR_POOL_EXHAUSTED", "ErrorCode"),
-            ("HikariCP", "Software")} == found
+    found = names(
+        x.extract(
+            "Config lives in /etc/nginx/nginx.conf; the app listens on localhost:5432 and returns ERR_POOL_EXHAUSTED "
+            "from HikariCP. SQLTransientConnectionException, URLs, OK and HTTP are not products."
+        )
+    )
+    assert {
+        ("/etc/nginx/nginx.conf", "Path"),
+        ("5432", "Port"),
+        ("ERR_POOL_EXHAUSTED", "ErrorCode"),
+        ("HikariCP", "Software"),
+    } == found
 
 
 def test_extraction_is_limited_to_the_kbs_entity_types():
@@ -51,12 +62,15 @@ def test_ingest_builds_the_sample_graph(sample_rt):
 
 @pytest.mark.parametrize("graph", ["falkordb", "neo4j"])
 def test_graph_ingest_is_idempotent_and_follows_the_documents(tmp_path, graph):
-    kb_dir = write_kb(tmp_path / "kb", {
-        "ops/a.md": "---\nentities: [{name: Alpha, type: Software}]\nrelations: "
-                    "[{source: Alpha, type: DEPENDS_ON, target: Beta, weight: 0.8}]\n---\n# Alpha\nAlpha needs Beta.",
-        "ops/b.md": "# Beta\nBeta runs next to Alpha on port 9000.",
-        "ops/c.md": "# Gamma\nGamma is a LoadBalancer for Beta.",
-    })
+    kb_dir = write_kb(
+        tmp_path / "kb",
+        {
+            "ops/a.md": "---\nentities: [{name: Alpha, type: Software}]\nrelations: "
+            "[{source: Alpha, type: DEPENDS_ON, target: Beta, weight: 0.8}]\n---\n# Alpha\nAlpha needs Beta.",
+            "ops/b.md": "# Beta\nBeta runs next to Alpha on port 9000.",
+            "ops/c.md": "# Gamma\nGamma is a LoadBalancer for Beta.",
+        },
+    )
     # the Neo4j at NEO4J_URI is shared by every test: a KB name of this test's own, dropped at the end
     rt = make_runtime(tmp_path / "home", **(neo4j_settings() if graph == "neo4j" else {}))
     small = unique_kb("small")
@@ -64,7 +78,10 @@ def test_graph_ingest_is_idempotent_and_follows_the_documents(tmp_path, graph):
         first = ingest(rt, kb_dir, small, progress=False, extract_config=SAMPLE_EXTRACT_CONFIG)
         again = ingest(rt, kb_dir, small, progress=False)
         assert first.graph == again.graph and rt.graph.stats(small) == {
-            "entities": again.graph["entities"], "documents": 3, "relations": again.graph["relations"]}
+            "entities": again.graph["entities"],
+            "documents": 3,
+            "relations": again.graph["relations"],
+        }
         assert "ops/b.md" in rt.graph.documents_mentioning(small, ["Alpha"])  # dictionary match, no front matter
         (kb_dir / "ops" / "c.md").unlink()
         third = ingest(rt, kb_dir, small, progress=False)
@@ -90,7 +107,7 @@ def test_a_kb_without_graph_config_gets_no_graph(tmp_path):
 
 
 def test_fusion_lambda_follows_the_calibrated_score():
-    from core.settings import Thresholds
+    from executor.core.settings import Thresholds
 
     t = Thresholds(highly_relevant_threshold=0.6, reference_threshold=0.3)
     assert [fusion_lambda(s, t) for s in (0.95, 0.6, 0.5999, 0.3, 0.2999, None)] == [0.8, 0.8, 0.5, 0.5, 0.3, 0.3]
@@ -135,11 +152,18 @@ def test_expansion_after_a_reference_result(sample_rt, monkeypatch):
 
 
 def test_no_expansion_after_precise():
-    from core.results import LookupResult
+    from executor.core.results import LookupResult
 
-    precise = LookupResult(found=True, relevance_level=Level.PRECISE, completeness_hint="", query="q",
-                           retrieved_domains_this_session=[], session="s", kb="sample",
-                           details={"relevant_docs": 1})
+    precise = LookupResult(
+        found=True,
+        relevance_level=Level.PRECISE,
+        completeness_hint="",
+        query="q",
+        retrieved_domains_this_session=[],
+        session="s",
+        kb="sample",
+        details={"relevant_docs": 1},
+    )
     assert not should_expand(precise, 5)
     thin = precise.model_copy(update={"relevance_level": Level.HIGHLY_RELEVANT})
     assert should_expand(thin, 5) and not should_expand(thin.model_copy(update={"details": {"relevant_docs": 6}}), 5)
@@ -160,22 +184,38 @@ def test_graph_down_during_a_lookup_degrades_to_lookup_results(sample_rt, tmp_pa
 
 
 def test_llm_extraction_at_ingest_is_constrained_and_cached(tmp_path):
-    from agent.llm import make_chat_model
     from fake_openai import FakeOpenAI
-    from retrieval.llm_extraction import LLMExtractor
 
-    kb_dir = write_kb(tmp_path / "kb", {
-        "ops/a-queue.md": "# Queue workers\nThe billing worker reads jobs from the orders queue.",
-        "ops/b-cache.md": "# Cache\nThe session cache sits in front of the user store.",
-    })
+    from executor.agent.llm import make_chat_model
+    from executor.retrieval.llm_extraction import LLMExtractor
+
+    kb_dir = write_kb(
+        tmp_path / "kb",
+        {
+            "ops/a-queue.md": "# Queue workers\nThe billing worker reads jobs from the orders queue.",
+            "ops/b-cache.md": "# Cache\nThe session cache sits in front of the user store.",
+        },
+    )
     config = {"entity_types": ["Software", "Concept"], "relation_types": ["DEPENDS_ON", "RELATED_TO"]}
     replies = [
-        {"tool_calls": [("Extraction", {
-            "entities": [{"name": "billing worker", "type": "Software"}, {"name": "orders queue", "type": "Software"},
-                         {"name": "Bob", "type": "Person"}],  # not a type this KB allows
-            "relations": [{"source": "billing worker", "type": "DEPENDS_ON", "target": "orders queue", "weight": 0.8},
-                          {"source": "billing worker", "type": "EMPLOYS", "target": "Bob", "weight": 0.9}],
-        })]},
+        {
+            "tool_calls": [
+                (
+                    "Extraction",
+                    {
+                        "entities": [
+                            {"name": "billing worker", "type": "Software"},
+                            {"name": "orders queue", "type": "Software"},
+                            {"name": "Bob", "type": "Person"},
+                        ],  # not a type this KB allows
+                        "relations": [
+                            {"source": "billing worker", "type": "DEPENDS_ON", "target": "orders queue", "weight": 0.8},
+                            {"source": "billing worker", "type": "EMPLOYS", "target": "Bob", "weight": 0.9},
+                        ],
+                    },
+                )
+            ]
+        },
         # the second document's call fails: the server has nothing scripted and answers 500
     ]
     home = tmp_path / "home"
@@ -218,7 +258,7 @@ def test_ingest_goes_on_without_the_graph_when_it_is_down(tmp_path):
 
 def test_traversal_cache_hits_and_an_ingest_invalidates_it(tmp_path):
     """Seed 001 L3, on the SQL graph backend: a repeated traversal is served from the cache until the next ingest."""
-    from retrieval.traversal_cache import new_tally
+    from executor.retrieval.traversal_cache import new_tally
 
     doc = "---\nrelations: [{{source: Alpha, type: DEPENDS_ON, target: {target}, weight: 0.8}}]\n---\n# Alpha\nAlpha."
     kb_dir = write_kb(tmp_path / "kb", {"ops/a.md": doc.format(target="Beta")})

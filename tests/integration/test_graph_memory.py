@@ -1,4 +1,4 @@
-"""The in-memory graph (stores/knowledge_graph_memory.py) against the stores' own traversal, on real engines.
+"""The in-memory graph (executor/stores/knowledge_graph_memory.py) against the stores' own traversal, on real engines.
 
 The traversal cache answers `navigate` from a snapshot of the KB's graph; these tests hold it to the
 result of FalkorDB's Cypher traversal and of the SQL backend's, call for call: the same paths in the same
@@ -14,9 +14,9 @@ import random
 import numpy as np
 import pytest
 
-from core.errors import BackendError, InputError
-from stores.knowledge_graph import RELATION_TYPES, GraphData
-from stores.knowledge_graph_memory import GraphSnapshot
+from executor.core.errors import BackendError, InputError
+from executor.stores.knowledge_graph import RELATION_TYPES, GraphData
+from executor.stores.knowledge_graph_memory import GraphSnapshot
 
 KB = "mem"
 
@@ -29,8 +29,13 @@ def random_graph(nodes: int, edges: int, seed: int) -> GraphData:
         data.add_entity(n, None if i % 7 == 0 else ("Service", "Tool", "Concept")[i % 3])
     src, dst = rng.integers(0, nodes, edges), rng.integers(0, nodes, edges)
     data.relations = [
-        {"type": RELATION_TYPES[int(k)], "s": data.add_entity(names[a]), "t": data.add_entity(names[b]),
-         "weight": float(w), "sources": []}
+        {
+            "type": RELATION_TYPES[int(k)],
+            "s": data.add_entity(names[a]),
+            "t": data.add_entity(names[b]),
+            "weight": float(w),
+            "sources": [],
+        }
         for a, b, k, w in zip(src, dst, rng.integers(0, len(RELATION_TYPES), edges), rng.uniform(0.05, 1.0, edges))
     ]
     return data
@@ -41,9 +46,16 @@ def dumped(paths):
 
 
 CALLS = [  # (hops, relation filter, max_paths, max_nodes_per_hop)
-    (1, None, 20, 25), (2, None, 20, 25), (3, None, 50, 25), (4, None, 200, 10), (3, None, 5, 3),
-    (2, ["DEPENDS_ON", "related_to"], 30, 25), (3, ["CO_OCCURS"], 50, 500), (4, ["REFERENCES", "DERIVED_FROM"], 40, 8),
-    (3, None, 200, 1), (2, [], 20, 25),
+    (1, None, 20, 25),
+    (2, None, 20, 25),
+    (3, None, 50, 25),
+    (4, None, 200, 10),
+    (3, None, 5, 3),
+    (2, ["DEPENDS_ON", "related_to"], 30, 25),
+    (3, ["CO_OCCURS"], 50, 500),
+    (4, ["REFERENCES", "DERIVED_FROM"], 40, 8),
+    (3, None, 200, 1),
+    (2, [], 20, 25),
 ]
 
 
@@ -61,8 +73,13 @@ def test_the_snapshot_traverses_exactly_as_the_store(request, engine):
     for start in starts:
         for hops, relations, max_paths, fan in CALLS:
             expected = store.navigate(KB, start, hops, relations, max_paths, fan)
-            assert dumped(snapshot.navigate(start, hops, relations, max_paths, fan)) == dumped(expected), \
-                (start, hops, relations, max_paths, fan)
+            assert dumped(snapshot.navigate(start, hops, relations, max_paths, fan)) == dumped(expected), (
+                start,
+                hops,
+                relations,
+                max_paths,
+                fan,
+            )
             compared += len(expected)
     assert compared > 5000  # the comparison covered real paths, not empty answers
 
@@ -88,7 +105,8 @@ def test_edge_cases_match_the_store(falkor_store):
         for hops in (1, 2, 3, 4):
             for relations in (None, ["RELATED_TO"], ["DEPENDS_ON", "DERIVED_FROM"]):
                 assert dumped(snapshot.navigate(start, hops, relations, 50, 25)) == dumped(
-                    falkor_store.navigate(KB, start, hops, relations, 50, 25)), (start, hops, relations)
+                    falkor_store.navigate(KB, start, hops, relations, 50, 25)
+                ), (start, hops, relations)
     paths = snapshot.navigate("Alpha", 1)
     assert [(p.summary(), p.score) for p in paths] == [
         ("Alpha -RELATED_TO-> Beta", 0.75),  # the better of the two relations to Beta
@@ -103,11 +121,19 @@ def test_bad_input_is_refused_as_the_store_refuses_it(falkor_store):
     falkor_store.replace_kb(KB, known_graph_data())
     snapshot = GraphSnapshot.load(falkor_store, KB, 100)
     cases = [
-        dict(entity="Nope"), dict(entity="   "), dict(entity="x" * 201), dict(entity="ComfyUI", max_hops=0),
-        dict(entity="ComfyUI", max_hops=5), dict(entity="ComfyUI", max_hops="2"), dict(entity="ComfyUI", max_hops=True),
-        dict(entity="ComfyUI", relation_filter=["MENTIONS"]), dict(entity="ComfyUI", relation_filter=["DEPENDS_ON]-(x) //"]),
-        dict(entity="ComfyUI", max_paths=0), dict(entity="ComfyUI", max_paths=201),
-        dict(entity="ComfyUI", max_nodes_per_hop=0), dict(entity="ComfyUI", max_nodes_per_hop=501),
+        dict(entity="Nope"),
+        dict(entity="   "),
+        dict(entity="x" * 201),
+        dict(entity="ComfyUI", max_hops=0),
+        dict(entity="ComfyUI", max_hops=5),
+        dict(entity="ComfyUI", max_hops="2"),
+        dict(entity="ComfyUI", max_hops=True),
+        dict(entity="ComfyUI", relation_filter=["MENTIONS"]),
+        dict(entity="ComfyUI", relation_filter=["DEPENDS_ON]-(x) //"]),
+        dict(entity="ComfyUI", max_paths=0),
+        dict(entity="ComfyUI", max_paths=201),
+        dict(entity="ComfyUI", max_nodes_per_hop=0),
+        dict(entity="ComfyUI", max_nodes_per_hop=501),
     ]
     for case in cases:
         with pytest.raises(InputError) as from_store:

@@ -5,7 +5,6 @@ KBs in the one Neo4j stay apart."""
 import json
 
 import pytest
-
 from conftest import neo4j_env, neo4j_settings, run_cli, unique_kb
 from doc_fixtures import write_kb
 
@@ -19,8 +18,8 @@ def cli(home, *args, **env):
 @pytest.fixture
 def homes(tmp_path):
     """Two homes on the shared Neo4j, each with a KB name of its own; whatever they left there is dropped."""
-    from stores.knowledge_graph import GraphStore
-    from stores.knowledge_graph_drivers import Neo4jDriver
+    from executor.stores.knowledge_graph import GraphStore
+    from executor.stores.knowledge_graph_drivers import Neo4jDriver
 
     s = neo4j_settings()  # skips (or fails) here where there is no Neo4j
     sample, other = unique_kb("sample"), unique_kb("runbooks")
@@ -46,26 +45,50 @@ def test_ingest_paths_a_graph_expanded_turn_and_kg_on_neo4j(homes):
     assert [n["name"] for n in best["nodes"]] == ["ComfyUI", "Docker", "Kubernetes"]
     assert [e["type"] for e in best["edges"]] == ["DEPENDS_ON", "RELATED_TO"]
     assert best["score"] == pytest.approx(0.72)
-    far = cli(home, "graph", "path", "ComfyUI", "Kubernetes", "--kb", kb, "--hops", "1", "--relations",
-              "DEPENDS_ON,RELATED_TO")
+    far = cli(
+        home,
+        "graph",
+        "path",
+        "ComfyUI",
+        "Kubernetes",
+        "--kb",
+        kb,
+        "--hops",
+        "1",
+        "--relations",
+        "DEPENDS_ON,RELATED_TO",
+    )
     assert far["reachable"] is False and far["nearest"]["source_side"] == far["nearest"]["target_side"] == "Docker"
 
     # a REFERENCE result (the threshold lowered so the sample's best match grades so) is expanded through the graph
-    turn = cli(home, "ask", "my service keeps restarting", "--kb", kb, "--session", "neo4j-e2e",
-               EXECUTOR_REFERENCE_THRESHOLD="0.15")
+    turn = cli(
+        home,
+        "ask",
+        "my service keeps restarting",
+        "--kb",
+        kb,
+        "--session",
+        "neo4j-e2e",
+        EXECUTOR_REFERENCE_THRESHOLD="0.15",
+    )
     lookup = turn["trace"][0]
     assert (lookup["relevance_level"], lookup["graph"]) == ("REFERENCE", "expanded"), lookup
     assert turn["graph_paths"] and turn["citations"]
 
     kg = cli(home, "kg", "Does ComfyUI depend on Docker?", "--kb", kb)
     assert kg["errors"] == []
-    assert ("ComfyUI", "DEPENDS_ON", "Docker") in {(e["source"], e["type"], e["target"]) for e in kg["graph_data"]["edges"]}
+    assert ("ComfyUI", "DEPENDS_ON", "Docker") in {
+        (e["source"], e["type"], e["target"]) for e in kg["graph_data"]["edges"]
+    }
 
     # another home's KB in the same Neo4j: its graph is its own, and dropping it leaves the first as it was
-    folder = write_kb(other_home.parent / "runbooks", {
-        "web.md": "---\nrelations: [{source: WebApp, type: DEPENDS_ON, target: Docker, weight: 0.9}]\n---\n"
-                  "# WebApp\nWebApp runs in Docker.",
-    })
+    folder = write_kb(
+        other_home.parent / "runbooks",
+        {
+            "web.md": "---\nrelations: [{source: WebApp, type: DEPENDS_ON, target: Docker, weight: 0.9}]\n---\n"
+            "# WebApp\nWebApp runs in Docker.",
+        },
+    )
     assert cli(other_home, "kb", "create", other_kb, "--entities", "Software", "--relations", "DEPENDS_ON")
     assert cli(other_home, "ingest", str(folder), "--kb", other_kb)["graph"]["relations"] == 1
     around = cli(home, "graph", "neighbors", "Docker", "--kb", kb, "--hops", "1")

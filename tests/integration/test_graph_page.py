@@ -5,9 +5,10 @@ import re
 import shutil
 import subprocess
 
-from agent.knowledge_graph_page import render, render_graph_data
 from conftest import service_missing
-from stores.knowledge_graph import GraphEdge, GraphNode, GraphPath
+
+from executor.agent.knowledge_graph_page import render, render_graph_data
+from executor.stores.knowledge_graph import GraphEdge, GraphNode, GraphPath
 
 CHROMIUM = next((shutil.which(n) for n in ("chromium", "chromium-browser", "google-chrome") if shutil.which(n)), None)
 HOSTILE = "</script><img src=x onerror=alert(1)>"
@@ -33,8 +34,10 @@ PATHS = [
 ]
 GRAPH_DATA = {
     "nodes": [{"name": n, "type": "Software", "in_query": n == "ComfyUI"} for n in ("ComfyUI", "Docker", "Redis")],
-    "edges": [{"source": "ComfyUI", "target": "Docker", "type": "DEPENDS_ON", "weight": 0.9},
-              {"source": "Docker", "target": "Redis", "type": "CO_OCCURS", "weight": 0.2}],
+    "edges": [
+        {"source": "ComfyUI", "target": "Docker", "type": "DEPENDS_ON", "weight": 0.9},
+        {"source": "Docker", "target": "Redis", "type": "CO_OCCURS", "weight": 0.2},
+    ],
 }
 RESULTS = [  # two chunks of one document, graded differently, and one chunk of another
     {"doc_key": "a.md", "title": "A", "relevance_level": "REFERENCE", "knowledge_bases": ["sample"]},
@@ -94,8 +97,16 @@ def browse(page_path, tmp_path) -> tuple[dict, "object"]:
     """(<body> attributes after the scripts ran, screenshot pixels) from headless Chromium."""
     if CHROMIUM is None:
         service_missing("no Chromium installed (apt-get install chromium)")
-    common = [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars", "--window-size=1280,860",
-              "--virtual-time-budget=15000", f"--user-data-dir={tmp_path / 'chromium-profile'}"]
+    common = [
+        CHROMIUM,
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--hide-scrollbars",
+        "--window-size=1280,860",
+        "--virtual-time-budget=15000",
+        f"--user-data-dir={tmp_path / 'chromium-profile'}",
+    ]
     dom = subprocess.run([*common, "--dump-dom", page_path.as_uri()], capture_output=True, text=True, timeout=120)
     body = re.search(r"<body([^>]*)>", dom.stdout)
     assert body, dom.stderr[-2000:]

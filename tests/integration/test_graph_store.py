@@ -7,12 +7,12 @@ import uuid
 
 import numpy as np
 import pytest
-
-from core.errors import BackendError, InputError
 from conftest import known_graph_data, unique_kb
-from stores.knowledge_graph import RETIRED_PREFIX, STAGING_PREFIX, GraphData, GraphStore
-from stores.knowledge_graph_memory import GraphSnapshot
-from stores.falkordb_server import FalkorDBServer
+
+from executor.core.errors import BackendError, InputError
+from executor.stores.falkordb_server import FalkorDBServer
+from executor.stores.knowledge_graph import RETIRED_PREFIX, STAGING_PREFIX, GraphData, GraphStore
+from executor.stores.knowledge_graph_memory import GraphSnapshot
 
 # names of this run's own: the Neo4j at NEO4J_URI is shared by every test process on the machine
 KB, OTHER = unique_kb("known"), unique_kb("other")
@@ -41,7 +41,9 @@ def store(request):
         return
     if request.param.startswith("memory-"):
         engine = request.param[7:]
-        yield InMemoryNavigate(request.getfixturevalue("falkor_store" if engine == "falkordb" else f"sql_store_{engine}"))
+        yield InMemoryNavigate(
+            request.getfixturevalue("falkor_store" if engine == "falkordb" else f"sql_store_{engine}")
+        )
         return
     if request.param.startswith("sql-"):
         yield request.getfixturevalue("sql_store_" + request.param[4:])
@@ -148,7 +150,9 @@ def test_entity_names_are_parameters_not_cypher(known):
     hostile = "x'}) MATCH (n) DETACH DELETE n //"
     data = known_graph_data()
     data.add_entity(hostile, "Concept")
-    data.relations.append({"type": "RELATED_TO", "s": data.add_entity(hostile), "t": "docker", "weight": 0.5, "sources": []})
+    data.relations.append(
+        {"type": "RELATED_TO", "s": data.add_entity(hostile), "t": "docker", "weight": 0.5, "sources": []}
+    )
     known.replace_kb(KB, data)
     assert summaries(known.navigate(KB, hostile, 1)) == [(f"{hostile} -RELATED_TO-> Docker", 0.5)]
     with pytest.raises(InputError):
@@ -229,7 +233,7 @@ def falkordb_server_memory(server: FalkorDBServer) -> int:
 
 
 def test_server_persists_across_a_restart_and_is_reused(tmp_path):
-    from stores.knowledge_graph_drivers import FalkorDriver
+    from executor.stores.knowledge_graph_drivers import FalkorDriver
 
     server = FalkorDBServer(tmp_path / "graph")
     socket = server.ensure_running()
@@ -258,7 +262,7 @@ def test_server_that_cannot_start_says_why(tmp_path):
 
 
 def test_a_dead_server_is_a_one_line_error(tmp_path):
-    from stores.knowledge_graph_drivers import FalkorDriver
+    from executor.stores.knowledge_graph_drivers import FalkorDriver
 
     start = time.monotonic()
     with pytest.raises(BackendError, match="graph unavailable") as err:
@@ -337,8 +341,10 @@ def test_a_load_that_fails_half_way_keeps_the_old_graph(known, fail_at):
         broken.replace_kb(KB, known_graph_data())
     assert known.stats(KB) == before == {"entities": 7, "documents": 1, "relations": 7}
     assert summaries(known.navigate(KB, "ComfyUI", 1))[0] == ("ComfyUI -DEPENDS_ON-> Docker", 0.9)
-    leftovers = known.driver.run("MATCH (n) WHERE n.kb STARTS WITH $staging OR n.kb STARTS WITH $retired "
-                                 "RETURN count(n) AS n", {"staging": STAGING_PREFIX, "retired": RETIRED_PREFIX})
+    leftovers = known.driver.run(
+        "MATCH (n) WHERE n.kb STARTS WITH $staging OR n.kb STARTS WITH $retired RETURN count(n) AS n",
+        {"staging": STAGING_PREFIX, "retired": RETIRED_PREFIX},
+    )
     assert leftovers == [{"n": 0}]  # nothing half-built is left behind
 
 
@@ -418,14 +424,28 @@ def test_unreachable_pairs_say_how_close_the_two_sides_come(known):
     # Redis -CONFLICTS_WITH- ComfyUI -DEPENDS_ON- Docker -DERIVED_FROM- Helm: 3 hops, beyond a bound of 2
     far = known.navigate_between(KB, "redis", "Helm", max_hops=2)
     assert not far.reachable and far.paths == []
-    assert far.nearest.model_dump() == {"source_side": "ComfyUI", "target_side": "Docker", "hops_each": 1,
-                                        "source_hops": 1, "target_hops": 1, "gap": 1}
-    assert far.summary(2) == ("Redis and Helm are not connected within 2 hops. Nearest: Redis reaches ComfyUI in 1 hop, "
-                              "Helm reaches Docker in 1 hop, and those two are directly related.")
+    assert far.nearest.model_dump() == {
+        "source_side": "ComfyUI",
+        "target_side": "Docker",
+        "hops_each": 1,
+        "source_hops": 1,
+        "target_hops": 1,
+        "gap": 1,
+    }
+    assert far.summary(2) == (
+        "Redis and Helm are not connected within 2 hops. Nearest: Redis reaches ComfyUI in 1 hop, "
+        "Helm reaches Docker in 1 hop, and those two are directly related."
+    )
     # ComfyUI and Kubernetes are two hops apart through Docker (0.9 x 0.8) or Nginx: both sides reach Docker
     meet = known.navigate_between(KB, "ComfyUI", "Kubernetes", max_hops=1)
-    assert meet.nearest.model_dump() == {"source_side": "Docker", "target_side": "Docker", "hops_each": 1,
-                                         "source_hops": 1, "target_hops": 1, "gap": 0}
+    assert meet.nearest.model_dump() == {
+        "source_side": "Docker",
+        "target_side": "Docker",
+        "hops_each": 1,
+        "source_hops": 1,
+        "target_hops": 1,
+        "gap": 0,
+    }
     assert known.navigate_between(KB, "ComfyUI", "Isolated", max_hops=4).nearest is None
     only_conflicts = known.navigate_between(KB, "ComfyUI", "Helm", max_hops=2, relation_filter=["CONFLICTS_WITH"])
     assert only_conflicts.nearest is None

@@ -8,7 +8,6 @@ import subprocess
 import sys
 
 import pytest
-
 from conftest import REPO, run_cli
 
 
@@ -30,10 +29,17 @@ def config_cases(tmp_path):
     folder = tmp_path / "folder.yaml"
     folder.mkdir()
     bomb = tmp_path / "bomb.yaml"
-    bomb.write_text("a: &a [lol, lol, lol, lol, lol, lol, lol, lol, lol]\n" + "".join(
-        f"{chr(98 + i)}: &{chr(98 + i)} [{', '.join([f'*{chr(97 + i)}'] * 9)}]\n" for i in range(8)))
-    return {"deep": (deep, "nesting depth"), "big": (big, "at most"), "bad": (bad, "not UTF-8"),
-            "folder": (folder, "is a folder"), "bomb": (bomb, "expands")}
+    bomb.write_text(
+        "a: &a [lol, lol, lol, lol, lol, lol, lol, lol, lol]\n"
+        + "".join(f"{chr(98 + i)}: &{chr(98 + i)} [{', '.join([f'*{chr(97 + i)}'] * 9)}]\n" for i in range(8))
+    )
+    return {
+        "deep": (deep, "nesting depth"),
+        "big": (big, "at most"),
+        "bad": (bad, "not UTF-8"),
+        "folder": (folder, "is a folder"),
+        "bomb": (bomb, "expands"),
+    }
 
 
 @pytest.mark.parametrize("case", ["deep", "big", "bad", "folder", "bomb"])
@@ -46,12 +52,15 @@ def test_a_hostile_config_file_is_a_clear_error_naming_it(tmp_path, case):
 
 
 # -- errors a user can act on -----------------------------------------------------------------------
-@pytest.mark.parametrize("env, expected", [
-    ({"EXECUTOR_GRAPH_TIMEOUT_S": "1e309"}, "EXECUTOR_GRAPH_TIMEOUT_S"),
-    ({"EXECUTOR_HIGHLY_RELEVANT_THRESHOLD": "2"}, "EXECUTOR_HIGHLY_RELEVANT_THRESHOLD"),
-    ({"EXECUTOR_RETRIEVAL": "{not json"}, "EXECUTOR_RETRIEVAL"),
-    ({"EXECUTOR_DEBUG": "garbage"}, "EXECUTOR_DEBUG"),
-])
+@pytest.mark.parametrize(
+    "env, expected",
+    [
+        ({"EXECUTOR_GRAPH_TIMEOUT_S": "1e309"}, "EXECUTOR_GRAPH_TIMEOUT_S"),
+        ({"EXECUTOR_HIGHLY_RELEVANT_THRESHOLD": "2"}, "EXECUTOR_HIGHLY_RELEVANT_THRESHOLD"),
+        ({"EXECUTOR_RETRIEVAL": "{not json"}, "EXECUTOR_RETRIEVAL"),
+        ({"EXECUTOR_DEBUG": "garbage"}, "EXECUTOR_DEBUG"),
+    ],
+)
 def test_a_bad_setting_is_exit_2_naming_the_variable(tmp_path, env, expected):
     r = run_cli(tmp_path / "home", "lookup", "anything", **env)
     assert r.returncode == 2, r.stderr
@@ -61,8 +70,13 @@ def test_a_bad_setting_is_exit_2_naming_the_variable(tmp_path, env, expected):
 
 def test_invalid_utf8_in_an_argument_is_exit_2(tmp_path):
     env = {**os.environ, "EXECUTOR_HOME": str(tmp_path / "home")}
-    r = subprocess.run([sys.executable, "-m", "agent.cli", "lookup", b"caf\xe9"], capture_output=True, env=env,
-                       cwd=REPO, timeout=60)
+    r = subprocess.run(
+        [sys.executable, "-m", "executor.cli.main", "lookup", b"caf\xe9"],
+        capture_output=True,
+        env=env,
+        cwd=REPO,
+        timeout=60,
+    )
     assert r.returncode == 2, r.stderr
     line = r.stderr.decode().strip()
     assert line.startswith("error: ") and "UTF-8" in line and "UnicodeEncodeError" not in line, line
@@ -80,8 +94,14 @@ def test_an_empty_executor_home_is_not_the_current_folder(tmp_path):
     here = tmp_path / "cwd"
     here.mkdir(mode=0o755)
     env = {**os.environ, "EXECUTOR_HOME": ""}
-    r = subprocess.run([sys.executable, "-m", "agent.cli", "kb", "list"], capture_output=True, text=True,
-                       env={**env, "PYTHONPATH": str(REPO)}, cwd=here, timeout=60)
+    r = subprocess.run(
+        [sys.executable, "-m", "executor.cli.main", "kb", "list"],
+        capture_output=True,
+        text=True,
+        env={**env, "PYTHONPATH": str(REPO)},
+        cwd=here,
+        timeout=60,
+    )
     assert r.returncode == 2 and "EXECUTOR_HOME" in one_error_line(r)
     assert os.listdir(here) == [] and stat.S_IMODE(here.stat().st_mode) == 0o755
 
@@ -115,7 +135,7 @@ def lying_docx(path, real=300 << 20, declared=1000):
         i = data.find(signature)
         while i != -1:
             n = struct.unpack_from("<H", data, i + name_len_at)[0]
-            if data[i + name_at:i + name_at + n] == name:
+            if data[i + name_at : i + name_at + n] == name:
                 struct.pack_into("<I", data, i + size_at, declared)
             i = data.find(signature, i + 4)
     path.write_bytes(bytes(data))
@@ -140,10 +160,12 @@ def test_a_docx_that_under_declares_its_member_is_refused_within_bounded_memory(
     lying_docx(kb / "bomb.docx")
     (kb / "fine.md").write_text("# Fine\n\nbody\n")
     # VmHWM: this process's peak (ru_maxrss would count the test process it was forked from, before exec)
-    code = ("import json, re, sys; from pathlib import Path; from retrieval.sources import load_documents, "
-            "SourceLimits; loaded = load_documents(Path(sys.argv[1]), SourceLimits(max_unzipped_bytes=64 << 20)); "
-            "peak = int(re.search(r'VmHWM:\\s+(\\d+)', open('/proc/self/status').read()).group(1)); "
-            "print(json.dumps([loaded.warnings, peak]))")
+    code = (
+        "import json, re, sys; from pathlib import Path; from retrieval.sources import load_documents, "
+        "SourceLimits; loaded = load_documents(Path(sys.argv[1]), SourceLimits(max_unzipped_bytes=64 << 20)); "
+        "peak = int(re.search(r'VmHWM:\\s+(\\d+)', open('/proc/self/status').read()).group(1)); "
+        "print(json.dumps([loaded.warnings, peak]))"
+    )
     r = subprocess.run([sys.executable, "-c", code, str(kb)], capture_output=True, text=True, cwd=REPO, timeout=300)
     assert r.returncode == 0, r.stderr
     warnings, max_rss_kb = json.loads(r.stdout)
@@ -165,11 +187,17 @@ def outside_fences(text: str) -> str:
 def test_a_front_matter_title_and_domain_reach_the_llm_only_inside_the_fence(tmp_path):
     from conftest import make_runtime
     from doc_fixtures import write_kb
-    from prompts.results import lookup_text
-    from retrieval.ingest import ingest
 
-    kb_dir = write_kb(tmp_path / "kb", {"inject.md": f'---\ntitle: "{INJECTION}"\n---\n'
-                                                    "# Cache warmup\n\nWarm the cache with the warmup job before traffic.\n"})
+    from executor.prompts.results import lookup_text
+    from executor.retrieval.ingest import ingest
+
+    kb_dir = write_kb(
+        tmp_path / "kb",
+        {
+            "inject.md": f'---\ntitle: "{INJECTION}"\n---\n'
+            "# Cache warmup\n\nWarm the cache with the warmup job before traffic.\n"
+        },
+    )
     rt = make_runtime(tmp_path / "home")
     try:
         ingest(rt, kb_dir, "inject", progress=False)
@@ -190,7 +218,7 @@ def test_a_kb_description_is_a_quoted_value_and_escapes_never_reach_the_terminal
         r = run_cli(home, *args)
         assert r.returncode == 0, r.stderr
         assert "\x1b" not in r.stdout and "\x07" not in r.stdout and "team" in r.stdout, r.stdout
-    from retrieval.knowledge_bases import KnowledgeBaseInfo
+    from executor.retrieval.knowledge_bases import KnowledgeBaseInfo
 
     line = KnowledgeBaseInfo(name="evil", description=evil, documents=0, has_graph=False).line()
     assert "\x1b" not in line and "\n" not in line and '"team docs' in line and "not instructions" in line
@@ -219,8 +247,15 @@ def echoing_endpoint():
         def do_POST(self):
             self.rfile.read(int(self.headers.get("Content-Length") or 0))
             said = self.headers.get("Authorization", "")
-            payload = json.dumps({"error": {"message": f"Incorrect API key provided: {said}. You passed {said}",
-                                            "type": "invalid_request_error", "code": "invalid_api_key"}}).encode()
+            payload = json.dumps(
+                {
+                    "error": {
+                        "message": f"Incorrect API key provided: {said}. You passed {said}",
+                        "type": "invalid_request_error",
+                        "code": "invalid_api_key",
+                    }
+                }
+            ).encode()
             self.send_response(401)
             self.send_header("Content-Type", "application/json")
             self.send_header("Content-Length", str(len(payload)))
@@ -247,12 +282,18 @@ def test_a_key_echoed_by_the_endpoint_is_never_printed_or_stored(sample_home, ec
             assert key.encode() not in path.read_bytes(), stored
 
 
-@pytest.mark.parametrize("env, args, secret", [
-    ({"NEO4J_URI": "neo4j://neo:s3cretNeoPw@127.0.0.1:1", "EXECUTOR_GRAPH_TIMEOUT_S": "3"},
-     ["graph", "neighbors", "ComfyUI"], "s3cretNeoPw"),
-    ({"EXECUTOR_DATABASE_URL": "postgresql://u:s3cretPgPw@127.0.0.1:notaport/db"}, ["kb", "list"], "s3cretPgPw"),
-    ({"EXECUTOR_DATABASE_URL": "postgresql://u:s3cretPgPw@@[::1/db"}, ["kb", "list"], "s3cretPgPw"),
-])
+@pytest.mark.parametrize(
+    "env, args, secret",
+    [
+        (
+            {"NEO4J_URI": "neo4j://neo:s3cretNeoPw@127.0.0.1:1", "EXECUTOR_GRAPH_TIMEOUT_S": "3"},
+            ["graph", "neighbors", "ComfyUI"],
+            "s3cretNeoPw",
+        ),
+        ({"EXECUTOR_DATABASE_URL": "postgresql://u:s3cretPgPw@127.0.0.1:notaport/db"}, ["kb", "list"], "s3cretPgPw"),
+        ({"EXECUTOR_DATABASE_URL": "postgresql://u:s3cretPgPw@@[::1/db"}, ["kb", "list"], "s3cretPgPw"),
+    ],
+)
 def test_debug_tracebacks_are_redacted(sample_home, env, args, secret):
     r = run_cli(sample_home, "--debug", *args, **env)  # a home with a graph: the Neo4j driver is really asked
     assert r.returncode != 0 and "Traceback" in r.stderr, r.stderr
@@ -268,7 +309,7 @@ def test_a_wrongly_typed_database_url_in_config_yaml_is_not_echoed(tmp_path):
 
 
 def test_redaction_leaves_ordinary_paths_alone():
-    from core.errors import redact, register_secret
+    from executor.core.errors import redact, register_secret
 
     register_secret("neo4")
     register_secret("k9Z")
@@ -287,12 +328,15 @@ def big_sheet(path, rows: int):
     book.save(path)
 
 
-@pytest.mark.parametrize("limits, expected", [
-    ({"convert_timeout_s": 1}, "took longer than 1 s"),
-    ({"convert_memory_bytes": 220_000_000}, "needed more than 220 MB"),
-])
+@pytest.mark.parametrize(
+    "limits, expected",
+    [
+        ({"convert_timeout_s": 1}, "took longer than 1 s"),
+        ({"convert_memory_bytes": 220_000_000}, "needed more than 220 MB"),
+    ],
+)
 def test_a_conversion_is_bounded_in_time_and_memory(tmp_path, limits, expected):
-    from retrieval.sources import SourceLimits, load_documents
+    from executor.retrieval.sources import SourceLimits, load_documents
 
     big_sheet(tmp_path / "big.xlsx", 30_000)
     (tmp_path / "fine.md").write_text("# Fine\n\nbody\n")

@@ -4,17 +4,17 @@ import os
 import time
 
 import pytest
-
 from conftest import make_runtime, neo4j_settings, unique_kb
 from doc_fixtures import write_kb
-from retrieval.ingest import SAMPLE_EXTRACT_CONFIG, ingest
+
+from executor.retrieval.ingest import SAMPLE_EXTRACT_CONFIG, ingest
 
 PAGES = {
     "ops/a.md": "---\nentities: [{name: Alpha, type: Software}]\nrelations: "
-                "[{source: Alpha, type: DEPENDS_ON, target: Beta, weight: 0.8}]\n---\n# Alpha\nAlpha needs Beta.",
+    "[{source: Alpha, type: DEPENDS_ON, target: Beta, weight: 0.8}]\n---\n# Alpha\nAlpha needs Beta.",
     "ops/b.md": "# Beta\nBeta runs next to Alpha on port 9000.",
     "ops/c.md": "---\nrelations: [{source: Gamma, type: REFERENCES, target: Beta, weight: 0.6}]\n---\n"
-                "# Gamma\nGamma is a LoadBalancer for Beta.",
+    "# Gamma\nGamma is a LoadBalancer for Beta.",
 }
 
 
@@ -54,7 +54,9 @@ def graph_of(rt, kb: str) -> dict:
         "entities": sorted((e["key"], e["name"], e["type"], tuple(e["aliases"])) for e in data.entities.values()),
         "documents": sorted((d["doc_key"], d["title"], d["domain"]) for d in data.documents),
         "mentions": sorted((m["doc"], m["key"], m["count"]) for m in data.mentions),
-        "relations": sorted((r["type"], r["s"], r["t"], r["weight"], tuple(sorted(r["sources"]))) for r in data.relations),
+        "relations": sorted(
+            (r["type"], r["s"], r["t"], r["weight"], tuple(sorted(r["sources"]))) for r in data.relations
+        ),
     }
 
 
@@ -72,8 +74,13 @@ def test_a_changed_page_replaces_its_own_graph_facts_only(tmp_path, backend):
         assert again.graph_written == {"entities": 0, "documents": 0, "mentions": 0, "relations": 0}
 
         # c.md now points Gamma at Delta instead of Beta, and no longer says LoadBalancer
-        write_kb(kb_dir, {"ops/c.md": "---\nrelations: [{source: Gamma, type: REFERENCES, target: Delta, weight: 0.7}]"
-                                      "\n---\n# Gamma\nGamma fronts Delta."})
+        write_kb(
+            kb_dir,
+            {
+                "ops/c.md": "---\nrelations: [{source: Gamma, type: REFERENCES, target: Delta, weight: 0.7}]"
+                "\n---\n# Gamma\nGamma fronts Delta."
+            },
+        )
         os.utime(kb_dir / "ops" / "c.md", (time.time() - 1800, time.time() - 1800))
         changed = ingest(rt, kb_dir, small, progress=False)
         assert (changed.changed, changed.unchanged) == (1, 2)
@@ -114,12 +121,17 @@ def test_an_unchanged_relation_keeps_its_row(tmp_path, backend):
                 from sqlalchemy import text
 
                 with rt.db.engine.connect() as c:
-                    return c.execute(text(
-                        "SELECT r.created_at FROM graph_relation r JOIN graph_entity a ON a.id = r.source_id "
-                        "JOIN graph_entity b ON b.id = r.target_id WHERE a.key = :s AND b.key = :t AND r.type = 'DEPENDS_ON'"),
-                        {"s": source, "t": target}).scalar_one()
-            return rt.graph.driver.run("MATCH (:Entity {kb: $kb, key: $s})-[r:DEPENDS_ON]->(:Entity {key: $t}) "
-                                       "RETURN r.created_at AS at", {"kb": small, "s": source, "t": target})[0]["at"]
+                    return c.execute(
+                        text(
+                            "SELECT r.created_at FROM graph_relation r JOIN graph_entity a ON a.id = r.source_id "
+                            "JOIN graph_entity b ON b.id = r.target_id WHERE a.key = :s AND b.key = :t AND r.type = 'DEPENDS_ON'"
+                        ),
+                        {"s": source, "t": target},
+                    ).scalar_one()
+            return rt.graph.driver.run(
+                "MATCH (:Entity {kb: $kb, key: $s})-[r:DEPENDS_ON]->(:Entity {key: $t}) RETURN r.created_at AS at",
+                {"kb": small, "s": source, "t": target},
+            )[0]["at"]
 
         before = created("alpha", "beta")
         write_kb(kb_dir, {"ops/c.md": PAGES["ops/c.md"] + "\nGamma also talks to Epsilon."})

@@ -1,14 +1,13 @@
 import shutil
 
 import pytest
-
-from core.errors import BackendError, InputError
-from core.settings import SAMPLE_KB_PATH
-from retrieval.ingest import ingest
-
 from conftest import make_runtime
 from doc_fixtures import write_kb
 from extras import bge_model_path
+
+from executor.core.errors import BackendError, InputError
+from executor.core.settings import SAMPLE_KB_PATH
+from executor.retrieval.ingest import ingest
 
 
 def test_reingest_is_idempotent(sample_rt):
@@ -56,10 +55,13 @@ def test_missing_folder_and_empty_folder_are_clear_errors(sample_rt, tmp_path):
 def test_a_different_embedder_is_a_clear_error_until_rebuild(tmp_path):
     """USE-built KB searched with a FlagEmbedding MiniLM model: refused, not garbage; --rebuild re-embeds."""
     minilm = bge_model_path()
-    kb = write_kb(tmp_path / "kb", {
-        "ops/disk.md": "---\nkeywords: [ERR_DISK_FULL]\n---\n# Disk full\n\nFree space with du and df.",
-        "ops/restart.md": "# Restarting pods\n\nUse kubectl rollout restart to restart a deployment.",
-    })
+    kb = write_kb(
+        tmp_path / "kb",
+        {
+            "ops/disk.md": "---\nkeywords: [ERR_DISK_FULL]\n---\n# Disk full\n\nFree space with du and df.",
+            "ops/restart.md": "# Restarting pods\n\nUse kubectl rollout restart to restart a deployment.",
+        },
+    )
     use_rt = make_runtime(tmp_path / "home")
     ingest(use_rt, kb, "mini", progress=False)
     use_rt.close()

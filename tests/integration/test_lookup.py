@@ -6,11 +6,11 @@ import uuid
 
 import pytest
 
-from prompts.results import lookup_text
-from core.errors import InputError
-from tools.call import ToolCall
-from tools.registry import LOOKUP, invoke
-from stores.database import SessionDocument
+from executor.core.errors import InputError
+from executor.prompts.results import lookup_text
+from executor.stores.database import SessionDocument
+from executor.tools.call import ToolCall
+from executor.tools.registry import LOOKUP, invoke
 
 
 def new_session() -> str:
@@ -98,7 +98,9 @@ def test_nothing_found_says_so(sample_rt):
     assert r.message == "Nothing relevant in the knowledge base."
     helm = sample_rt.lookup_service.lookup("How do I roll back a Helm release?", new_session())
     names = {"PRECISE": "Precise match", "HIGHLY_RELEVANT": "Highly relevant", "REFERENCE": "Related references"}
-    assert helm.message.startswith(f'{names[helm.relevance_level]}: "{helm.primary[0].title}" ({helm.primary[0].domain})')
+    assert helm.message.startswith(
+        f'{names[helm.relevance_level]}: "{helm.primary[0].title}" ({helm.primary[0].domain})'
+    )
 
 
 def test_scores_never_reach_the_llm_but_reach_the_log(sample_rt):
@@ -113,8 +115,15 @@ def test_scores_never_reach_the_llm_but_reach_the_log(sample_rt):
     (row,) = sample_rt.log.rows(session_id=s)
     d = row.retrieval_details
     assert row.tool_name == "lookup_knowledge" and row.relevance_level == r.relevance_level
-    for key in ("l0_titles", "l1_scores", "l1_top_score", "l1_top_similarity", "relevance_level",
-                "completeness_hint", "retrieved_domains"):
+    for key in (
+        "l0_titles",
+        "l1_scores",
+        "l1_top_score",
+        "l1_top_similarity",
+        "relevance_level",
+        "completeness_hint",
+        "retrieved_domains",
+    ):
         assert key in d
     assert 0.0 <= d["l1_top_similarity"] <= 1.0 and d["l1_top_score"] == min(d["l1_scores"])
     assert row.latency_ms > 0
@@ -140,7 +149,12 @@ def test_the_service_itself_writes_no_row(sample_rt):
 
 @pytest.mark.parametrize(
     "query, message",
-    [("", "empty"), ("   \n\t ", "empty"), ("x" * 100_000, "100,000 characters"), ("ERR\x00_TIMEOUT", "control characters")],
+    [
+        ("", "empty"),
+        ("   \n\t ", "empty"),
+        ("x" * 100_000, "100,000 characters"),
+        ("ERR\x00_TIMEOUT", "control characters"),
+    ],
 )
 def test_bad_queries_are_refused_and_leave_no_memory(sample_rt, query, message):
     s = new_session()

@@ -10,13 +10,13 @@ from contextlib import asynccontextmanager
 
 import anyio
 import pytest
+from conftest import REPO, free_port, npm_package, run_cli, stop_process
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.memory import create_connected_server_and_client_session
 
-from agent.mcp_server import ExecutorMCP
-from conftest import REPO, free_port, npm_package, run_cli, stop_process
+from executor.agent.mcp_server import ExecutorMCP
 
 pytestmark = pytest.mark.timeout(300)
 PRECISE_QUESTION = "ERR_TIMEOUT 是什么？"
@@ -54,7 +54,13 @@ def test_tools_are_listed_with_their_schemas(mcp_server):
             return tools, prompts, rules
 
     tools, prompts, rules = anyio.run(main)
-    assert set(tools) == {"lookup_knowledge", "query_knowledge_graph", "navigate_graph", "list_knowledge_bases", "feedback"}
+    assert set(tools) == {
+        "lookup_knowledge",
+        "query_knowledge_graph",
+        "navigate_graph",
+        "list_knowledge_bases",
+        "feedback",
+    }
     lookup_schema = tools["lookup_knowledge"].inputSchema
     assert lookup_schema["required"] == ["query"]
     assert {"query", "missing_dimension", "session"} <= set(lookup_schema["properties"])
@@ -63,7 +69,9 @@ def test_tools_are_listed_with_their_schemas(mcp_server):
     # optional arguments carry their own type (not anyOf [T, null]): hosts' CLIs and forms send them typed
     assert navigate_schema["hops"] == {**navigate_schema["hops"], "type": "integer", "minimum": 1, "maximum": 4}
     assert navigate_schema["relations"]["type"] == "array" and "default" not in navigate_schema["relations"]
-    assert not any({"type": "null"} in p.get("anyOf", []) for t in tools.values() for p in t.inputSchema["properties"].values())
+    assert not any(
+        {"type": "null"} in p.get("anyOf", []) for t in tools.values() for p in t.inputSchema["properties"].values()
+    )
     kg_out = tools["query_knowledge_graph"].outputSchema  # structured results: graph_data as JSON
     assert {"results", "graph_data", "knowledge_base_ids"} <= set(kg_out["properties"])
     assert tools["lookup_knowledge"].outputSchema is None
@@ -111,7 +119,7 @@ def test_an_explicit_session_is_shared_across_connections_and_logged(mcp_server,
 def test_a_broken_store_is_an_unavailable_tool_error_never_nothing_found(sample_rt):
     """issue 13's rule through the registry: a configuration or store failure is not the host's to fix and must
     not read as an empty result; a knowledge base the host named wrongly is its own error, said plainly."""
-    from agent.runtime import Runtime
+    from executor.agent.runtime import Runtime
 
     broken = Runtime(sample_rt.settings.model_copy(update={"reference_threshold": 0.9}))
     broken.__dict__["vectors"] = sample_rt.vectors  # one Lite client per file in this process
@@ -119,10 +127,14 @@ def test_a_broken_store_is_an_unavailable_tool_error_never_nothing_found(sample_
     async def main():
         async with connected(ExecutorMCP(broken, kb="sample")) as client:
             failed = await lookup(client)
-            failed_kg = await client.call_tool("query_knowledge_graph", {"knowledge_base_ids": ["sample"], "query": "Docker"})
+            failed_kg = await client.call_tool(
+                "query_knowledge_graph", {"knowledge_base_ids": ["sample"], "query": "Docker"}
+            )
         async with connected(ExecutorMCP(sample_rt, kb="no_such_kb")) as client:
             gone = await lookup(client)
-            wrong_id = await client.call_tool("query_knowledge_graph", {"knowledge_base_ids": ["nope1"], "query": "Docker"})
+            wrong_id = await client.call_tool(
+                "query_knowledge_graph", {"knowledge_base_ids": ["nope1"], "query": "Docker"}
+            )
         return failed, failed_kg, gone, wrong_id
 
     failed, failed_kg, gone, wrong_id = anyio.run(main)
@@ -140,8 +152,9 @@ def test_a_broken_store_is_an_unavailable_tool_error_never_nothing_found(sample_
 def test_list_knowledge_bases(mcp_server, sample_rt):
     async def main():
         async with connected(mcp_server) as client:
-            return await client.call_tool("list_knowledge_bases", {"session": "mcp-kbs"}), \
-                await client.read_resource("executor://knowledge-bases")
+            return await client.call_tool("list_knowledge_bases", {"session": "mcp-kbs"}), await client.read_resource(
+                "executor://knowledge-bases"
+            )
 
     result, resource = anyio.run(main)
     assert not result.isError
@@ -156,24 +169,26 @@ def test_list_knowledge_bases(mcp_server, sample_rt):
 
 def answered_turn(rt, session: str, question: str) -> None:
     """One offline `executor ask` turn of `session`, saved in the home's checkpoints as the CLI saves it."""
-    from agent.checkpoints import open_checkpointer
-    from agent.planner import OfflinePlanner
-    from agent.session import run_turn
-    from nodes.state import Context
+    from executor.agent.checkpoints import open_checkpointer
+    from executor.agent.planner import OfflinePlanner
+    from executor.agent.session import run_turn
+    from executor.nodes.state import Context
 
     with open_checkpointer(rt.settings) as saver:
         run_turn(rt.app(OfflinePlanner(), "offline", checkpointer=saver), question, session, Context(), "offline")
 
 
 def test_feedback_on_an_answer_is_stored_with_what_the_answer_was_built_from(mcp_server, sample_rt):
-    from stores.feedback import FeedbackStore
+    from executor.stores.feedback import FeedbackStore
 
     answered_turn(sample_rt, "mcp-rated", PRECISE_QUESTION)
 
     async def main():
         async with connected(mcp_server) as client:
-            bad = await client.call_tool("feedback", {"session": "mcp-rated", "turn": 1, "verdict": "bad",
-                                                      "comment": "wanted the retry settings"})
+            bad = await client.call_tool(
+                "feedback",
+                {"session": "mcp-rated", "turn": 1, "verdict": "bad", "comment": "wanted the retry settings"},
+            )
             good = await client.call_tool("feedback", {"session": "mcp-rated", "verdict": "good"})  # turn: last
             wrong = await client.call_tool("feedback", {"session": "mcp-rated", "turn": 2, "verdict": "good"})
             nobody = await client.call_tool("feedback", {"session": "mcp-never-asked", "verdict": "bad"})
@@ -189,9 +204,11 @@ def test_feedback_on_an_answer_is_stored_with_what_the_answer_was_built_from(mcp
     assert (row.verdict, row.query) == ("good", PRECISE_QUESTION)
     assert row.levels[0]["tool"] == "lookup_knowledge" and row.levels[0]["relevance_level"] == "PRECISE"
     assert "troubleshooting/err-timeout.md" in row.documents
-    for result, message in ((wrong, "session 'mcp-rated' has no turn 2 (it has 1)"),
-                            (nobody, "session 'mcp-never-asked' has no answered turn"),
-                            (meh, "verdict: Input should be 'good' or 'bad'")):
+    for result, message in (
+        (wrong, "session 'mcp-rated' has no turn 2 (it has 1)"),
+        (nobody, "session 'mcp-never-asked' has no answered turn"),
+        (meh, "verdict: Input should be 'good' or 'bad'"),
+    ):
         assert result.isError and message in text(result) and "\n" not in text(result), text(result)
     assert FeedbackStore(sample_rt.db).rows(session_id="mcp-never-asked") == []
 
@@ -199,7 +216,7 @@ def test_feedback_on_an_answer_is_stored_with_what_the_answer_was_built_from(mcp
 def test_the_executor_llm_is_never_offered_the_feedback_tool():
     """Feedback is the host's (a person's) to give: it is not in the agent's tool list, so neither the system
     prompt nor the model's bound tools nor the guard know it (an LLM calling it is an unknown tool)."""
-    from tools.registry import TOOLS, all_tools
+    from executor.tools.registry import TOOLS, all_tools
 
     assert "feedback" in all_tools() and "feedback" not in TOOLS
 
@@ -209,15 +226,30 @@ def test_the_executor_llm_is_never_offered_the_feedback_tool():
     [
         ("lookup_knowledge", {}, "invalid arguments: query: Field required"),
         ("lookup_knowledge", {"query": "   "}, "query: must not be blank"),
-        ("lookup_knowledge", {"query": "x" * 2001}, "invalid arguments: query: String should have at most 2000 characters"),
-        ("lookup_knowledge", {"query": "x", "missing_dimension": "y" * 201}, "missing_dimension: String should have at most 200"),
+        (
+            "lookup_knowledge",
+            {"query": "x" * 2001},
+            "invalid arguments: query: String should have at most 2000 characters",
+        ),
+        (
+            "lookup_knowledge",
+            {"query": "x", "missing_dimension": "y" * 201},
+            "missing_dimension: String should have at most 200",
+        ),
         ("lookup_knowledge", {"query": "x", "session": "no spaces allowed"}, "session: a session id is 1-128 letters"),
         ("navigate_graph", {"entity": "ComfyUI", "relations": ["LIKES"]}, "unknown relation type 'LIKES'"),
         ("navigate_graph", {"entity": "ComfyUI", "hops": 9}, "hops: Input should be less than or equal to 4"),
         ("navigate_graph", {"entity": "ComfyUI", "hops": "two"}, "hops: Input should be a valid integer"),
-        ("query_knowledge_graph", {"knowledge_base_ids": [], "query": "Docker"}, "knowledge_base_ids: List should have at least 1 item"),
-        ("query_knowledge_graph", {"knowledge_base_ids": [f"k{i}" for i in range(11)], "query": "Docker"},
-         "knowledge_base_ids: List should have at most 10 items"),
+        (
+            "query_knowledge_graph",
+            {"knowledge_base_ids": [], "query": "Docker"},
+            "knowledge_base_ids: List should have at least 1 item",
+        ),
+        (
+            "query_knowledge_graph",
+            {"knowledge_base_ids": [f"k{i}" for i in range(11)], "query": "Docker"},
+            "knowledge_base_ids: List should have at most 10 items",
+        ),
         ("no_such_tool", {}, "no tool named 'no_such_tool'"),
     ],
 )
@@ -225,7 +257,9 @@ def test_a_bad_argument_is_a_one_line_tool_error_and_the_server_goes_on(mcp_serv
     async def main():
         async with connected(mcp_server) as client:
             bad = await client.call_tool(tool, args)
-            good = await client.call_tool("navigate_graph", {"entity": "ComfyUI", "relations": ["depends_on"], "hops": 1})
+            good = await client.call_tool(
+                "navigate_graph", {"entity": "ComfyUI", "relations": ["depends_on"], "hops": 1}
+            )
             return bad, good
 
     bad, good = anyio.run(main)
@@ -252,8 +286,9 @@ def server_env(home) -> dict:
 
 
 def test_stdio_server_as_a_subprocess(mcp_home):
-    params = StdioServerParameters(command=sys.executable, args=["-m", "agent.cli", "mcp"],
-                                   env=server_env(mcp_home), cwd=str(mcp_home))
+    params = StdioServerParameters(
+        command=sys.executable, args=["-m", "executor.cli.main", "mcp"], env=server_env(mcp_home), cwd=str(mcp_home)
+    )
 
     async def one_connection():
         with open(mcp_home / "stdio-stderr.log", "a") as errlog:
@@ -278,8 +313,13 @@ def start_http_server(home, log):
     """`executor mcp --http` on a free port, once it listens; None if it exited (the port was taken meanwhile,
     or the previous test's server had not yet let go of the Milvus Lite file)."""
     port = free_port()
-    proc = subprocess.Popen([sys.executable, "-m", "agent.cli", "mcp", "--http", "--host", "127.0.0.1", "--port", str(port)],
-                            env=server_env(home), cwd=str(home), stdout=log, stderr=subprocess.STDOUT)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "executor.cli.main", "mcp", "--http", "--host", "127.0.0.1", "--port", str(port)],
+        env=server_env(home),
+        cwd=str(home),
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:
         if proc.poll() is not None:
@@ -338,12 +378,21 @@ def test_http_server_keeps_two_concurrent_clients_apart(http_server):
 
 def test_what_hosts_send_as_text_is_read_as_the_schema_says(mcp_server):
     """An integer or array argument sent as a string (a CLI's `--tool-arg hops=1`), and duplicate KB ids."""
+
     async def main():
         async with connected(mcp_server) as client:
-            typed = await client.call_tool("navigate_graph", {"entity": "ComfyUI", "relations": ["DEPENDS_ON"], "hops": 1})
-            as_text = await client.call_tool("navigate_graph", {"entity": "ComfyUI", "relations": "DEPENDS_ON", "hops": "1"})
-            as_json = await client.call_tool("navigate_graph", {"entity": "ComfyUI", "relations": '["DEPENDS_ON"]', "hops": "1"})
-            folded = await client.call_tool("query_knowledge_graph", {"knowledge_base_ids": ["sample"] * 11, "query": "Docker"})
+            typed = await client.call_tool(
+                "navigate_graph", {"entity": "ComfyUI", "relations": ["DEPENDS_ON"], "hops": 1}
+            )
+            as_text = await client.call_tool(
+                "navigate_graph", {"entity": "ComfyUI", "relations": "DEPENDS_ON", "hops": "1"}
+            )
+            as_json = await client.call_tool(
+                "navigate_graph", {"entity": "ComfyUI", "relations": '["DEPENDS_ON"]', "hops": "1"}
+            )
+            folded = await client.call_tool(
+                "query_knowledge_graph", {"knowledge_base_ids": ["sample"] * 11, "query": "Docker"}
+            )
             return typed, as_text, as_json, folded
 
     typed, as_text, as_json, folded = anyio.run(main)
@@ -355,8 +404,9 @@ def test_what_hosts_send_as_text_is_read_as_the_schema_says(mcp_server):
 def test_query_knowledge_graph_has_one_entry_per_document_and_structured_graph_data(mcp_server):
     async def main():
         async with connected(mcp_server) as client:
-            return await client.call_tool("query_knowledge_graph", {"knowledge_base_ids": ["sample"],
-                                                                    "query": "ComfyUI Docker 部署"})
+            return await client.call_tool(
+                "query_knowledge_graph", {"knowledge_base_ids": ["sample"], "query": "ComfyUI Docker 部署"}
+            )
 
     result = anyio.run(main)
     assert not result.isError
@@ -376,13 +426,17 @@ def test_server_info_error_codes_and_the_home_in_unknown_kb_errors(mcp_server, s
         async with connected(mcp_server) as client:
             info = await client.initialize()
             errors = {}
-            for name, call in (("resource", client.read_resource("executor://nope")),
-                               ("prompt", client.get_prompt("nope"))):
+            for name, call in (
+                ("resource", client.read_resource("executor://nope")),
+                ("prompt", client.get_prompt("nope")),
+            ):
                 try:
                     await call
                 except McpError as exc:
                     errors[name] = exc.error
-            unknown = await client.call_tool("query_knowledge_graph", {"knowledge_base_ids": ["nope"], "query": "Docker"})
+            unknown = await client.call_tool(
+                "query_knowledge_graph", {"knowledge_base_ids": ["nope"], "query": "Docker"}
+            )
             return info, errors, unknown
 
     info, errors, unknown = anyio.run(main)
@@ -402,10 +456,15 @@ INSPECTORS = ["0.15.0", "2.12.0"]
 
 def inspector(version: str, target: list[str], *args: str, cwd) -> dict:
     folder = npm_package(f"@modelcontextprotocol/inspector@{version}")
-    done = subprocess.run([str(folder / "node_modules" / ".bin" / "mcp-inspector"), "--cli", *target, *args],
-                          capture_output=True, text=True, timeout=240, cwd=cwd)
+    done = subprocess.run(
+        [str(folder / "node_modules" / ".bin" / "mcp-inspector"), "--cli", *target, *args],
+        capture_output=True,
+        text=True,
+        timeout=240,
+        cwd=cwd,
+    )
     assert "{" in done.stdout, (done.stdout + done.stderr)[-1500:]
-    out = json.loads(done.stdout[done.stdout.index("{"):])
+    out = json.loads(done.stdout[done.stdout.index("{") :])
     # 2.x exits non-zero (5) when the tool's result is an error; anything else must succeed
     assert done.returncode == 0 or out.get("isError"), (done.stdout + done.stderr)[-1500:]
     return out
@@ -413,28 +472,64 @@ def inspector(version: str, target: list[str], *args: str, cwd) -> dict:
 
 def stdio_target(home) -> list[str]:
     # the server runs this checkout's code, started by the Inspector in a folder that is not its home
-    return ["-e", f"EXECUTOR_HOME={home}", "-e", f"PYTHONPATH={REPO}", "-e", "LANGSMITH_TRACING=false",
-            sys.executable, "-m", "agent.cli", "mcp"]
+    return [
+        "-e",
+        f"EXECUTOR_HOME={home}",
+        "-e",
+        f"PYTHONPATH={REPO}",
+        "-e",
+        "LANGSMITH_TRACING=false",
+        sys.executable,
+        "-m",
+        "executor.cli.main",
+        "mcp",
+    ]
 
 
 def inspector_session(version: str, target: list[str], cwd, session: str, transport: list[str] = ()):
     """What a person checks with the Inspector: the tools and their types, a call with optional arguments given
     as text, a bad argument, and a lookup repeated in one session (each CLI call is a connection of its own)."""
-    listed = inspector(version, target, *transport, "--method", "tools/list", cwd=cwd)
+    listed = inspector(version, target, *transport, "--method", "executor/tools/list", cwd=cwd)
     tools = {t["name"]: t for t in listed["tools"]}
     assert tools["navigate_graph"]["inputSchema"]["properties"]["hops"]["type"] == "integer"
-    call = [*transport, "--method", "tools/call"]
-    walked = inspector(version, target, *call, "--tool-name", "navigate_graph", "--tool-arg", "entity=ComfyUI",
-                       "hops=1", "relations=DEPENDS_ON", cwd=cwd)
+    call = [*transport, "--method", "executor/tools/call"]
+    walked = inspector(
+        version,
+        target,
+        *call,
+        "--tool-name",
+        "navigate_graph",
+        "--tool-arg",
+        "entity=ComfyUI",
+        "hops=1",
+        "relations=DEPENDS_ON",
+        cwd=cwd,
+    )
     assert not walked.get("isError") and walked["content"][0]["text"] == "ComfyUI -DEPENDS_ON-> Docker"
-    bad = inspector(version, target, *call, "--tool-name", "navigate_graph", "--tool-arg", "entity=ComfyUI", "hops=9",
-                    cwd=cwd)
+    bad = inspector(
+        version, target, *call, "--tool-name", "navigate_graph", "--tool-arg", "entity=ComfyUI", "hops=9", cwd=cwd
+    )
     assert bad["isError"] and bad["content"][0]["text"] == (
-        "invalid arguments: hops: Input should be less than or equal to 4")
-    runs = [inspector(version, target, *call, "--tool-name", "lookup_knowledge", "--tool-arg",
-                      f"query={PRECISE_QUESTION}", f"session={session}", cwd=cwd) for _ in range(2)]
+        "invalid arguments: hops: Input should be less than or equal to 4"
+    )
+    runs = [
+        inspector(
+            version,
+            target,
+            *call,
+            "--tool-name",
+            "lookup_knowledge",
+            "--tool-arg",
+            f"query={PRECISE_QUESTION}",
+            f"session={session}",
+            cwd=cwd,
+        )
+        for _ in range(2)
+    ]
     assert [r["content"][0]["text"].splitlines()[0] for r in runs] == [
-        "relevance_level: PRECISE", "relevance_level: DEDUPED"]
+        "relevance_level: PRECISE",
+        "relevance_level: DEDUPED",
+    ]
 
 
 @pytest.mark.parametrize("version", INSPECTORS)
@@ -444,16 +539,22 @@ def test_the_inspector_cli_over_stdio(mcp_home, tmp_path, version):
 
 @pytest.mark.parametrize("version", INSPECTORS)
 def test_the_inspector_cli_over_http(http_server, tmp_path, version):
-    inspector_session(version, [http_server], tmp_path, f"insp-http-{version}-{tmp_path.name}"[:120],
-                      transport=["--transport", "http"])
+    inspector_session(
+        version,
+        [http_server],
+        tmp_path,
+        f"insp-http-{version}-{tmp_path.name}"[:120],
+        transport=["--transport", "http"],
+    )
 
 
 def test_the_home_does_not_depend_on_the_hosts_folder(tmp_path):
     """Without EXECUTOR_HOME the server reads ~/.executor wherever the host starts it, and says so."""
     env = {k: v for k, v in server_env(tmp_path).items() if k != "EXECUTOR_HOME"}
     env["HOME"] = str(tmp_path / "user")
-    params = StdioServerParameters(command=sys.executable, args=["-m", "agent.cli", "mcp"], env=env,
-                                   cwd=str(tmp_path / "host-folder"))
+    params = StdioServerParameters(
+        command=sys.executable, args=["-m", "executor.cli.main", "mcp"], env=env, cwd=str(tmp_path / "host-folder")
+    )
     (tmp_path / "host-folder").mkdir()
 
     async def main():
@@ -464,7 +565,9 @@ def test_the_home_does_not_depend_on_the_hosts_folder(tmp_path):
 
     result = anyio.run(main)
     home = (tmp_path / "user" / ".executor").resolve()
-    assert result.isError and f"unknown knowledge base 'sample' (known: none yet; run `executor ingest`; home: {home})" \
-        in text(result)
+    assert (
+        result.isError
+        and f"unknown knowledge base 'sample' (known: none yet; run `executor ingest`; home: {home})" in text(result)
+    )
     assert f"executor MCP server on stdio (home {home}, knowledge base sample" in (tmp_path / "stderr.log").read_text()
     assert not (tmp_path / "host-folder" / ".executor").exists()

@@ -8,14 +8,14 @@ import pytest
 from langchain_core.messages import HumanMessage
 from langgraph.checkpoint.memory import InMemorySaver
 
-from agent.planner import OfflinePlanner
-from agent.session import run_turn
-from core.errors import InputError
-from core.settings import REPO_ROOT
+from evals import REPO_ROOT
 from evals.runner import run_suite
 from evals.scenarios_model import load_scenarios
-from nodes.state import Context
-from prompts.executor import NO_QUESTION, NOTHING_FOUND
+from executor.agent.planner import OfflinePlanner
+from executor.agent.session import run_turn
+from executor.core.errors import InputError
+from executor.nodes.state import Context
+from executor.prompts.executor import NO_QUESTION, NOTHING_FOUND
 
 SUITE = REPO_ROOT / "evals" / "scenarios"
 
@@ -33,8 +33,14 @@ def sample_scenarios():
 
 def outcome(results) -> list:
     """What a user compares: each lookup's level and dedup reason, and the documents cited."""
-    return [(r.id, [(t["tool"], t.get("query"), t.get("relevance_level"), t.get("dedup_reason")) for t in r.trace],
-             r.citations) for r in results]
+    return [
+        (
+            r.id,
+            [(t["tool"], t.get("query"), t.get("relevance_level"), t.get("dedup_reason")) for t in r.trace],
+            r.citations,
+        )
+        for r in results
+    ]
 
 
 def test_the_eval_scenarios_read_the_same_as_content_blocks(sample_rt):
@@ -55,8 +61,12 @@ def test_the_offline_planner_reads_content_blocks_as_their_text(sample_rt):
             app, session = sample_rt.app(OfflinePlanner(), "offline", checkpointer=InMemorySaver()), uuid.uuid4().hex
             for turn in scenario.turns:
                 r = run_turn(app, turn.question, session, Context(kb=scenario.kb), "offline", as_blocks=shape)
-                results.append(([(t["query"], t["relevance_level"], t["dedup_reason"]) for t in r.trace],
-                                [c["doc_key"] for c in r.citations]))
+                results.append(
+                    (
+                        [(t["query"], t["relevance_level"], t["dedup_reason"]) for t in r.trace],
+                        [c["doc_key"] for c in r.citations],
+                    )
+                )
         seen[shape] = results
     assert seen[True] == seen[False]
     assert not any("'type'" in (q or "") or "}]" in (q or "") for trace, _ in seen[True] for q, *_ in trace)
@@ -72,8 +82,15 @@ def test_a_question_with_an_image_searches_its_text_and_says_what_was_not_read(s
     assert "image" in out["answer"].splitlines()[-1]
 
 
-@pytest.mark.parametrize("messages", [[], [HumanMessage("   ")], [HumanMessage(blocks(" \n"))],
-                                      [HumanMessage([{"type": "image", "url": "http://x/y.png"}])]])
+@pytest.mark.parametrize(
+    "messages",
+    [
+        [],
+        [HumanMessage("   ")],
+        [HumanMessage(blocks(" \n"))],
+        [HumanMessage([{"type": "image", "url": "http://x/y.png"}])],
+    ],
+)
 def test_no_question_is_answered_as_such(sample_rt, messages):
     app = sample_rt.app(OfflinePlanner(), "offline", checkpointer=InMemorySaver())
     out = app.invoke({"messages": messages}, {"configurable": {"thread_id": uuid.uuid4().hex}}, context=Context())
@@ -82,17 +99,23 @@ def test_no_question_is_answered_as_such(sample_rt, messages):
     assert out["trace"] == [] and out["citations"] == []
 
 
-@pytest.mark.parametrize("context, message", [
-    ({"lookup_budget": "lots"}, "invalid run context: lookup_budget: Input should be a valid integer"),
-    ({"lookup_budget": 0}, "invalid run context: lookup_budget: Input should be greater than or equal to 1"),
-    ({"kb": "Nope!"}, "invalid run context: kb: invalid knowledge base name 'Nope!'"),
-    ({"budget": 3}, "invalid run context: budget: Extra inputs are not permitted"),
-])
+@pytest.mark.parametrize(
+    "context, message",
+    [
+        ({"lookup_budget": "lots"}, "invalid run context: lookup_budget: Input should be a valid integer"),
+        ({"lookup_budget": 0}, "invalid run context: lookup_budget: Input should be greater than or equal to 1"),
+        ({"kb": "Nope!"}, "invalid run context: kb: invalid knowledge base name 'Nope!'"),
+        ({"budget": 3}, "invalid run context: budget: Extra inputs are not permitted"),
+    ],
+)
 def test_a_bad_run_context_is_one_input_error(sample_rt, context, message):
     app = sample_rt.app(OfflinePlanner(), "offline", checkpointer=InMemorySaver())
     with pytest.raises(InputError) as caught:
-        app.invoke({"messages": [HumanMessage("ERR_TIMEOUT?")]}, {"configurable": {"thread_id": uuid.uuid4().hex}},
-                   context=context)
+        app.invoke(
+            {"messages": [HumanMessage("ERR_TIMEOUT?")]},
+            {"configurable": {"thread_id": uuid.uuid4().hex}},
+            context=context,
+        )
     assert str(caught.value).startswith(message)
     assert isinstance(caught.value, RuntimeError)  # a built-in kind: LangGraph's server passes its message on
 
@@ -100,8 +123,11 @@ def test_a_bad_run_context_is_one_input_error(sample_rt, context, message):
 def test_an_unknown_kb_in_the_run_context_names_the_known_ones_and_the_home(sample_rt):
     app = sample_rt.app(OfflinePlanner(), "offline", checkpointer=InMemorySaver())
     with pytest.raises(InputError) as caught:
-        app.invoke({"messages": [HumanMessage("ERR_TIMEOUT?")]}, {"configurable": {"thread_id": uuid.uuid4().hex}},
-                   context={"kb": "nope"})
+        app.invoke(
+            {"messages": [HumanMessage("ERR_TIMEOUT?")]},
+            {"configurable": {"thread_id": uuid.uuid4().hex}},
+            context={"kb": "nope"},
+        )
     # the shared home holds whatever KBs earlier tests made as well: sample is among those named
     said = str(caught.value)
     assert said.startswith("unknown knowledge base 'nope' (known: ") and "sample" in said.split("(known: ")[1]
@@ -115,8 +141,7 @@ def test_the_context_form_describes_every_field():
 
 def _run(app, thread, question, checkpoint_id=None):
     configurable = {"thread_id": thread, **({"checkpoint_id": checkpoint_id} if checkpoint_id else {})}
-    return app.invoke({"messages": [HumanMessage(blocks(question))]}, {"configurable": configurable},
-                      context=Context())
+    return app.invoke({"messages": [HumanMessage(blocks(question))]}, {"configurable": configurable}, context=Context())
 
 
 def test_a_run_from_an_earlier_checkpoint_sees_the_memory_of_that_checkpoint(sample_rt):
@@ -156,7 +181,7 @@ def test_clearing_a_session_forgets_its_forks_too(sample_rt):
     _run(app, thread, "MySQL 连接池怎么配置？", first["checkpoint_id"])
     fork_session = app.get_state({"configurable": {"thread_id": thread}}).values["memory"]["session"]
     assert fork_session.startswith(f"{thread}:fork-") and sample_rt.memory.lookups(fork_session)
-    from agent.session import clear_session
+    from executor.agent.session import clear_session
 
     clear_session(thread, saver, sample_rt.memory)
     assert not sample_rt.memory.lookups(thread) and not sample_rt.memory.lookups(fork_session)

@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 from pymilvus import MilvusClient
 
-from core.errors import BackendError
-from stores.vectors import MilvusVectorStore, lexical_support, server_version
+from executor.core.errors import BackendError
+from executor.stores.vectors import MilvusVectorStore, lexical_support, server_version
 
 
 class Embedder:

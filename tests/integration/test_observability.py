@@ -5,14 +5,14 @@ import sqlite3
 from datetime import datetime, timedelta
 
 import pytest
-
-from core.settings import Ranker, Settings, Thresholds
 from conftest import REPO, make_runtime, run_cli
-from retrieval.calibration import Label, choose_thresholds, folds_of, write_thresholds
-from retrieval.ranking import FEATURES
-from stores.database import SCHEMA_REVISION, Database, schema_revision
-from stores.invocation_log import Invocation, InvocationLog
-from stores.invocation_stats import invocation_stats
+
+from executor.core.settings import Ranker, Settings, Thresholds
+from executor.retrieval.calibration import Label, choose_thresholds, folds_of, write_thresholds
+from executor.retrieval.ranking import FEATURES
+from executor.stores.database import SCHEMA_REVISION, Database, schema_revision
+from executor.stores.invocation_log import Invocation, InvocationLog
+from executor.stores.invocation_stats import invocation_stats
 
 KNOWN_ROWS = [  # session, level, dedup reason, top similarity
     ("s1", "PRECISE", None, 0.62),
@@ -27,9 +27,18 @@ KNOWN_ROWS = [  # session, level, dedup reason, top similarity
 def fill(db: Database) -> None:
     log = InvocationLog(db)
     for session, level, reason, sim in KNOWN_ROWS:
-        log.write(Invocation(session_id=session, tool_name="lookup_knowledge", query="q", kb="sample",
-                             relevance_level=level, dedup_reason=reason, blocked=reason == "query_repeated",
-                             retrieval_details={"l1_top_similarity": sim}))
+        log.write(
+            Invocation(
+                session_id=session,
+                tool_name="lookup_knowledge",
+                query="q",
+                kb="sample",
+                relevance_level=level,
+                dedup_reason=reason,
+                blocked=reason == "query_repeated",
+                retrieval_details={"l1_top_similarity": sim},
+            )
+        )
     log.write(Invocation(session_id="s3", tool_name="lookup_knowledge", query="q", error="the query is empty"))
     log.write(Invocation(session_id="s1", tool_name="graph_expand", query="q"))  # not a lookup
 
@@ -68,8 +77,12 @@ def test_stats_command_json_and_plot(tmp_path):
 def test_stats_report_the_traversal_cache_hit_rate(tmp_path):
     home = tmp_path / "home"
     log = InvocationLog(make_runtime(home).db)
-    for tool, tally in [("graph_expand", {"hits": 0, "misses": 3}), ("graph_expand", {"hits": 3, "misses": 0}),
-                        ("query_knowledge_graph", {"hits": 2, "misses": 2}), ("navigate_graph", {"hits": 1, "misses": 1})]:
+    for tool, tally in [
+        ("graph_expand", {"hits": 0, "misses": 3}),
+        ("graph_expand", {"hits": 3, "misses": 0}),
+        ("query_knowledge_graph", {"hits": 2, "misses": 2}),
+        ("navigate_graph", {"hits": 1, "misses": 1}),
+    ]:
         log.write(Invocation(session_id="s1", tool_name=tool, query="q", retrieval_details={"traversal_cache": tally}))
     r = run_cli(home, "stats", "--json")
     assert json.loads(r.stdout)["traversal_cache"] == {"hits": 6, "misses": 6, "hit_rate": 0.5}
@@ -104,9 +117,12 @@ def test_a_database_from_the_first_release_is_upgraded_with_its_rows(tmp_path):
         conn.execute("INSERT INTO session_document VALUES ('s1', 'sample', 'a.md', 'ops', 'A', '2026-11-01 10:00:00')")
         for i, sim in enumerate([0.61, 0.33, None]):
             details = json.dumps({"l1_top_similarity": sim}) if sim is not None else None
-            conn.execute("INSERT INTO tool_invocation (session_id, tool_name, kb, query, arguments, relevance_level, "
-                         "blocked, latency_ms, retrieval_details, created_at) VALUES (?, 'lookup_knowledge', 'sample', "
-                         "?, '{}', 'REFERENCE', 0, 1.0, ?, '2026-11-01 10:00:00')", (f"s{i}", f"q{i}", details))
+            conn.execute(
+                "INSERT INTO tool_invocation (session_id, tool_name, kb, query, arguments, relevance_level, "
+                "blocked, latency_ms, retrieval_details, created_at) VALUES (?, 'lookup_knowledge', 'sample', "
+                "?, '{}', 'REFERENCE', 0, 1.0, ?, '2026-11-01 10:00:00')",
+                (f"s{i}", f"q{i}", details),
+            )
     db = Database(f"sqlite:///{path}")
     assert schema_revision(db.engine) == SCHEMA_REVISION
     with sqlite3.connect(path) as conn:
@@ -114,7 +130,7 @@ def test_a_database_from_the_first_release_is_upgraded_with_its_rows(tmp_path):
         assert rows == [("q0", 0.61), ("q1", 0.33), ("q2", None)]  # kept, and backfilled from the JSON
         assert conn.execute("SELECT count(*) FROM session_document").fetchone() == (1,)
         assert conn.execute("SELECT count(*) FROM llm_extraction").fetchone() == (0,)
-    from stores.memory import ActionMemory
+    from executor.stores.memory import ActionMemory
 
     assert ActionMemory(db).by_domain("s1") == {"ops": ["a.md"]}
     Database(f"sqlite:///{path}")  # opening it again is a no-op
@@ -125,14 +141,23 @@ def test_the_source_column_is_backfilled_from_session_prefixes_and_eval_rows_lea
     with sqlite3.connect(path) as conn:
         conn.executescript(FIRST_RELEASE_DDL)
         for session in ("eval-storm-1-abc123", "chat-1a2b", "ask-9f", "cli-77", "kg-5", "studio-thread"):
-            conn.execute("INSERT INTO tool_invocation (session_id, tool_name, kb, query, arguments, relevance_level, "
-                         "blocked, latency_ms, created_at) VALUES (?, 'lookup_knowledge', 'sample', 'q', '{}', "
-                         "'REFERENCE', 0, 1.0, '2026-11-01 10:00:00')", (session,))
+            conn.execute(
+                "INSERT INTO tool_invocation (session_id, tool_name, kb, query, arguments, relevance_level, "
+                "blocked, latency_ms, created_at) VALUES (?, 'lookup_knowledge', 'sample', 'q', '{}', "
+                "'REFERENCE', 0, 1.0, '2026-11-01 10:00:00')",
+                (session,),
+            )
     db = Database(f"sqlite:///{path}")
     with sqlite3.connect(path) as conn:
         sources = dict(conn.execute("SELECT session_id, source FROM tool_invocation").fetchall())
-    assert sources == {"eval-storm-1-abc123": "eval", "chat-1a2b": "chat", "ask-9f": "ask", "cli-77": "lookup",
-                       "kg-5": "lookup", "studio-thread": None}
+    assert sources == {
+        "eval-storm-1-abc123": "eval",
+        "chat-1a2b": "chat",
+        "ask-9f": "ask",
+        "cli-77": "lookup",
+        "kg-5": "lookup",
+        "studio-thread": None,
+    }
     real = invocation_stats(db)
     assert real["lookups"] == 5 and real["by_source"] == {"ask": 1, "chat": 1, "lookup": 2, "unknown": 1}
     assert invocation_stats(db, sources=["eval"])["lookups"] == 1
@@ -145,7 +170,7 @@ def test_schema_revision_is_the_newest_migration():
     from alembic.config import Config
     from alembic.script import ScriptDirectory
 
-    from stores.database import MIGRATIONS
+    from executor.stores.database import MIGRATIONS
 
     config = Config()
     config.set_main_option("script_location", str(MIGRATIONS))
@@ -157,10 +182,10 @@ def _observed(kb: str, rows):
     """Labelled questions whose candidates score exactly as given: [(relevant, [(doc, score), ...]), ...]."""
     import math
 
-    from retrieval.calibration import Observed
-    from retrieval.grading import Graded
-    from retrieval.ranking import Candidate
-    from retrieval.vocabulary import QueryTerms
+    from executor.retrieval.calibration import Observed
+    from executor.retrieval.grading import Graded
+    from executor.retrieval.ranking import Candidate
+    from executor.retrieval.vocabulary import QueryTerms
 
     out = []
     for n, (relevant, scored) in enumerate(rows):
@@ -177,14 +202,17 @@ UNIT = Ranker(bias=0.0, weights={"similarity": 1.0})
 
 
 def test_threshold_rules_on_a_hand_built_case():
-    observed = _observed("k", [
-        (["a"], [("a", 0.9), ("x", 0.2)]),
-        (["b"], [("b", 0.7)]),
-        (["c"], [("x", 0.605), ("c", 0.5)]),  # wrong document first at 0.605
-        (["d"], [("d", 0.4)]),
-        ([], [("x", 0.305)]),  # off-topic, best at 0.305
-        ([], [("y", 0.1)]),
-    ])
+    observed = _observed(
+        "k",
+        [
+            (["a"], [("a", 0.9), ("x", 0.2)]),
+            (["b"], [("b", 0.7)]),
+            (["c"], [("x", 0.605), ("c", 0.5)]),  # wrong document first at 0.605
+            (["d"], [("d", 0.4)]),
+            ([], [("x", 0.305)]),  # off-topic, best at 0.305
+            ([], [("y", 0.1)]),
+        ],
+    )
     hr, hr_other, ref, supplement = choose_thresholds(observed, UNIT, 2.0)
     assert hr_other is None  # no best page in another language than its question
     # best documents at >= t: 0.9 right, 0.7 right, 0.605 wrong: 2/3 at 0.60, 1.0 from 0.61 on
@@ -196,12 +224,15 @@ def test_threshold_rules_on_a_hand_built_case():
 
 
 def test_the_supplements_bar_keeps_40_percent_of_the_documents_sent_after_the_first_relevant():
-    observed = _observed("k", [
-        (["a"], [("a", 0.9), ("x", 0.2)]),
-        (["b"], [("b", 0.7), ("w", 0.15), ("z", 0.1)]),
-        (["c", "c2"], [("c", 0.6), ("c2", 0.5)]),
-        ([], [("x", 0.305)]),
-    ])
+    observed = _observed(
+        "k",
+        [
+            (["a"], [("a", 0.9), ("x", 0.2)]),
+            (["b"], [("b", 0.7), ("w", 0.15), ("z", 0.1)]),
+            (["c", "c2"], [("c", 0.6), ("c2", 0.5)]),
+            ([], [("x", 0.305)]),
+        ],
+    )
     hr, hr_other, ref, supplement = choose_thresholds(observed, UNIT, 2.0)
     assert hr_other is None  # no best page in another language than its question
     assert ref == 0.31
@@ -232,14 +263,17 @@ def test_calibrate_command_writes_the_model_and_reports_held_out_figures(sample_
 
     rows = _yaml.safe_load((REPO / "evals" / "labels" / "sample.yaml").read_text(encoding="utf-8"))
     labels = tmp_path / "labels.yaml"
-    labels.write_text(_yaml.safe_dump(rows[:24] + [r for r in rows if not r["relevant"]], allow_unicode=True),
-                      encoding="utf-8")
+    labels.write_text(
+        _yaml.safe_dump(rows[:24] + [r for r in rows if not r["relevant"]], allow_unicode=True), encoding="utf-8"
+    )
     config = tmp_path / "config.yaml"
     config.write_text("top_k: 12\n", encoding="utf-8")
     home = tmp_path / "cal-home"
     assert run_cli(home, "ingest").returncode == 0
     # every label on one KB would fit that KB's own model; --shared fits the embedder's preset in config.yaml
-    r = run_cli(home, "calibrate", "--labels", str(labels), "--shared", "--write", "--json", EXECUTOR_CONFIG=str(config))
+    r = run_cli(
+        home, "calibrate", "--labels", str(labels), "--shared", "--write", "--json", EXECUTOR_CONFIG=str(config)
+    )
     assert r.returncode == 0, r.stderr
     result = json.loads(r.stdout)
     hr, ref = result["highly_relevant_threshold"], result["reference_threshold"]
@@ -263,9 +297,11 @@ def test_calibrate_command_writes_the_model_and_reports_held_out_figures(sample_
 
 
 def test_write_thresholds_refuses_a_broken_config(tmp_path):
-    from core.errors import InputError
+    from executor.core.errors import InputError
 
     config = tmp_path / "config.yaml"
     config.write_text("- just a list\n")
     with pytest.raises(InputError, match="mapping"):
-        write_thresholds(config, "use-multilingual-v3", Thresholds(highly_relevant_threshold=0.5, reference_threshold=0.3))
+        write_thresholds(
+            config, "use-multilingual-v3", Thresholds(highly_relevant_threshold=0.5, reference_threshold=0.3)
+        )

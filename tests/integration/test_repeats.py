@@ -1,4 +1,4 @@
-"""Repeat detection by meaning (retrieval/repeats.py): the rule, its memory, its calibration, and the
+"""Repeat detection by meaning (executor/retrieval/repeats.py): the rule, its memory, its calibration, and the
 multi-turn sessions of issue 12 on the real stores (Milvus Lite, USE, SQLite)."""
 
 import uuid
@@ -7,23 +7,30 @@ import numpy as np
 import pytest
 import sqlalchemy as sa
 import yaml
-from langgraph.checkpoint.memory import InMemorySaver
-
-from core.errors import InputError
-from agent.planner import OfflinePlanner
-from agent.session import run_turn
-from core.settings import REPO_ROOT, RepeatThresholds, Settings
-from nodes.state import Context
 from conftest import run_cli
+from langgraph.checkpoint.memory import InMemorySaver
 from test_sql_backends import db_url  # noqa: F401  (the Postgres / MySQL fixture)
+
+from evals import REPO_ROOT
 from evals.runner import run_suite
 from evals.scenarios_model import Scenario
-from retrieval.repeat_calibration import (
-    BANDS, FOLDS, PairScore, calibrate_repeats, folds, load_repeat_labels, write_repeat_thresholds,
+from executor.agent.planner import OfflinePlanner
+from executor.agent.session import run_turn
+from executor.core.errors import InputError
+from executor.core.settings import RepeatThresholds, Settings
+from executor.nodes.state import Context
+from executor.retrieval.repeat_calibration import (
+    BANDS,
+    FOLDS,
+    PairScore,
+    calibrate_repeats,
+    folds,
+    load_repeat_labels,
+    write_repeat_thresholds,
 )
-from retrieval.repeats import DedupReason, find_repeat, repeat_hint
-from stores.database import Database
-from stores.memory import ActionMemory, EarlierLookup
+from executor.retrieval.repeats import DedupReason, find_repeat, repeat_hint
+from executor.stores.database import Database
+from executor.stores.memory import ActionMemory, EarlierLookup
 
 LABELS = REPO_ROOT / "evals" / "labels" / "repeats.yaml"
 T = RepeatThresholds(overlap_threshold=0.8, miss_overlap_threshold=0.6)
@@ -81,8 +88,9 @@ def test_after_reference_a_named_missing_dimension_is_a_supplement_not_a_repeat(
 
 def test_the_most_similar_earlier_lookup_is_the_one_reported_and_other_embedders_are_skipped():
     a, b = earlier("a", unit(1, 0.2, 0)), earlier("b", unit(1, 0, 0))
-    other = EarlierLookup(query="other embedder", vector=np.ones(4, dtype=np.float32) / 2, level="PRECISE",
-                          doc_keys=["a.md"])
+    other = EarlierLookup(
+        query="other embedder", vector=np.ones(4, dtype=np.float32) / 2, level="PRECISE", doc_keys=["a.md"]
+    )
     assert find_repeat(unit(1, 0, 0), "a.md", [a, other, b], T, batch="m2").earlier is b
 
 
@@ -113,7 +121,10 @@ def test_a_lookup_is_remembered_in_the_database_with_the_embedding_it_computed(s
     fresh = ActionMemory(Database(sample_rt.settings.db_url))  # what another process would read
     rows = fresh.lookups(s)
     assert rows[0].query == "Redis 缓存的过期时间怎么设置？" and rows[0].batch == "m1"
-    assert rows[0].doc_keys[0] == "infrastructure/redis-cache-expiry.md" and rows[0].level in ("PRECISE", "HIGHLY_RELEVANT")
+    assert rows[0].doc_keys[0] == "infrastructure/redis-cache-expiry.md" and rows[0].level in (
+        "PRECISE",
+        "HIGHLY_RELEVANT",
+    )
     assert np.allclose(rows[0].vector, real("Redis 缓存的过期时间怎么设置？"), atol=1e-6)
     fresh.clear(s)
     assert fresh.lookups(s) == []
@@ -124,7 +135,7 @@ def test_a_0002_database_gains_the_session_lookup_table(tmp_path):
     from alembic.config import Config
     from alembic.script import ScriptDirectory
 
-    from stores.database import MIGRATIONS, schema_revision
+    from executor.stores.database import MIGRATIONS, schema_revision
 
     url = f"sqlite:///{tmp_path / 'old.db'}"
     engine = sa.create_engine(url)
@@ -141,14 +152,30 @@ def test_a_0002_database_gains_the_session_lookup_table(tmp_path):
 
 # -- the issue's sessions, through the real graph ------------------------------------------------
 def scenario(sid: str, *turns) -> Scenario:
-    return Scenario.model_validate({"id": sid, "lang": "zh", "turns": [
-        {"question": q, "proposals": [{"lookup_knowledge": {"query": p}} for p in ps]} for q, ps in turns]})
+    return Scenario.model_validate(
+        {
+            "id": sid,
+            "lang": "zh",
+            "turns": [
+                {"question": q, "proposals": [{"lookup_knowledge": {"query": p}} for p in ps]} for q, ps in turns
+            ],
+        }
+    )
 
 
 def test_blue_green_after_a_comfyui_deployment_runs(sample_rt):
-    [r] = run_suite(sample_rt, [scenario("bg", ("ComfyUI 怎么部署？", ["ComfyUI 怎么部署？"]),
-                                         ("How does blue-green deployment work?", ["How does blue-green deployment work?"]))],
-                    guards=True, progress=False)
+    [r] = run_suite(
+        sample_rt,
+        [
+            scenario(
+                "bg",
+                ("ComfyUI 怎么部署？", ["ComfyUI 怎么部署？"]),
+                ("How does blue-green deployment work?", ["How does blue-green deployment work?"]),
+            )
+        ],
+        guards=True,
+        progress=False,
+    )
     second = [t for t in r.trace if t["turn"] == 2]
     assert r.executed_by_turn == [1, 1]
     assert second[0]["relevance_level"] == "PRECISE" and second[0]["sent"][0] == "deployment/blue-green-deploy.md"
@@ -156,9 +183,18 @@ def test_blue_green_after_a_comfyui_deployment_runs(sample_rt):
 
 
 def test_redis_expiry_after_a_mysql_pool_question_runs(sample_rt):
-    [r] = run_suite(sample_rt, [scenario("redis", ("MySQL 连接池怎么配置？", ["MySQL 连接池怎么配置？"]),
-                                         ("Redis 缓存的过期时间怎么设置？", ["Redis 缓存的过期时间怎么设置？"]))],
-                    guards=True, progress=False)
+    [r] = run_suite(
+        sample_rt,
+        [
+            scenario(
+                "redis",
+                ("MySQL 连接池怎么配置？", ["MySQL 连接池怎么配置？"]),
+                ("Redis 缓存的过期时间怎么设置？", ["Redis 缓存的过期时间怎么设置？"]),
+            )
+        ],
+        guards=True,
+        progress=False,
+    )
     assert r.executed_by_turn == [1, 1] and not r.blocked_by_reason
     assert "infrastructure/redis-cache-expiry.md" in r.citations
 
@@ -166,8 +202,13 @@ def test_redis_expiry_after_a_mysql_pool_question_runs(sample_rt):
 def test_the_two_part_zh_question_keeps_both_parts(sample_rt):
     """The offline planner splits it into two lookups in one message; they land in one domain and both run."""
     app = sample_rt.app(OfflinePlanner(), "offline", checkpointer=InMemorySaver())
-    result = run_turn(app, "Redis 缓存过期怎么配置？另外 MySQL 主从复制延迟怎么处理？", f"t-{uuid.uuid4().hex[:8]}",
-                      Context(), "offline")
+    result = run_turn(
+        app,
+        "Redis 缓存过期怎么配置？另外 MySQL 主从复制延迟怎么处理？",
+        f"t-{uuid.uuid4().hex[:8]}",
+        Context(),
+        "offline",
+    )
     assert [t["blocked"] for t in result.trace] == [False, False]
     assert result.trace[0]["domain"] == result.trace[1]["domain"] == "infrastructure"
     assert "infrastructure/redis-cache-expiry.md" in result.trace[0]["sent"]
@@ -175,30 +216,60 @@ def test_the_two_part_zh_question_keeps_both_parts(sample_rt):
 
 
 def test_a_miss_then_three_rephrasings_runs_one_search(sample_rt):
-    [r] = run_suite(sample_rt, [scenario("miss", ("How many vacation days do new employees get?", ["vacation days new employees"]),
-                                         ("And the holiday allowance?", ["holiday allowance", "annual leave", "vacation days"]))],
-                    guards=True, progress=False)
+    [r] = run_suite(
+        sample_rt,
+        [
+            scenario(
+                "miss",
+                ("How many vacation days do new employees get?", ["vacation days new employees"]),
+                ("And the holiday allowance?", ["holiday allowance", "annual leave", "vacation days"]),
+            )
+        ],
+        guards=True,
+        progress=False,
+    )
     assert r.executed_lookups == 1 and r.executed_by_turn == [1, 0]
     assert r.blocked_by_reason == {"not_found_repeated": 3}
     assert r.citations == []
     assert r.trace[0]["relevance_level"] == "NONE"
     # every block is logged with its reason, like the search that ran
-    rows = [row for row in sample_rt.log.rows(tool_name="lookup_knowledge") if row.query in
-            ("holiday allowance", "annual leave", "vacation days")][-3:]
+    rows = [
+        row
+        for row in sample_rt.log.rows(tool_name="lookup_knowledge")
+        if row.query in ("holiday allowance", "annual leave", "vacation days")
+    ][-3:]
     assert [row.dedup_reason for row in rows] == ["not_found_repeated"] * 3 and all(row.blocked for row in rows)
 
 
 def test_a_miss_followed_by_a_real_question_runs_it(sample_rt):
-    [r] = run_suite(sample_rt, [scenario("real", ("What is a good recipe for sourdough bread?", ["sourdough bread recipe"]),
-                                         ("How are webhook signatures verified?", ["How are webhook signatures verified?"]))],
-                    guards=True, progress=False)
+    [r] = run_suite(
+        sample_rt,
+        [
+            scenario(
+                "real",
+                ("What is a good recipe for sourdough bread?", ["sourdough bread recipe"]),
+                ("How are webhook signatures verified?", ["How are webhook signatures verified?"]),
+            )
+        ],
+        guards=True,
+        progress=False,
+    )
     assert r.executed_by_turn == [1, 1] and "api/webhooks.md" in r.citations
 
 
 def test_a_rephrasing_in_a_later_turn_is_answered_from_the_session(sample_rt):
-    [r] = run_suite(sample_rt, [scenario("again", ("How do I roll back a Helm release?", ["helm rollback"]),
-                                         ("Sorry, how do I roll back a helm release again?", ["roll back a helm release"]))],
-                    guards=True, progress=False)
+    [r] = run_suite(
+        sample_rt,
+        [
+            scenario(
+                "again",
+                ("How do I roll back a Helm release?", ["helm rollback"]),
+                ("Sorry, how do I roll back a helm release again?", ["roll back a helm release"]),
+            )
+        ],
+        guards=True,
+        progress=False,
+    )
     assert r.executed_by_turn == [1, 0] and r.duplicate_docs_sent == 0
     assert "deployment/helm-charts.md" in r.citations  # quoted from what turn 1 sent
 
@@ -214,8 +285,18 @@ def test_the_label_set_has_the_promised_shape():
 
 
 def test_folds_keep_pairs_of_one_earlier_query_together():
-    scores = [PairScore(earlier=f"q{i % 7}", later=f"l{i}", label="repeat", similarity=0.5, earlier_found=True,
-                        same_documents=True, all_documents_sent=False) for i in range(40)]
+    scores = [
+        PairScore(
+            earlier=f"q{i % 7}",
+            later=f"l{i}",
+            label="repeat",
+            similarity=0.5,
+            earlier_found=True,
+            same_documents=True,
+            all_documents_sent=False,
+        )
+        for i in range(40)
+    ]
     groups = folds(scores)
     assert len(groups) == FOLDS and sorted(i for g in groups for i in g) == list(range(40))
     for g in groups:
@@ -240,15 +321,18 @@ def test_calibration_on_the_labels_is_held_out_and_written_per_embedder(sample_r
     assert all(a["recall"] >= b["recall"] for a, b in zip(h.by_band, h.by_band[1:]))  # wider: fewer blocked
     # the shipped defaults are the calibrated ones
     shipped = Settings().repeat_thresholds("use-multilingual-v3")
-    assert (shipped.overlap_threshold, shipped.miss_overlap_threshold) == (result.overlap.threshold,
-                                                                           result.miss_overlap.threshold)
+    assert (shipped.overlap_threshold, shipped.miss_overlap_threshold) == (
+        result.overlap.threshold,
+        result.miss_overlap.threshold,
+    )
 
     config = tmp_path / "config.yaml"
     config.write_text("retrieval:\n  normalization:\n    max-l2-distance: 2.0\n", encoding="utf-8")
     write_repeat_thresholds(config, result.embedder, 0.7, 0.45)
     settings = Settings(retrieval=yaml.safe_load(config.read_text())["retrieval"])
-    assert settings.repeat_thresholds("use-multilingual-v3") == RepeatThresholds(overlap_threshold=0.7,
-                                                                                  miss_overlap_threshold=0.45)
+    assert settings.repeat_thresholds("use-multilingual-v3") == RepeatThresholds(
+        overlap_threshold=0.7, miss_overlap_threshold=0.45
+    )
     assert settings.thresholds("use-multilingual-v3").max_l2_distance == 2.0  # the rest of the file is kept
 
 
@@ -265,9 +349,18 @@ def test_lookup_memory_round_trips_on_postgres_and_mysql(db_url):
     """The repeat rule's memory on the production databases (skips where no server answers)."""
     memory = ActionMemory(Database(db_url))
     vector = unit(*range(1, 513))
-    memory.record_lookup("s1", EarlierLookup(query="数据库连接池怎么配置？", vector=vector, level="PRECISE",
-                                             domain="infrastructure", doc_keys=["infrastructure/mysql-connection-pool.md"],
-                                             batch="run-1", embedder="use-multilingual-v3"))
+    memory.record_lookup(
+        "s1",
+        EarlierLookup(
+            query="数据库连接池怎么配置？",
+            vector=vector,
+            level="PRECISE",
+            domain="infrastructure",
+            doc_keys=["infrastructure/mysql-connection-pool.md"],
+            batch="run-1",
+            embedder="use-multilingual-v3",
+        ),
+    )
     memory.record_lookup("s1", EarlierLookup(query="vacation days", vector=vector, level=None, embedder="other"))
     [row] = memory.lookups("s1", kb="sample", embedder="use-multilingual-v3")
     assert row.query == "数据库连接池怎么配置？" and row.doc_keys == ["infrastructure/mysql-connection-pool.md"]

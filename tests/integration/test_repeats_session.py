@@ -5,7 +5,7 @@ import uuid
 
 from evals.runner import run_suite
 from evals.scenarios_model import Scenario
-from retrieval.repeats import BLOCKED
+from executor.retrieval.repeats import BLOCKED
 
 
 def session() -> str:
@@ -52,8 +52,13 @@ def test_a_blocked_lookup_is_remembered_for_the_next_rephrasing(sample_rt):
 
 
 def kg_then_lookup(sid: str, first: dict, second: dict) -> Scenario:
-    return Scenario.model_validate({"id": sid, "lang": "zh", "turns": [
-        {"question": "q1", "proposals": [first]}, {"question": "q2", "proposals": [second]}]})
+    return Scenario.model_validate(
+        {
+            "id": sid,
+            "lang": "zh",
+            "turns": [{"question": "q1", "proposals": [first]}, {"question": "q2", "proposals": [second]}],
+        }
+    )
 
 
 def test_a_knowledge_graph_query_that_rephrases_a_lookup_is_answered_from_the_session(sample_rt):
@@ -68,10 +73,18 @@ def test_a_knowledge_graph_query_that_rephrases_a_lookup_is_answered_from_the_se
 
     # through the graph: the call is blocked in the trace, runs no retrieval and sends nothing; the turn still
     # cites the page from the session
-    [r] = run_suite(sample_rt, [kg_then_lookup(
-        "kg", {"lookup_knowledge": {"query": "ComfyUI 怎么部署？"}},
-        {"query_knowledge_graph": {"knowledge_base_ids": ["sample"], "query": "ComfyUI 部署步骤"}})],
-        guards=True, progress=False)
+    [r] = run_suite(
+        sample_rt,
+        [
+            kg_then_lookup(
+                "kg",
+                {"lookup_knowledge": {"query": "ComfyUI 怎么部署？"}},
+                {"query_knowledge_graph": {"knowledge_base_ids": ["sample"], "query": "ComfyUI 部署步骤"}},
+            )
+        ],
+        guards=True,
+        progress=False,
+    )
     kg = [t for t in r.trace if t["turn"] == 2][0]
     assert kg["blocked"] and kg["dedup_reason"] == "doc_retrieved" and kg["sent"] == []
     assert r.retrievals_by_turn == [1, 0] and "deployment/comfyui-deployment.md" in r.citations
@@ -87,14 +100,30 @@ def test_a_knowledge_graph_query_beside_a_lookup_in_one_message_is_not_answered_
     held = [h for h in result.results if h.doc_key == "deployment/comfyui-deployment.md"]
     assert held and all(h.already_returned and not h.content for h in held)
     # the weaker Docker page goes out as it would with no sibling (a later message's call withheld it)
-    assert {h.doc_key for h in result.results if h.content} >= {"deployment/docker-compose.md", "deployment/docker-basics.md"}
+    assert {h.doc_key for h in result.results if h.content} >= {
+        "deployment/docker-compose.md",
+        "deployment/docker-basics.md",
+    }
 
 
 def test_a_lookup_that_rephrases_a_knowledge_graph_query_is_blocked(sample_rt):
-    [r] = run_suite(sample_rt, [kg_then_lookup(
-        "kg2", {"query_knowledge_graph": {"knowledge_base_ids": ["sample"], "query": "How are webhook signatures verified?"}},
-        {"lookup_knowledge": {"query": "verify HMAC signature of webhook deliveries"}})],
-        guards=True, progress=False)
+    [r] = run_suite(
+        sample_rt,
+        [
+            kg_then_lookup(
+                "kg2",
+                {
+                    "query_knowledge_graph": {
+                        "knowledge_base_ids": ["sample"],
+                        "query": "How are webhook signatures verified?",
+                    }
+                },
+                {"lookup_knowledge": {"query": "verify HMAC signature of webhook deliveries"}},
+            )
+        ],
+        guards=True,
+        progress=False,
+    )
     first, second = r.trace
     assert "api/webhooks.md" in first["sent"]
     assert second["blocked"] and second["sent"] == [] and r.retrievals_by_turn == [1, 0]
@@ -112,7 +141,7 @@ def test_nothing_found_on_a_page_the_session_holds_says_the_session_has_it(sampl
     """Issue 27's case: grading says "nothing found" (here a REFERENCE bar nothing reaches), yet the best page
     is one the session holds at the supplements' bar and the query is near the lookup that brought it: the
     lookup says the session has it, never nothing found."""
-    from core.settings import Thresholds
+    from executor.core.settings import Thresholds
 
     lookup, s = sample_rt.lookup_service.lookup, session()
     lookup("ERR_TIMEOUT 是什么", s, batch="m1")

@@ -1,15 +1,14 @@
 """A KB nobody labelled grades itself: `executor ingest` fits its own model on questions generated from its pages
-and the bundled off-topic pool (retrieval/self_calibration.py), stores it, `kb show` says so, and its lookups use
+and the bundled off-topic pool (executor/retrieval/self_calibration.py), stores it, `kb show` says so, and its lookups use
 it: a Chinese paraphrase of an English page's subject is found, a near-domain off-topic question finds nothing, a
 unique error code is PRECISE. Real Milvus Lite and the shipped embedder, through the command line."""
 
 import json
 
 import pytest
-from sqlalchemy import create_engine, text
-
 from conftest import run_cli
 from doc_fixtures import write_kb
+from sqlalchemy import create_engine, text
 
 PAGES = {
     "db/postgres-replication-lag.md": (
@@ -17,36 +16,44 @@ PAGES = {
         "on the standby with `pg_current_wal_lsn()` on the primary. Long transactions on the primary and a slow "
         "disk on the standby are the usual causes.\n\n## Reducing the lag\n\nMove heavy reports to a separate "
         "replica, raise `max_wal_senders` only when slots are exhausted, and check the network between the two "
-        "hosts.\n"),
+        "hosts.\n"
+    ),
     "db/backup-restore.md": (
         "# Backups and restore\n\nA nightly base backup is taken with pg_basebackup and WAL is archived every "
         "five minutes. To restore, unpack the base backup and replay WAL up to the target time.\n\n## Testing "
         "restores\n\nEvery month a restore is rehearsed on a scratch host; a backup nobody restored is not a "
-        "backup.\n"),
+        "backup.\n"
+    ),
     "queue/worker-queue-full.md": (
         "---\ntitle: Worker queue full\nkeywords: [ERR_QUEUE_FULL, queue full, backpressure]\n---\n# Worker "
         "queue full\n\nThe API answers `ERR_QUEUE_FULL` when the job queue holds more than 10000 waiting jobs. "
         "Scale the workers out, or shed load at the gateway until the backlog drains.\n\n## Why jobs pile up\n\n"
-        "A slow downstream service makes every worker wait; look at the workers' p99 latency first.\n"),
+        "A slow downstream service makes every worker wait; look at the workers' p99 latency first.\n"
+    ),
     "queue/retries.md": (
         "# Retry policy\n\nFailed jobs are retried three times with exponential backoff starting at 2 seconds. "
         "After the last attempt the job moves to the dead-letter list for a person to look at.\n\n## Idempotent "
-        "jobs\n\nA job that may run twice must check whether its work is already done.\n"),
+        "jobs\n\nA job that may run twice must check whether its work is already done.\n"
+    ),
     "ops/deploy.md": (
         "# Deploying a release\n\nReleases go out through the pipeline: build, test, canary on 5% of traffic for "
         "30 minutes, then everyone. Watch the error rate dashboard during the canary.\n\n## Rolling back\n\n"
-        "Run the rollback job with the previous version number; it takes about two minutes.\n"),
+        "Run the rollback job with the previous version number; it takes about two minutes.\n"
+    ),
     "ops/on-call.md": (
         "# On-call handbook\n\nThe on-call engineer acknowledges a page within 5 minutes, opens an incident "
         "channel and posts updates every 30 minutes until the incident is resolved.\n\n## Handover\n\nAt the "
-        "end of a shift, write down open incidents and anything that may page overnight.\n"),
+        "end of a shift, write down open incidents and anything that may page overnight.\n"
+    ),
     "ops/disk-space.md": (
         "# Running out of disk space\n\nWhen a host's disk is over 90% full, find the largest directories with "
         "du, rotate or delete old logs, and clean the container image cache.\n\n## Prevention\n\nAlert at 80% "
-        "and keep logs on a separate volume.\n"),
+        "and keep logs on a separate volume.\n"
+    ),
     "security/tokens.md": (
         "# API tokens\n\nTokens are issued per service, expire after 90 days and are stored in the secrets "
-        "vault, never in the repository. Revoke a leaked token at once and rotate it.\n"),
+        "vault, never in the repository. Revoke a leaked token at once and rotate it.\n"
+    ),
 }
 
 
@@ -78,8 +85,9 @@ def test_ingest_self_calibrates_stores_the_model_and_kb_show_says_so(home):
     shown = run_cli(home, "kb", "show", "team", COLUMNS="300")
     assert shown.returncode == 0, shown.stderr
     flat = " ".join(shown.stdout.split())
-    assert (f"self-calibrated: {calibration['generated']} generated questions, "
-            f"{calibration['off_topic']} off-topic") in flat
+    assert (
+        f"self-calibrated: {calibration['generated']} generated questions, {calibration['off_topic']} off-topic"
+    ) in flat
     assert json.loads(run_cli(home, "kb", "show", "team", "--json").stdout)["grading_model"]["calibrated_by"] == "self"
 
 

@@ -1,10 +1,10 @@
-"""The similarity scale (core/relevance.py) against what Milvus itself computes."""
+"""The similarity scale (executor/core/relevance.py) against what Milvus itself computes."""
 
 import numpy as np
 import pytest
 
-from core.relevance import similarity
-from stores.vectors import MilvusVectorStore
+from executor.core.relevance import similarity
+from executor.stores.vectors import MilvusVectorStore
 
 
 def test_similarity_of_milvus_squared_l2_equals_cosine_for_unit_vectors(tmp_path):
@@ -27,8 +27,9 @@ def test_similarity_of_milvus_squared_l2_equals_cosine_for_unit_vectors(tmp_path
     store.upsert("probe", rows, Fake(), docs)
     store.flush_and_load("probe")
     hits = store.dense_search("probe", query, limit=50)
-    raw = store.client.search("kb_probe", data=[query.tolist()], anns_field="dense", limit=50,
-                              search_params={"metric_type": "L2"})[0]
+    raw = store.client.search(
+        "kb_probe", data=[query.tolist()], anns_field="dense", limit=50, search_params={"metric_type": "L2"}
+    )[0]
     milvus_d = {h["id"]: h["distance"] for h in raw}
     store.close()
     assert len(hits) == 50

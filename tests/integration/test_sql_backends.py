@@ -7,12 +7,12 @@ fails under EXECUTOR_REQUIRE_SERVICES=1).
 import uuid
 
 import pytest
+from conftest import SQL_SERVERS, fresh_database, service_missing
 from sqlalchemy import create_engine, text
 
-from conftest import SQL_SERVERS, fresh_database, service_missing
-from stores.database import Database
-from stores.invocation_log import Invocation, InvocationLog
-from stores.memory import ActionMemory, SentDocument
+from executor.stores.database import Database
+from executor.stores.invocation_log import Invocation, InvocationLog
+from executor.stores.memory import ActionMemory, SentDocument
 
 
 @pytest.fixture(params=sorted(SQL_SERVERS))
@@ -24,17 +24,33 @@ def db_url(request):
 def test_memory_and_log_round_trip(db_url):
     db = Database(db_url)
     memory, log = ActionMemory(db), InvocationLog(db)
-    memory.record("s1", "infrastructure", "HIGHLY_RELEVANT",
-                  [SentDocument("sample", "infrastructure/mysql-connection-pool.md", "infrastructure", "MySQL 数据库连接池配置")])
-    memory.record("s1", "troubleshooting", "REFERENCE",
-                  [SentDocument("sample", "troubleshooting/slow-query.md", "troubleshooting", "慢查询分析与优化")])
+    memory.record(
+        "s1",
+        "infrastructure",
+        "HIGHLY_RELEVANT",
+        [SentDocument("sample", "infrastructure/mysql-connection-pool.md", "infrastructure", "MySQL 数据库连接池配置")],
+    )
+    memory.record(
+        "s1",
+        "troubleshooting",
+        "REFERENCE",
+        [SentDocument("sample", "troubleshooting/slow-query.md", "troubleshooting", "慢查询分析与优化")],
+    )
     assert memory.domain_levels("s1") == {"infrastructure": "HIGHLY_RELEVANT", "troubleshooting": "REFERENCE"}
     assert ("sample", "infrastructure/mysql-connection-pool.md") in memory.sent_documents("s1")
     assert memory.sent_documents("other") == {}
 
     details = {"l0_titles": ["MySQL 数据库连接池配置"], "l1_scores": [0.383, 0.45], "l1_top_similarity": 0.8085}
-    log.write(Invocation(session_id="s1", tool_name="lookup_knowledge", query="数据库连接池怎么配置？",
-                         relevance_level="HIGHLY_RELEVANT", latency_ms=12.5, retrieval_details=details))
+    log.write(
+        Invocation(
+            session_id="s1",
+            tool_name="lookup_knowledge",
+            query="数据库连接池怎么配置？",
+            relevance_level="HIGHLY_RELEVANT",
+            latency_ms=12.5,
+            retrieval_details=details,
+        )
+    )
     (row,) = log.rows(session_id="s1")
     assert row.retrieval_details == details and row.query == "数据库连接池怎么配置？"
 
@@ -47,11 +63,11 @@ def test_a_session_resumes_from_a_postgres_checkpointer(sample_rt):
     """Two graph instances (two processes' worth) share one session through Postgres checkpoints."""
     import psycopg
 
-    from agent.checkpoints import open_checkpointer
-    from agent.planner import OfflinePlanner
-    from agent.session import run_turn
-    from core.settings import Settings
-    from nodes.state import Context
+    from executor.agent.checkpoints import open_checkpointer
+    from executor.agent.planner import OfflinePlanner
+    from executor.agent.session import run_turn
+    from executor.core.settings import Settings
+    from executor.nodes.state import Context
 
     url = "postgresql://postgres@127.0.0.1:5432/test"
     try:
@@ -73,9 +89,9 @@ def test_a_session_resumes_from_a_postgres_checkpointer(sample_rt):
 
 
 def test_a_bad_checkpoint_url_is_a_clear_error(tmp_path):
-    from agent.checkpoints import open_checkpointer
-    from core.errors import BackendError
-    from core.settings import Settings
+    from executor.agent.checkpoints import open_checkpointer
+    from executor.core.errors import BackendError
+    from executor.core.settings import Settings
 
     with pytest.raises(BackendError, match="postgresql://"):
         with open_checkpointer(Settings(home=tmp_path, checkpoint_url="mysql://x")):
@@ -88,7 +104,7 @@ def test_a_bad_checkpoint_url_is_a_clear_error(tmp_path):
 def test_stats_are_the_same_on_every_database(db_url):
     from test_observability import check_known, fill
 
-    from stores.invocation_stats import invocation_stats
+    from executor.stores.invocation_stats import invocation_stats
 
     db = Database(db_url)
     fill(db)
@@ -100,7 +116,7 @@ def test_migrations_keep_rows_on_every_database(db_url):
     from alembic import command
     from alembic.config import Config
 
-    from stores.database import MIGRATIONS, SCHEMA_REVISION, schema_revision
+    from executor.stores.database import MIGRATIONS, SCHEMA_REVISION, schema_revision
 
     engine = create_engine(db_url)
     config = Config()
@@ -108,10 +124,13 @@ def test_migrations_keep_rows_on_every_database(db_url):
     with engine.begin() as conn:
         config.attributes["connection"] = conn
         command.upgrade(config, "0001")
-        conn.execute(text(
-            "INSERT INTO tool_invocation (session_id, tool_name, kb, query, arguments, blocked, latency_ms, "
-            "retrieval_details, created_at) VALUES ('old', 'lookup_knowledge', 'sample', 'q', '{}', false, 1.0, "
-            "'{\"l1_top_similarity\": 0.42}', '2026-11-01 10:00:00')"))
+        conn.execute(
+            text(
+                "INSERT INTO tool_invocation (session_id, tool_name, kb, query, arguments, blocked, latency_ms, "
+                "retrieval_details, created_at) VALUES ('old', 'lookup_knowledge', 'sample', 'q', '{}', false, 1.0, "
+                "'{\"l1_top_similarity\": 0.42}', '2026-11-01 10:00:00')"
+            )
+        )
     db = Database(db_url)
     assert schema_revision(db.engine) == SCHEMA_REVISION
     row = InvocationLog(db).rows(session_id="old")[0]
@@ -120,14 +139,24 @@ def test_migrations_keep_rows_on_every_database(db_url):
 
 
 def test_feedback_round_trip(db_url):
-    from stores.feedback import FeedbackStore, TurnRecord
+    from executor.stores.feedback import FeedbackStore, TurnRecord
 
     store = FeedbackStore(Database(db_url))
-    turn = TurnRecord(session_id="s1", turn=1, query="数据库连接池怎么配置？", kb="sample",
-                      levels=[{"tool": "lookup_knowledge", "relevance_level": "PRECISE"}],
-                      documents=["infrastructure/mysql-connection-pool.md"], cited=["infrastructure/mysql-connection-pool.md"])
+    turn = TurnRecord(
+        session_id="s1",
+        turn=1,
+        query="数据库连接池怎么配置？",
+        kb="sample",
+        levels=[{"tool": "lookup_knowledge", "relevance_level": "PRECISE"}],
+        documents=["infrastructure/mysql-connection-pool.md"],
+        cited=["infrastructure/mysql-connection-pool.md"],
+    )
     store.record(turn, "good")
     store.record(turn, "bad", "the pool size was wrong")  # replaces the first verdict
     (row,) = store.rows(kb="sample")
     assert (row.verdict, row.note, row.query, row.levels[0]["relevance_level"]) == (
-        "bad", "the pool size was wrong", "数据库连接池怎么配置？", "PRECISE")
+        "bad",
+        "the pool size was wrong",
+        "数据库连接池怎么配置？",
+        "PRECISE",
+    )

@@ -14,7 +14,6 @@ import urllib.request
 from pathlib import Path
 
 import pytest
-
 from conftest import REPO, free_port, npm_package, run_cli, stop_process
 
 pytestmark = pytest.mark.timeout(300)
@@ -28,8 +27,13 @@ def studio(tmp_path_factory):
     home = tmp_path_factory.mktemp("studio-home")
     assert run_cli(home, "ingest", "--json").returncode == 0
     port = free_port()
-    env = {**os.environ, "EXECUTOR_HOME": str(home), "LANGGRAPH_CLI_NO_ANALYTICS": "1",
-           "LANGGRAPH_NO_VERSION_CHECK": "true", "LANGSMITH_TRACING": "false"}
+    env = {
+        **os.environ,
+        "EXECUTOR_HOME": str(home),
+        "LANGGRAPH_CLI_NO_ANALYTICS": "1",
+        "LANGGRAPH_NO_VERSION_CHECK": "true",
+        "LANGSMITH_TRACING": "false",
+    }
     for key in ("OPENAI_API_KEY", "OPENAI_BASE_URL"):
         env.pop(key, None)
     # the checkout's langgraph.json, with its paths made absolute, in a directory of its own
@@ -40,9 +44,22 @@ def studio(tmp_path_factory):
     (workdir / "langgraph.json").write_text(json.dumps(config))
     log = open(home / "langgraph-dev.log", "w")
     proc = subprocess.Popen(
-        [str(langgraph), "dev", "--no-browser", "--no-reload", "--host", "127.0.0.1", "--port", str(port),
-         "--config", str(workdir / "langgraph.json")],
-        cwd=workdir, env=env, stdout=log, stderr=subprocess.STDOUT,
+        [
+            str(langgraph),
+            "dev",
+            "--no-browser",
+            "--no-reload",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            "--config",
+            str(workdir / "langgraph.json"),
+        ],
+        cwd=workdir,
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
     )
     url = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 120
@@ -143,10 +160,17 @@ def test_a_run_from_an_earlier_checkpoint_sees_that_checkpoints_memory(studio):
     assert forked["citations"][0]["doc_key"] == "troubleshooting/err-timeout.md"
 
 
-@pytest.mark.parametrize("context, kind, message", [
-    ({"kb": "nope"}, "InputError", "unknown knowledge base 'nope' (known: sample; home: "),
-    ({"lookup_budget": "lots"}, "InputError", "invalid run context: lookup_budget: Input should be a valid integer"),
-])
+@pytest.mark.parametrize(
+    "context, kind, message",
+    [
+        ({"kb": "nope"}, "InputError", "unknown knowledge base 'nope' (known: sample; home: "),
+        (
+            {"lookup_budget": "lots"},
+            "InputError",
+            "invalid run context: lookup_budget: Input should be a valid integer",
+        ),
+    ],
+)
 def test_an_error_reaches_the_client_with_its_kind_and_message(studio, context, kind, message):
     url, _ = studio
     from langgraph_sdk import get_sync_client

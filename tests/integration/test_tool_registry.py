@@ -4,19 +4,19 @@ import uuid
 
 import anyio
 import pytest
+from conftest import make_runtime
 from langchain_core.messages import AIMessage, ToolMessage
 from langgraph.checkpoint.memory import InMemorySaver
 from mcp.shared.memory import create_connected_server_and_client_session
 from pydantic import BaseModel, Field
-
-from agent.mcp_server import ExecutorMCP
-from agent.session import run_turn
-from nodes.state import Context
-from tools.call import ToolOutput
-from tools.registry import TOOLS, Tool, parse_arguments, register, unregister
-from conftest import make_runtime
-from evals.scenarios_model import Scenario
 from scripted_model import ScriptedChatModel, raw_call, tool_message
+
+from evals.scenarios_model import Scenario
+from executor.agent.mcp_server import ExecutorMCP
+from executor.agent.session import run_turn
+from executor.nodes.state import Context
+from executor.tools.call import ToolOutput
+from executor.tools.registry import TOOLS, Tool, parse_arguments, register, unregister
 
 
 class shout(BaseModel):  # noqa: N801 - the tool name
@@ -31,8 +31,14 @@ def shout_handler(call, args) -> ToolOutput:
 
 @pytest.fixture
 def shout_tool():
-    register(Tool(shout, shout_handler, prompt={"zh": "shout(word)：大写重复", "en": "shout(word): repeat a word in capitals"},
-                  query_field="word"))
+    register(
+        Tool(
+            shout,
+            shout_handler,
+            prompt={"zh": "shout(word)：大写重复", "en": "shout(word): repeat a word in capitals"},
+            query_field="word",
+        )
+    )
     yield
     unregister("shout")
 
@@ -45,9 +51,12 @@ def rt(tmp_path_factory):
 
 
 def test_a_registered_tool_is_bound_prompted_dispatched_and_logged(shout_tool, rt):
-    model = ScriptedChatModel(responses=[
-        tool_message(raw_call("shout", {"word": "hello"}), raw_call("shout", {"word": ""})), AIMessage("done"),
-    ])
+    model = ScriptedChatModel(
+        responses=[
+            tool_message(raw_call("shout", {"word": "hello"}), raw_call("shout", {"word": ""})),
+            AIMessage("done"),
+        ]
+    )
     app = rt.app(model, "llm", checkpointer=InMemorySaver())
     sid = f"reg-{uuid.uuid4().hex[:8]}"
     turn = run_turn(app, "shout hello", sid, Context(), "llm")
@@ -62,7 +71,8 @@ def test_a_registered_tool_is_bound_prompted_dispatched_and_logged(shout_tool, r
     system_prompt = model.calls[0][0].content
     assert "- shout(word): repeat a word in capitals" in system_prompt
     assert [(r.tool_name, r.query, r.blocked) for r in rt.log.rows(session_id=sid)] == [
-        ("shout", "", True), ("shout", "hello", False)  # the guard logs the refused call before the node runs
+        ("shout", "", True),
+        ("shout", "hello", False),  # the guard logs the refused call before the node runs
     ]
     assert turn.executed_lookups == 0  # not a retrieval tool: the lookup budget is untouched
 
@@ -77,7 +87,9 @@ def test_a_registered_tool_is_listed_by_the_mcp_server_and_accepted_by_scenarios
     assert tools["shout"].description == "Repeat a word in capitals."
     assert tools["shout"].inputSchema["required"] == ["word"]
     assert not result.isError and result.content[0].text == "MCP"
-    scenario = Scenario.model_validate({"id": "s", "lang": "en", "question": "q", "proposals": [{"shout": {"word": "x"}}]})
+    scenario = Scenario.model_validate(
+        {"id": "s", "lang": "en", "question": "q", "proposals": [{"shout": {"word": "x"}}]}
+    )
     assert scenario.flat_proposals[0][1].tool == "shout"
 
 
@@ -88,12 +100,16 @@ def test_an_unregistered_tool_is_gone():
 
 
 def test_the_agent_discovers_knowledge_bases_and_navigates_with_relations_and_hops(sample_rt):
-    model = ScriptedChatModel(responses=[
-        tool_message(raw_call("list_knowledge_bases", {}),
-                     raw_call("navigate_graph", {"entity": "ComfyUI", "relations": ["DEPENDS_ON"], "hops": 1}),
-                     raw_call("navigate_graph", {"entity": "ComfyUI", "relations": ["LIKES"]})),
-        AIMessage("done"),
-    ])
+    model = ScriptedChatModel(
+        responses=[
+            tool_message(
+                raw_call("list_knowledge_bases", {}),
+                raw_call("navigate_graph", {"entity": "ComfyUI", "relations": ["DEPENDS_ON"], "hops": 1}),
+                raw_call("navigate_graph", {"entity": "ComfyUI", "relations": ["LIKES"]}),
+            ),
+            AIMessage("done"),
+        ]
+    )
     app = sample_rt.app(model, "llm", checkpointer=InMemorySaver())
     sid = f"kbs-{uuid.uuid4().hex[:8]}"
     turn = run_turn(app, "What knowledge bases are there?", sid, Context(), "llm")
@@ -102,4 +118,7 @@ def test_the_agent_discovers_knowledge_bases_and_navigates_with_relations_and_ho
     kbs, paths = [m.content for m in messages if isinstance(m, ToolMessage)][-2:]
     assert "- sample: 42 documents, knowledge graph" in kbs.splitlines()  # other tests add KBs to the shared home
     assert paths.splitlines() and all(line.startswith("ComfyUI -DEPENDS_ON-> ") for line in paths.splitlines())
-    assert turn.trace[2]["dedup_reason"] == "invalid_arguments" and "unknown relation type 'LIKES'" in turn.trace[2]["error"]
+    assert (
+        turn.trace[2]["dedup_reason"] == "invalid_arguments"
+        and "unknown relation type 'LIKES'" in turn.trace[2]["error"]
+    )

@@ -1,19 +1,24 @@
 """`calibrate`'s answerability model, fitted on hand-made results: it needs off-topic labels, and its threshold
 leaves the off-topic questions it was placed on "nothing found"."""
 
-from core.relevance import answer_features
-from core.settings import Ranker
-from retrieval.calibration import Label, Observed, fit_answerability
-from retrieval.grading import Graded
-from retrieval.ranking import Candidate
-from retrieval.vocabulary import QueryTerms
+from executor.core.relevance import answer_features
+from executor.core.settings import Ranker
+from executor.retrieval.calibration import Label, Observed, fit_answerability
+from executor.retrieval.grading import Graded
+from executor.retrieval.ranking import Candidate
+from executor.retrieval.vocabulary import QueryTerms
 
 RANKER = Ranker(bias=-2.0, weights={"similarity": 4.0})
 
 
 def _observed(i: int, similarity: float, kb_coverage: float, unknown: float, relevant: bool) -> Observed:
-    c = Candidate(f"d{i}.md", f"D{i}", "x", similarity=similarity,
-                  features={"similarity": similarity, "kb_coverage": kb_coverage, "unknown_names": unknown})
+    c = Candidate(
+        f"d{i}.md",
+        f"D{i}",
+        "x",
+        similarity=similarity,
+        features={"similarity": similarity, "kb_coverage": kb_coverage, "unknown_names": unknown},
+    )
     label = Label(query=f"question {i}", relevant=[c.doc_key] if relevant else [])
     return Observed(label, "kb", Graded(candidates=[c], query_terms=QueryTerms({}, kb_coverage, [])))
 
@@ -45,7 +50,7 @@ def test_without_off_topic_labels_there_is_no_answerability_model():
 def test_highly_relevant_is_chosen_apart_for_pages_in_another_language():
     """Same-language best pages are right at every score; the other-language ones are wrong below 0.9: their
     threshold rises to where they are right, the same-language one stays low."""
-    from retrieval.calibration import choose_thresholds
+    from executor.retrieval.calibration import choose_thresholds
 
     observed = []
     for i in range(40):
@@ -60,5 +65,9 @@ def test_highly_relevant_is_chosen_apart_for_pages_in_another_language():
     hr, hr_other, ref, supplement = choose_thresholds(observed, ranker, 2.0)
     assert hr_other is not None and hr_other > hr
     assert ranker.probability({"similarity": 0.75}) <= hr_other + 0.01
-    assert choose_thresholds([o for o in observed if not o.graded.candidates[0].features["other_language"]],
-                             ranker, 2.0)[1] is None  # no page across languages: one threshold
+    assert (
+        choose_thresholds([o for o in observed if not o.graded.candidates[0].features["other_language"]], ranker, 2.0)[
+            1
+        ]
+        is None
+    )  # no page across languages: one threshold

@@ -4,13 +4,15 @@ import resource
 
 import pytest
 
-from core import bounded_yaml
-from retrieval.documents import parse_text
+from executor.core import bounded_yaml
+from executor.retrieval.documents import parse_text
+
 
 def laughs(levels: int) -> str:
-    """"Billion laughs": each level a list of nine aliases of the one before (9^levels strings once expanded)."""
+    """ "Billion laughs": each level a list of nine aliases of the one before (9^levels strings once expanded)."""
     return "a: &a [lol, lol, lol, lol, lol, lol, lol, lol, lol]\n" + "".join(
-        f"{chr(98 + i)}: &{chr(98 + i)} [{', '.join([f'*{chr(97 + i)}'] * 9)}]\n" for i in range(levels - 1))
+        f"{chr(98 + i)}: &{chr(98 + i)} [{', '.join([f'*{chr(97 + i)}'] * 9)}]\n" for i in range(levels - 1)
+    )
 
 
 LAUGHS = laughs(6)  # small enough that the loader of 112c0fb builds it (in seconds), and stores it
@@ -32,15 +34,19 @@ def test_a_keyword_aliased_a_thousand_times_is_not_stored():
     assert sum(len(k) for k in doc.keywords) < 10_000 and doc.warnings
 
 
-@pytest.mark.parametrize("text", ["a: " + "[" * 10_000 + "]" * 10_000, "a:\n" + "".join(
-    "  " * i + f"k{i}:\n" for i in range(1, 200))])
+@pytest.mark.parametrize(
+    "text", ["a: " + "[" * 10_000 + "]" * 10_000, "a:\n" + "".join("  " * i + f"k{i}:\n" for i in range(1, 200))]
+)
 def test_deep_nesting_is_a_bound_error_not_a_recursion_error(text):
     with pytest.raises((bounded_yaml.YamlBoundError, bounded_yaml.yaml.YAMLError)):
         bounded_yaml.load(text, bounded_yaml.CONFIG)
 
 
 def test_deep_front_matter_is_a_warning(tmp_path):
-    for front in ("---\na: " + "[" * 10_000 + "]" * 10_000 + "\n---\n", "+++\na = " + "[" * 10_000 + "]" * 10_000 + "\n+++\n"):
+    for front in (
+        "---\na: " + "[" * 10_000 + "]" * 10_000 + "\n---\n",
+        "+++\na = " + "[" * 10_000 + "]" * 10_000 + "\n+++\n",
+    ):
         doc = parse_text("deep.md", front + "# Deep\n\nbody\n")
         assert doc.title == "Deep" and doc.warnings
 
@@ -53,5 +59,9 @@ def test_config_aliases_are_allowed_within_bounds():
 
 
 def test_ordinary_front_matter_still_reads():
-    doc = parse_text("ok.md", "---\ntitle: Fine\nkeywords: [a, b]\nentities: [{name: Redis, type: Database}]\n---\nbody\n")
-    assert doc.title == "Fine" and doc.keywords == ["a", "b"] and doc.entities[0]["name"] == "Redis" and not doc.warnings
+    doc = parse_text(
+        "ok.md", "---\ntitle: Fine\nkeywords: [a, b]\nentities: [{name: Redis, type: Database}]\n---\nbody\n"
+    )
+    assert (
+        doc.title == "Fine" and doc.keywords == ["a", "b"] and doc.entities[0]["name"] == "Redis" and not doc.warnings
+    )

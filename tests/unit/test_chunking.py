@@ -4,13 +4,12 @@ import re
 from pathlib import Path
 
 import pytest
-
-from retrieval.chunking import ATOMIC_MAX_CHARS, MAX_CHUNK_CHARS, OVERLAP_CHARS, chunk_markdown
-from retrieval.doc_site import clean_doc_site
-from retrieval.documents import parse_text
-from retrieval.sources import load_documents
-
 from doc_fixtures import HUGO_PAGE, MDX_PAGE
+
+from executor.retrieval.chunking import ATOMIC_MAX_CHARS, MAX_CHUNK_CHARS, OVERLAP_CHARS, chunk_markdown
+from executor.retrieval.doc_site import clean_doc_site
+from executor.retrieval.documents import parse_text
+from executor.retrieval.sources import load_documents
 
 HELM_DOCS = Path(__file__).resolve().parents[3] / "shared" / "corpora" / "helm" / "docs"
 if not HELM_DOCS.is_dir():
@@ -23,7 +22,9 @@ def test_every_chunk_carries_its_heading_path():
     md = "# Charts\n\nIntro.\n\n## Chart dependencies\n\nUse `helm dependency update`.\n\n### The charts/ directory\n\nVendored charts.\n"
     chunks = chunk_markdown("Charts", md)
     assert [c.split("\n")[0] for c in chunks] == [
-        "Charts", "Charts › Chart dependencies", "Charts › Chart dependencies › The charts/ directory",
+        "Charts",
+        "Charts › Chart dependencies",
+        "Charts › Chart dependencies › The charts/ directory",
     ]
     assert "helm dependency update" in chunks[1] and "Vendored" in chunks[2]
 
@@ -71,7 +72,16 @@ def test_mdx_components_imports_exports_admonitions_and_comments_are_cleaned():
     doc = parse_text("ops/widgets.mdx", MDX_PAGE, "mdx")
     text = "\n".join(c.text for c in doc.chunks())
     assert doc.title == "Installing the widget operator" and doc.keywords == ["operator", "widgets"]
-    for noise in ["import Tabs", "from '@theme", "<Tabs>", "</TabItem>", "<DocCardList", "export const", "owner:", "TODO"]:
+    for noise in [
+        "import Tabs",
+        "from '@theme",
+        "<Tabs>",
+        "</TabItem>",
+        "<DocCardList",
+        "export const",
+        "owner:",
+        "TODO",
+    ]:
         assert noise not in text.replace("import_data --from '<Tabs>'", ""), noise
     assert "Helm chart" in text and "helm install widgets ./widget-operator" in text  # tab labels and content kept
     assert "Warning: Cluster admin\nThe widget operator needs cluster-admin" in text

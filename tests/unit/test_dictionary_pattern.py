@@ -1,6 +1,6 @@
 """The dictionary of known names is matched longest first, on ASCII boundaries, however many names it holds."""
 
-from retrieval.extraction import EntityExtractor
+from executor.retrieval.extraction import EntityExtractor
 
 
 def counts(extractor, text):
@@ -8,8 +8,10 @@ def counts(extractor, text):
 
 
 def test_the_longest_known_name_wins_and_boundaries_hold():
-    names = {k: (k.upper() if k.isascii() else k, "Software") for k in
-             ("svc1", "svc10", "svc100x", "docker", "docker容器", "容器", "k8s")}
+    names = {
+        k: (k.upper() if k.isascii() else k, "Software")
+        for k in ("svc1", "svc10", "svc100x", "docker", "docker容器", "容器", "k8s")
+    }
     x = EntityExtractor(names, allowed_types=["Software"])
     found = counts(x, "SVC10 calls svc1, not svc100; docker容器 and dockerfile and Docker. k8s上的容器")
     assert found == {"SVC10": 1, "SVC1": 1, "docker容器": 1, "DOCKER": 1, "K8S": 1, "容器": 1}

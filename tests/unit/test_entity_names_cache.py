@@ -5,10 +5,11 @@ from __future__ import annotations
 from datetime import datetime
 from types import SimpleNamespace
 
-from retrieval.extraction import KnownEntities
+from executor.retrieval.extraction import KnownEntities
 
-SETTINGS = SimpleNamespace(entity_fuzzy_cutoff=0.8, entity_embedding_threshold=0.9, graph_backend="cypher",
-                           graph_name="executor")
+SETTINGS = SimpleNamespace(
+    entity_fuzzy_cutoff=0.8, entity_embedding_threshold=0.9, graph_backend="cypher", graph_name="executor"
+)
 NAMES = {"comfyui": ("ComfyUI", "Software"), "comfy": ("ComfyUI", "Software"), "postgresql": ("PostgreSQL", None)}
 
 

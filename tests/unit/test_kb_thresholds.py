@@ -4,12 +4,17 @@ from types import SimpleNamespace
 
 import pytest
 
-from core.errors import ConfigError
-from core.settings import RANKER_PRESETS, KbModel, Ranker, Settings, Thresholds
+from executor.core.errors import ConfigError
+from executor.core.settings import RANKER_PRESETS, KbModel, Ranker, Settings, Thresholds
 
 EMBEDDER = "use-multilingual-v3"
-OWN = Thresholds(max_l2_distance=2.0, highly_relevant_threshold=0.6, reference_threshold=0.4, supplement_threshold=0.1,
-                 ranker=Ranker(bias=-1.0, weights={"similarity": 2.0}))
+OWN = Thresholds(
+    max_l2_distance=2.0,
+    highly_relevant_threshold=0.6,
+    reference_threshold=0.4,
+    supplement_threshold=0.1,
+    ranker=Ranker(bias=-1.0, weights={"similarity": 2.0}),
+)
 
 
 def _row(name="docs", grading=None, model=None):
@@ -39,13 +44,16 @@ def test_a_model_fitted_for_another_embedder_or_a_kb_graded_by_similarity_is_not
     assert forced.kb_thresholds(EMBEDDER, _row(model=_stored())).ranker is None
 
 
-@pytest.mark.parametrize("raw", [
-    {"embedder": EMBEDDER},  # no thresholds
-    {"embedder": EMBEDDER, "thresholds": {"highly_relevant_threshold": 2.0}},  # out of range
-    {"embedder": EMBEDDER, "thresholds": {"highly_relevant_threshold": 0.5}},  # no ranker
-    {"embedder": EMBEDDER, "thresholds": OWN.model_dump() | {"ranker": {"bias": 0, "weights": {"colour": 1}}}},
-    "not a model",
-])
+@pytest.mark.parametrize(
+    "raw",
+    [
+        {"embedder": EMBEDDER},  # no thresholds
+        {"embedder": EMBEDDER, "thresholds": {"highly_relevant_threshold": 2.0}},  # out of range
+        {"embedder": EMBEDDER, "thresholds": {"highly_relevant_threshold": 0.5}},  # no ranker
+        {"embedder": EMBEDDER, "thresholds": OWN.model_dump() | {"ranker": {"bias": 0, "weights": {"colour": 1}}}},
+        "not a model",
+    ],
+)
 def test_a_corrupt_stored_model_is_one_clear_line(settings, raw):
     with pytest.raises(ConfigError) as err:
         settings.kb_thresholds(EMBEDDER, _row(model=raw))
@@ -66,9 +74,9 @@ def test_the_supplements_bar_defaults_to_reference_and_follows_a_lowered_referen
 
 
 def test_documents_after_the_first_are_sent_down_to_the_supplements_bar():
-    from retrieval.grading import Graded
-    from retrieval.ranking import Candidate
-    from retrieval.vocabulary import QueryTerms
+    from executor.retrieval.grading import Graded
+    from executor.retrieval.ranking import Candidate
+    from executor.retrieval.vocabulary import QueryTerms
 
     def graded(t: Thresholds) -> list[str]:
         cands = [Candidate(k, k, "d", score=s) for k, s in (("a", 0.5), ("b", 0.2), ("c", 0.05))]
@@ -77,13 +85,16 @@ def test_documents_after_the_first_are_sent_down_to_the_supplements_bar():
         return [c.doc_key for c in g.relevant(t)]
 
     assert graded(Thresholds(highly_relevant_threshold=0.6, reference_threshold=0.3)) == ["a"]
-    assert graded(Thresholds(highly_relevant_threshold=0.6, reference_threshold=0.3, supplement_threshold=0.1)) == ["a", "b"]
+    assert graded(Thresholds(highly_relevant_threshold=0.6, reference_threshold=0.3, supplement_threshold=0.1)) == [
+        "a",
+        "b",
+    ]
 
 
 def test_a_config_model_brings_its_own_answerability_model_or_none(monkeypatch, tmp_path):
     """A ranker written to config.yaml by `calibrate --shared --write` replaces the preset's answerability model
     with its own, or with none: a gate placed on one ranker's scores means nothing on another's."""
-    from core.settings import Answerability, update_config
+    from executor.core.settings import Answerability, update_config
 
     gate = Answerability(bias=-1.0, weights={"best_score": 3.0}, threshold=0.4)
     config = tmp_path / "config.yaml"

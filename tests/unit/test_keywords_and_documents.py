@@ -1,14 +1,12 @@
-
 import pytest
-
-from core.errors import InputError
-from core.settings import SAMPLE_KB_PATH
-from retrieval.chunking import chunk_markdown
-from retrieval.documents import parse_text
-from retrieval.sources import load_documents
-from retrieval.keywords import KeywordIndex
-
 from doc_fixtures import write_kb
+
+from executor.core.errors import InputError
+from executor.core.settings import SAMPLE_KB_PATH
+from executor.retrieval.chunking import chunk_markdown
+from executor.retrieval.documents import parse_text
+from executor.retrieval.keywords import KeywordIndex
+from executor.retrieval.sources import load_documents
 
 
 def test_ascii_terms_match_whole_words_only():
@@ -27,7 +25,10 @@ def test_chinese_terms_match_inside_a_sentence_and_across_spaces():
 
 
 def test_front_matter_is_optional(tmp_path):
-    root = write_kb(tmp_path, {"ops/no-meta.md": "# Disk alerts\n\nWhen ERR_DISK_FULL fires...\n\n## Cleanup steps\n\nrm old logs\n"})
+    root = write_kb(
+        tmp_path,
+        {"ops/no-meta.md": "# Disk alerts\n\nWhen ERR_DISK_FULL fires...\n\n## Cleanup steps\n\nrm old logs\n"},
+    )
     [doc] = load_documents(root).documents
     assert doc.title == "Disk alerts"  # first heading
     assert doc.domain == "ops"  # folder
@@ -62,8 +63,12 @@ def test_sample_kb_covers_what_the_product_promises():
     zh = [d for d in docs if any("\u4e00" <= ch <= "\u9fff" for ch in d.title)]
     assert 10 <= len(zh) <= len(docs) - 10  # both languages, in earnest
     rels = {(r["source"], r["type"], r["target"]) for d in docs for r in d.relations}
-    for needed in [("ComfyUI", "DEPENDS_ON", "Docker"), ("Docker", "RELATED_TO", "Kubernetes"),
-                   ("Kubernetes", "REFERENCES", "Helm"), ("MySQL", "CO_OCCURS", "HikariCP")]:
+    for needed in [
+        ("ComfyUI", "DEPENDS_ON", "Docker"),
+        ("Docker", "RELATED_TO", "Kubernetes"),
+        ("Kubernetes", "REFERENCES", "Helm"),
+        ("MySQL", "CO_OCCURS", "HikariCP"),
+    ]:
         assert needed in rels
     owners = [d.doc_key for d in docs if "ERR_TIMEOUT" in d.keywords]
     assert owners == ["troubleshooting/err-timeout.md"]  # unique error code -> PRECISE is reachable

@@ -2,9 +2,9 @@
 
 import pytest
 
-from core.errors import ExecutorError
-from retrieval.knowledge_bases import graph_config
-from stores.knowledge_graph import RELATION_TYPES
+from executor.core.errors import ExecutorError
+from executor.retrieval.knowledge_bases import graph_config
+from executor.stores.knowledge_graph import RELATION_TYPES
 
 
 def test_no_entity_types_means_no_graph():
@@ -20,12 +20,15 @@ def test_an_empty_relation_list_means_every_relation_type():
     assert graph_config(["Software"], [])["relation_types"] == list(RELATION_TYPES)
 
 
-@pytest.mark.parametrize("entities, relations, message", [
-    (["Soft ware"], None, "entity types are names of letters"),
-    (["x" * 41], None, "at most 40 characters"),
-    ([], ["DEPENDS_ON"], "needs --entities as well as --relations"),
-    (["Software"], ["MATCH (n) DETACH DELETE n"], "unknown relation type"),
-])
+@pytest.mark.parametrize(
+    "entities, relations, message",
+    [
+        (["Soft ware"], None, "entity types are names of letters"),
+        (["x" * 41], None, "at most 40 characters"),
+        ([], ["DEPENDS_ON"], "needs --entities as well as --relations"),
+        (["Software"], ["MATCH (n) DETACH DELETE n"], "unknown relation type"),
+    ],
+)
 def test_bad_configs_are_refused(entities, relations, message):
     with pytest.raises(ExecutorError, match=message):
         graph_config(entities, relations)

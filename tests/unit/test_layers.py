@@ -16,20 +16,39 @@ REPO = Path(__file__).resolve().parents[2]
 
 # Top to bottom. A module belongs to the first layer with a prefix of its dotted name.
 LAYERS: list[tuple[str, tuple[str, ...]]] = [
-    ("command line", ("agent.cli", "agent.commands")),
-    ("services", ("agent.runtime", "agent.studio", "agent.mcp_server", "agent.feedback", "evals")),
-    ("agent", ("agent",)),
-    ("nodes", ("nodes",)),
-    ("tools", ("tools",)),
-    ("retrieval", ("retrieval",)),
-    ("stores", ("stores", "local_llm")),
-    ("prompts", ("prompts",)),
-    ("core", ("core",)),
+    ("command line", ("executor.cli",)),
+    (
+        "services",
+        (
+            "executor.agent.runtime",
+            "executor.agent.studio",
+            "executor.agent.mcp_server",
+            "executor.agent.feedback",
+            "evals",
+        ),
+    ),
+    ("agent", ("executor.agent",)),
+    ("nodes", ("executor.nodes",)),
+    ("tools", ("executor.tools",)),
+    ("retrieval", ("executor.retrieval",)),
+    ("stores", ("executor.stores", "executor.local_llm")),
+    ("prompts", ("executor.prompts",)),
+    ("core", ("executor.core",)),
 ]
-PACKAGES = {prefix.split(".")[0] for _, prefixes in LAYERS for prefix in prefixes}
+# the names the wheel puts into site-packages
+PACKAGES = {"executor", "evals"}
+NAMESPACE = "executor"  # its __init__ holds no code: it sits with core
+
+
+def package_of(module: str) -> str:
+    """`executor.retrieval.lookup` -> `executor.retrieval`; `evals.runner` -> `evals`."""
+    parts = module.split(".")
+    return ".".join(parts[:2]) if parts[0] == NAMESPACE and len(parts) > 1 else parts[0]
 
 
 def layer_of(module: str) -> int:
+    if module == NAMESPACE:
+        return len(LAYERS) - 1
     for index, (_, prefixes) in enumerate(LAYERS):
         if any(module == p or module.startswith(p + ".") for p in prefixes):
             return index
@@ -55,7 +74,9 @@ def imports_of(module: str, path: Path, known: set[str]) -> set[str]:
         elif isinstance(node, ast.ImportFrom):
             base = node.module or ""
             if node.level:
-                base = ".".join(package.split(".")[: len(package.split(".")) - node.level + 1] + ([base] if base else []))
+                base = ".".join(
+                    package.split(".")[: len(package.split(".")) - node.level + 1] + ([base] if base else [])
+                )
             targets = [f"{base}.{a.name}" if f"{base}.{a.name}" in known else base for a in node.names]
         else:
             continue
@@ -99,19 +120,51 @@ def test_no_import_cycle():
         pytest.fail(f"import cycle: {' -> '.join(exc.args[1])}")
 
 
+def test_no_cycle_between_packages():
+    """A package is one unit to a reader: `executor.agent` must not need `evals`, which needs `executor.agent`."""
+    packages: dict[str, set[str]] = {}
+    for a, b in edges(import_graph()):
+        if package_of(a) != package_of(b):
+            packages.setdefault(package_of(a), set()).add(package_of(b))
+    try:
+        TopologicalSorter(packages).prepare()
+    except CycleError as exc:
+        pytest.fail(f"package cycle: {' -> '.join(exc.args[1])}")
+
+
+def test_the_wheel_installs_only_names_it_owns():
+    tops = {p.name for p in REPO.iterdir() if (p / "__init__.py").exists()} - {"tests"}
+    assert tops == PACKAGES
+
+
 def test_core_imports_nothing_of_the_project():
-    outside = sorted(f"{a} imports {b}" for a, b in edges(import_graph()) if layer_of(a) == layer_of("core") != layer_of(b))
+    outside = sorted(
+        f"{a} imports {b}" for a, b in edges(import_graph()) if layer_of(a) == layer_of("executor.core") != layer_of(b)
+    )
     assert not outside, "\n".join(outside)
 
 
-@pytest.mark.parametrize("source, expected", [
-    ("import core.errors", {"core.errors"}),
-    ("from stores import vectors", {"stores.vectors"}),
-    ("from .vectors import X", {"stores.vectors"}),
-    ("import json\nfrom pydantic import BaseModel", set()),
-    ("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from agent.runtime import Runtime", {"agent.runtime"}),
-])
+@pytest.mark.parametrize(
+    "source, expected",
+    [
+        ("import executor.core.errors", {"executor.core.errors"}),
+        ("from executor.stores import vectors", {"executor.stores.vectors"}),
+        ("from .vectors import X", {"executor.stores.vectors"}),
+        ("import json\nfrom pydantic import BaseModel", set()),
+        (
+            "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from executor.agent.runtime import Runtime",
+            {"executor.agent.runtime"},
+        ),
+    ],
+)
 def test_the_walker_sees_every_kind_of_import(tmp_path, source, expected):
     path = tmp_path / "catalog.py"
     path.write_text(source)
-    assert imports_of("stores.catalog", path, {"stores.vectors", "core.errors", "agent.runtime"}) == expected
+    assert (
+        imports_of(
+            "executor.stores.catalog",
+            path,
+            {"executor.stores.vectors", "executor.core.errors", "executor.agent.runtime"},
+        )
+        == expected
+    )

@@ -1,7 +1,7 @@
 import pytest
 
-from core.settings import Answerability, Ranker, Thresholds
-from core.relevance import Level, answer_features, grade, language_of, similarity
+from executor.core.relevance import Level, answer_features, grade, language_of, similarity
+from executor.core.settings import Answerability, Ranker, Thresholds
 
 T = Thresholds(max_l2_distance=2.0, highly_relevant_threshold=0.75, reference_threshold=0.5)
 
@@ -16,7 +16,7 @@ def test_similarity_table_of_the_source_design(d, expected):
 
 def _candidates(*rows):
     """(score, specific) per candidate, best first."""
-    from retrieval.ranking import Candidate
+    from executor.retrieval.ranking import Candidate
 
     out = []
     for i, (score, specific) in enumerate(rows):
@@ -60,8 +60,13 @@ def test_language_detection():
 # An answerability model that passes a query when its best document's score is at least 0.2 (probability 0.5 at
 # best_score 0.2, threshold 0.5): "nothing found" is its decision, the levels stay the scores'.
 GATE = Answerability(bias=-2.0, weights={"best_score": 10.0}, threshold=0.5)
-T_GATED = Thresholds(max_l2_distance=2.0, highly_relevant_threshold=0.75, reference_threshold=0.5,
-                     ranker=Ranker(bias=0.0, weights={}), answerability=GATE)
+T_GATED = Thresholds(
+    max_l2_distance=2.0,
+    highly_relevant_threshold=0.75,
+    reference_threshold=0.5,
+    ranker=Ranker(bias=0.0, weights={}),
+    answerability=GATE,
+)
 
 
 @pytest.mark.parametrize(
@@ -84,7 +89,12 @@ def test_the_answerability_model_sees_the_whole_result():
     rows[1].similarity = 0.9
     for c in rows:
         c.features = {"kb_coverage": 0.5, "unknown_names": 1.0}
-    assert answer_features(rows) == {"best_score": 0.4, "best_similarity": 0.9, "kb_coverage": 0.5, "unknown_names": 1.0}
+    assert answer_features(rows) == {
+        "best_score": 0.4,
+        "best_similarity": 0.9,
+        "kb_coverage": 0.5,
+        "unknown_names": 1.0,
+    }
 
 
 def test_an_answerability_model_needs_its_ranker_and_known_features():
@@ -95,7 +105,9 @@ def test_an_answerability_model_needs_its_ranker_and_known_features():
 
 
 def test_a_best_page_in_another_language_needs_its_own_highly_relevant_threshold():
-    t = Thresholds(highly_relevant_threshold=0.75, reference_threshold=0.5, highly_relevant_other_language_threshold=0.9)
+    t = Thresholds(
+        highly_relevant_threshold=0.75, reference_threshold=0.5, highly_relevant_other_language_threshold=0.9
+    )
     same, other = _candidates((0.8, False)), _candidates((0.8, False))
     other[0].features = {"other_language": 1.0}
     assert grade(same, t) == Level.HIGHLY_RELEVANT
@@ -104,12 +116,14 @@ def test_a_best_page_in_another_language_needs_its_own_highly_relevant_threshold
     assert grade(other, t) == Level.HIGHLY_RELEVANT
     assert grade(other, T) == Level.HIGHLY_RELEVANT  # unset: one threshold for both
     with pytest.raises(ValueError, match="other-language"):
-        Thresholds(highly_relevant_threshold=0.75, reference_threshold=0.5, highly_relevant_other_language_threshold=0.4)
+        Thresholds(
+            highly_relevant_threshold=0.75, reference_threshold=0.5, highly_relevant_other_language_threshold=0.4
+        )
 
 
 def test_a_unique_identifier_is_precise_even_when_the_similarity_prefers_another_page():
     """ERR_POOL_EXHAUSTED: named by one page only, while a bare code string's dense similarity picks another."""
-    from retrieval.grading import decisive_first
+    from executor.retrieval.grading import decisive_first
 
     other, exact = _candidates((0.45, False), (0.30, True))
     exact.decisive = True
@@ -123,7 +137,7 @@ def test_a_unique_identifier_is_precise_even_when_the_similarity_prefers_another
 
 
 def test_a_page_and_its_translation_count_as_one_page_for_precise():
-    from retrieval.ranking import Candidate
+    from executor.retrieval.ranking import Candidate
 
     en, zh = Candidate("en/x.md", "X", "x", specific=True), Candidate("zh/x.md", "X", "x", specific=True)
     en.score = zh.score = 0.6

@@ -1,11 +1,11 @@
-"""The repeat rule's page logic (retrieval/repeats.py): translations are one page, and which new pages are
+"""The repeat rule's page logic (executor/retrieval/repeats.py): translations are one page, and which new pages are
 about as relevant as a held best page, on a KB's own scale."""
 
 from dataclasses import dataclass
 
-from core.settings import Thresholds
-from core.relevance import page_key
-from retrieval.repeats import as_relevant, one_per_page, weaker_margin
+from executor.core.relevance import page_key
+from executor.core.settings import Thresholds
+from executor.retrieval.repeats import as_relevant, one_per_page, weaker_margin
 
 RANKER = Thresholds(highly_relevant_threshold=0.48, reference_threshold=0.30)  # margin 0.09 at half a band
 

@@ -1,25 +1,41 @@
-"""Question generation for self-calibration (retrieval/self_calibration.py): what a KB's own evidence is made of."""
+"""Question generation for self-calibration (executor/retrieval/self_calibration.py): what a KB's own evidence is made of."""
 
-from retrieval.self_calibration import Source, generate, needs_refit
-from core.relevance import page_key
+from executor.core.relevance import page_key
+from executor.retrieval.self_calibration import Source, generate, needs_refit
 
-EN = Source("en/queue.md", "Worker queue full", ["ERR_QUEUE_FULL"], ["ERR_QUEUE_FULL"],
-            "# Worker queue full\n\nThe API answers `ERR_QUEUE_FULL` when more than ten thousand jobs are waiting "
-            "in the queue for a worker.\n\n## Why jobs pile up\n\nA slow downstream service makes every worker "
-            "wait for its answer before it takes the next job.\n")
-ZH = Source("zh/queue.md", "任务队列已满", [], [], "# 任务队列已满\n\n当等待中的任务超过一万个时，接口返回 `ERR_QUEUE_FULL`，"
-            "需要扩容工作进程或者在网关限流。\n")
-OTHER = Source("en/retries.md", "Retry policy", [], [],
-               "# Retry policy\n\nFailed jobs are retried three times with exponential backoff starting at two "
-               "seconds, then moved to the dead-letter list.\n")
+EN = Source(
+    "en/queue.md",
+    "Worker queue full",
+    ["ERR_QUEUE_FULL"],
+    ["ERR_QUEUE_FULL"],
+    "# Worker queue full\n\nThe API answers `ERR_QUEUE_FULL` when more than ten thousand jobs are waiting "
+    "in the queue for a worker.\n\n## Why jobs pile up\n\nA slow downstream service makes every worker "
+    "wait for its answer before it takes the next job.\n",
+)
+ZH = Source(
+    "zh/queue.md",
+    "任务队列已满",
+    [],
+    [],
+    "# 任务队列已满\n\n当等待中的任务超过一万个时，接口返回 `ERR_QUEUE_FULL`，需要扩容工作进程或者在网关限流。\n",
+)
+OTHER = Source(
+    "en/retries.md",
+    "Retry policy",
+    [],
+    [],
+    "# Retry policy\n\nFailed jobs are retried three times with exponential backoff starting at two "
+    "seconds, then moved to the dead-letter list.\n",
+)
 
 
 def test_questions_name_their_page_and_its_translation_and_never_copy_a_sentence_unheld():
     questions = generate([EN, ZH, OTHER])
     assert questions
     for label, held in questions:
-        assert set(label.relevant) == ({"en/queue.md", "zh/queue.md"} if "queue" in label.relevant[0]
-                                       else {"en/retries.md"})
+        assert set(label.relevant) == (
+            {"en/queue.md", "zh/queue.md"} if "queue" in label.relevant[0] else {"en/retries.md"}
+        )
         if held is not None:  # a sentence question: graded without the chunk it was made of
             assert held.split("#")[0] in label.relevant
     # an identifier both language versions use is still one page's: asked about, labelled with both

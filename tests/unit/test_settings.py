@@ -1,7 +1,7 @@
 import pytest
 
-from core.errors import ExecutorError
-from core.settings import Settings
+from executor.core.errors import ExecutorError
+from executor.core.settings import Settings
 
 
 def test_thresholds_come_from_config_yaml_per_embedder_with_env_on_top(tmp_path, monkeypatch):
@@ -45,7 +45,7 @@ def test_broken_config_file_is_a_clear_error(monkeypatch, tmp_path):
 
 
 def test_thresholds_that_do_not_fit_together_name_the_variable_that_set_them():
-    from core.errors import ConfigError
+    from executor.core.errors import ConfigError
 
     with pytest.raises(ConfigError, match="EXECUTOR_REFERENCE_THRESHOLD"):
         Settings(reference_threshold=0.99).thresholds("use-multilingual-v3", "similarity")

@@ -1,9 +1,9 @@
-"""What a re-ingest records of each file and when it trusts it (retrieval/sources.py)."""
+"""What a re-ingest records of each file and when it trusts it (executor/retrieval/sources.py)."""
 
 import os
 import time
 
-from retrieval.sources import Known, load_documents
+from executor.retrieval.sources import Known, load_documents
 
 HOUR_AGO = time.time() - 3600
 
@@ -45,7 +45,7 @@ def test_known_files_are_skipped_by_state_or_by_hash(tmp_path):
 
 
 def test_a_new_parser_version_reads_every_file_again(tmp_path, monkeypatch):
-    import retrieval.documents as documents
+    import executor.retrieval.documents as documents
 
     write(tmp_path, "a.md", "# A\n\nalpha", when=HOUR_AGO)
     first = load_documents(tmp_path)

@@ -6,13 +6,35 @@ import random
 
 import pytest
 
-from retrieval.ranking import joined_profile as profile_of
-from retrieval.text_profiles import Piece, TextProfiles, assemble
+from executor.retrieval.ranking import joined_profile as profile_of
+from executor.retrieval.text_profiles import Piece, TextProfiles, assemble
 
 # edge cases of `normalize` at a newline: CJK on both sides (joined), one side only, compatibility ideographs
 # (CJK_RUN counts them, the space removal does not), whitespace-only pieces, full-width letters, combining marks
-PARTS = ["数据库", "连接池", "配置", "  ", "", "\u3000", "abc", "中文 \n", " 文档", "ＡＢＣ中", "\uf900\uf901", "豈",
-         "。", "x-", "-y", "\u200b", "ΑΣ", "e\u0301", "\u0301中", "ERR_TIMEOUT 请求超时", "hook-delete-policy", "回滚"]
+PARTS = [
+    "数据库",
+    "连接池",
+    "配置",
+    "  ",
+    "",
+    "\u3000",
+    "abc",
+    "中文 \n",
+    " 文档",
+    "ＡＢＣ中",
+    "\uf900\uf901",
+    "豈",
+    "。",
+    "x-",
+    "-y",
+    "\u200b",
+    "ΑΣ",
+    "e\u0301",
+    "\u0301中",
+    "ERR_TIMEOUT 请求超时",
+    "hook-delete-policy",
+    "回滚",
+]
 
 
 def test_assembled_profile_is_the_joined_texts_profile():
@@ -37,11 +59,14 @@ def test_saved_profiles_answer_without_segmenting(tmp_path, kb_rows, monkeypatch
     assert TextProfiles.load(path, "4@2026-01-01T00:00:00") is None  # another revision: rebuilt
     assert TextProfiles.load(path, "3@2026-02-01T00:00:00") is None  # dropped and re-created: rebuilt
     profiles = TextProfiles.load(path, "3@2026-01-01T00:00:00")
-    candidates = [["发布回滚流程", kb_rows[1][2], kb_rows[0][2]], ["发布回滚流程", kb_rows[0][2]],
-                  ["ERR_TIMEOUT 请求超时", kb_rows[2][2]]]
+    candidates = [
+        ["发布回滚流程", kb_rows[1][2], kb_rows[0][2]],
+        ["发布回滚流程", kb_rows[0][2]],
+        ["ERR_TIMEOUT 请求超时", kb_rows[2][2]],
+    ]
     expected = [profile_of(texts) for texts in candidates]
 
-    import retrieval.text_profiles as module
+    import executor.retrieval.text_profiles as module
 
     def no_jieba(run):
         raise AssertionError(f"segmented {run!r}")

@@ -2,15 +2,18 @@
 
 import pytest
 
-from tools.registry import parse_arguments
+from executor.tools.registry import parse_arguments
 
 
-@pytest.mark.parametrize("name, args, bad", [
-    ("lookup_knowledge", {"query": "ERR_TIMEOUT", "missing_dimesion": "cause"}, "missing_dimesion"),
-    ("query_knowledge_graph", {"knowledge_base_ids": ["sample"], "query": "Docker", "top_k": 3}, "top_k"),
-    ("navigate_graph", {"entity": "ComfyUI", "depth": 2}, "depth"),
-    ("list_knowledge_bases", {"verbose": True}, "verbose"),
-])
+@pytest.mark.parametrize(
+    "name, args, bad",
+    [
+        ("lookup_knowledge", {"query": "ERR_TIMEOUT", "missing_dimesion": "cause"}, "missing_dimesion"),
+        ("query_knowledge_graph", {"knowledge_base_ids": ["sample"], "query": "Docker", "top_k": 3}, "top_k"),
+        ("navigate_graph", {"entity": "ComfyUI", "depth": 2}, "depth"),
+        ("list_knowledge_bases", {"verbose": True}, "verbose"),
+    ],
+)
 def test_an_unknown_argument_is_refused_by_name(name, args, bad):
     with pytest.raises(ValueError, match=rf"^{bad}: not an argument of {name} \(it takes "):
         parse_arguments(name, args)

@@ -11,9 +11,9 @@ from datetime import datetime
 
 import pytest
 
-from core.errors import InputError
-from retrieval.traversal_cache import TraversalCache, new_tally
-from stores.knowledge_graph import GraphEdge, GraphNode, GraphPath
+from executor.core.errors import InputError
+from executor.retrieval.traversal_cache import TraversalCache, new_tally
+from executor.stores.knowledge_graph import GraphEdge, GraphNode, GraphPath
 
 
 @dataclass
@@ -42,8 +42,9 @@ class FakeGraph:
 
     def set_chain(self, names) -> None:
         self.entities = [(n.lower(), n, "Concept") for n in names]
-        self.relations = [("DEPENDS_ON", a.lower(), b.lower(), 0.9 - 0.1 * i)
-                          for i, (a, b) in enumerate(zip(names, names[1:]))]
+        self.relations = [
+            ("DEPENDS_ON", a.lower(), b.lower(), 0.9 - 0.1 * i) for i, (a, b) in enumerate(zip(names, names[1:]))
+        ]
 
     def traversal_rows(self, kb, limit):
         self.reads.append(kb)
@@ -69,7 +70,10 @@ def summaries(paths):
 
 def test_traversals_run_in_memory_on_one_read_of_the_graph():
     cache, _, graph, _ = make_cache()
-    assert summaries(cache.navigate("kb", "A", 2, None, 15, 10)) == ["A -DEPENDS_ON-> B", "A -DEPENDS_ON-> B -DEPENDS_ON-> C"]
+    assert summaries(cache.navigate("kb", "A", 2, None, 15, 10)) == [
+        "A -DEPENDS_ON-> B",
+        "A -DEPENDS_ON-> B -DEPENDS_ON-> C",
+    ]
     assert summaries(cache.navigate("kb", "C", 1, None, 15, 10)) == ["C <-DEPENDS_ON- B", "C -DEPENDS_ON-> D"]
     assert summaries(cache.navigate("kb", "B", 1, ["RELATED_TO"], 15, 10)) == []
     assert graph.reads == ["kb"] and graph.calls == []
@@ -138,8 +142,10 @@ def test_threads_asking_at_once_share_one_read():
     cache, _, graph, _ = make_cache()
     graph.read_delay = 0.05
     results = []
-    threads = [threading.Thread(target=lambda e=e: results.append(cache.navigate("kb", e, 2, None, 15, 10)))
-               for e in ("A", "B", "C", "D")]
+    threads = [
+        threading.Thread(target=lambda e=e: results.append(cache.navigate("kb", e, 2, None, 15, 10)))
+        for e in ("A", "B", "C", "D")
+    ]
     for t in threads:
         t.start()
     for t in threads:

@@ -1,1 +1,0 @@
-"""The `executor` commands, one module per area; `agent/cli.py` puts them together."""

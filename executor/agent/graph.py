@@ -1,0 +1,74 @@
+"""The executor graph, top to bottom.
+
+    START → begin_turn → executor ─tool calls→ guard ─allowed→ call_tools ─REFERENCE / thin→ graph_expand
+                            ↑          └─no tool calls→ answer → END          │           │
+                            └────── (more to do, turn not over) ──────────────┴───────────┘
+    PRECISE, a spent lookup budget, or too many rounds: → answer; no question (blank, or none): begin_turn → answer
+    a store or the configuration failed: call_tools → fail (the run raises the error)
+
+The rules live in `executor/agent/routing.py` (where to go) and `executor/nodes/guard.py`
+(what may run); `executor/nodes/call_tools.py` runs the approved calls through the tool
+registry, whose lookup applies the session's document and domain dedup.
+The composition root builds it (`agent.runtime.Runtime.app`), handing each node
+the collaborators it uses.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from langchain_core.language_models.chat_models import BaseChatModel
+from langgraph.graph import END, START, StateGraph
+from langgraph.runtime import Runtime as RunContext
+
+from executor.agent import routing
+from executor.core.results import GraphExpansion, LookupResult
+from executor.nodes.answer import fail, make_answer
+from executor.nodes.begin_turn import make_begin_turn
+from executor.nodes.call_tools import make_call_tools
+from executor.nodes.executor import make_executor
+from executor.nodes.graph_expand import make_graph_expand
+from executor.nodes.guard import make_guard
+from executor.nodes.state import Context, ExecutorInput, ExecutorOutput, ExecutorState
+from executor.tools.call import ToolServices
+
+
+def _route(rule):
+    """A routing rule of (state, context) as a LangGraph path function."""
+
+    def path(state: ExecutorState, runtime: RunContext[Context]) -> str:
+        return rule(state, runtime.context or Context())
+
+    path.__name__ = rule.__name__
+    return path
+
+
+def build_graph(
+    services: ToolServices,
+    expand: Callable[[LookupResult], GraphExpansion],
+    read_document: Callable[[str, str], str],
+    model: BaseChatModel,
+    mode: str,
+    checkpointer=None,
+):
+    """`services`: what the tools run on; `expand`: graph expansion of a lookup; `read_document(kb, doc_key)`:
+    a document's text, for the offline answer; `mode`: "llm" or "offline"."""
+    graph = StateGraph(ExecutorState, context_schema=Context, input_schema=ExecutorInput, output_schema=ExecutorOutput)
+    graph.add_node("begin_turn", make_begin_turn(services.catalog))
+    graph.add_node("executor", make_executor(model, services.catalog))
+    graph.add_node("guard", make_guard(services.log))
+    graph.add_node("call_tools", make_call_tools(services))
+    graph.add_node("graph_expand", make_graph_expand(expand, services.memory))
+    graph.add_node("answer", make_answer(model, mode, read_document=read_document))
+    graph.add_node("fail", fail)
+
+    graph.add_edge(START, "begin_turn")
+    graph.add_conditional_edges("begin_turn", _route(routing.after_begin_turn), ["executor", "answer"])
+    graph.add_conditional_edges("executor", _route(routing.after_executor), ["guard", "answer"])
+    graph.add_conditional_edges("guard", _route(routing.after_guard), ["call_tools", "executor", "answer"])
+    graph.add_conditional_edges(
+        "call_tools", _route(routing.after_call_tools), ["graph_expand", "executor", "answer", "fail"]
+    )
+    graph.add_conditional_edges("graph_expand", _route(routing.after_graph_expand), ["executor", "answer"])
+    graph.add_edge("answer", END)
+    return graph.compile(checkpointer=checkpointer, name="executor")

@@ -1,0 +1,285 @@
+"""The executor's tools as an MCP server (official `mcp` SDK): stdio, or streamable HTTP as a resident process.
+
+Tools come from the registry (`executor/tools/registry.py`) with their schemas, and run
+through `tools.registry.invoke` like the graph's: the same argument checks, the
+same grading, action memory and `tool_invocation` rows; a store failure
+behind a retrieval tool is a tool error saying the knowledge base is
+unavailable. What the server cannot do is the graph's per-turn rules (lookup
+budget, PRECISE stop): it does not see a host's turns. The session rules (a
+document is never sent twice, a lookup that repeats an earlier one in
+meaning is DEDUPED) hold per MCP session: the transport's session id over
+HTTP, one session per connection over stdio, or the `session` argument when
+a host wants several connections to share one.
+The four retrieval rules reach the host's LLM as the server's instructions,
+a prompt and a resource.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import uuid
+import weakref
+from importlib.metadata import PackageNotFoundError
+from importlib.metadata import version as package_version
+
+import anyio
+import mcp.types as types
+from mcp.server.lowlevel import Server
+from mcp.shared.exceptions import McpError
+
+import executor.agent.feedback  # noqa: F401 - registers the host's `feedback` tool
+from executor.core.validation import SESSION_ID, check_session_id
+from executor.prompts.executor import RULES
+from executor.prompts.results import expansion_text
+from executor.retrieval.knowledge_bases import knowledge_bases
+from executor.tools.call import ToolCall
+from executor.tools.registry import all_tools, invoke, tool_named
+
+SESSION_ARG = {
+    "type": "string",
+    "pattern": SESSION_ID.pattern,
+    "description": "share action memory with other connections under this session id (default: this MCP session)",
+}
+RULES_URI = "executor://retrieval-rules"
+KBS_URI = "executor://knowledge-bases"
+RESOURCE_NOT_FOUND = -32002  # the MCP specification's code for an unknown resource URI
+
+
+def server_version() -> str:
+    """Our version for `serverInfo` (the SDK would send its own)."""
+    try:
+        return package_version("executor")
+    except PackageNotFoundError:
+        return "0+unknown"
+
+
+class ToolFailed(Exception):
+    """A tool call the host gets back as an error result (one line); the server goes on."""
+
+
+def has_own_session(name: str) -> bool:
+    """A tool whose `session` argument is its own (feedback: the session whose answer is rated), not the
+    action-memory session every other tool may be given."""
+    return "session" in tool_named(name).args.model_fields
+
+
+def host_schema(schema: dict) -> dict:
+    """A tool's JSON schema as hosts fill it: an optional argument is published with its own type, not as pydantic's
+    `anyOf [T, null]` (Inspector 0.15's CLI sends a value of an `anyOf` as a string, and hosts' forms show no
+    field for it). Leaving an optional argument out is how a host says "none"; null is still accepted."""
+    for prop in schema.get("properties", {}).values():
+        options = prop.get("anyOf")
+        kept = [o for o in options or [] if o.get("type") != "null"]
+        if options and len(kept) == 1 and len(kept) < len(options):
+            del prop["anyOf"]
+            prop.update({k: v for k, v in kept[0].items() if k not in prop})
+            if prop.get("default", 0) is None:
+                del prop["default"]
+    schema.pop("title", None)
+    return schema
+
+
+def input_schema(name: str) -> dict:
+    schema = tool_named(name).args.model_json_schema()
+    if not has_own_session(name):
+        schema.setdefault("properties", {})["session"] = SESSION_ARG
+    return host_schema(schema)
+
+
+def output_schema(name: str) -> dict | None:
+    """The schema of a tool's structured content (query_knowledge_graph: results and graph_data), or None."""
+    model = tool_named(name).output
+    return model.model_json_schema(mode="serialization") if model is not None else None
+
+
+class ExecutorMCP:
+    def __init__(self, rt, kb: str = "sample"):
+        self.rt, self.kb = rt, kb
+        # the stores and the embedder are shared by every session; one call at a time uses them
+        self._lock = threading.Lock()
+        self._connections: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+        self._tools: list[types.Tool] | None = None
+        self.server = Server("executor", version=server_version(), instructions=RULES["en"])
+        self._register()
+
+    # -- sessions -------------------------------------------------------------
+    def session_id(self, explicit: str | None) -> str:
+        if explicit is not None:
+            try:
+                return check_session_id(explicit)
+            except Exception as exc:
+                raise ToolFailed(f"session: {exc}") from None
+        ctx = self.server.request_context
+        request = ctx.request
+        transport_id = request.headers.get("mcp-session-id") if request is not None else None
+        if transport_id:
+            return f"mcp-{transport_id}"[:128]
+        # stdio and in-memory connections have no transport id: one session per connection
+        if ctx.session not in self._connections:
+            self._connections[ctx.session] = f"mcp-{uuid.uuid4().hex}"
+        return self._connections[ctx.session]
+
+    # -- tools --------------------------------------------------------------
+    def call(self, name: str, session: str, args: dict) -> tuple[str, dict | None]:
+        """Run one tool as the graph does; a lookup the graph would widen is widened here, in the same answer.
+        Returns the text and, for a tool with an output model, its structured content."""
+        with self._lock:
+            try:
+                out = invoke(name, ToolCall(self.rt, session, self.kb), args)
+            except ValueError as exc:  # arguments the schema allows but the tool does not (blank query, ...)
+                raise ToolFailed(f"invalid arguments: {exc}") from None
+            if out.failure is not None:  # a store failed: "unavailable", never read as "nothing found"
+                raise ToolFailed(out.text)
+            if out.error is not None:
+                raise ToolFailed(out.error)
+            text = out.text
+            if out.expandable is not None:  # a REFERENCE or thin lookup in a KB with a graph
+                text += "\n\n" + expansion_text(self.rt.expander.expand(out.expandable))
+            structured = out.result.model_dump(mode="json") if tool_named(name).output is not None else None
+            return text, structured
+
+    def tools(self) -> list[types.Tool]:
+        """The tools as listed, their schemas built once (the SDK also reads them before a host's first call)."""
+        if self._tools is None:
+            self._tools = [
+                types.Tool(
+                    name=name,
+                    description=t.description,
+                    inputSchema=input_schema(name),
+                    outputSchema=output_schema(name),
+                )
+                for name, t in all_tools().items()
+            ]
+        return self._tools
+
+    def warm_up(self) -> None:
+        """Run the whole lookup path before the server reports ready, so that a host's first lookup is as fast as
+        its tenth: jieba's dictionary, the modules a lookup imports on first use, the embedder, the vector store's
+        first search, the KB's keyword index, vocabulary and profiles, the database statements of the action
+        memory and the log, and (a KB with a graph) graph expansion and its store. These are real calls (an
+        English and a Chinese lookup, each expanded) in a session of their own, which is forgotten afterwards:
+        its memory and its log rows, since no host made them."""
+        from executor.retrieval.graph_build import has_graph
+        from executor.tools.registry import LOOKUP
+
+        session = f"mcp-warm-up-{uuid.uuid4().hex[:12]}"
+        self.tools()
+        with self._lock:
+            row = self.rt.catalog.get(self.kb)
+            if row is None:  # nothing to look up in: the first call says so, at no cost
+                return
+            try:
+                for query in ("How do I warm up the service?", "服务怎么预热？"):
+                    out = invoke(LOOKUP, ToolCall(self.rt, session, self.kb), {"query": query})
+                    if out.result is not None and has_graph(row.extract_config):
+                        expansion_text(self.rt.expander.expand(out.result))
+            finally:
+                self.rt.memory.clear(session)
+                self.rt.log.forget(session)
+
+    def _register(self) -> None:
+        server = self.server
+
+        @server.list_tools()
+        async def list_tools() -> list[types.Tool]:
+            return self.tools()
+
+        # arguments are checked by the tool's own model (tools.registry.parse_arguments), not by the SDK's JSON
+        # schema check: its errors name the argument and its limit and never echo the value (a 2,000-character
+        # query), and it takes what hosts' CLIs send as text ("2" for an integer, "A,B" for an array)
+        @server.call_tool(validate_input=False)
+        async def call_tool(name: str, arguments: dict | None):
+            if tool_named(name) is None:
+                raise ToolFailed(f"there is no tool named {str(name)[:80]!r}")
+            args = dict(arguments or {})
+            session = self.session_id(None if has_own_session(name) else args.pop("session", None))
+            text, structured = await anyio.to_thread.run_sync(self.call, name, session, args)
+            content = [types.TextContent(type="text", text=text)]
+            return (content, structured) if structured is not None else content
+
+        @server.list_prompts()
+        async def list_prompts() -> list[types.Prompt]:
+            return [
+                types.Prompt(
+                    name="retrieval_rules",
+                    description="The four rules for calling lookup_knowledge without repeating yourself",
+                    arguments=[types.PromptArgument(name="lang", description="en or zh", required=False)],
+                )
+            ]
+
+        @server.get_prompt()
+        async def get_prompt(name: str, arguments: dict[str, str] | None) -> types.GetPromptResult:
+            if name != "retrieval_rules":
+                raise McpError(
+                    types.ErrorData(code=types.INVALID_PARAMS, message=f"there is no prompt named {str(name)[:80]!r}")
+                )
+            lang = "zh" if (arguments or {}).get("lang") == "zh" else "en"
+            return types.GetPromptResult(
+                description="retrieval rules",
+                messages=[types.PromptMessage(role="user", content=types.TextContent(type="text", text=RULES[lang]))],
+            )
+
+        @server.list_resources()
+        async def list_resources() -> list[types.Resource]:
+            return [
+                types.Resource(
+                    uri=RULES_URI,
+                    name="retrieval rules",
+                    mimeType="text/plain",
+                    description="the four retrieval rules, in English and Chinese",
+                ),
+                types.Resource(
+                    uri=KBS_URI,
+                    name="knowledge bases",
+                    mimeType="application/json",
+                    description="the knowledge bases: name, description, documents, graph or not",
+                ),
+            ]
+
+        @server.read_resource()
+        async def read_resource(uri) -> str:
+            if str(uri) == RULES_URI:
+                return f"{RULES['en']}\n\n{RULES['zh']}"
+            if str(uri) == KBS_URI:
+                kbs = await anyio.to_thread.run_sync(lambda: knowledge_bases(self.rt.catalog))
+                return json.dumps([k.model_dump() for k in kbs], ensure_ascii=False)
+            raise McpError(
+                types.ErrorData(
+                    code=RESOURCE_NOT_FOUND,
+                    message=f"there is no resource {str(uri)[:200]}",
+                    data={"uri": str(uri)[:200]},
+                )
+            )
+
+    # -- transports ---------------------------------------------------------
+    async def run_stdio(self) -> None:
+        from mcp.server.stdio import stdio_server
+
+        async with stdio_server() as (read, write):
+            await self.server.run(read, write, self.server.create_initialization_options())
+
+    def http_app(self, host: str = "127.0.0.1", port: int = 8765, token: str | None = None):
+        """A Starlette app serving streamable HTTP at /mcp, with one action-memory session per MCP session, behind
+        `core.local_http.LocalGuard`: the Host (this server's names, with its port, compared whole) and Origin are
+        checked on every bind, a bearer `token` is required when one is given, bodies are bounded before they
+        are read."""
+        from mcp.server.fastmcp.server import StreamableHTTPASGIApp
+        from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+        from mcp.server.transport_security import TransportSecuritySettings
+        from starlette.applications import Starlette
+        from starlette.routing import Route
+
+        from executor.core.local_http import LocalGuard, own_hosts
+
+        hosts = own_hosts(host, port)
+        security = TransportSecuritySettings(  # the library's own check too, on the same exact names
+            enable_dns_rebinding_protection=True,
+            allowed_hosts=sorted(hosts),
+            allowed_origins=sorted(f"http://{h}" for h in hosts) + sorted(f"https://{h}" for h in hosts),
+        )
+        manager = StreamableHTTPSessionManager(app=self.server, security_settings=security)
+        app = Starlette(
+            routes=[Route("/mcp", endpoint=StreamableHTTPASGIApp(manager))], lifespan=lambda app: manager.run()
+        )
+        return LocalGuard(app, hosts, token=token)

@@ -1,0 +1,12 @@
+"""The graph LangGraph Studio loads through langgraph.json.
+
+It is compiled without a checkpointer: `langgraph dev` refuses one and brings
+its own. Thread ids become session ids. The settings come from the
+environment of the `langgraph dev` process (EXECUTOR_HOME, OPENAI_BASE_URL, ...).
+"""
+
+from executor.agent.llm import make_chat_model
+from executor.agent.runtime import Runtime
+
+_runtime = Runtime(source="studio")
+graph = _runtime.app(*make_chat_model(_runtime.settings))

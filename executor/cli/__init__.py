@@ -1,0 +1,1 @@
+"""The `executor` command line: parses, calls the services, prints."""

@@ -1,0 +1,1 @@
+"""The `executor` commands, one module per area; `executor/cli/main.py` puts them together."""

@@ -1,0 +1,106 @@
+"""What every command shares: options, the runtime, JSON output, and how their Typer apps are made.
+
+Errors are not handled here: `executor/cli/main.py` turns whatever a command raises into one line and an exit code.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+
+from executor.core.errors import ExecutorError, InputError, terminal_safe
+
+console = Console()
+err_console = Console(stderr=True)
+
+JsonOpt = Annotated[bool, typer.Option("--json", help="print one JSON object for scripts")]
+KbOpt = Annotated[str, typer.Option("--kb", help="knowledge base name")]
+KbsOpt = Annotated[
+    list[str] | None,
+    typer.Option("--kb", help="the KB of each --labels file, in the same order (one name: all of them)"),
+]
+GradingOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--grading",
+        help="how this KB's results are graded: ranker (the calibrated model, the default for new KBs) "
+        "or similarity (the dense similarity alone)",
+    ),
+]
+
+
+def check_grading(grading: str | None) -> str | None:
+    from executor.core.settings import GRADINGS
+
+    if grading is not None and grading not in GRADINGS:
+        raise InputError(f"--grading is one of {', '.join(GRADINGS)}, not {grading!r}")
+    return grading
+
+
+SessionOpt = Annotated[str | None, typer.Option("--session", help="session id; reuse it to resume the session")]
+SessionArg = Annotated[str, typer.Argument(help="the session id (as given to --session, or printed by ask/chat)")]
+KbArg = Annotated[str, typer.Argument(help="knowledge base name")]
+
+
+def session_or_new(session: str | None, prefix: str) -> str:
+    """The session given, or a new one when none was; an empty `--session ""` is a mistake, not "new"."""
+    if session is None:
+        import uuid
+
+        return f"{prefix}-{uuid.uuid4().hex[:12]}"
+    if not session.strip():
+        raise InputError("--session is empty: give a session id, or leave the option out for a new session")
+    return session
+
+
+def sub_app(**kwargs) -> typer.Typer:
+    """A Typer app with the conventions of every `executor` command: -h, completion, help text taken literally
+    (rich markup off, so `[doc_key, ...]` in a help text prints as written)."""
+    return typer.Typer(
+        no_args_is_help=True,
+        rich_markup_mode=None,
+        context_settings={"help_option_names": ["-h", "--help"]},
+        **kwargs,
+    )
+
+
+def echo(text: str, **kwargs) -> None:
+    """Print text that may come from documents: escape sequences in it (OSC, CSI) are shown, not obeyed."""
+    typer.echo(terminal_safe(text), **kwargs)
+
+
+def runtime(source: str | None = None):
+    """The stores for one command; `source` tags its rows in the invocation log (chat, ask, lookup, eval, ...)."""
+    from executor.agent.runtime import Runtime
+
+    return Runtime(source=source)
+
+
+def print_json(data) -> None:
+    typer.echo(json.dumps(data, ensure_ascii=False, indent=2, default=str))
+
+
+def write_text(path: Path, text: str) -> None:
+    """A page or report the user asked for; an unwritable path is one line, not a traceback."""
+    try:
+        path.write_text(text, encoding="utf-8")
+    except OSError as exc:
+        raise ExecutorError(f"cannot write {path}: {exc.strerror or exc}") from exc
+
+
+def csv_list(value: str | None) -> list[str]:
+    return [v.strip() for v in (value or "").split(",") if v.strip()]
+
+
+def pair_labels(labels: list[Path], kbs: list[str] | None) -> list[tuple[Path, str]]:
+    """Each --labels file with its --kb (one name: all of them; none: the sample)."""
+    kbs = kbs or ["sample"]
+    if len(kbs) == 1:
+        kbs = kbs * len(labels)
+    if len(kbs) != len(labels):
+        raise InputError(f"{len(labels)} --labels files but {len(kbs)} --kb names: give one name, or one per file")
+    return list(zip(labels, kbs))

@@ -1,0 +1,107 @@
+"""The `graph` commands: neighbours, paths, a drawing, and stopping the embedded server."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from executor.cli.commands.common import JsonOpt, KbOpt, csv_list, echo, print_json, runtime, sub_app, write_text
+from executor.core.errors import ExecutorError
+
+graph_app = sub_app(help="Explore a knowledge base's graph.")
+
+HopsOpt = Annotated[int, typer.Option("--hops", help="how many relations deep (1-4)")]
+EntityArg = Annotated[
+    str, typer.Argument(help="an entity name (a product, error code, concept ...); case does not matter")
+]
+RelationsOpt = Annotated[
+    str | None, typer.Option("--relations", help="comma-separated relation types, e.g. DEPENDS_ON,RELATED_TO")
+]
+
+
+def _graph_runtime(kb: str):
+    from executor.retrieval.graph_build import has_graph
+
+    rt = runtime()
+    try:
+        row = rt.catalog.require(kb)
+        if not has_graph(row.extract_config):
+            raise ExecutorError(f"knowledge base {kb!r} has no graph config")
+    except BaseException:
+        rt.close()
+        raise
+    return rt
+
+
+@graph_app.command("neighbors")
+def graph_neighbors(
+    entity: EntityArg,
+    kb: KbOpt = "sample",
+    hops: HopsOpt = 2,
+    relations: RelationsOpt = None,
+    max_paths: Annotated[int, typer.Option(help="at most this many paths")] = 30,
+    as_json: JsonOpt = False,
+):
+    """Paths from ENTITY to what surrounds it, best first (score = product of edge weights)."""
+    with _graph_runtime(kb) as rt:
+        paths = rt.graph.navigate(kb, entity, hops, csv_list(relations), max_paths, rt.settings.graph_max_nodes_per_hop)
+    if as_json:
+        print_json({"entity": entity, "kb": kb, "paths": [p.model_dump() for p in paths]})
+        return
+    if not paths:
+        typer.echo(f"{entity}: no neighbours within {hops} hops")
+    for p in paths:
+        echo(f"{p.score:.3f}  {p.summary()}")
+
+
+@graph_app.command("path")
+def graph_path(
+    source: Annotated[str, typer.Argument(help="the entity to start from")],
+    target: Annotated[str, typer.Argument(help="the entity to reach")],
+    kb: KbOpt = "sample",
+    hops: HopsOpt = 3,
+    relations: RelationsOpt = None,
+    max_paths: Annotated[int, typer.Option(help="at most this many paths")] = 5,
+    as_json: JsonOpt = False,
+):
+    """Paths between two entities, best first; says so when there are none."""
+    with _graph_runtime(kb) as rt:
+        found = rt.graph.navigate_between(kb, source, target, hops, csv_list(relations), max_paths)
+    if as_json:
+        print_json(found.model_dump())
+        return
+    if not found.reachable:
+        typer.echo(found.summary(hops))
+    for p in found.paths:
+        echo(f"{p.score:.3f}  {p.summary()}")
+
+
+@graph_app.command("show")
+def graph_show(
+    entity: EntityArg,
+    html: Annotated[Path, typer.Option("--html", help="write the page here")],
+    kb: KbOpt = "sample",
+    hops: HopsOpt = 2,
+    relations: RelationsOpt = None,
+):
+    """Draw ENTITY's neighbourhood as a self-contained HTML page."""
+    from executor.agent.knowledge_graph_page import render
+
+    with _graph_runtime(kb) as rt:
+        node = rt.graph.require_entity(kb, entity)
+        paths = rt.graph.navigate(kb, entity, hops, csv_list(relations), 60, rt.settings.graph_max_nodes_per_hop)
+    write_text(html, render(f"{node.name} — {kb}", node.name, paths))
+    typer.echo(f"wrote {html} ({len(paths)} paths)")
+
+
+@graph_app.command("stop")
+def graph_stop(as_json: JsonOpt = False):
+    """Stop the embedded FalkorDB server of this EXECUTOR_HOME (it starts again on demand)."""
+    with runtime() as rt:
+        stopped = rt.graph_server.stop()
+    if as_json:
+        print_json({"stopped": stopped})
+    else:
+        typer.echo("stopped the embedded FalkorDB" if stopped else "the embedded FalkorDB was not running")

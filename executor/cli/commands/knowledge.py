@@ -1,0 +1,221 @@
+"""Loading and looking up: `ingest`, `lookup`, and the `session` commands."""
+
+from __future__ import annotations
+
+import sys
+from contextlib import ExitStack
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from executor.cli.commands.common import (
+    GradingOpt,
+    JsonOpt,
+    KbOpt,
+    SessionArg,
+    check_grading,
+    console,
+    echo,
+    print_json,
+    runtime,
+    session_or_new,
+    sub_app,
+)
+
+session_app = sub_app(help="Inspect or clear a session's action memory.")
+
+
+def ingest(
+    path: Annotated[Path | None, typer.Argument(help="folder of documents (default: the bundled sample)")] = None,
+    kb: KbOpt = "sample",
+    rebuild: Annotated[bool, typer.Option(help="drop and re-embed everything (e.g. after changing embedder)")] = False,
+    llm_extract: Annotated[
+        bool, typer.Option(help="also extract entities with the LLM, when one is configured")
+    ] = True,
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="list what would be read, converted or skipped; write nothing")
+    ] = False,
+    grading: GradingOpt = None,
+    as_json: JsonOpt = False,
+):
+    """Load a folder of documents (.md/.mdx/.txt/.html/.pdf/.docx/.pptx/.xlsx) into a knowledge base, and build its graph (idempotent)."""
+    from executor.core.settings import SAMPLE_KB_PATH
+    from executor.retrieval.ingest import SAMPLE_EXTRACT_CONFIG
+    from executor.retrieval.ingest import ingest as run_ingest
+
+    source = path or SAMPLE_KB_PATH
+    config = SAMPLE_EXTRACT_CONFIG if path is None else None
+    check_grading(grading)
+    if dry_run:
+        _print_plan(source, kb, as_json)
+        return
+    with runtime() as rt, ExitStack() as stack:
+        if llm_extract:
+            rt.use_local_model(stack)
+        extractor = _llm_extractor(rt, kb, config) if llm_extract else None
+        report = run_ingest(
+            rt,
+            source,
+            kb,
+            rebuild=rebuild,
+            progress=not as_json and sys.stderr.isatty(),
+            description="bundled sample knowledge base" if path is None else "",
+            extract_config=config,
+            llm_extractor=extractor,
+            grading=grading,
+        )
+    if as_json:
+        print_json(report.to_dict())
+        return
+    for warning in report.warnings:
+        console.print(f"warning: {warning}", style="yellow", highlight=False, markup=False)
+    graph = report.graph
+    formats = ", ".join(f"{fmt} {n}" for fmt, n in sorted(report.formats.items()))
+    console.print(
+        f"[bold]{report.kb}[/]: {report.documents} documents ({report.added} added, {report.changed} changed, "
+        f"{report.removed} removed, {report.unchanged} unchanged; {formats}"
+        + (f"; {report.skipped} skipped" if report.skipped else "")
+        + f"), {report.chunks} chunks, {report.seconds:.1f} s, embedder {report.embedder}"
+        + (f"; graph: {graph['entities']} entities, {graph['relations']} relations" if graph else "; no graph config")
+    )
+    calibration = report.calibration
+    if calibration is not None:
+        held = calibration["held_out"]
+        console.print(
+            f"grading: self-calibrated on {calibration['generated']} generated questions and {calibration['off_topic']} "
+            f"off-topic ones in {calibration['seconds']:.1f} s"
+            + (
+                f" (held out: hit@1 {held.get('hit_at_1')}, off-topic nothing found {held.get('off_topic_none')})"
+                if calibration["stored"]
+                else f"; not stored: {calibration['skipped']}, the shared preset grades it"
+            ),
+            highlight=False,
+            markup=False,
+        )
+
+
+def _print_plan(source: Path, kb: str, as_json: bool) -> None:
+    """`ingest --dry-run`: the file walk alone, so nothing is opened, converted or written."""
+    from executor.core.settings import get_settings
+    from executor.core.validation import validate_kb_name
+    from executor.retrieval.ingest import source_limits
+    from executor.retrieval.sources import plan
+
+    validate_kb_name(kb)
+    data = {"kb": kb, **plan(source, source_limits(get_settings()))}
+    if as_json:
+        print_json(data)
+        return
+    for f in data["files"]:
+        typer.echo(f"{f['action']:<8} {f['doc_key']} ({f['format']}, {f['bytes']:,} bytes)")
+    for s in data["skipped"]:
+        typer.echo(f"skip     {s['name']}: {s['reason']}")
+    counts = data["counts"]
+    formats = ", ".join(f"{fmt} {n}" for fmt, n in data["formats"].items()) or "none"
+    unsupported = ", ".join(f"{ext} ({n})" for ext, n in data["unsupported"].items())
+    typer.echo(
+        f"dry run for {kb}: {counts['read']} to read, {counts['convert']} to convert, {counts['skipped']} skipped"
+        + (f", {counts['unsupported']} unsupported ({unsupported})" if unsupported else "")
+        + f"; per format: {formats}; nothing written"
+    )
+
+
+def _llm_extractor(rt, kb: str, config: dict | None):
+    """An LLM extractor for this KB's types, if an LLM is configured and the KB has a graph config."""
+    from executor.retrieval.graph_build import has_graph
+
+    row = rt.catalog.get(kb)
+    config = row.extract_config if row is not None else (config or {})
+    if not (rt.settings.llm_configured and has_graph(config)):
+        return None
+    from executor.agent.llm import make_chat_model
+    from executor.retrieval.llm_extraction import LLMExtractor
+
+    model, _ = make_chat_model(rt.settings)
+    return LLMExtractor(model, rt.settings.model, config.get("entity_types") or [], config.get("relation_types") or [])
+
+
+def lookup(
+    query: Annotated[str, typer.Argument(help="what to look up")],
+    session: Annotated[str | None, typer.Option(help="session id; repeat it to see action memory at work")] = None,
+    kb: KbOpt = "sample",
+    missing_dimension: Annotated[str | None, typer.Option(help="after a REFERENCE result: what was missing")] = None,
+    graph: Annotated[bool, typer.Option(help="expand a REFERENCE or thin result through the knowledge graph")] = True,
+    as_json: JsonOpt = False,
+):
+    """Run lookup_knowledge once (and graph_expand when it applies) and print what the LLM would see."""
+    from executor.prompts.results import expansion_text
+    from executor.tools.call import ToolCall
+    from executor.tools.registry import LOOKUP, lookup_knowledge, run
+
+    with runtime("lookup") as rt:
+        rt.start_loading(segmenter=not query.isascii())  # only non-ASCII text is cut by jieba
+        session = session_or_new(session, "cli")
+        # the tool's own path (and its tool_invocation row); the lookup checks the arguments with its own messages
+        args = lookup_knowledge.model_construct(query=query, missing_dimension=missing_dimension)
+        out = run(LOOKUP, ToolCall(rt, session, kb), args)
+        # widened as the graph's graph_expand node would: a REFERENCE or thin result, in a KB with a graph
+        expansion = rt.expander.expand(out.expandable) if graph and out.expandable is not None else None
+    if as_json:
+        data = out.result.model_dump(mode="json")
+        data["graph_expansion"] = expansion.model_dump(mode="json") if expansion else None
+        print_json(data)
+        return
+    console.print(f"[dim]session {session}[/]")
+    echo(out.text)
+    if expansion is not None:
+        echo("\n" + expansion_text(expansion))
+
+
+@session_app.command("show")
+def session_show(session_id: SessionArg, as_json: JsonOpt = False):
+    """Domains, documents and lookups a session already has (what the repeat rule compares with)."""
+    from executor.core.validation import check_session_id
+
+    check_session_id(session_id)
+    with runtime() as rt:
+        data = {
+            "session": session_id,
+            "domain_levels": rt.memory.domain_levels(session_id),
+            "documents_by_domain": rt.memory.by_domain(session_id),
+            "lookups": [
+                {"query": e.query, "level": e.level or "NONE", "domain": e.domain, "documents": e.doc_keys}
+                for e in rt.memory.lookups(session_id)
+            ],
+        }
+    if as_json:
+        print_json(data)
+        return
+    levels, docs = data["domain_levels"], data["documents_by_domain"]
+    if not levels and not docs and not data["lookups"]:
+        typer.echo(f"session {session_id}: nothing retrieved yet")
+        return
+    from rich.table import Table
+
+    # documents found by graph expansion or query_knowledge_graph have a domain but no graded lookup there
+    table = Table(title=f"session {session_id}", title_justify="left")
+    for col in ("domain", "last lookup there", "documents sent"):
+        table.add_column(col)
+    for domain in [*levels, *(d for d in docs if d not in levels)]:
+        table.add_row(domain, levels.get(domain, "- (no lookup landed here)"), "\n".join(docs.get(domain, [])) or "-")
+    if levels or docs:
+        console.print(table, highlight=False)
+    for e in data["lookups"]:
+        echo(f"  looked up {e['query']!r}: {e['level']}")
+
+
+@session_app.command("clear")
+def session_clear(session_id: SessionArg, as_json: JsonOpt = False):
+    """Forget what a session retrieved, and its conversation."""
+    from executor.agent.checkpoints import open_checkpointer
+    from executor.agent.session import clear_session
+    from executor.core.validation import check_session_id
+
+    check_session_id(session_id)  # before any store is opened
+    with runtime() as rt, open_checkpointer(rt.settings) as saver:
+        n = clear_session(session_id, saver, rt.memory)
+    if as_json:
+        print_json({"session": session_id, "documents_forgotten": n})
+    else:
+        typer.echo(f"session {session_id}: forgot {n} documents")

@@ -1,0 +1,136 @@
+"""`executor mcp`: the guarded tools as an MCP server, over stdio or streamable HTTP."""
+
+from __future__ import annotations
+
+import json
+import sys
+from contextlib import contextmanager
+from typing import Annotated
+
+import typer
+
+from executor.cli.commands.common import JsonOpt, KbOpt
+
+DEFAULT_HOME = "~/.executor"  # a host starts the server in a folder of its choosing: never the home's default
+
+
+def mcp_settings():
+    """The settings, with a home that does not depend on the working directory the host started us in: the one
+    EXECUTOR_HOME (or config.yaml) names, else ~/.executor; absolute, since it is printed and named in errors."""
+    from pathlib import Path
+
+    from executor.core.settings import get_settings
+
+    settings = get_settings()
+    home = settings.home if "home" in settings.model_fields_set else Path(DEFAULT_HOME).expanduser()
+    return settings.model_copy(update={"home": home.expanduser().resolve()})
+
+
+def mcp(
+    http: Annotated[
+        bool, typer.Option("--http", help="serve streamable HTTP at http://HOST:PORT/mcp instead of stdio")
+    ] = False,
+    host: Annotated[str, typer.Option(help="address to listen on with --http")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="port to listen on with --http", min=1, max=65535)] = 8765,
+    kb: KbOpt = "sample",
+    token: Annotated[
+        str | None,
+        typer.Option(
+            envvar="EXECUTOR_MCP_TOKEN",
+            show_envvar=False,
+            help="with --http: require `Authorization: Bearer TOKEN` (needed to listen beyond 127.0.0.1; also "
+            "EXECUTOR_MCP_TOKEN)",
+        ),
+    ] = None,
+    as_json: JsonOpt = False,
+):
+    """Serve lookup_knowledge, query_knowledge_graph, navigate_graph and list_knowledge_bases to an MCP host."""
+    import anyio
+
+    from executor.agent.mcp_server import ExecutorMCP, server_version
+    from executor.agent.runtime import Runtime
+    from executor.core.errors import InputError, register_secret
+    from executor.core.fs import private_file
+    from executor.core.local_http import is_loopback
+
+    if http and not is_loopback(host) and not token:
+        # beyond loopback anyone on the network can call the tools: not without a token
+        raise InputError(
+            f"--host {host} is reachable beyond this machine: give a token with --token or "
+            "EXECUTOR_MCP_TOKEN (clients send `Authorization: Bearer TOKEN`), or listen on 127.0.0.1"
+        )
+    if token is not None and len(token) < 16:
+        raise InputError("--token must have at least 16 characters")
+    register_secret(token)
+    with Runtime(mcp_settings(), source="mcp") as rt:
+        server = ExecutorMCP(rt, kb=kb)
+        where = f"home {rt.settings.home}, knowledge base {kb}, version {server_version()}"
+        if not http:  # stdout is the protocol's: the start-up line goes to stderr, which hosts log
+            print(f"executor MCP server on stdio ({where})", file=sys.stderr, flush=True)
+            anyio.run(server.run_stdio)
+            return
+        import uvicorn
+
+        sock = _listen(host, port)  # a port in use is one line here, not uvicorn's log and exit
+        server.warm_up()  # resident: real lookups before it listens, so the first call pays no start-up
+        url = f"http://{host}:{port}/mcp"
+        log = private_file(rt.settings.ensure_home() / "mcp-http.log")
+        message = {"url": url, "kb": kb, "transport": "streamable-http", "home": str(rt.settings.home), "log": str(log)}
+        # stdout stays clean for scripts that read the JSON line; the person's line goes to stderr
+        if as_json:
+            typer.echo(json.dumps(message))
+        else:
+            print(f"executor MCP server on {url} ({where}; its log: {log}); Ctrl-C stops it", file=sys.stderr)
+        # what uvicorn and the MCP library log (a malformed request, a stream cut by Ctrl-C) goes to a file:
+        # a person's terminal gets one line per problem of theirs, not the server's tracebacks
+        config = uvicorn.Config(
+            server.http_app(host, port, token), log_config=_log_config(log), access_log=False, log_level="warning"
+        )
+        with _root_log_to(log):
+            uvicorn.Server(config).run(sockets=[sock])
+
+
+def _listen(host: str, port: int):
+    import socket
+
+    from executor.core.errors import ExecutorError
+
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host.strip("[]"), port))
+    except OSError as exc:
+        sock.close()
+        raise ExecutorError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
+    return sock
+
+
+def _log_config(path) -> dict:
+    handler = {"class": "logging.FileHandler", "filename": str(path), "formatter": "plain"}
+    return {
+        "version": 1,
+        "disable_existing_loggers": False,
+        "formatters": {"plain": {"format": "%(asctime)s %(name)s %(levelname)s %(message)s"}},
+        "handlers": {"file": handler},
+        "loggers": {
+            name: {"handlers": ["file"], "level": "WARNING", "propagate": False}
+            for name in ("uvicorn", "uvicorn.error", "uvicorn.access")
+        },
+    }
+
+
+@contextmanager
+def _root_log_to(path):
+    """Log records of every library (the MCP SDK's among them) to `path` while the server runs."""
+    import logging
+
+    handler = logging.FileHandler(path)
+    handler.setFormatter(logging.Formatter("%(asctime)s %(name)s %(levelname)s %(message)s"))
+    root = logging.getLogger()
+    root.addHandler(handler)
+    try:
+        yield
+    finally:
+        root.removeHandler(handler)
+        handler.close()

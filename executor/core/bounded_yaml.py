@@ -1,0 +1,74 @@
+"""YAML from files anyone may have written (front matter, config.yaml, label files), read within bounds.
+
+PyYAML's safe loader builds whatever the text describes: an alias bomb ("billion laughs") of 1 kB expands to
+gigabytes, and 10,000 levels of nesting end in a RecursionError. Here the text is first read as a stream of
+events (libyaml, no tree, no recursion), which gives its nesting depth and the size it would have once its
+aliases are expanded; only a text within the bounds is then loaded, by the same safe loader.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import yaml
+
+# libyaml's C loader where PyYAML has it: the same data as the pure-Python one, several times faster
+LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+class YamlBoundError(ValueError):
+    """The text is valid YAML or not, but too big, too deep, or uses aliases where none are allowed."""
+
+
+@dataclass(frozen=True)
+class Bounds:
+    max_chars: int  # the text itself
+    max_depth: int  # nested mappings and lists
+    max_expanded: int  # characters of every scalar, counted again wherever an alias repeats it
+    aliases: bool = True  # whether `&anchor` / `*alias` may be used at all
+
+
+FRONT_MATTER = Bounds(max_chars=256 * 1024, max_depth=32, max_expanded=1024 * 1024, aliases=False)
+CONFIG = Bounds(max_chars=1024 * 1024, max_depth=64, max_expanded=4 * 1024 * 1024)
+LABELS = Bounds(max_chars=16 * 1024 * 1024, max_depth=64, max_expanded=64 * 1024 * 1024)
+
+
+def check(text: str, bounds: Bounds) -> None:
+    """YamlBoundError unless `text` is within `bounds`; yaml.YAMLError if it is not YAML."""
+    if len(text) > bounds.max_chars:
+        raise YamlBoundError(f"it is {len(text):,} characters; at most {bounds.max_chars:,} are read")
+    sizes: dict[str, int] = {}  # anchor -> the expanded size of what it names
+    stack: list[list] = [[None, 0]]  # [anchor, size so far] per open mapping or list; the bottom is the document
+    for event in yaml.parse(text, Loader=LOADER):
+        if isinstance(event, (yaml.MappingStartEvent, yaml.SequenceStartEvent)):
+            if event.anchor is not None and not bounds.aliases:
+                raise YamlBoundError("it uses YAML anchors and aliases (&name, *name), which are not allowed here")
+            stack.append([event.anchor, 1])
+            if len(stack) - 1 > bounds.max_depth:
+                raise YamlBoundError(f"it nests deeper than {bounds.max_depth} levels")
+            continue
+        if isinstance(event, (yaml.MappingEndEvent, yaml.SequenceEndEvent)):
+            anchor, size = stack.pop()
+        elif isinstance(event, yaml.ScalarEvent):
+            anchor, size = event.anchor, len(event.value) + 1
+        elif isinstance(event, yaml.AliasEvent):
+            if not bounds.aliases:
+                raise YamlBoundError("it uses YAML anchors and aliases (&name, *name), which are not allowed here")
+            anchor, size = None, sizes.get(event.anchor, 1)
+        else:
+            continue
+        if anchor is not None:
+            if not bounds.aliases:
+                raise YamlBoundError("it uses YAML anchors and aliases (&name, *name), which are not allowed here")
+            sizes[anchor] = size
+        stack[-1][1] += size
+        if stack[0][1] + sum(s for _, s in stack[1:]) > bounds.max_expanded:
+            raise YamlBoundError(
+                f"it expands to more than {bounds.max_expanded:,} characters (its aliases repeat what they name)"
+            )
+
+
+def load(text: str, bounds: Bounds):
+    """The data of `text` (safe types only), once `check` found it within `bounds`."""
+    check(text, bounds)
+    return yaml.load(text, Loader=LOADER)

@@ -1,0 +1,121 @@
+"""User-facing errors: one line that says what is wrong and what to do, with no secret in it."""
+
+from __future__ import annotations
+
+import re
+from urllib.parse import urlsplit, urlunsplit
+
+# scheme://user:password@host -> scheme://***@host (FALKORDB_URL, MILVUS_URI, NEO4J_URI, database URLs)
+_USERINFO = re.compile(r"(?P<scheme>\b[a-zA-Z][a-zA-Z0-9+.\-]*://)[^/@\s'\"]+@")
+# ...?password=x&token=y and "api_key: x" as libraries print them
+_SECRET_PARAM = re.compile(
+    r"(?i)(?<![a-z])(?P<key>password|passwd|pwd|token|api[_-]?key|secret|authorization)(?P<sep>['\"]?\s*[=:]\s*['\"]?)(?!\*\*\*)(?:(?:bearer|basic)\s+)?[^\s&,;'\"]+"
+)
+# values the settings hold (passwords, tokens, API keys): never printed, wherever a library puts them
+_SECRETS: set[str] = set()
+_TERMINAL_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+_SECRET_PATTERN: re.Pattern | None = None
+# "Bearer k9Z", "Basic ...": whatever follows is a credential, however short
+_BEARER = re.compile(r"(?i)\b(?P<key>bearer|basic)(?P<sep>\s+)(?!\*\*\*)[A-Za-z0-9._~+/=\-]+")
+
+
+def register_secret(value: str | None) -> None:
+    """Remember a secret from the configuration so that `redact` removes it from any text, however short (an
+    endpoint may echo a 3-character key back)."""
+    global _SECRET_PATTERN
+    if value and value.strip() and value not in _SECRETS:
+        _SECRETS.add(value)
+        # a secret is removed where it stands as a token of its own, never from inside a longer word: a password
+        # "neo4" must not turn /var/lib/neo4j into /var/lib/***j
+        alternatives = "|".join(re.escape(v) for v in sorted(_SECRETS, key=len, reverse=True))
+        _SECRET_PATTERN = re.compile(rf"(?<![A-Za-z0-9])(?:{alternatives})(?![A-Za-z0-9])")
+
+
+def redact(text: str) -> str:
+    """`text` without URL credentials, `password=`-style values, bearer tokens, or any registered secret."""
+    text = _USERINFO.sub(r"\g<scheme>***@", str(text))
+    text = _SECRET_PARAM.sub(r"\g<key>\g<sep>***", text)
+    text = _BEARER.sub(r"\g<key>\g<sep>***", text)
+    if _SECRET_PATTERN is not None:
+        text = _SECRET_PATTERN.sub("***", text)
+    return text
+
+
+def display_url(url: str | None) -> str:
+    """A URL as it may be printed: no user or password (a path to a local file is returned as is)."""
+    if not url or "://" not in url:
+        return url or ""
+    parts = urlsplit(url)
+    host = parts.hostname or ""
+    if parts.port:
+        host = f"{host}:{parts.port}"
+    return redact(urlunsplit((parts.scheme, host, parts.path, "", "")))
+
+
+def terminal_safe(text: str) -> str:
+    """Text from documents as a terminal may show it: escape sequences (OSC, CSI) and other control
+    characters are shown as visible escapes instead of being obeyed. Newlines and tabs stay."""
+    return _TERMINAL_CONTROL.sub(lambda m: repr(m.group())[1:-1], str(text))
+
+
+def first_line(exc, limit: int = 300) -> str:
+    """An exception from a library as one line for an error message (its class name if it says nothing)."""
+    text = redact(str(exc).strip()) or exc.__class__.__name__
+    return text.splitlines()[0][:limit]
+
+
+EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 1, 2, 130
+
+
+def describe(exc: BaseException) -> tuple[str, int]:
+    """(one line for a person, exit code) for anything a command can raise; see executor/cli/main.py."""
+    if hasattr(exc, "format_message") and isinstance(getattr(exc, "exit_code", None), int):
+        # click's exceptions (which Typer vendors): usage errors carry exit code 2 and the command's context
+        ctx = getattr(exc, "ctx", None)
+        where = f" (see '{ctx.command_path} -h')" if exc.exit_code == EXIT_USAGE and ctx is not None else ""
+        return exc.format_message() + where, exc.exit_code
+    if isinstance(exc, KeyboardInterrupt) or type(exc).__name__ == "Abort":
+        return "interrupted", EXIT_INTERRUPTED
+    if isinstance(exc, (InputError, ConfigError)):  # asked wrongly: the input, or a setting, must change
+        return str(exc), EXIT_USAGE
+    if isinstance(exc, ExecutorError):
+        return str(exc), EXIT_FAILED
+    return f"{exc.__class__.__name__}: {first_line(exc)} (run 'executor --debug ...' for the traceback)", EXIT_FAILED
+
+
+def printable(text: str) -> str:
+    """One line a terminal shows as it is: control characters (ESC, OSC, ...) and lone surrogates escaped."""
+    flat = " ".join(str(text).split())
+    flat = "".join(c if c.isprintable() else f"\\x{ord(c):02x}" for c in flat)
+    return flat.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
+def validation_line(exc, where_default: str) -> str:
+    """A pydantic ValidationError's first error as one line: `messages.0.role: Input should be ...`."""
+    err = exc.errors()[0]
+    where = ".".join(str(p) for p in err["loc"]) or where_default
+    return f"{where}: {err['msg']}"
+
+
+class ExecutorError(RuntimeError):
+    """Raised for anything a person can fix: bad input, a backend down, a mismatch.
+
+    A RuntimeError because LangGraph's server passes on the message of built-in exception types only (others
+    reach Studio, the SDKs and RemoteGraph as "An internal error occurred"); the kind is the class name."""
+
+    def __init__(self, message: str):
+        super().__init__(redact(" ".join(str(message).split())))
+
+
+class InputError(ExecutorError):
+    """The request itself is malformed (empty query, unknown knowledge base, ...)."""
+
+
+class ConfigError(ExecutorError):
+    """The configuration is wrong (a setting, the embedder, a model folder): no request can fix it."""
+
+
+class BackendError(ExecutorError):
+    """A store could not be reached, is locked, or holds incompatible data."""

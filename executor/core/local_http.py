@@ -1,0 +1,124 @@
+"""What every HTTP server of ours checks before a request reaches it (`executor mcp --http`, `executor llm serve`):
+the Host header, the Origin, a token where one is required, and the size of the body, before the body is read.
+
+A server on 127.0.0.1 is reachable by any web page the user opens: through DNS rebinding (a name that resolves
+to 127.0.0.1, so the Host header is that name) and through "simple" cross-site POSTs (text/plain, no preflight,
+with an Origin header). So the Host must be one of the server's own names with its own port, compared whole
+(`127.0.0.1:8765@evil.example` is not `127.0.0.1:8765`), and an Origin, when a browser sends one, must be one of
+them too. A plain ASGI middleware: no dependency, and the app behind it is unchanged.
+"""
+
+from __future__ import annotations
+
+import hmac
+import json
+import re
+
+MAX_BODY_BYTES = 4 * 1024 * 1024
+LOOPBACK_NAMES = ("127.0.0.1", "localhost", "[::1]")
+_HOST = re.compile(r"(?:[a-z0-9.\-]+|\[[0-9a-f:.]+\]):\d{1,5}")
+
+
+def is_loopback(host: str) -> bool:
+    return host in ("127.0.0.1", "localhost", "::1", "[::1]")
+
+
+def own_hosts(bind: str, port: int, extra: tuple[str, ...] = ()) -> set[str]:
+    """The Host values a server bound to `bind`:`port` answers to: the loopback names, and for another address
+    that address, the machine's own names and addresses, and `extra`."""
+    names = set(LOOPBACK_NAMES) | {n.lower() for n in extra}
+    if not is_loopback(bind):
+        import socket
+
+        if bind not in ("0.0.0.0", "::", ""):
+            names.add(f"[{bind}]" if ":" in bind else bind)
+        hostname = socket.gethostname()
+        names |= {hostname.lower(), socket.getfqdn().lower()}
+        try:
+            for *_, addr in socket.getaddrinfo(hostname, None):
+                ip = str(addr[0])
+                names.add(f"[{ip}]" if ":" in ip else ip)
+        except OSError:
+            pass
+    return {f"{name}:{port}" for name in names}
+
+
+class LocalGuard:
+    """ASGI middleware: refuse a request whose Host is not `hosts` (421), whose Origin is not one of them (403),
+    that lacks the bearer `token` when one is set (401), or whose body exceeds `max_body` bytes (413), before
+    the app sees it and before more than `max_body` bytes of it are read."""
+
+    def __init__(self, app, hosts: set[str], token: str | None = None, max_body: int = MAX_BODY_BYTES):
+        self.app = app
+        self.hosts = {h.lower() for h in hosts}
+        self.origins = {f"http://{h}" for h in self.hosts} | {f"https://{h}" for h in self.hosts}
+        self.token = token
+        self.max_body = max_body
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] != "http":
+            return await self.app(scope, receive, send)
+        headers = {}
+        for key, value in scope.get("headers") or []:
+            headers.setdefault(key.decode("latin-1").lower(), []).append(value.decode("latin-1"))
+        refusal = self._refusal(headers)
+        if refusal is not None:
+            return await _reply(send, *refusal)
+        length = headers.get("content-length")
+        if length is not None:
+            if len(length) != 1 or not length[0].strip().isdigit():
+                return await _reply(send, 400, "invalid Content-Length")
+            if int(length[0]) > self.max_body:
+                return await _reply(send, 413, f"the request body exceeds {self.max_body} bytes")
+            return await self.app(scope, receive, send)
+        if scope.get("method") in ("GET", "HEAD", "DELETE", "OPTIONS"):
+            return await self.app(scope, receive, send)
+        # no length given (chunked): read it here, within the bound, and hand the app what was read
+        body, more = bytearray(), True
+        while more:
+            message = await receive()
+            if message["type"] == "http.disconnect":
+                return
+            body += message.get("body", b"")
+            more = message.get("more_body", False)
+            if len(body) > self.max_body:
+                return await _reply(send, 413, f"the request body exceeds {self.max_body} bytes")
+        replayed = False
+
+        async def replay():
+            nonlocal replayed
+            if replayed:
+                return await receive()
+            replayed = True
+            return {"type": "http.request", "body": bytes(body), "more_body": False}
+
+        return await self.app(scope, replay, send)
+
+    def _refusal(self, headers: dict[str, list[str]]) -> tuple[int, str] | None:
+        host = headers.get("host") or []
+        if len(host) != 1 or not _HOST.fullmatch(host[0].strip().lower()) or host[0].strip().lower() not in self.hosts:
+            return 421, "this server does not answer to that Host"
+        origin = headers.get("origin")
+        if origin is not None and (len(origin) != 1 or origin[0].strip().lower() not in self.origins):
+            return 403, "cross-origin requests are refused"
+        if self.token is not None:
+            given = (headers.get("authorization") or [""])[0]
+            if not hmac.compare_digest(given.encode(), f"Bearer {self.token}".encode()):
+                return 401, "a bearer token is required (Authorization: Bearer ...)"
+        return None
+
+
+async def _reply(send, status: int, message: str) -> None:
+    body = json.dumps({"error": {"message": message, "type": "invalid_request_error"}}).encode()
+    await send(
+        {
+            "type": "http.response.start",
+            "status": status,
+            "headers": [
+                (b"content-type", b"application/json"),
+                (b"content-length", str(len(body)).encode()),
+                (b"connection", b"close"),
+            ],
+        }
+    )
+    await send({"type": "http.response.body", "body": body})

@@ -1,0 +1,124 @@
+"""Raw distances to similarities, and similarities to the levels the LLM acts on."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from enum import StrEnum
+from typing import Protocol
+
+from executor.core.settings import Thresholds
+
+
+class Scored(Protocol):
+    """A graded candidate (`retrieval.ranking.Candidate`): its calibrated score, its dense similarity, its
+    features, and whether it matched a specific keyword."""
+
+    score: float
+    similarity: float
+    features: dict[str, float]
+    specific: bool
+    decisive: bool
+    group: str  # the page counted with its translations (`page_key`)
+
+
+class Level(StrEnum):
+    PRECISE = "PRECISE"
+    HIGHLY_RELEVANT = "HIGHLY_RELEVANT"
+    REFERENCE = "REFERENCE"
+    DEDUPED = "DEDUPED"
+
+
+CJK = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]")
+# a path segment that names a language, as documentation sites file translations (en/, zh/, zh-cn/, ja_JP/)
+LANGUAGE_FOLDER = re.compile(r"^(en|zh|cn|ja|ko|de|fr|es|pt|ru|it)([-_][a-z]{2,4})?$", re.IGNORECASE)
+
+
+def page_key(doc_key: str) -> str:
+    """The page a document is, whatever its language: `en/intro/install.md` and `zh/intro/install.md` are one
+    (a page and its translations say the same thing: one answer, one page to send, one repeat)."""
+    parts = doc_key.split("/")
+    return "/".join([p for p in parts[:-1] if not LANGUAGE_FOLDER.match(p)] + parts[-1:])
+
+
+def similarity(squared_l2: float, max_l2_distance: float) -> float:
+    """`1 - min(d, max)/max` on Milvus's squared L2; for unit vectors and max 2 this is the cosine."""
+    return 1.0 - min(max(squared_l2, 0.0), max_l2_distance) / max_l2_distance
+
+
+def grade(candidates: Sequence[Scored], t: Thresholds) -> Level | None:
+    """The level of a query's candidates, best first; None means nothing relevant was found.
+
+    PRECISE needs one page (a page and its translations count once) to match specific
+    keywords (L0), and agreement: the calibrated score, which weighs every layer, also puts
+    it first and at least at REFERENCE. A glossary naming every term is therefore not
+    PRECISE unless the vectors and the lexical index agree it is the answer. A decisive
+    match needs no agreement: an identifier (error code, config key, flag) that only that
+    page uses anywhere in the KB is its answer, and `retrieval.grading` has put it first
+    (the dense similarity of a bare code string says little). Otherwise, with an answerability model,
+    it decides whether anything is found and the best score whether it is HIGHLY_RELEVANT;
+    without one, the best score decides both.
+    """
+    if not candidates:
+        return None
+    best = candidates[0].score
+    first = candidates[0]
+    specific = [c for c in candidates if c.specific]
+    if first.specific and len({c.group for c in specific}) == 1 and (first.decisive or best >= t.reference_threshold):
+        return Level.PRECISE
+    highly_relevant = t.highly_relevant(candidates[0].features.get("other_language") == 1.0)
+    if t.answerability is not None:
+        # the answerability model decides whether anything is found; the best score only how well
+        if weak(candidates, t):
+            return Level.REFERENCE
+        if t.answerability.probability(answer_features(candidates)) < t.answerability.threshold:
+            return None
+        return Level.HIGHLY_RELEVANT if best >= highly_relevant else Level.REFERENCE
+    if best >= highly_relevant:
+        return Level.HIGHLY_RELEVANT
+    if best >= t.reference_threshold:
+        return Level.REFERENCE
+    return None
+
+
+def weak(candidates: Sequence[Scored], t: Thresholds) -> bool:
+    """The best page is only a weak answer: the answerability model puts the query in its band between
+    "nothing found" and found (`Answerability.weak_threshold`), so it is sent as REFERENCE with a hint saying
+    the KB may not cover the question."""
+    gate = t.answerability
+    if not candidates or gate is None or gate.weak_threshold is None:
+        return False
+    return gate.weak_threshold <= gate.probability(answer_features(candidates)) < gate.threshold
+
+
+def answer_features(candidates: Sequence[Scored]) -> dict[str, float]:
+    """What the answerability model sees of a query's result (candidates best first, not empty):
+    - `best_score`: the ranker's probability for the best document;
+    - `best_similarity`: the highest dense similarity of any candidate (a query that shares meaning with
+      nothing in the KB stays low whatever the ranker says);
+    - `kb_coverage`, `unknown_names`: how much of the query's term weight the KB's vocabulary knows, and how
+      many name-like words it never uses (the same for every candidate: they describe the query).
+    """
+    first = candidates[0]
+    return {
+        "best_score": first.score,
+        "best_similarity": max(c.similarity for c in candidates),
+        "kb_coverage": first.features.get("kb_coverage", 0.0),
+        "unknown_names": first.features.get("unknown_names", 0.0),
+    }
+
+
+def language_of(text: str) -> str:
+    """A query's language: any Chinese character makes it Chinese (an English name inside is normal)."""
+    return "zh" if CJK.search(text or "") else "en"
+
+
+def document_language(text: str) -> str:
+    """A document's language: Chinese when over a tenth of its visible characters are. Translated
+    documentation keeps code, commands and names in English, so one CJK character is not enough."""
+    return language_by_counts(sum(1 for ch in text if not ch.isspace()), len(CJK.findall(text)))
+
+
+def language_by_counts(visible: int, cjk: int) -> str:
+    """`document_language` from a text's counts of visible and of CJK characters (sums over its parts)."""
+    return "zh" if visible and cjk > 0.1 * visible else "en"

@@ -1,0 +1,641 @@
+"""One settings object for the whole application.
+
+Sources, highest first: environment variables, `config.yaml` (path in
+EXECUTOR_CONFIG, default ./config.yaml), then the defaults below. Relevance
+thresholds are per embedder because distances from different models are not
+comparable; see `Settings.thresholds`.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from functools import lru_cache
+from importlib import resources
+from pathlib import Path
+from typing import Any, ClassVar, Literal
+from urllib.parse import urlsplit
+
+import yaml
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
+
+from executor.core import bounded_yaml
+from executor.core.errors import ConfigError, InputError, register_secret
+from executor.core.fs import home_folder, private_dir
+
+# the bundled sample KB is package data: the wheel carries it, and an installed `executor ingest` finds it here
+SAMPLE_KB_PATH = Path(str(resources.files("executor") / "kb" / "sample"))
+
+
+# The ranker's features, in the order of its weights (each described in executor/retrieval/ranking.py). They live here,
+# at the bottom, because a config file's ranker is checked against them when the settings load.
+RANKER_FEATURES = (
+    "similarity",
+    "lift",
+    "gap",
+    "lexical",
+    "coverage",
+    "kb_coverage",
+    "unknown_names",
+    "specific_keyword",
+    "other_language",
+    "coverage_same_language",
+    "lexical_same_language",
+    "similarity_other_language",
+    "lift_other_language",
+)
+
+
+# The answerability model's features: facts about a query's whole result, not about one document (each
+# described in executor/core/relevance.py, `answer_features`).
+ANSWER_FEATURES = ("best_score", "best_similarity", "kb_coverage", "unknown_names")
+
+
+class Logistic(BaseModel):
+    """A logistic model over named features, fitted by `executor calibrate`; `FEATURES` names the ones it may use."""
+
+    model_config = ConfigDict(frozen=True)
+    FEATURES: ClassVar[tuple[str, ...]] = ()
+
+    bias: float
+    weights: dict[str, float]
+
+    @model_validator(mode="after")
+    def _known_features(self) -> Logistic:
+        unknown = sorted(set(self.weights) - set(self.FEATURES))
+        if unknown:
+            raise ValueError(f"unknown {type(self).__name__.lower()} features {unknown}; known: {list(self.FEATURES)}")
+        return self
+
+    def probability(self, x: dict[str, float]) -> float:
+        z = self.bias + sum(self.weights.get(name, 0.0) * value for name, value in x.items())
+        return 1.0 / (1.0 + math.exp(-max(-50.0, min(50.0, z))))
+
+
+class Ranker(Logistic):
+    """The probability that one document answers the query, from the grading features (`RANKER_FEATURES`)."""
+
+    FEATURES: ClassVar[tuple[str, ...]] = RANKER_FEATURES
+
+
+class Answerability(Logistic):
+    """The probability that the KB answers the query at all, from its whole result (`ANSWER_FEATURES`); below
+    `threshold` the lookup finds nothing. Which document answers is the ranker's question; whether any does is
+    a question about the query (are its names known here, does anything stand out), and one model fitted for
+    the first answers the second badly: on the Helm docs, questions whose right page came first were graded
+    "nothing found" while off-topic ones scored above them."""
+
+    FEATURES: ClassVar[tuple[str, ...]] = ANSWER_FEATURES
+
+    threshold: float = Field(ge=0, le=1)
+    # between this and `threshold` the best page is sent as a weak REFERENCE (its hint says the KB may not cover
+    # the question) instead of "nothing found": an answerable question must almost never get "nothing found",
+    # and the band costs off-topic questions only a REFERENCE, never a confident grade. None: no band
+    weak_threshold: float | None = Field(None, ge=0, le=1)
+
+
+class Thresholds(BaseModel):
+    """How raw squared-L2 distances become similarities, and scores become levels.
+
+    With a `ranker`, the two thresholds apply to its calibrated probability that a document
+    answers the query; without one (an embedder nobody calibrated), to the bare similarity.
+    """
+
+    model_config = ConfigDict(populate_by_name=True, frozen=True)
+
+    max_l2_distance: float = Field(2.0, alias="max-l2-distance", gt=0)
+    highly_relevant_threshold: float = Field(0.75, alias="highly-relevant-threshold", ge=0, le=1)
+    reference_threshold: float = Field(0.5, alias="reference-threshold", ge=0, le=1)
+    # Once a lookup found something (its best document is at REFERENCE), the documents sent after it need only
+    # this score; unset, REFERENCE. On a bilingual KB the page's translation and its neighbours answer too and
+    # often score below REFERENCE, which guards only whether the KB answers at all (off-topic questions).
+    supplement_threshold: float | None = Field(None, alias="supplement-threshold", ge=0, le=1)
+    # HIGHLY_RELEVANT for a best document in another language than the question; unset, the same as for one in
+    # its language. Calibrated apart because the ranker is surer than it should be across languages (Helm, held
+    # out: 0.78 precision at the threshold that gives same-language pages 0.92): it sees no shared word there.
+    highly_relevant_other_language_threshold: float | None = Field(
+        None, alias="highly-relevant-other-language-threshold", ge=0, le=1
+    )
+    ranker: Ranker | None = None
+    # with a ranker and off-topic labels, `calibrate` fits this too: it decides "nothing found" (REFERENCE's
+    # threshold then only orders the levels); without it, a best score below REFERENCE is "nothing found"
+    answerability: Answerability | None = None
+
+    @model_validator(mode="after")
+    def _ordered(self) -> Thresholds:
+        if self.reference_threshold > self.highly_relevant_threshold:
+            raise ValueError("reference-threshold must not exceed highly-relevant-threshold")
+        if self.supplement_threshold is not None and self.supplement_threshold > self.reference_threshold:
+            raise ValueError("supplement-threshold must not exceed reference-threshold")
+        other = self.highly_relevant_other_language_threshold
+        if other is not None and other < self.reference_threshold:
+            raise ValueError("highly-relevant-other-language-threshold must not be below reference-threshold")
+        if self.answerability is not None and self.ranker is None:
+            raise ValueError("an answerability model needs the ranker it was fitted with")
+        return self
+
+    def highly_relevant(self, other_language: bool) -> float:
+        """The HIGHLY_RELEVANT threshold for a best document in the question's language or in another."""
+        other = self.highly_relevant_other_language_threshold
+        return other if other_language and other is not None else self.highly_relevant_threshold
+
+    @property
+    def supplement(self) -> float:
+        """The score a document after the first needs to be sent."""
+        return self.reference_threshold if self.supplement_threshold is None else self.supplement_threshold
+
+
+class ThresholdOverride(BaseModel):
+    model_config = ConfigDict(populate_by_name=True)
+
+    max_l2_distance: float | None = Field(None, alias="max-l2-distance")
+    highly_relevant_threshold: float | None = Field(None, alias="highly-relevant-threshold")
+    reference_threshold: float | None = Field(None, alias="reference-threshold")
+    supplement_threshold: float | None = Field(None, alias="supplement-threshold")
+    highly_relevant_other_language_threshold: float | None = Field(
+        None, alias="highly-relevant-other-language-threshold"
+    )
+    ranker: Ranker | None = None
+    answerability: Answerability | None = None
+
+    def set_values(self) -> dict[str, float]:
+        return {
+            k: getattr(self, k) for k in type(self).model_fields if k != "embedders" and getattr(self, k) is not None
+        }
+
+
+# The "similarity" grading: levels from the dense similarity. USE multilingual v3's
+# thresholds come from `executor calibrate` on evals/labels/sample.yaml in the first release; USE puts
+# related pairs at cosine 0.3-0.7, so the bge-m3 numbers of the source design would grade nearly
+# everything "not found". PRECISE needs a specific keyword that the similarity also ranks first.
+EMBEDDER_THRESHOLD_DEFAULTS: dict[str, Thresholds] = {
+    "use-multilingual-v3": Thresholds(max_l2_distance=2.0, highly_relevant_threshold=0.54, reference_threshold=0.28),
+    "bge-m3": Thresholds(max_l2_distance=2.0, highly_relevant_threshold=0.75, reference_threshold=0.5),
+}
+
+# The "ranker" grading (the default, DEFAULT_GRADING): a logistic model over the grading features, thresholds on its
+# probability. A KB graded by the ranker fits its own model at ingest (`retrieval.self_calibration`: questions
+# generated from its documents and the bundled off-topic pool, no human label); this shared preset grades only a
+# KB that has none (too few documents to generate questions from, or an ingest from before self-calibration).
+# Provenance: `executor calibrate --labels evals/labels/sample.yaml --labels evals/labels/sample-keywords.yaml
+# --kb sample --shared` (the bundled sample KB's 133 labelled questions, 16 off-topic; USE multilingual v3).
+# No Helm label is in it: the Helm docs' labels only measure it (README, "Retrieval quality on real
+# documents"). Its answerability model is left out: fitted on the sample KB's 16 off-topic questions, it let every
+# Helm off-topic question through (held out on Helm: off-topic "nothing found" 0.00).
+RANKER_PRESETS: dict[str, Thresholds] = {
+    "use-multilingual-v3": Thresholds(
+        max_l2_distance=2.0,
+        highly_relevant_threshold=0.28,
+        reference_threshold=0.28,
+        supplement_threshold=0.28,
+        highly_relevant_other_language_threshold=0.33,
+        ranker=Ranker(
+            bias=-4.3535,
+            weights={
+                "similarity": 3.6844,
+                "lift": 3.8275,
+                "gap": -4.0033,
+                "lexical": 0.2725,
+                "coverage": 1.1851,
+                "kb_coverage": -0.3718,
+                "unknown_names": 0.1172,
+                "specific_keyword": 2.1714,
+                "other_language": 1.5265,
+                "coverage_same_language": 1.3248,
+                "lexical_same_language": 0.9763,
+                "similarity_other_language": 1.962,
+                "lift_other_language": 1.4447,
+            },
+        ),
+    ),
+}
+GRADINGS = ("similarity", "ranker")
+
+
+class KbModel(BaseModel):
+    """One KB's own grading model (`knowledge_base.grading_model`), written by `executor calibrate --write` when
+    the labels are that KB's (or `--for KB`). It replaces the embedder's shared preset for that KB only, and only
+    for the embedder it was fitted with and while the KB is graded by the ranker."""
+
+    model_config = ConfigDict(frozen=True)
+
+    embedder: str = Field(min_length=1)
+    thresholds: Thresholds
+    labels: dict[str, int] = Field(default_factory=dict)  # label file -> questions it was fitted on
+    fitted_at: str = ""
+    held_out: dict[str, float | int | None] = Field(default_factory=dict)  # its k-fold figures on this KB
+    # "labels": fitted by `calibrate --write` on a team's labels (only calibrate replaces it); "self": fitted at
+    # ingest on questions generated from the KB's own documents and the bundled off-topic pool
+    # (`retrieval.self_calibration`), refitted when a re-ingest changes the KB enough
+    calibrated_by: Literal["labels", "self"] = "labels"
+
+    @model_validator(mode="after")
+    def _has_ranker(self) -> KbModel:
+        if self.thresholds.ranker is None:
+            raise ValueError("a KB's model needs its ranker weights")
+        return self
+
+    @classmethod
+    def parse(cls, kb: str, raw: Any) -> KbModel:
+        """The stored JSON as a model; anything else is one line naming the KB and how to mend it."""
+        try:
+            return cls.model_validate(raw)
+        except ValidationError as exc:
+            err = exc.errors()[0]
+            where = ".".join(str(p) for p in err["loc"]) or "model"
+            raise ConfigError(
+                f"knowledge base {kb!r}: its stored grading model is invalid ({where}: {err['msg']}); refit it with "
+                f"`executor calibrate --labels FILE --kb {kb} --write` or drop it with `executor calibrate --kb {kb} "
+                f"--reset`"
+            ) from exc
+
+
+DEFAULT_GRADING = "ranker"
+
+
+class Normalization(ThresholdOverride):
+    embedders: dict[str, ThresholdOverride] = Field(default_factory=dict)
+
+
+class RepeatThresholds(BaseModel):
+    """When a lookup repeats an earlier one of the session (executor/retrieval/repeats.py), per embedder.
+
+    `overlap-threshold`: query-to-query similarity above which a lookup whose best document the earlier
+    lookup already returned is a repeat; `miss-overlap-threshold`: the same against an earlier lookup that
+    found nothing (there are no documents to compare, so the queries alone decide).
+    """
+
+    model_config = ConfigDict(populate_by_name=True, frozen=True)
+
+    overlap_threshold: float = Field(0.9, alias="overlap-threshold", ge=0, le=1)
+    miss_overlap_threshold: float = Field(0.9, alias="miss-overlap-threshold", ge=0, le=1)
+
+
+class RepeatOverride(BaseModel):
+    model_config = ConfigDict(populate_by_name=True)
+
+    overlap_threshold: float | None = Field(None, alias="overlap-threshold")
+    miss_overlap_threshold: float | None = Field(None, alias="miss-overlap-threshold")
+
+    def set_values(self) -> dict[str, float]:
+        return {k: v for k, v in self.model_dump().items() if v is not None}
+
+
+# USE multilingual v3: from `executor calibrate-repeats --labels evals/labels/repeats.yaml` (README,
+# "Repeats by meaning"); 0.82 until grading put unique identifiers first, which changed best pages. An embedder without calibrated values gets 0.9: only near-identical queries.
+REPEAT_THRESHOLD_DEFAULTS: dict[str, RepeatThresholds] = {
+    "use-multilingual-v3": RepeatThresholds(overlap_threshold=0.76, miss_overlap_threshold=0.47),
+}
+
+
+class Repeats(BaseModel):
+    embedders: dict[str, RepeatOverride] = Field(default_factory=dict)
+
+
+class Retrieval(BaseModel):
+    normalization: Normalization = Field(default_factory=Normalization)
+    repeats: Repeats = Field(default_factory=Repeats)
+
+
+def config_path() -> Path:
+    return Path(os.environ.get("EXECUTOR_CONFIG", "config.yaml"))
+
+
+def update_config(path: Path, node: tuple[str, ...], values: dict[str, Any]) -> None:
+    """Set `values` under the mapping at `node` of a config.yaml, keeping everything else in the file;
+    the file is replaced whole or not at all."""
+    data: dict = read_config(path, InputError) if path.exists() else {}
+    target = data
+    for key in node:
+        target = target.setdefault(key, {})
+    target.update(values)
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    tmp.write_text(yaml.safe_dump(data, allow_unicode=True, sort_keys=False), encoding="utf-8")
+    tmp.replace(path)
+
+
+class _YamlSource(PydanticBaseSettingsSource):
+    """Reads config.yaml; a missing file means no overrides, a broken one is an error."""
+
+    def get_field_value(self, field, field_name):  # pragma: no cover - required by the ABC
+        return None, field_name, False
+
+    def __call__(self) -> dict[str, Any]:
+        path = config_path()
+        if not path.exists():
+            return {}
+        return read_config(path, ConfigError)
+
+
+def read_config(path: Path, error: type[Exception]) -> dict:
+    """config.yaml's mapping, read within bounds (executor/core/bounded_yaml.py); anything else is `error`, one line
+    naming the file."""
+    try:
+        if path.is_dir():
+            raise error(f"{path}: is a folder, not a config file (EXECUTOR_CONFIG names the file)")
+        if path.stat().st_size > bounded_yaml.CONFIG.max_chars * 4:  # not even read: it cannot be within bounds
+            raise error(
+                f"{path}: {path.stat().st_size:,} bytes; a config file may have at most "
+                f"{bounded_yaml.CONFIG.max_chars:,} characters"
+            )
+        data = bounded_yaml.load(path.read_text(encoding="utf-8"), bounded_yaml.CONFIG) or {}
+    except UnicodeDecodeError as exc:
+        raise error(f"{path}: not UTF-8 text (byte {exc.start})") from exc
+    except bounded_yaml.YamlBoundError as exc:
+        raise error(f"{path}: {exc}") from exc
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" at line {mark.line + 1}" if mark else ""
+        raise error(
+            f"{path}: not valid YAML{where} ({getattr(exc, 'problem', None) or exc.__class__.__name__})"
+        ) from exc
+    except OSError as exc:
+        raise error(f"{path}: cannot be read ({exc.strerror or exc})") from exc
+    if not isinstance(data, dict):
+        raise error(f"{path}: expected a mapping at the top level")
+    return data
+
+
+class Settings(BaseSettings):
+    # allow_inf_nan: EXECUTOR_GRAPH_TIMEOUT_S=1e309 is infinity, which no timeout or threshold means
+    # hide_input_in_errors: a wrongly typed setting may hold a password; its error (and a --debug traceback)
+    # names the setting, never its value
+    model_config = SettingsConfigDict(
+        env_prefix="EXECUTOR_", extra="ignore", populate_by_name=True, allow_inf_nan=False, hide_input_in_errors=True
+    )
+
+    home: Path = Path(".executor")
+    embedder: str = Field("use", description="use | bge-m3 | flag")
+    embedder_path: Path | None = Field(None, description="local model directory for bge-m3 / flag")
+    milvus_uri: str | None = Field(None, validation_alias=AliasChoices("MILVUS_URI", "EXECUTOR_MILVUS_URI"))
+    milvus_token: str | None = Field(None, validation_alias=AliasChoices("MILVUS_TOKEN", "EXECUTOR_MILVUS_TOKEN"))
+    milvus_timeout_s: float = Field(30.0, gt=0)
+    database_url: str | None = None
+
+    # The graph: with backend "sql", tables in the application database (SQLite or Postgres, no graph server);
+    # with "cypher" (the default), Neo4j when NEO4J_URI is set, else a FalkorDB at FALKORDB_URL, else the
+    # embedded FalkorDB.
+    graph_backend: Literal["cypher", "sql"] = Field("cypher", description="cypher | sql (EXECUTOR_GRAPH_BACKEND)")
+    neo4j_uri: str | None = Field(None, validation_alias=AliasChoices("NEO4J_URI", "EXECUTOR_NEO4J_URI"))
+    neo4j_user: str | None = Field(
+        "neo4j", validation_alias=AliasChoices("NEO4J_USER", "NEO4J_USERNAME", "EXECUTOR_NEO4J_USER")
+    )
+    neo4j_password: str | None = Field(None, validation_alias=AliasChoices("NEO4J_PASSWORD", "EXECUTOR_NEO4J_PASSWORD"))
+    neo4j_database: str | None = Field(None, validation_alias=AliasChoices("NEO4J_DATABASE", "EXECUTOR_NEO4J_DATABASE"))
+    falkordb_url: str | None = Field(None, validation_alias=AliasChoices("FALKORDB_URL", "EXECUTOR_FALKORDB_URL"))
+    falkordb_bolt_port: int | None = Field(
+        None, ge=1, le=65535, description="also open FalkorDB's experimental Bolt port"
+    )
+    falkordb_bolt_all_interfaces: bool = Field(
+        False,
+        description="accept that the Bolt port listens on every interface without a password (it cannot bind 127.0.0.1)",
+    )
+    graph_name: str = Field("executor", pattern=r"^[A-Za-z][A-Za-z0-9_\-]{0,63}$")
+    graph_timeout_s: float = Field(10.0, gt=0)
+    graph_hops: int = Field(2, ge=1, le=4)
+    graph_max_paths: int = Field(20, ge=1, le=200)
+    graph_max_nodes_per_hop: int = Field(25, ge=1, le=500)
+    graph_hop_decay: float = Field(0.5, gt=0, le=1, description="graph relevance of a path = score x decay^(hops-1)")
+    graph_min_results: int = Field(5, ge=0, description="expand when a lookup found fewer documents than this")
+    # entity alignment of query terms with graph names (executor/retrieval/alignment.py), from `python -m evals.entity_linking`
+    entity_fuzzy_cutoff: float = Field(0.8, ge=0, le=1, description="rapidfuzz ratio a misspelt name must reach")
+    entity_embedding_threshold: float = Field(0.9, ge=0, le=1, description="cosine a phrase must reach to a name")
+    kg_timeout_s: float = Field(20.0, gt=0, description="query_knowledge_graph: each knowledge base's time limit")
+
+    # The LLM: any OpenAI-compatible endpoint; with neither key nor URL set, the offline planner runs.
+    openai_api_key: str | None = Field(None, validation_alias=AliasChoices("OPENAI_API_KEY", "EXECUTOR_OPENAI_API_KEY"))
+    openai_base_url: str | None = Field(
+        None, validation_alias=AliasChoices("OPENAI_BASE_URL", "EXECUTOR_OPENAI_BASE_URL")
+    )
+    model: str = Field("gpt-4o-mini", description="the chat model name (EXECUTOR_MODEL)")
+    llm_timeout_s: float = Field(60.0, gt=0)
+    # A local GGUF served for the length of a command (executor/local_llm/): overrides OPENAI_BASE_URL and EXECUTOR_MODEL.
+    local_model: str | None = Field(
+        None, description="EXECUTOR_LOCAL_MODEL: a .gguf path, or 'bundled' for SmolLM2-135M"
+    )
+    local_model_threads: int = Field(2, ge=1, le=256, description="CPU threads llama.cpp uses")
+    local_model_ctx: int = Field(4096, ge=512, le=262144, description="the local model's context, in tokens")
+    local_model_max_tokens: int = Field(
+        256, ge=16, le=32768, description="tokens a reply may have unless the request says"
+    )
+    local_model_timeout_s: float = Field(300.0, gt=0, description="per request to the local model")
+    lookup_budget: int = Field(3, ge=1, le=50, description="lookups a turn may run before it must answer")
+    checkpoint_url: str | None = Field(
+        None, description="postgresql://... for a Postgres checkpointer; default SQLite in home"
+    )
+
+    # ingest bounds: a file larger than max_file_mb is not read, a document whose text (after conversion)
+    # is larger than max_document_mb is skipped with a warning, and an Office file inflating past
+    # max_unzipped_mb is refused as a zip bomb
+    max_file_mb: float = Field(64.0, gt=0, description="largest file ingest reads, in MB")
+    max_document_mb: float = Field(4.0, gt=0, description="largest document text after conversion, in MB")
+    max_unzipped_mb: float = Field(256.0, gt=0, description="largest uncompressed DOCX/PPTX/XLSX, in MB")
+    # one conversion (PDF, Office, HTML) runs in a worker process within these, else it is a warning
+    convert_timeout_s: float = Field(120.0, gt=0, description="longest one file's conversion may take, in s")
+    convert_memory_mb: float = Field(2048.0, ge=256, description="most memory one file's conversion may use, in MB")
+
+    top_k: int = Field(10, ge=1, le=100, description="chunks fetched by L1")
+    max_supplement: int = Field(3, ge=0, le=20, description="documents sent after the primary one")
+    max_chars_per_doc: int = Field(1200, ge=100)
+    max_query_chars: int = Field(2000, ge=10)
+
+    grading: Literal["similarity", "ranker"] | None = Field(
+        None,
+        description="force one grading for every KB (similarity: the dense similarity; ranker: the "
+        "calibrated model); unset, each KB is graded its own way (`kb show`), new ones by the ranker",
+    )
+    self_calibrate: bool = Field(
+        True,
+        description="at ingest, a KB graded by the ranker fits its own model on questions generated from its "
+        "documents and the bundled off-topic pool (executor/retrieval/self_calibration.py); false: it keeps "
+        "the shared preset until `executor calibrate --write`",
+    )
+    retrieval: Retrieval = Field(default_factory=Retrieval)
+    # Flat env overrides beat config.yaml: EXECUTOR_HIGHLY_RELEVANT_THRESHOLD=0.6
+    # (bounded here, so that an error names the variable that set it)
+    max_l2_distance: float | None = Field(None, gt=0)
+    highly_relevant_threshold: float | None = Field(None, ge=0, le=1)
+    reference_threshold: float | None = Field(None, ge=0, le=1)
+    repeat_overlap_threshold: float | None = Field(None, ge=0, le=1)
+    repeat_miss_overlap_threshold: float | None = Field(None, ge=0, le=1)
+
+    @classmethod
+    def settings_customise_sources(
+        cls, settings_cls, init_settings, env_settings, dotenv_settings, file_secret_settings
+    ):
+        return (init_settings, env_settings, _YamlSource(settings_cls))
+
+    @field_validator("home", mode="before")
+    @classmethod
+    def _home_given(cls, value: Any) -> Any:
+        if isinstance(value, str) and not value.strip():  # Path("") is the current folder: never meant
+            raise ValueError("is empty: set it to a folder, or unset it for ./.executor")
+        return value
+
+    @field_validator("home")
+    @classmethod
+    def _home_private(cls, value: Path) -> Path:
+        try:
+            return home_folder(value)
+        except PermissionError as exc:
+            raise ValueError(str(exc)) from exc
+
+    @model_validator(mode="after")
+    def _register_secrets(self) -> Settings:
+        """Every password, token and key the settings hold is redacted from whatever is printed or stored."""
+        for value in (self.openai_api_key, self.milvus_token, self.neo4j_password):
+            register_secret(value)
+        for url in (
+            self.falkordb_url,
+            self.milvus_uri,
+            self.neo4j_uri,
+            self.database_url,
+            self.checkpoint_url,
+            self.openai_base_url,
+        ):
+            if url and "://" in url:
+                register_secret(urlsplit(url).password)
+        return self
+
+    @property
+    def milvus_target(self) -> str:
+        return self.milvus_uri or str(self.home / "milvus.db")
+
+    @property
+    def db_url(self) -> str:
+        return self.database_url or f"sqlite:///{self.home / 'executor.db'}"
+
+    @property
+    def llm_configured(self) -> bool:
+        return bool(self.openai_api_key or self.openai_base_url)
+
+    @property
+    def graph_folder(self) -> Path:
+        return self.home / "graph"
+
+    def grading_of(self, kb_grading: str | None) -> str:
+        """How a KB is graded: EXECUTOR_GRADING when set, else the KB's own, else DEFAULT_GRADING."""
+        return self.grading or kb_grading or DEFAULT_GRADING
+
+    def kb_thresholds(self, embedder_name: str, kb) -> Thresholds:
+        """The thresholds one KB is graded with: its catalog row's grading (`kb.grading`) and own model
+        (`kb.grading_model`, None: the embedder's shared preset)."""
+        return self.thresholds(embedder_name, kb.grading, kb.grading_model, kb.name)
+
+    def thresholds(
+        self, embedder_name: str, grading: str | None = None, kb_model: Any = None, kb: str = ""
+    ) -> Thresholds:
+        """The levels' thresholds for one embedder; `grading` is the KB's own (`knowledge_base.grading`),
+        `kb_model` the KB's own fitted model as stored (JSON), `kb` its name for errors."""
+        ranked = self.grading_of(grading) == "ranker"
+        hand_set_hr = None  # a HIGHLY_RELEVANT threshold set by hand in config.yaml (not by a fitted model)
+        own = KbModel.parse(kb, kb_model) if ranked and kb_model is not None else None
+        if own is not None and own.embedder == embedder_name:
+            # fitted on this KB's questions, its thresholds are on its own probability: config.yaml's
+            # shared values (another model's scale) do not apply; the flat env overrides below still do
+            values = own.thresholds.model_dump()
+        else:
+            presets = RANKER_PRESETS if ranked else EMBEDDER_THRESHOLD_DEFAULTS
+            base = presets.get(embedder_name) or EMBEDDER_THRESHOLD_DEFAULTS.get(embedder_name, Thresholds())
+            values = base.model_dump()
+            norm = self.retrieval.normalization
+            for override in (norm, norm.embedders.get(embedder_name)):
+                # a model written by `calibrate --write` (thresholds on its probability) means nothing to a KB
+                # graded by similarity; hand-set thresholds apply to whichever grading is in force
+                if override is not None and (ranked or override.ranker is None):
+                    values.update(override.set_values())
+                    if override.ranker is not None:  # fitted on its ranker's scores: never mixed with another's
+                        values["answerability"] = override.answerability
+                        values["highly_relevant_other_language_threshold"] = (
+                            override.highly_relevant_other_language_threshold
+                        )
+                    elif override.highly_relevant_threshold is not None:
+                        hand_set_hr = override.highly_relevant_threshold
+        flat = {
+            "max_l2_distance": self.max_l2_distance,
+            "highly_relevant_threshold": self.highly_relevant_threshold,
+            "reference_threshold": self.reference_threshold,
+        }
+        values.update({k: v for k, v in flat.items() if v is not None})
+        if values.get("supplement_threshold") is not None and values.get("reference_threshold") is not None:
+            # a hand-lowered REFERENCE lowers the supplements' bar with it (it is never above REFERENCE)
+            values["supplement_threshold"] = min(values["supplement_threshold"], values["reference_threshold"])
+        if values.get("highly_relevant_other_language_threshold") is not None:
+            # hand-set thresholds carry the calibrated other-language one with them: never below REFERENCE, and
+            # a hand-raised HIGHLY_RELEVANT raises it too (a page in another language is never easier to call HR)
+            hand_set_hr = self.highly_relevant_threshold if self.highly_relevant_threshold is not None else hand_set_hr
+            values["highly_relevant_other_language_threshold"] = max(
+                values["highly_relevant_other_language_threshold"],
+                values.get("reference_threshold") or 0.0,
+                hand_set_hr if hand_set_hr is not None else 0.0,
+            )
+        try:
+            return Thresholds(**values)
+        except ValueError as exc:
+            raise ConfigError(
+                f"invalid relevance thresholds for {embedder_name}: "
+                f"{exc.errors()[0]['msg'].removeprefix('Value error, ')}"
+                f"{self._set_by(flat)}"
+            ) from exc
+
+    def repeat_thresholds(self, embedder_name: str) -> RepeatThresholds:
+        values = REPEAT_THRESHOLD_DEFAULTS.get(embedder_name, RepeatThresholds()).model_dump()
+        if embedder_name in self.retrieval.repeats.embedders:
+            values.update(self.retrieval.repeats.embedders[embedder_name].set_values())
+        flat = {
+            "overlap_threshold": self.repeat_overlap_threshold,
+            "miss_overlap_threshold": self.repeat_miss_overlap_threshold,
+        }
+        values.update({k: v for k, v in flat.items() if v is not None})
+        try:
+            return RepeatThresholds(**values)
+        except ValueError as exc:
+            raise ConfigError(
+                f"invalid repeat thresholds for {embedder_name}: {exc.errors()[0]['msg']}"
+                f"{self._set_by({f'repeat_{k}': v for k, v in flat.items()})}"
+            ) from exc
+
+    @staticmethod
+    def _set_by(flat: dict[str, float | None]) -> str:
+        """Where thresholds that do not fit together were set: the variables, else config.yaml."""
+        names = [env_name(k) for k, v in flat.items() if v is not None]
+        return f" (set by {', '.join(names)})" if names else f" (set in {config_path()} or by `executor calibrate`)"
+
+    def ensure_home(self) -> Path:
+        """EXECUTOR_HOME, created private (0700): it holds the session memory, checkpoints and the graph."""
+        return private_dir(self.home)
+
+
+def env_name(field: str) -> str:
+    """The environment variable a settings field is read from (the first alias, or EXECUTOR_<FIELD>)."""
+    info = Settings.model_fields.get(field)
+    alias = info.validation_alias if info is not None else None
+    if isinstance(alias, AliasChoices):
+        return str(alias.choices[0])
+    return f"EXECUTOR_{field.upper()}"
+
+
+def settings_error(exc: ValidationError) -> ConfigError:
+    """A pydantic error as one line that names the setting (never its value: it may be a secret)."""
+    err = exc.errors()[0]
+    loc = [str(p) for p in err.get("loc", ())]
+    path = ".".join(loc) or "settings"
+    where = f"{env_name(loc[0])} ({path})" if len(loc) == 1 and loc[0] in Settings.model_fields else path
+    return ConfigError(f"invalid setting {where}: {err['msg']}")
+
+
+@lru_cache(maxsize=1)
+def get_settings() -> Settings:
+    from pydantic_settings import SettingsError
+
+    try:
+        return Settings()
+    except ValidationError as exc:
+        raise settings_error(exc) from exc
+    except SettingsError as exc:  # a variable holding JSON (EXECUTOR_RETRIEVAL) that is not JSON
+        import re
+
+        field = re.search(r'field "(\w+)"', str(exc))
+        where = env_name(field.group(1)) if field else "a setting"
+        raise ConfigError(f"invalid setting {where}: not valid JSON") from exc

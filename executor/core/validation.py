@@ -1,0 +1,41 @@
+"""Input validation every surface shares: knowledge base names, session ids, query text.
+
+One place, so the command line, the MCP server, the graph and the services refuse the same input with the
+same one-line message (an InputError), before any store is opened or any row written.
+"""
+
+from __future__ import annotations
+
+import re
+
+from executor.core.errors import InputError
+
+CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
+SESSION_ID = re.compile(r"^[\w.:\-]{1,128}$")
+KB_NAME = re.compile(r"[a-z][a-z0-9_]{0,47}")  # also a Milvus collection suffix and a graph label value
+
+
+def validate_kb_name(name: str) -> str:
+    if not KB_NAME.fullmatch(name or ""):
+        raise InputError(
+            f"invalid knowledge base name {name!r}: use lowercase letters, digits and '_', starting with a letter"
+        )
+    return name
+
+
+def check_session_id(session_id: str) -> str:
+    if not SESSION_ID.fullmatch(session_id or ""):  # match() with `$` let a trailing newline through
+        raise InputError("a session id is 1-128 letters, digits, '_', '-', '.' or ':'")
+    return session_id
+
+
+def clean_query(query: str | None, max_chars: int) -> str:
+    """The query with its whitespace folded; InputError when it is empty, too long or holds control characters."""
+    if query is None or not str(query).strip():
+        raise InputError("the query is empty")
+    query = str(query)
+    if len(query) > max_chars:
+        raise InputError(f"the query is {len(query):,} characters long; the limit is {max_chars:,}")
+    if CONTROL.search(query):
+        raise InputError("the query contains control characters")
+    return " ".join(query.split())

@@ -1,0 +1,131 @@
+"""The OpenAI-compatible face of the local model: `/v1/chat/completions`, `/v1/models`, `/health`."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, StreamingResponse
+from starlette.routing import Route
+
+from executor.local_llm.engine import EngineError, LlamaEngine
+from executor.local_llm.prompt import CONSTRAINED_TOKENS, build_prompt, parse_reply, prompt_for
+from executor.local_llm.protocol import RequestError, error_body, parse_request
+
+log = logging.getLogger("local_llm")
+MAX_FIT_STEPS = 64
+CUT = "\n[...]"
+_END = "<|im_end|>\n"
+
+
+class ChatService:
+    """Turns one chat request into one (constrained) completion. `last_prompt` is the prompt last sent to
+    the model, for whoever runs the service in-process (tests look at it)."""
+
+    def __init__(self, engine: LlamaEngine):
+        self.engine = engine
+        self.last_prompt: str | None = None
+
+    async def fit(self, turns: list[str], n_predict: int) -> str:
+        """The prompt, made to fit the context: first the oldest turns after the first question are dropped,
+        then the longest turn is cut short. A long tool loop or a long evidence list must degrade into a
+        shorter memory, not into an error."""
+        limit = self.engine.options.n_ctx - n_predict
+        first_user = next((i for i, t in enumerate(turns) if t.startswith("<|im_start|>user")), 0)
+        turns = list(turns)
+        for _ in range(MAX_FIT_STEPS):
+            prompt = build_prompt(turns)
+            tokens = await self.engine.count_tokens(prompt)
+            if tokens <= limit:
+                return prompt
+            droppable = len(turns) - first_user - 2  # keep the first question and the newest turn
+            if droppable > 0:
+                # half the history at once: the prompt then grows from a stable prefix again for a few
+                # rounds, which llama.cpp's prompt cache serves, instead of shifting on every request
+                del turns[first_user + 1 : first_user + 1 + max(1, droppable // 2)]
+                continue
+            longest = max(range(len(turns)), key=lambda i: len(turns[i]))
+            keep = int(len(turns[longest]) * limit / tokens * 0.9)
+            if keep < 200:
+                break
+            turns[longest] = turns[longest][:keep] + CUT + _END
+        raise RequestError(
+            f"the prompt does not fit the model's context of {limit} tokens "
+            f"(n_ctx {self.engine.options.n_ctx} minus {n_predict} to generate)"
+        )
+
+    async def chat(self, raw: bytes):
+        request = parse_request(raw)
+        turns, schema = prompt_for(request)
+        asked = request.max_completion_tokens or request.max_tokens
+        default = CONSTRAINED_TOKENS if schema else self.engine.options.max_tokens
+        n_predict = min(asked or default, self.engine.options.n_ctx // 2)
+        prompt = await self.fit(turns, n_predict)
+        self.last_prompt = prompt
+        out = await self.engine.complete(prompt, schema, n_predict, request.temperature or 0.0, request.seed)
+        t = out.get("timings") or {}
+        log.debug("reply: %r", out.get("content"))
+        log.info(
+            "prompt %s tokens (%s cached) at %.0f tokens/s, %s generated at %.1f tokens/s%s",
+            t.get("prompt_n"),
+            t.get("cache_n"),
+            t.get("prompt_per_second") or 0,
+            t.get("predicted_n"),
+            t.get("predicted_per_second") or 0,
+            ", constrained" if schema else "",
+        )
+        reply = parse_reply(out.get("content", ""), schema is not None, out.get("stop_type") == "limit")
+        reply.prompt_tokens, reply.completion_tokens = out.get("tokens_evaluated", 0), out.get("tokens_predicted", 0)
+        return request, reply
+
+
+def create_app(service: ChatService) -> Starlette:
+    alias = service.engine.options.alias
+
+    async def chat_completions(request: Request):
+        try:
+            chat, reply = await service.chat(await request.body())
+        except RequestError as exc:
+            return JSONResponse(error_body(str(exc)), status_code=400)
+        except EngineError as exc:
+            return JSONResponse(
+                error_body(str(exc), "server_error" if exc.status >= 500 else "invalid_request_error"),
+                status_code=exc.status,
+            )
+        if not chat.stream:
+            return JSONResponse(reply.completion(alias))
+        include_usage = bool((chat.stream_options or {}).get("include_usage"))
+
+        async def events():
+            for chunk in reply.chunks(alias, include_usage):
+                yield f"data: {json.dumps(chunk, ensure_ascii=False)}\n\n"
+            yield "data: [DONE]\n\n"
+
+        return StreamingResponse(events(), media_type="text/event-stream")
+
+    async def models(request: Request):
+        return JSONResponse({"object": "list", "data": [{"id": alias, "object": "model", "owned_by": "local"}]})
+
+    async def health(request: Request):
+        return JSONResponse({"status": "ok", "model": alias})
+
+    return Starlette(
+        routes=[
+            Route("/v1/chat/completions", chat_completions, methods=["POST"]),
+            Route("/v1/models", models, methods=["GET"]),
+            Route("/health", health, methods=["GET"]),
+        ],
+        lifespan=_lifespan(service),
+    )
+
+
+def _lifespan(service: ChatService):
+    @contextlib.asynccontextmanager
+    async def lifespan(app):
+        yield
+        await service.engine.aclose()
+
+    return lifespan

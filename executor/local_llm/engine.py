@@ -1,0 +1,113 @@
+"""llama.cpp's own server, in-process through xllamacpp, on a private loopback port.
+
+Only this module imports xllamacpp. The Starlette app in front of it talks to
+its HTTP API (`/completion` with `json_schema`, `/tokenize`).
+"""
+
+from __future__ import annotations
+
+import secrets
+import socket
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+
+from executor.core.errors import ExecutorError
+
+STOP = ["<|im_end|>", "<|endoftext|>"]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@dataclass(frozen=True)
+class EngineOptions:
+    model: Path
+    alias: str
+    n_ctx: int = 4096
+    threads: int = 2
+    timeout_s: float = 300.0
+    max_tokens: int = 256  # a reply's length when the request does not say: the answer node does not
+    seed: int = 0
+
+
+class EngineError(Exception):
+    """llama-server refused or failed a request: `status` and one line for the client."""
+
+    def __init__(self, status: int, message: str):
+        super().__init__(" ".join(message.split()))
+        self.status = status
+
+
+class LlamaEngine:
+    def __init__(self, options: EngineOptions):
+        try:
+            import xllamacpp
+        except ImportError:
+            raise ExecutorError('the local model needs the local-llm extra: pip install -e ".[local-llm]"') from None
+        self.options = options
+        params = xllamacpp.CommonParams()
+        params.model.path = str(options.model)
+        params.model_alias = {options.alias}
+        params.hostnames = ["127.0.0.1"]
+        params.port = free_port()
+        # llama-server has no Host or Origin check: its port is for this process alone, which holds the key
+        key = secrets.token_urlsafe(32)
+        params.api_keys = [key]
+        params.n_ctx = options.n_ctx
+        params.n_parallel = 1  # one slot: requests queue, and its prompt cache serves the next round of a turn
+        params.cpuparams.n_threads = options.threads
+        params.cpuparams_batch.n_threads = options.threads
+        params.sampling.seed = options.seed
+        params.verbosity = -1
+        try:
+            self._server = xllamacpp.Server(params)
+        except Exception as exc:  # the library's own message says which file or parameter it could not use
+            raise ExecutorError(f"could not start llama.cpp on {options.model}: {exc}".splitlines()[0]) from exc
+        self.base_url = f"http://127.0.0.1:{params.port}"
+        self._client = httpx.AsyncClient(
+            base_url=self.base_url, timeout=options.timeout_s, headers={"Authorization": f"Bearer {key}"}
+        )
+
+    async def count_tokens(self, text: str) -> int:
+        response = await self._post("/tokenize", {"content": text})
+        return len(response["tokens"])
+
+    async def complete(
+        self, prompt: str, schema: dict | None, n_predict: int, temperature: float, seed: int | None
+    ) -> dict:
+        body = {
+            "prompt": prompt,
+            "n_predict": n_predict,
+            "temperature": temperature,
+            "seed": self.options.seed if seed is None else seed,
+            "stop": STOP,
+            "cache_prompt": True,
+        }
+        if schema is not None:
+            body["json_schema"] = schema
+        return await self._post("/completion", body)
+
+    async def _post(self, path: str, body: dict) -> dict:
+        try:
+            response = await self._client.post(path, json=body)
+        except httpx.TimeoutException:
+            raise EngineError(504, f"the model did not answer within {self.options.timeout_s:g} s") from None
+        except httpx.HTTPError as exc:
+            raise EngineError(502, f"llama.cpp server unreachable: {exc.__class__.__name__}") from None
+        data = response.json()
+        if response.status_code != 200:
+            message = (data.get("error") or {}).get("message") if isinstance(data, dict) else None
+            raise EngineError(
+                400 if response.status_code < 500 else 502, message or f"llama.cpp said {response.status_code}"
+            )
+        return data
+
+    async def aclose(self) -> None:
+        """Close the client and stop llama.cpp's server: xllamacpp stops it when the object goes away."""
+        await self._client.aclose()
+        self._server = None

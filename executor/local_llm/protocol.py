@@ -1,0 +1,190 @@
+"""The OpenAI chat-completions request, validated, and the response shapes built from a model reply."""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from executor.core.errors import validation_line
+
+
+class FunctionCall(BaseModel):
+    name: str = Field(min_length=1)
+    arguments: str = "{}"
+
+
+class ToolCall(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+    id: str | None = None
+    type: Literal["function"] = "function"
+    function: FunctionCall
+
+
+class Message(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+    role: Literal["system", "developer", "user", "assistant", "tool"]
+    content: str | list[dict[str, Any]] | None = None
+    tool_calls: list[ToolCall] | None = None
+    tool_call_id: str | None = None
+    name: str | None = None
+
+    @property
+    def text(self) -> str:
+        """Content parts joined: only text parts mean anything to a text model."""
+        if isinstance(self.content, list):
+            return "".join(str(p.get("text", "")) for p in self.content if p.get("type") == "text")
+        return self.content or ""
+
+
+class FunctionSpec(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+    name: str = Field(min_length=1, max_length=64, pattern=r"^[A-Za-z0-9_\-]+$")
+    description: str = ""
+    parameters: dict[str, Any] = Field(default_factory=lambda: {"type": "object", "properties": {}})
+
+
+class Tool(BaseModel):
+    type: Literal["function"]
+    function: FunctionSpec
+
+
+class NamedToolChoice(BaseModel):
+    type: Literal["function"]
+    function: dict[str, str]
+
+    @field_validator("function")
+    @classmethod
+    def _has_name(cls, value: dict[str, str]) -> dict[str, str]:
+        if not value.get("name"):
+            raise ValueError("tool_choice.function needs a name")
+        return value
+
+
+class ChatRequest(BaseModel):
+    model_config = ConfigDict(extra="ignore")  # n, parallel_tool_calls, ...: not meaningful here
+
+    model: str | None = None
+    messages: list[Message] = Field(min_length=1)
+    tools: list[Tool] | None = None
+    tool_choice: Literal["none", "auto", "required"] | NamedToolChoice | None = None
+    temperature: float | None = Field(None, ge=0, le=2)
+    seed: int | None = None
+    max_tokens: int | None = Field(None, ge=1)
+    max_completion_tokens: int | None = Field(None, ge=1)
+    stream: bool = False
+    stream_options: dict[str, Any] | None = None
+
+    @property
+    def forced_tool(self) -> str | None:
+        return self.tool_choice.function["name"] if isinstance(self.tool_choice, NamedToolChoice) else None
+
+    def active_tools(self) -> list[FunctionSpec]:
+        """The tools the reply may call: none for tool_choice "none", only the named one when one is named."""
+        tools = [t.function for t in self.tools or []]
+        if self.tool_choice == "none":
+            return []
+        if self.forced_tool:
+            chosen = [t for t in tools if t.name == self.forced_tool]
+            if not chosen:
+                raise RequestError(f"tool_choice names {self.forced_tool!r}, which is not among the tools")
+            return chosen
+        return tools
+
+    @property
+    def must_call_tool(self) -> bool:
+        return self.tool_choice == "required" or self.forced_tool is not None
+
+
+class RequestError(ValueError):
+    """A malformed request: answered with 400 and this one line."""
+
+
+def parse_request(body: bytes) -> ChatRequest:
+    try:
+        data = json.loads(body)
+    except (UnicodeDecodeError, json.JSONDecodeError):
+        raise RequestError("the request body is not JSON") from None
+    if not isinstance(data, dict):
+        raise RequestError("the request body must be a JSON object")
+    try:
+        request = ChatRequest.model_validate(data)
+    except ValidationError as exc:
+        raise RequestError(validation_line(exc, "body")) from None
+    if request.tool_choice not in (None, "none", "auto") and not request.tools:
+        raise RequestError("tool_choice asks for a tool call, but the request has no tools")
+    request.active_tools()  # a named tool that is not there
+    return request
+
+
+def error_body(message: str, kind: str = "invalid_request_error") -> dict:
+    return {"error": {"message": " ".join(message.split()), "type": kind}}
+
+
+class Reply(BaseModel):
+    """What the model said: text, or one tool call (constrained decoding yields at most one)."""
+
+    content: str | None = None
+    tool_name: str | None = None
+    tool_arguments: dict[str, Any] | None = None
+    finish_reason: Literal["stop", "length", "tool_calls"] = "stop"
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+
+    def message(self) -> dict:
+        if self.tool_name is None:
+            return {"role": "assistant", "content": self.content or ""}
+        return {"role": "assistant", "content": None, "tool_calls": [self._tool_call()]}
+
+    def _tool_call(self) -> dict:
+        return {
+            "id": f"call_{uuid.uuid4().hex[:24]}",
+            "type": "function",
+            "function": {
+                "name": self.tool_name,
+                "arguments": json.dumps(self.tool_arguments or {}, ensure_ascii=False),
+            },
+        }
+
+    def usage(self) -> dict:
+        return {
+            "prompt_tokens": self.prompt_tokens,
+            "completion_tokens": self.completion_tokens,
+            "total_tokens": self.prompt_tokens + self.completion_tokens,
+        }
+
+    def completion(self, model: str) -> dict:
+        return {
+            "id": f"chatcmpl-{uuid.uuid4().hex[:24]}",
+            "object": "chat.completion",
+            "created": int(time.time()),
+            "model": model,
+            "choices": [{"index": 0, "message": self.message(), "finish_reason": self.finish_reason}],
+            "usage": self.usage(),
+        }
+
+    def chunks(self, model: str, include_usage: bool) -> list[dict]:
+        """The whole reply as one streamed delta, then the finish reason (and the usage when asked for)."""
+        base = {
+            "id": f"chatcmpl-{uuid.uuid4().hex[:24]}",
+            "object": "chat.completion.chunk",
+            "created": int(time.time()),
+            "model": model,
+        }
+        if self.tool_name is None:
+            delta = {"role": "assistant", "content": self.content or ""}
+        else:
+            delta = {"role": "assistant", "content": None, "tool_calls": [{"index": 0, **self._tool_call()}]}
+        out = [
+            base | {"choices": [{"index": 0, "delta": delta, "finish_reason": None}]},
+            base | {"choices": [{"index": 0, "delta": {}, "finish_reason": self.finish_reason}]},
+        ]
+        if include_usage:
+            out.append(base | {"choices": [], "usage": self.usage()})
+        return out

@@ -1,0 +1,97 @@
+"""Running the endpoint: in the foreground (`executor llm serve`) or in a thread of this process for as
+long as a command runs (EXECUTOR_LOCAL_MODEL)."""
+
+from __future__ import annotations
+
+import logging
+import socket
+import threading
+import time
+from pathlib import Path
+
+import uvicorn
+
+from executor.core.errors import ExecutorError
+from executor.core.local_http import LocalGuard, own_hosts
+from executor.local_llm.app import ChatService, create_app
+from executor.local_llm.engine import EngineOptions, LlamaEngine
+from executor.local_llm.model_file import resolve_model
+
+START_TIMEOUT_S = 60
+
+
+def _bind(port: int) -> socket.socket:
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind(("127.0.0.1", port))
+    except OSError as exc:
+        sock.close()
+        raise ExecutorError(f"cannot listen on 127.0.0.1:{port}: {exc.strerror}") from None
+    return sock
+
+
+def _server(options: EngineOptions, port: int) -> tuple[uvicorn.Server, ChatService]:
+    service = ChatService(LlamaEngine(options))
+    # the Host and Origin a local page could forge (DNS rebinding, cross-site POSTs) and the body's size are
+    # checked before the app reads anything (executor/core/local_http.py)
+    app = LocalGuard(create_app(service), own_hosts("127.0.0.1", port))
+    config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="on")
+    return uvicorn.Server(config), service
+
+
+class LocalEndpoint:
+    """The endpoint on a free loopback port in a background thread; `base_url` is what ChatOpenAI takes."""
+
+    def __init__(self, options: EngineOptions, port: int = 0):
+        self.options = options
+        self._sock = _bind(port)
+        self.port = self._sock.getsockname()[1]
+        self.base_url = f"http://127.0.0.1:{self.port}/v1"
+        self._server, self.service = _server(options, self.port)
+        self._thread = threading.Thread(
+            target=self._server.run, kwargs={"sockets": [self._sock]}, name="local-llm", daemon=True
+        )
+
+    def start(self) -> LocalEndpoint:
+        self._thread.start()
+        deadline = time.monotonic() + START_TIMEOUT_S
+        while not self._server.started:
+            if not self._thread.is_alive() or time.monotonic() > deadline:
+                raise ExecutorError(f"the local model endpoint did not start on 127.0.0.1:{self.port}")
+            time.sleep(0.02)
+        return self
+
+    def stop(self) -> None:
+        self._server.should_exit = True
+        self._thread.join(timeout=10)
+        self._sock.close()
+
+    def __enter__(self) -> LocalEndpoint:
+        return self.start()
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+
+def serve_forever(options: EngineOptions, port: int) -> None:
+    """Serve until Ctrl-C (uvicorn handles the signal and shuts down cleanly); one line per request on
+    stderr with its tokens and speed."""
+    sock = _bind(port)
+    logging.basicConfig(format="%(asctime)s %(message)s")
+    logging.getLogger("local_llm").setLevel(logging.INFO)
+    server, _ = _server(options, sock.getsockname()[1])
+    server.run(sockets=[sock])
+
+
+def engine_options(settings, model: str | Path | None) -> EngineOptions:
+    """The engine's options from the settings object, for a model path, "bundled" or None (bundled)."""
+    path = resolve_model(model)
+    return EngineOptions(
+        model=path,
+        alias=path.stem,
+        n_ctx=settings.local_model_ctx,
+        threads=settings.local_model_threads,
+        timeout_s=settings.local_model_timeout_s,
+        max_tokens=settings.local_model_max_tokens,
+    )

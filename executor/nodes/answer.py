@@ -1,0 +1,81 @@
+"""answer: the turn's final answer, with citations.
+
+If the LLM already answered (a message without tool calls), that is the answer.
+Otherwise (the rules ended the turn, or there is no LLM) it is written here:
+by the LLM from the evidence, or extractively offline.
+"""
+
+from __future__ import annotations
+
+from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
+
+from executor.core.errors import BackendError
+from executor.nodes.common import invoke_llm, lang_of, last_ai, last_human, text_of, unread_blocks
+from executor.nodes.state import ExecutorState
+from executor.prompts.executor import ANSWER, NO_QUESTION, unread_note
+from executor.prompts.framing import one_line, quoted
+from executor.retrieval.extractive import cited, extractive_answer
+from executor.tools.registry import LOOKUP, NAVIGATE
+
+
+def material(evidence: list[dict]) -> str:
+    if not evidence:
+        return "(no material)"
+    return "\n\n".join(f"[{d['doc_key']}] {one_line(d['title'])}\n{quoted(d['content'])}" for d in evidence)
+
+
+def fail(state: ExecutorState) -> ExecutorState:
+    """The turn ends in the error: the CLI prints it and exits non-zero, a server sends an error event.
+    The lookups' tool messages (saying the knowledge base is unavailable) are already in the checkpoint,
+    so the session's next turn starts from a well-formed conversation."""
+    raise BackendError(state["failure"])
+
+
+def graph_facts(state: ExecutorState) -> list[str]:
+    """What graph navigation answered this turn (not its errors), for the offline answer."""
+    messages = state.get("messages", [])
+    start = max((i for i, m in enumerate(messages) if isinstance(m, HumanMessage)), default=-1)
+    return [
+        text_of(m)
+        for m in messages[start + 1 :]
+        if isinstance(m, ToolMessage) and m.name == NAVIGATE and not text_of(m).startswith("error:")
+    ]
+
+
+def make_answer(model, mode: str, read_document=None):
+    """`read_document(kb, doc_key)`: a document's full text, where the offline answer looks for a definition."""
+
+    def answer(state: ExecutorState) -> ExecutorState:
+        lang, question, evidence = lang_of(state), state.get("question", ""), state.get("evidence", [])
+        last = last_ai(state)
+        finished = last is not None and not (last.tool_calls or last.invalid_tool_calls)
+        human = last_human(state)
+        unread = unread_blocks(human) if human is not None else []
+        if not question:  # nothing to search (routing.after_begin_turn): never "the knowledge base has nothing"
+            final = NO_QUESTION + (" " + unread_note(unread, "en") if unread else "")
+            return {"answer": final, "citations": [], "messages": [AIMessage(final)]}
+        if mode == "llm" and finished and text_of(last).strip():
+            final = text_of(last)
+            return {"answer": final, "citations": cited(final, evidence)}
+        if mode == "llm":
+            reply = invoke_llm(
+                model, [SystemMessage(ANSWER[lang]), HumanMessage(f"{question}\n\n---\n{material(evidence)}")]
+            )
+            final = text_of(reply)
+        else:
+            # each lookup's best document: the one it sent first, or the first it pointed back to
+            parts = [
+                (t["query"], ((t.get("sent") or []) + (t.get("recalled") or []) + [None])[0])
+                for t in state.get("trace", [])
+                if t["tool"] == LOOKUP and t.get("query")
+            ]
+            final = extractive_answer(
+                question, evidence, lang, parts=parts, graph_facts=graph_facts(state), read_document=read_document
+            )
+        if unread:
+            final += "\n" + unread_note(unread, lang)
+        # an empty closing message from the executor is replaced, not followed, by the answer
+        message = AIMessage(final, id=last.id) if finished and last.id else AIMessage(final)
+        return {"answer": final, "citations": cited(final, evidence), "messages": [message]}
+
+    return answer

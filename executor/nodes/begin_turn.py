@@ -1,0 +1,26 @@
+"""begin_turn: a new user message resets the turn's part of the state; the session's part stays.
+
+It also checks a knowledge base the run names before anything runs: a run with `context={"kb": "nope"}` ends at
+once in an InputError that names it (and the home that was read), which every LangGraph client shows. The
+default KB is not checked here: a run that uses no retrieval tool needs none (a lookup in a KB that is not there
+ends the turn in that error anyway).
+"""
+
+from __future__ import annotations
+
+from langgraph.runtime import Runtime as RunContext
+
+from executor.nodes.common import last_question
+from executor.nodes.state import TURN_RESET, Context, ExecutorState
+
+
+def make_begin_turn(catalog):
+    """`catalog`: where the run's knowledge base must be."""
+
+    def begin_turn(state: ExecutorState, runtime: RunContext[Context]) -> ExecutorState:
+        ctx = runtime.context or Context()
+        if "kb" in ctx.model_fields_set:
+            catalog.require(ctx.kb)
+        return {**TURN_RESET, "question": last_question(state)}
+
+    return begin_turn

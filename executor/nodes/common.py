@@ -1,0 +1,85 @@
+"""Small helpers the nodes share."""
+
+from __future__ import annotations
+
+from langchain_core.messages import AIMessage, HumanMessage
+from langchain_core.runnables import RunnableConfig
+
+from executor.core.errors import BackendError, first_line
+from executor.core.relevance import language_of
+from executor.nodes.state import ExecutorState
+
+
+def session_of(config: RunnableConfig) -> str:
+    """The session is the checkpointer's thread; a run without one (a bare invoke) is its own session."""
+    return str((config.get("configurable") or {}).get("thread_id") or "default")
+
+
+def _blocks(message) -> list:
+    """A message's content as a list of blocks: a plain string is one text block. A message may also be a dict
+    (`{"role": ..., "content": ...}`) where a client's payload is read before LangGraph converts it."""
+    content = message.get("content", "") if isinstance(message, dict) else getattr(message, "content", "")
+    if content is None:
+        return []
+    return content if isinstance(content, list) else [str(content)]
+
+
+def _block_text(block) -> str | None:
+    """The text of one content block (a string, or a {"type": "text"} block); None for any other kind."""
+    if isinstance(block, str):
+        return block
+    if isinstance(block, dict) and block.get("type", "text") == "text" and isinstance(block.get("text"), str):
+        return block["text"]
+    return None
+
+
+def text_of(message) -> str:
+    """What a message says, in every standard shape LangChain clients send: a string, or content blocks
+    (`[{"type": "text", "text": ...}, {"type": "image", ...}]`, what the Agent Chat UI sends). Separate text
+    blocks are separate lines; other blocks are not text and are left out (`unread_blocks` names them): their
+    Python repr would otherwise become the query. The one reader of message text: graph, planner, CLI."""
+    return "\n".join(t for t in map(_block_text, _blocks(message)) if t is not None)
+
+
+def unread_blocks(message) -> list[str]:
+    """The kinds of the content blocks `text_of` leaves out (image, file, audio, ...), for the answer to say so."""
+    return [
+        str(b.get("type") or "unknown") if isinstance(b, dict) else type(b).__name__
+        for b in _blocks(message)
+        if _block_text(b) is None
+    ]
+
+
+def last_human(state: ExecutorState) -> HumanMessage | None:
+    for message in reversed(state.get("messages", [])):
+        if isinstance(message, HumanMessage):
+            return message
+    return None
+
+
+def last_question(state: ExecutorState) -> str:
+    message = last_human(state)
+    return text_of(message).strip() if message is not None else ""
+
+
+def lang_of(state: ExecutorState) -> str:
+    return language_of(state.get("question") or last_question(state))
+
+
+def last_ai(state: ExecutorState) -> AIMessage | None:
+    messages = state.get("messages") or []
+    return messages[-1] if messages and isinstance(messages[-1], AIMessage) else None
+
+
+# the exceptions an LLM client raises when the endpoint is down, times out or refuses the request
+_LLM_TRANSPORT_MODULES = ("openai", "httpx", "httpcore")
+
+
+def invoke_llm(model, messages):
+    """`model.invoke(messages)`; a transport or API failure becomes a one-line BackendError that ends the turn."""
+    try:
+        return model.invoke(messages)
+    except Exception as exc:
+        if not any(c.__module__.split(".")[0] in _LLM_TRANSPORT_MODULES for c in type(exc).__mro__):
+            raise
+        raise BackendError(f"the LLM is unavailable: {exc.__class__.__name__}: {first_line(exc)}") from exc

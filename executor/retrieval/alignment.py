@@ -1,0 +1,210 @@
+"""Entity alignment: which graph entities a query means, beyond the names it spells out exactly (seed 001 §4.3).
+
+Three steps after the exact dictionary match (executor/retrieval/extraction.py), each
+only for the query terms the earlier steps left unmatched:
+
+1. prefix: a term that begins a name or alias ("comfy" -> ComfyUI);
+2. fuzzy: a term within a small edit distance of one (rapidfuzz ratio:
+   "kubernets" -> Kubernetes);
+3. embedding: a candidate phrase whose embedding is close to a name's
+   ("postgres" -> PostgreSQL, "监控告警" -> Alertmanager).
+
+Terms and names are compared after `normalize` (NFKC and case folding), so
+full-width letters ("ＣｏｍｆｙＵＩ") and any case match. Terms are the query's
+ASCII words and its Chinese words (jieba), and runs of two or three of them.
+The fuzzy cutoff and the embedding threshold are calibrated by
+`python -m evals.entity_linking` on labelled queries (evals/labels/entity_linking.yaml).
+
+Lookups are graded with the aligned names too (`search_text`): "comfy 部署"
+is searched and embedded as "comfy 部署 ComfyUI", so the keyword layer, BM25
+and the vectors find the ComfyUI guide that the loose name alone does not
+reach. A query that spells its entities out is searched as written.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from bisect import bisect_left
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+
+import numpy as np
+
+from executor.core.errors import BackendError
+from executor.retrieval.keywords import normalize
+
+ASCII_TERM = re.compile(r"[a-z0-9][a-z0-9_.+#\-]*[a-z0-9+#]|[a-z0-9]")
+HAN = re.compile(r"[\u4e00-\u9fff]")
+ASCII_OR_NOT = re.compile(r"[\x00-\x7f]+|[^\x00-\x7f]+")
+MIN_PREFIX = 4  # ASCII letters; shorter prefixes ("doc", "log") name too many things
+MIN_PREFIX_HAN = 2
+PREFIX_SHARE = 0.4  # a prefix covers at least this share of the name: "kube" -> Kubernetes, not "roll" -> RollingUpdate
+MIN_FUZZY = 5
+# query_knowledge_graph aligns in one thread per knowledge base; the embedder is not known to be thread-safe
+_EMBED_LOCK = threading.Lock()
+# words that begin or resemble entity names but mean something else in a question
+STOPWORDS = frozenset(
+    "what when where which with does from that this have how the and for are our your about into after before "
+    "there their them then than they will would should could using used use make made need needs want wants "
+    "show tell give does doing done kind type types name names file files page pages docs document documents "
+    "error errors issue issues problem problems config configure configured setting settings step steps "
+    "deploy deployed deployment release releases version versions service services server servers running "
+    "port ports path paths log logs login logging data database databases keep keeps work works set get "
+    "怎么 什么 如何 为什么 哪些 哪个 是否 可以 需要 我们 你们 一下 时候 问题 配置 部署 怎么办 是 的 了 吗 呢 和 与 在 "
+    "有 要 用 把 让 会 能 该 这个 那个 还是 以及 多少 一个 报错 错误 设置 步骤 版本 服务".split()
+)
+
+
+def _content_words(term: str) -> list[str]:
+    return [w for w in term.split() if w not in STOPWORDS and (HAN.search(w) or len(w) > 2)]
+
+
+@dataclass(frozen=True)
+class Alignment:
+    name: str  # the canonical entity name
+    term: str  # the part of the query that matched
+    how: str  # exact | prefix | fuzzy | embedding
+    score: float  # 1.0 for exact and prefix; rapidfuzz ratio / 100; cosine similarity
+
+
+def query_terms(text: str) -> list[str]:
+    """Candidate terms: ASCII words, Chinese words (jieba), and runs of two or three adjacent ones, longest first.
+
+    ASCII runs are split by a pattern, not by jieba, which would cut ERR_CERT_EXPIRED at its underscores.
+    """
+    words: list[str] = []
+    for run in ASCII_OR_NOT.findall(normalize(text)):
+        if run.isascii():
+            words += ASCII_TERM.findall(run)
+        else:
+            import jieba  # only for text that needs it: an ASCII query does not import it
+
+            jieba.setLogLevel(60)
+            words += [w for w in (t.strip() for t in jieba.lcut(run)) if HAN.search(w)]
+    runs = [" ".join(words[i : i + n]) for n in (3, 2) for i in range(len(words) - n + 1)]
+    return list(dict.fromkeys(runs + words))
+
+
+class EntityAligner:
+    def __init__(
+        self,
+        names: dict[str, tuple[str, str | None]],
+        embed: Callable[[list[str]], np.ndarray] | None = None,
+        fuzzy_cutoff: float = 0.8,
+        embedding_threshold: float = 0.9,
+    ):
+        """`names`: key (case-folded name or alias) -> (canonical name, type), as GraphStore.entity_names gives.
+        `embed`: texts -> unit vectors (the KB's embedder); None turns the embedding step off."""
+        self.surfaces: dict[str, str] = {}  # folded name or alias -> canonical name
+        for key, (name, _type) in names.items():
+            self.surfaces.setdefault(normalize(key), name)
+            self.surfaces.setdefault(normalize(name), name)
+        self.embed = embed
+        self.fuzzy_cutoff = fuzzy_cutoff
+        self.embedding_threshold = embedding_threshold
+        self._canonical = sorted(set(self.surfaces.values()))
+        self._vectors: np.ndarray | None = None
+        # indexes built once per KB revision (the aligner is cached per revision), so a lookup does not scan every
+        # name per query term: names in sorted order for prefixes, names by first character for fuzzy matching;
+        # `_order` keeps the dictionary's own order as the tie-break it always was
+        self._order = {s: i for i, s in enumerate(self.surfaces)}
+        self._sorted = sorted(self.surfaces)
+        self._by_first: dict[str, list[str]] = {}
+        for surface in self.surfaces:
+            self._by_first.setdefault(surface[:1], []).append(surface)
+
+    def _embed(self, texts: list[str]) -> np.ndarray:
+        with _EMBED_LOCK:
+            return np.asarray(self.embed(texts), dtype=np.float32)
+
+    def _name_vectors(self) -> np.ndarray:
+        if self._vectors is None:
+            self._vectors = self._embed(self._canonical)
+        return self._vectors
+
+    def candidates(self, text: str) -> list[Alignment]:
+        """Every term's alignment with its score, cutoffs not applied (calibration sweeps them).
+
+        First by name (exact, then prefix), longest terms first; a word inside a term aligned by name is
+        taken, so "docker 镜像" is not embedded once "docker" matched. Then fuzzy and embedding for the
+        terms none of whose words are taken.
+        """
+        from rapidfuzz import fuzz, process
+
+        terms = [t for t in query_terms(text) if _content_words(t)]
+        found: list[Alignment] = []
+        taken: set[str] = set()
+        for term in terms:
+            words = set(term.split())
+            if words & taken:
+                continue
+            if term in self.surfaces:  # an exact name the dictionary regex misses (full-width letters, say)
+                found.append(Alignment(self.surfaces[term], term, "exact", 1.0))
+                taken |= words
+                continue
+            han = bool(HAN.search(term))
+            if len(term) >= (MIN_PREFIX_HAN if han else MIN_PREFIX):
+                prefixed = sorted(
+                    (s for s in self._starting_with(term) if len(term) >= PREFIX_SHARE * len(s)),
+                    key=lambda s: (len(s), self._order[s]),
+                )
+                if prefixed:
+                    found.append(Alignment(self.surfaces[prefixed[0]], term, "prefix", 1.0))
+                    taken |= words
+        rest = [t for t in terms if not set(t.split()) & taken]
+        for term in rest:
+            if not HAN.search(term) and len(term) >= MIN_FUZZY:
+                # a typo rarely changes the first letter; without this, "bad gateway" would be "api gateway"
+                same_start = self._by_first.get(term[0], [])
+                best = process.extractOne(term, same_start, scorer=fuzz.ratio) if same_start else None
+                if best is not None:
+                    found.append(Alignment(self.surfaces[best[0]], term, "fuzzy", best[1] / 100))
+        if self.embed is not None and rest and self._canonical:
+            sims = self._embed(rest) @ self._name_vectors().T
+            for term, row in zip(rest, sims):
+                j = int(np.argmax(row))
+                found.append(Alignment(self._canonical[j], term, "embedding", float(row[j])))
+        return found
+
+    def _starting_with(self, prefix: str):
+        i = bisect_left(self._sorted, prefix)
+        while i < len(self._sorted) and self._sorted[i].startswith(prefix):
+            yield self._sorted[i]
+            i += 1
+
+    def align(self, text: str) -> list[Alignment]:
+        """The entities `text` means, best first, one alignment per entity."""
+        kept: dict[str, Alignment] = {}
+        for a in self.candidates(text):
+            if a.how == "fuzzy" and a.score < self.fuzzy_cutoff:
+                continue
+            if a.how == "embedding" and a.score < self.embedding_threshold:
+                continue
+            if a.name not in kept or a.score > kept[a.name].score:
+                kept[a.name] = a
+        return sorted(kept.values(), key=lambda a: -a.score)
+
+
+def with_names(query: str, names: Iterable[str]) -> tuple[str, list[str]]:
+    """(the query followed by the names it does not already spell out, those names). A query that names its
+    entities exactly stays as it is, so only loose names, typos and other widths change what is searched."""
+    folded = normalize(query)
+    added = [n for n in dict.fromkeys(names) if normalize(n) not in folded]
+    return (" ".join([query, *added]) if added else query), added
+
+
+def search_text(known_entities, kb: str, graph: bool, query: str) -> tuple[str, dict]:
+    """What a lookup of `query` in `kb` is graded as, and what the log keeps about it: the query plus the
+    graph entities it was aligned to that it does not spell out. `graph`: the KB has a graph config.
+
+    A KB without a graph, or a graph that cannot be reached, searches the query as written (the lookup
+    must not fail because an enhancement's store did; the log says why nothing was added).
+    """
+    if not graph:
+        return query, {}
+    try:
+        text, added = with_names(query, known_entities.in_text(kb, query))
+    except BackendError as exc:
+        return query, {"aligned_names": [], "alignment_error": str(exc)}
+    return text, {"aligned_names": added}

@@ -1,0 +1,85 @@
+"""Conversions (PDF, Office, HTML) in a worker process of their own, each bounded in time and memory.
+
+A converter is a third-party parser on a file anyone may have written: an XLSX with a 120 MB sheet ran for
+over 300 s and took 2 GB in the ingest's own process. Here one worker (started on the first conversion, with
+`spawn`: the ingest's process holds the embedder's threads) converts one file at a time under RLIMIT_DATA; a
+file that takes longer than its time is a warning and the worker is replaced, as is one that ran out of memory.
+"""
+
+from __future__ import annotations
+
+import resource
+from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import TimeoutError as FuturesTimeout
+from concurrent.futures.process import BrokenProcessPool
+from pathlib import Path
+
+from executor.retrieval.converters import ConversionError, Converted, convert
+
+START_TIMEOUT_S = 120  # the worker's start and its imports (~3 s; minutes on a machine under load)
+
+
+def _start_worker(max_bytes: int) -> None:
+    import os
+
+    resource.setrlimit(resource.RLIMIT_DATA, (max_bytes, max_bytes))
+    # what goes wrong comes back as the conversion's exception; a worker that runs out of memory would
+    # print its tracebacks over the ingest's output
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, 2)
+    os.close(devnull)
+
+
+def _ready() -> None:
+    """Import the converters, so that a file's time bound is its conversion's alone."""
+    import markitdown.converters  # noqa: F401
+
+
+class BoundedConverter:
+    def __init__(self, timeout_s: float, max_memory_bytes: int):
+        self.timeout_s = timeout_s
+        self.max_memory_bytes = max_memory_bytes
+        self._pool: ProcessPoolExecutor | None = None
+
+    def convert(self, path: Path, fmt: str, data: bytes, max_unzipped_bytes: int) -> Converted:
+        if self._pool is None:
+            import multiprocessing
+
+            self._pool = ProcessPoolExecutor(
+                1,
+                mp_context=multiprocessing.get_context("spawn"),
+                initializer=_start_worker,
+                initargs=(self.max_memory_bytes,),
+            )
+            self._pool.submit(_ready).result(timeout=START_TIMEOUT_S)
+        future = self._pool.submit(convert, path, fmt, data, max_unzipped_bytes)
+        try:
+            return future.result(timeout=self.timeout_s)
+        except ConversionError as exc:
+            if "MemoryError" not in str(exc):  # a parser that ran out of memory says so as a conversion failure
+                raise
+            self.close(kill=True)
+            raise ConversionError(self._memory_message()) from None
+        except FuturesTimeout:
+            self.close(kill=True)
+            raise ConversionError(
+                f"conversion took longer than {self.timeout_s:g} s (EXECUTOR_CONVERT_TIMEOUT_S); skipped"
+            ) from None
+        except (MemoryError, BrokenProcessPool):
+            self.close(kill=True)
+            raise ConversionError(self._memory_message()) from None
+
+    def _memory_message(self) -> str:
+        return (
+            f"conversion needed more than {self.max_memory_bytes // 1_000_000:,} MB (EXECUTOR_CONVERT_MEMORY_MB); "
+            "skipped"
+        )
+
+    def close(self, kill: bool = False) -> None:
+        pool, self._pool = self._pool, None
+        if pool is None:
+            return
+        if kill:  # a conversion still running: it is not waited for
+            for process in list((getattr(pool, "_processes", None) or {}).values()):
+                process.kill()
+        pool.shutdown(wait=not kill, cancel_futures=True)

@@ -1,0 +1,236 @@
+"""Files that are not Markdown, turned into Markdown: HTML, PDF, Word, PowerPoint, Excel (markitdown).
+
+markitdown's converters run offline (BeautifulSoup + markdownify, pdfminer.six/pdfplumber,
+mammoth, python-pptx, openpyxl); each one is called directly with the format we already know
+from the extension, so markitdown's content sniffing (magika) never picks a different converter
+for a damaged file. markitdown is imported on the first conversion only: an ingest of Markdown
+alone never pays for it (~1.7 s on this machine).
+
+Every failure is a `ConversionError` whose message is one line fit for a warning.
+"""
+
+from __future__ import annotations
+
+import io
+import zipfile
+from dataclasses import dataclass
+from pathlib import Path
+
+# extension -> format; Markdown and text are read directly, the rest go through markitdown
+MARKDOWN_FORMATS = {".md": "md", ".markdown": "md", ".mdx": "mdx", ".txt": "txt"}
+CONVERTED_FORMATS = {
+    ".html": "html",
+    ".htm": "html",
+    ".pdf": "pdf",
+    ".docx": "docx",
+    ".pptx": "pptx",
+    ".xlsx": "xlsx",
+}
+SUPPORTED = {**MARKDOWN_FORMATS, **CONVERTED_FORMATS}
+READ_AS_TEXT = frozenset(MARKDOWN_FORMATS.values())
+# the part an Office file cannot lack, so a renamed zip is called what it is
+_OFFICE_MAIN_PART = {"docx": "word/document.xml", "pptx": "ppt/presentation.xml", "xlsx": "xl/workbook.xml"}
+
+
+class ConversionError(Exception):
+    """A file that cannot be turned into text; the message is the one-line reason."""
+
+
+@dataclass(frozen=True)
+class Converted:
+    markdown: str
+    title: str | None  # from the file's own metadata: HTML <title>, PDF Info, Office core properties
+
+
+def format_of(path: Path) -> str | None:
+    return SUPPORTED.get(path.suffix.lower())
+
+
+def decode_text(data: bytes) -> str:
+    """UTF-8 (with or without BOM); anything else by charset detection, never a crash. Bytes that are not
+    text at all (an image, an archive, random data under a .md name) are a ConversionError: parsed as text,
+    1 MB of them made thousands of chunks and "entities"."""
+    if data.startswith((b"\xff\xfe", b"\xfe\xff")):  # UTF-16 with its BOM: text whose bytes hold NULs
+        return _text_or_binary(data, data.decode("utf-16", errors="replace"), MAX_CONTROL_SHARE)
+    try:
+        # valid UTF-8 is text unless it is mostly control characters (a file of zeros): a stray NUL or escape
+        # sequence is cleaned later (executor/retrieval/sanitize.py)
+        return _text_or_binary(data, data.decode("utf-8-sig"), MAX_CONTROL_SHARE_UTF8)
+    except UnicodeDecodeError:
+        pass
+    if b"\x00" in data[:BINARY_SNIFF]:  # not UTF-8 and holding NUL bytes: binary, as git decides
+        raise ConversionError(f"binary content{_kind(data)}, not text; skipped")
+    from charset_normalizer import from_bytes
+
+    best = from_bytes(data).best()
+    text = str(best) if best is not None else data.decode("utf-8", errors="replace")
+    return _text_or_binary(data, text, MAX_CONTROL_SHARE)
+
+
+BINARY_SNIFF = 64 * 1024  # the characters looked at to tell text from binary
+MAX_CONTROL_SHARE_UTF8, MAX_CONTROL_SHARE = 0.1, 0.01  # control characters (or undecodable bytes) beyond these
+_MAGIC = {
+    b"\x89PNG": "a PNG image",
+    b"\xff\xd8\xff": "a JPEG image",
+    b"GIF8": "a GIF image",
+    b"PK\x03\x04": "a ZIP archive",
+    b"%PDF": "a PDF",
+    b"\x7fELF": "an executable",
+    b"\x1f\x8b": "gzip data",
+    b"SQLite format 3": "a SQLite database",
+}
+
+
+def _text_or_binary(data: bytes, text: str, max_share: float) -> str:
+    sample = text[:BINARY_SNIFF]
+    controls = sum(1 for c in sample if (ord(c) < 32 and c not in "\t\n\r\f") or c == "\ufffd")
+    if sample and controls / len(sample) > max_share:
+        raise ConversionError(f"binary content{_kind(data)}, not text; skipped")
+    return text
+
+
+def _kind(data: bytes) -> str:
+    return next((f" ({name})" for magic, name in _MAGIC.items() if data.startswith(magic)), "")
+
+
+def convert(path: Path, fmt: str, data: bytes, max_unzipped_bytes: int) -> Converted:
+    """Markdown for `data` (the bytes of `path`) in format `fmt`, or a ConversionError saying why not."""
+    if fmt in _OFFICE_MAIN_PART:
+        title = _check_office_archive(data, fmt, max_unzipped_bytes)
+    elif fmt == "pdf":
+        title = _pdf_title(data)
+    else:
+        title = None
+    result = _markitdown(fmt, data)
+    markdown = result.markdown or ""
+    if not markdown.strip():
+        raise ConversionError("no extractable text (an image-only or scanned PDF?)" if fmt == "pdf" else "no text")
+    return Converted(markdown=markdown, title=title or result.title)
+
+
+def _markitdown(fmt: str, data: bytes):
+    from markitdown import StreamInfo
+    from markitdown.converters import DocxConverter, HtmlConverter, PdfConverter, PptxConverter, XlsxConverter
+
+    converter = {
+        "html": HtmlConverter,
+        "pdf": PdfConverter,
+        "docx": DocxConverter,
+        "pptx": PptxConverter,
+        "xlsx": XlsxConverter,
+    }[fmt]()
+    charset = None
+    if fmt == "html":
+        charset = "utf-8"
+        try:
+            data.decode("utf-8")
+        except UnicodeDecodeError:
+            from charset_normalizer import from_bytes
+
+            best = from_bytes(data).best()
+            charset = best.encoding if best is not None else "latin-1"
+    info = StreamInfo(extension=f".{fmt}", charset=charset)
+    try:
+        return converter.convert(io.BytesIO(data), info)
+    except Exception as exc:  # a damaged file can raise anything from any of five parsers
+        raise ConversionError(_reason(fmt, exc)) from exc
+
+
+def _reason(fmt: str, exc: Exception) -> str:
+    name = exc.__class__.__name__
+    if "Password" in name or "Encrypt" in name:
+        return "encrypted (needs a password): no extractable text"
+    if isinstance(exc, zipfile.BadZipFile):
+        return "corrupt archive (not a valid ZIP container)"
+    detail = " ".join(str(exc).split())[:160]
+    return f"could not convert this {fmt.upper()} ({name}{': ' + detail if detail else ''})"
+
+
+def _check_office_archive(data: bytes, fmt: str, max_unzipped_bytes: int) -> str | None:
+    """Refuse a corrupt or absurdly large (zip bomb) Office file before a parser inflates it; return its title."""
+    try:
+        archive = zipfile.ZipFile(io.BytesIO(data))
+    except (zipfile.BadZipFile, ValueError) as exc:
+        raise ConversionError("corrupt archive (not a valid ZIP container)") from exc
+    with archive:
+        # The declared sizes are what the file says, and a hostile one under-declares them (zipfile's read()
+        # inflates up to 2 GB in one call before it compares): every member is inflated here, in small steps,
+        # counting what actually comes out, and the parsers run only on an archive that stayed within bounds.
+        declared = sum(info.file_size for info in archive.infolist())
+        if declared > max_unzipped_bytes:
+            raise ConversionError(_bomb(declared, max_unzipped_bytes))
+        _inflate_within(archive, max_unzipped_bytes)
+        names = set(archive.namelist())
+        if _OFFICE_MAIN_PART[fmt] not in names:
+            raise ConversionError(f"not a {fmt.upper()} file (no {_OFFICE_MAIN_PART[fmt]} in the archive)")
+        if "docProps/core.xml" not in names:
+            return None
+        try:
+            return _core_title(archive.read("docProps/core.xml"))
+        except (zipfile.BadZipFile, OSError, ValueError) as exc:
+            raise ConversionError("corrupt archive (a damaged member)") from exc
+
+
+def _bomb(size: int, bound: int) -> str:
+    return f"uncompressed size {size / 1e6:,.0f} MB exceeds the {bound / 1e6:,.0f} MB bound (a zip bomb?)"
+
+
+INFLATE_STEP = 1 << 20
+
+
+def _inflate_within(archive: zipfile.ZipFile, bound: int) -> None:
+    """Inflate every member 1 MB at a time, refusing the archive once more than `bound` bytes came out."""
+    total = 0
+    try:
+        for info in archive.infolist():
+            with archive.open(info) as member:
+                try:
+                    while chunk := member.read(INFLATE_STEP):
+                        total += len(chunk)
+                        if total > bound:
+                            raise ConversionError(_bomb(total, bound).replace("uncompressed size", "inflates past"))
+                finally:
+                    # zipfile stops at the declared size (and then finds the CRC wrong); a decompressor with more
+                    # to give means the header lied, and the parsers' read() would inflate the rest, 2 GB at once
+                    decompressor = getattr(member, "_decompressor", None)
+                    if decompressor is not None and getattr(decompressor, "eof", True) is False:
+                        raise ConversionError(f"{info.filename} inflates past the size it declares (a zip bomb?)")
+    except (zipfile.BadZipFile, zipfile.LargeZipFile, OSError, EOFError, NotImplementedError, ValueError) as exc:
+        raise ConversionError(f"corrupt archive (a damaged member: {exc.__class__.__name__})") from exc
+
+
+def _core_title(xml: bytes) -> str | None:
+    from defusedxml import ElementTree
+
+    try:
+        root = ElementTree.fromstring(xml)
+    except Exception:  # malformed or hostile XML in the metadata: no title, the body may still be fine
+        return None
+    node = root.find("{http://purl.org/dc/elements/1.1/}title")
+    return node.text.strip() if node is not None and node.text and node.text.strip() else None
+
+
+def _pdf_title(data: bytes) -> str | None:
+    """The PDF Info dictionary's Title; an encrypted PDF is refused here with the reason."""
+    from pdfminer.pdfdocument import PDFDocument, PDFPasswordIncorrect
+    from pdfminer.pdfparser import PDFParser
+    from pdfminer.psparser import PSLiteral
+    from pdfminer.utils import decode_text as pdf_text
+
+    try:
+        document = PDFDocument(PDFParser(io.BytesIO(data)))
+    except PDFPasswordIncorrect as exc:
+        raise ConversionError("encrypted (needs a password): no extractable text") from exc
+    except Exception as exc:  # pdfminer raises a dozen kinds for a damaged file
+        raise ConversionError(f"corrupt PDF ({exc.__class__.__name__})") from exc
+    for info in document.info:
+        title = info.get("Title")
+        if hasattr(title, "resolve"):
+            title = title.resolve()
+        if isinstance(title, bytes):
+            title = pdf_text(title)
+        elif isinstance(title, PSLiteral):
+            title = str(title.name)
+        if isinstance(title, str) and title.strip():
+            return title.strip()
+    return None

@@ -1,0 +1,244 @@
+"""Knowledge-base documents: front matter, defaults, doc-site clean-up, and structural chunks.
+
+Every format ends here as Markdown (`executor/retrieval/converters.py` converts the others), is
+sanitised, and becomes a `Document`. Problems in one file (wrongly typed front matter, a domain
+that is not a valid name) become warnings on that document, never a traceback.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import tomllib
+from dataclasses import dataclass, field
+from functools import cached_property
+
+import yaml
+
+from executor.core import bounded_yaml
+from executor.core.errors import InputError
+from executor.retrieval.chunking import chunk_markdown
+from executor.retrieval.chunking import headings as markdown_headings
+from executor.retrieval.doc_site import clean_doc_site
+from executor.retrieval.sanitize import sanitize_line, sanitize_text
+
+# libyaml's C dumper (and loader, executor/core/bounded_yaml.py) where PyYAML has them: the same text as the pure-Python
+# one (compared on the sample KB, the Helm docs and synthetic pages), several times faster; reading
+# front matter and hashing it was most of a re-ingest that found little changed
+_YAML_DUMPER = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
+
+
+ERROR_CODE = re.compile(r"\b(?:ERR|E)_[A-Z0-9_]{2,}\b|\bOOMKilled\b|\bCrashLoopBackOff\b")
+# doc keys and domains end up inside Milvus expressions, which have no parameters
+# in Lite: the character set is the whitelist that keeps them literal.
+DOC_KEY = re.compile(r"^[\w][\w.\-/ ]{0,400}$")
+DOMAIN = re.compile(r"^[a-z0-9][a-z0-9_\-]{0,63}$")
+# Part of every content hash: a change to cleaning or chunking re-embeds existing KBs on the
+# next ingest (their documents count as changed), with no --rebuild and no schema change.
+PARSER_VERSION = "2"
+OFFICE_AND_PDF = frozenset({"pdf", "docx", "pptx", "xlsx"})
+_YAML_FRONT = re.compile(r"^---[ \t]*\n(.*?)\n---[ \t]*(?:\n|$)", re.S)
+_TOML_FRONT = re.compile(r"^\+\+\+[ \t]*\n(.*?)\n\+\+\+[ \t]*(?:\n|$)", re.S)
+
+
+@dataclass(frozen=True)
+class Chunk:
+    chunk_id: str
+    doc_key: str
+    index: int
+    text: str  # "heading path\nbody": what is embedded, matched by BM25 and shown
+
+
+@dataclass
+class Document:
+    doc_key: str
+    title: str
+    domain: str
+    keywords: list[str]  # front-matter keywords (or tags); headings + error codes when there are none
+    body: str
+    entities: list[dict] = field(default_factory=list)
+    relations: list[dict] = field(default_factory=list)
+    source_format: str = "md"  # md, mdx, txt, html, pdf, docx, pptx, xlsx
+    warnings: list[str] = field(default_factory=list)  # what was wrong with the file, one line each
+
+    @property
+    def content_hash(self) -> str:
+        meta = yaml.dump(
+            [self.title, self.domain, self.keywords, self.entities, self.relations],
+            Dumper=_YAML_DUMPER,
+            allow_unicode=True,
+        )
+        return hashlib.sha256((PARSER_VERSION + meta + self.body).encode("utf-8")).hexdigest()
+
+    @property
+    def error_codes(self) -> list[str]:
+        return sorted(set(ERROR_CODE.findall(self.body)))
+
+    @cached_property
+    def _chunk_texts(self) -> list[str]:
+        return chunk_markdown(self.title, self.body) or [self.title]
+
+    def chunks(self) -> list[Chunk]:
+        return [
+            Chunk(chunk_id=f"{self.doc_key}#{i}", doc_key=self.doc_key, index=i, text=text)
+            for i, text in enumerate(self._chunk_texts)
+        ]
+
+
+def check_doc_key(doc_key: str) -> str:
+    if not DOC_KEY.match(doc_key):
+        raise InputError(f"{doc_key}: file names may hold letters, digits, '_', '-', '.', '/' and spaces only")
+    return doc_key
+
+
+def folder_domain(doc_key: str) -> str:
+    """The first folder of the doc key as a domain name (`User Guides/x.md` -> `user-guides`)."""
+    if "/" not in doc_key:
+        return "general"
+    slug = re.sub(r"[^a-z0-9_\-]+", "-", doc_key.split("/")[0].lower()).strip("-_")[:64]
+    return slug if DOMAIN.match(slug) else "general"
+
+
+def _load_yaml(text: str):
+    # no aliases, bounded size and depth: a front matter cannot blow up or hang an ingest
+    return bounded_yaml.load(text, bounded_yaml.FRONT_MATTER)
+
+
+def _load_toml(text: str):
+    if len(text) > bounded_yaml.FRONT_MATTER.max_chars:
+        raise bounded_yaml.YamlBoundError(
+            f"it is {len(text):,} characters; at most {bounded_yaml.FRONT_MATTER.max_chars:,} are read"
+        )
+    try:
+        return tomllib.loads(text)
+    except RecursionError as exc:  # tomllib nests by recursion: thousands of nested arrays
+        raise bounded_yaml.YamlBoundError("it nests too deeply") from exc
+
+
+def split_front_matter(text: str) -> tuple[dict, str, list[str]]:
+    """(metadata, body, warnings): YAML (`---`, Jekyll, Docusaurus, Hugo) or TOML (`+++`, Hugo)."""
+    for pattern, load, kind in ((_YAML_FRONT, _load_yaml, "YAML"), (_TOML_FRONT, _load_toml, "TOML")):
+        match = pattern.match(text)
+        if not match:
+            continue
+        try:
+            meta = load(match.group(1)) or {}
+        except bounded_yaml.YamlBoundError as exc:
+            return {}, text[match.end() :], [f"front matter ignored: {exc}"]
+        except (yaml.YAMLError, tomllib.TOMLDecodeError, ValueError) as exc:
+            return {}, text[match.end() :], [f"front matter is not valid {kind} ({exc.__class__.__name__}); ignored"]
+        if not isinstance(meta, dict):
+            return {}, text[match.end() :], [f"front matter is a {type(meta).__name__}, not a mapping; ignored"]
+        return meta, text[match.end() :], []
+    return {}, text, []
+
+
+def _text_field(meta: dict, key: str, warnings: list[str]) -> str | None:
+    value = meta.get(key)
+    if value is None or value == "":
+        return None
+    if isinstance(value, (str, int, float)) and not isinstance(value, bool):
+        return sanitize_line(str(value)) or None
+    warnings.append(f"front matter '{key}' should be text, not a {type(value).__name__}; ignored")
+    return None
+
+
+def _list_field(meta: dict, key: str, warnings: list[str]) -> list[str]:
+    """A list of words: a list, or a comma-separated string. A bare number (`keywords: 5`) is a typo, and as a
+    keyword it would match every query holding that number, so it is refused with the rest."""
+    value = meta.get(key)
+    if value is None:
+        return []
+    if isinstance(value, str):
+        items = value.split(",")
+    elif isinstance(value, list):
+        items = [str(v) for v in value if isinstance(v, (str, int, float)) and not isinstance(v, bool)]
+        if len(items) < len([v for v in value if v is not None]):
+            warnings.append(f"front matter '{key}' holds items that are not text; they were ignored")
+    else:
+        warnings.append(f"front matter '{key}' should be a list of words, not a {type(value).__name__}; ignored")
+        return []
+    return [clean for clean in (sanitize_line(v) for v in items) if clean]
+
+
+def _records(meta: dict, key: str, warnings: list[str], name_only: bool) -> list[dict]:
+    """Entities (a name or a mapping each) and relations (mappings only), from front matter."""
+    value = meta.get(key)
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        warnings.append(f"front matter '{key}' should be a list, not a {type(value).__name__}; ignored")
+        return []
+    out: list[dict] = []
+    for item in value:
+        if isinstance(item, dict):
+            out.append(_sanitized(item))
+        elif name_only and isinstance(item, (str, int, float)) and not isinstance(item, bool):
+            out.append({"name": str(item)})
+        elif item is not None:
+            warnings.append(f"front matter '{key}' holds a {type(item).__name__} item; ignored")
+    return out
+
+
+def _sanitized(value):
+    """YAML escapes (`"a\\0b"`) can make control characters after parsing: clean every string inside."""
+    if isinstance(value, str):
+        return sanitize_line(value)
+    if isinstance(value, dict):
+        return {_sanitized(k): _sanitized(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_sanitized(v) for v in value]
+    return value
+
+
+def parse_text(doc_key: str, text: str, source_format: str = "md", meta_title: str | None = None) -> Document:
+    """A Document from the Markdown (or plain text) of a file; `meta_title` is the file's own metadata title."""
+    check_doc_key(doc_key)
+    text = sanitize_text(text)
+    warnings: list[str] = []
+    meta: dict = {}
+    if source_format in ("md", "mdx"):
+        meta, text, warnings = split_front_matter(text)
+    if source_format != "txt":  # converters leave HTML comments too (`<!-- Slide number: 1 -->`)
+        text = clean_doc_site(text, mdx=source_format == "mdx")
+    description = _text_field(meta, "description", warnings)
+    body = text.strip()
+    if description and description not in body:  # a page's summary is content a reader sees: under its H1
+        top = re.match(r"#[ \t]+[^\n]*\n+", body)
+        at = top.end() if top else 0
+        body = f"{body[:at]}{description}\n\n{body[at:]}".strip()
+    headings = markdown_headings(body) if source_format != "txt" else []
+    stem = doc_key.rsplit("/", 1)[-1].rsplit(".", 1)[0]
+    first_heading = headings[0] if headings and source_format != "xlsx" else None  # a sheet name is no title
+    file_title = sanitize_line(meta_title) if meta_title else None
+    # An author-set PDF/Office title beats the first heading; an HTML <title> often carries the site name.
+    by_file = [file_title, first_heading] if source_format in OFFICE_AND_PDF else [first_heading, file_title]
+    title = (
+        _text_field(meta, "title", warnings)
+        or _text_field(meta, "sidebar_label", warnings)
+        or _text_field(meta, "linkTitle", warnings)
+        or next((t for t in by_file if t), None)
+        or stem
+    )
+    domain = folder_domain(doc_key)
+    declared = _text_field(meta, "domain", warnings)
+    if declared:
+        if DOMAIN.match(declared.lower()):
+            domain = declared.lower()
+        else:
+            warnings.append(f"domain {declared!r} must be lowercase letters, digits, '_' or '-'; using {domain!r}")
+    keywords = _list_field(meta, "keywords", warnings) or _list_field(meta, "tags", warnings)
+    doc = Document(
+        doc_key=doc_key,
+        title=title,
+        domain=domain,
+        keywords=keywords,
+        body=body,
+        entities=_records(meta, "entities", warnings, name_only=True),
+        relations=_records(meta, "relations", warnings, name_only=False),
+        source_format=source_format,
+        warnings=warnings,
+    )
+    if not doc.keywords:
+        doc.keywords = list(dict.fromkeys(headings[1:] + doc.error_codes))
+    return doc

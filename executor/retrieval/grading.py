@@ -1,0 +1,234 @@
+"""Find and grade the documents for one query in one KB, before any session rule applies.
+
+Three layers find candidates: L0 (the KB's keywords and titles found in the
+query), the dense vectors and the lexical index (BM25). Every candidate gets
+the calibrated score of `retrieval.ranking`; the level follows from the best
+one (`core.relevance.grade`). Lookup, calibration, the retrieval-quality
+eval, graph expansion and `query_knowledge_graph` all grade through here, so
+a level means the same thing everywhere.
+"""
+
+from __future__ import annotations
+
+import re
+import sqlite3
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from executor.core.relevance import Level, answer_features, grade, page_key, similarity, weak
+from executor.core.settings import Thresholds
+from executor.retrieval.keywords import KeywordIndex
+from executor.retrieval.ranking import Candidate, Profile, background, describe, rank
+from executor.retrieval.text_profiles import TextProfiles
+from executor.retrieval.vocabulary import QueryTerms, Vocabulary, query_terms
+from executor.stores.catalog import Catalog
+from executor.stores.embedders import Embedder
+from executor.stores.vectors import ChunkHit, VectorStore
+
+MAX_CHUNKS_PER_DOC = 20  # chunks fetched for a document found by keyword or by the graph
+IDENTIFIER = re.compile(r"[a-z0-9]*(?:[_.\-][a-z0-9]+|[0-9])[a-z0-9_.\-]*")  # one token with `_ . -` or a digit
+
+
+def decisive_first(candidates: list[Candidate]) -> list[Candidate]:
+    """When the specific L0 matches are all one page (or its translations) and one of them is decisive (a unique
+    identifier), that page goes first: the exact name of an error code or key outranks any similarity."""
+    specific = [c for c in candidates if c.specific]
+    decisive = [c for c in specific if c.decisive]
+    if not decisive or len({c.group for c in specific}) != 1 or decisive[0] is candidates[0]:
+        return candidates
+    return [decisive[0], *(c for c in candidates if c is not decisive[0])]
+
+
+def chunk_ids(doc_key: str, chunk_count: int) -> list[str]:
+    return [f"{doc_key}#{i}" for i in range(min(chunk_count, MAX_CHUNKS_PER_DOC))]
+
+
+@dataclass
+class Graded:
+    """Candidates best first, the level of the best, and what the log needs to explain it."""
+
+    candidates: list[Candidate]
+    query_terms: QueryTerms
+    l0: dict[str, list[str]] = field(default_factory=dict)
+    dense_distances: list[float] = field(default_factory=list)
+    background: float = 0.0
+    level: Level | None = None
+    weak: bool = False  # a REFERENCE in the answerability model's weak band (`core.relevance.weak`)
+
+    def regrade(self, t: Thresholds) -> Graded:
+        """Score, order and grade the candidates under `t` (calibration re-grades with each fold's model)."""
+        self.candidates = decisive_first(rank(self.candidates, t.ranker))
+        self.level = grade(self.candidates, t)
+        self.weak = self.level == Level.REFERENCE and weak(self.candidates, t)
+        return self
+
+    def relevant(self, t: Thresholds) -> list[Candidate]:
+        """The documents worth sending: the best one whenever there is a level (its score is what says the KB
+        answers at all), then every one at the supplements' bar or above (REFERENCE unless calibrated lower)."""
+        if self.level is None:
+            return []
+        return [c for i, c in enumerate(self.candidates) if i == 0 or c.score >= t.supplement]
+
+    def details(self) -> dict:
+        top = self.candidates[0] if self.candidates else None
+        return {
+            "l0_titles": [c.title for c in self.candidates if c.l0_terms],
+            "l0_match_count": sum(1 for c in self.candidates if c.l0_terms),
+            "l0_specific_count": sum(1 for c in self.candidates if c.specific),
+            "l0_decisive": [c.doc_key for c in self.candidates if c.decisive],
+            "l0_terms": sorted({t for c in self.candidates for t in c.l0_terms}),
+            "l1_scores": [round(d, 4) for d in self.dense_distances],
+            "l1_top_score": round(min(self.dense_distances), 4) if self.dense_distances else None,
+            "l1_top_similarity": round(max(c.similarity for c in self.candidates), 4) if self.candidates else None,
+            "top_score": round(top.score, 4) if top else None,
+            "weak": self.weak,
+            "background_similarity": round(self.background, 4),
+            "doc_similarities": {c.doc_key: round(c.similarity, 4) for c in self.candidates},
+            "doc_scores": {c.doc_key: round(c.score, 4) for c in self.candidates},
+            "kb_coverage": round(self.query_terms.coverage, 4),
+            "unknown_names": self.query_terms.unknown_names,
+            "features": {c.doc_key: {f: round(v, 4) for f, v in c.features.items()} for c in self.candidates[:5]},
+            # what the answerability model (if the KB's grading has one) decided "nothing found" on
+            "answer_features": {f: round(v, 4) for f, v in answer_features(self.candidates).items()} if top else {},
+        }
+
+
+class Grader:
+    """Grades queries against KBs; caches each KB's keyword index, vocabulary and text profiles per version
+    (`stores.catalog.version`: a KB dropped and re-created starts again at the same revision)."""
+
+    def __init__(self, catalog: Catalog, vectors: VectorStore, embedder: Embedder, cache_dir: Path, top_k: int = 10):
+        self.catalog, self.vectors, self.embedder = catalog, vectors, embedder
+        self.cache_dir, self.top_k = cache_dir, top_k
+        self._keywords: dict[str, tuple[str, KeywordIndex]] = {}
+        self._vocabularies: dict[str, tuple[str, Vocabulary]] = {}
+        self._profiles: dict[str, tuple[str, TextProfiles]] = {}
+
+    # -- per-KB views, rebuilt when the KB's version moves ---------------------
+    def vocabulary(self, kb: str, version: str) -> Vocabulary:
+        cached = self._vocabularies.get(kb)
+        if cached is None or cached[0] != version:
+            path = self.cache_dir / f"vocabulary-{kb}.json"
+            vocabulary = Vocabulary.load(path, version)
+            if vocabulary is None:
+                rows = list(self.vectors.texts(kb))
+                vocabulary = Vocabulary.build((k, f"{title}\n{text}") for k, title, text in rows)
+                vocabulary.save(path, version)
+                self._build_profiles(kb, version, rows)  # the same rows, read once
+            cached = (version, vocabulary)
+            self._vocabularies[kb] = cached
+        return cached[1]
+
+    def _profiles_path(self, kb: str) -> Path:
+        return self.cache_dir / f"profiles-{kb}.sqlite"
+
+    def _build_profiles(self, kb: str, version: str, rows) -> None:
+        """Profiles only save work: when they cannot be written (a full disk), grading profiles from the text."""
+        try:
+            TextProfiles.build(self._profiles_path(kb), version, rows)
+        except (OSError, sqlite3.Error):
+            pass
+
+    def profile(self, kb: str, version: str) -> Profile:
+        """How grading gets a candidate's terms and language in this KB: from the profiles built with its
+        vocabulary (no text segmented again), the same as segmenting the candidate's text."""
+        cached = self._profiles.get(kb)
+        if cached is None or cached[0] != version:
+            if cached is not None:
+                cached[1].close()
+            path = self._profiles_path(kb)
+            profiles = TextProfiles.load(path, version)
+            if profiles is None:  # a vocabulary cached before the profiles were (or their file was lost)
+                self._build_profiles(kb, version, self.vectors.texts(kb))
+                profiles = TextProfiles.load(path, version)
+            cached = (version, profiles or TextProfiles(path))  # unreadable: every piece profiled now
+            self._profiles[kb] = cached
+        return cached[1].profile
+
+    def keyword_index(self, kb: str, version: str) -> KeywordIndex:
+        cached = self._keywords.get(kb)
+        if cached is None or cached[0] != version:
+            docs = self.catalog.documents(kb)
+            cached = (version, KeywordIndex((k, [*d.keywords, d.title]) for k, d in docs.items()))
+            self._keywords[kb] = cached
+        return cached[1]
+
+    def missing_terms(self, kb: str, version: str, graded: Graded, limit: int = 3) -> list[str]:
+        """The query's weightiest terms that its best page never uses: the dimension a weak REFERENCE lacks.
+        Empty when the page is in another language than the query (no shared word is expected there)."""
+        top = graded.candidates[0]
+        text_terms, language = self.profile(kb, version)([top.title, *(h.text for h in top.chunks.values())])
+        weights = graded.query_terms.weights
+        if language != graded.query_terms.language:
+            return []
+        return [t for t in sorted(weights, key=lambda t: -weights[t]) if t not in text_terms][:limit]
+
+    # -- grading ----------------------------------------------------------------
+    def grade(
+        self,
+        kb: str,
+        version: str,
+        query: str,
+        vector: np.ndarray,
+        t: Thresholds,
+        exclude: frozenset[str] = frozenset(),
+    ) -> Graded:
+        """`exclude`: chunk ids graded as if absent (self-calibration holds out the chunk a question came from,
+        so that the question is not found by the very sentence it was made of)."""
+        vocabulary = self.vocabulary(kb, version)
+        found: dict[str, Candidate] = {}
+
+        def take(hit: ChunkHit, lexical: float | None = None) -> Candidate:
+            c = found.setdefault(hit.doc_key, Candidate(hit.doc_key, hit.title, hit.domain))
+            c.add(hit, lexical)
+            return c
+
+        dense = [
+            h for h in self.vectors.dense_search(kb, vector, self.top_k + len(exclude)) if h.chunk_id not in exclude
+        ]
+        dense = dense[: self.top_k]
+        for hit in dense:
+            take(hit)
+        for hit, score in self.vectors.lexical_search(kb, query, vector, self.embedder, self.top_k + len(exclude)):
+            if hit.chunk_id not in exclude:
+                take(hit, score)
+        l0 = self.keyword_index(kb, version).match(query)
+        if l0:
+            rows = self.catalog.documents(kb)
+            wanted = [
+                cid
+                for k in l0
+                if k in rows and k not in found
+                for cid in chunk_ids(k, rows[k].chunk_count)
+                if cid not in exclude
+            ]
+            for hit in self.vectors.get_chunks(kb, wanted, vector):
+                take(hit)
+            groups: dict[str, int] = {}
+            for k in rows:
+                groups[page_key(k)] = groups.get(page_key(k), 0) + 1
+            for k, matched in l0.items():
+                if k in found:
+                    c = found[k]
+                    c.l0_terms = matched
+                    c.specific = any(vocabulary.specific(term) for term in matched)
+                    c.decisive = any(
+                        IDENTIFIER.fullmatch(term) and vocabulary.document_frequency(term) <= groups[c.group]
+                        for term in matched
+                    )
+
+        candidates = list(found.values())
+        for c in candidates:
+            c.similarity = max(similarity(h.distance, t.max_l2_distance) for h in c.chunks.values())
+        q = query_terms(query, vocabulary)
+        floor = background([similarity(h.distance, t.max_l2_distance) for h in dense])
+        describe(candidates, q, floor, self.profile(kb, version))
+        return Graded(
+            candidates=candidates,
+            query_terms=q,
+            l0=l0,
+            dense_distances=[h.distance for h in dense],
+            background=floor,
+        ).regrade(t)

@@ -1,0 +1,38 @@
+"""Label files for calibration: a YAML list of mappings, each validated by a pydantic model.
+
+Errors are one line naming the file and, where YAML or validation says, the place.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TypeVar
+
+import yaml
+from pydantic import BaseModel, ValidationError
+
+from executor.core import bounded_yaml
+from executor.core.errors import InputError
+
+M = TypeVar("M", bound=BaseModel)
+
+
+def load_label_list(path: Path, model: type[M], shape: str) -> list[M]:
+    """`shape` says what the list holds, for the error message (e.g. "{query, relevant} pairs")."""
+    if not path.exists():
+        raise InputError(f"{path}: no such file")
+    try:
+        raw = bounded_yaml.load(path.read_text(encoding="utf-8"), bounded_yaml.LABELS)
+    except (bounded_yaml.YamlBoundError, UnicodeDecodeError) as exc:
+        raise InputError(f"{path}: {exc}") from exc
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" at line {mark.line + 1}" if mark else ""
+        raise InputError(f"{path}: not valid YAML{where} ({exc.__class__.__name__})") from exc
+    if not isinstance(raw, list) or not raw:
+        raise InputError(f"{path}: expected a list of {shape}")
+    try:
+        return [model.model_validate(item) for item in raw]
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        raise InputError(f"{path}: {'.'.join(str(p) for p in err['loc'])}: {err['msg']}") from exc

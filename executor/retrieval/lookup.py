@@ -1,0 +1,364 @@
+"""`lookup_knowledge`: L0 keywords + L1 vectors, graded, deduplicated against the session.
+
+Only levels and hints go to the LLM; raw distances and similarities go to the
+invocation log (`LookupResult.details`, excluded from every serialisation,
+written by the one tool wrapper, `tools.registry.invoke`).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from executor.core.relevance import Level, language_of, page_key
+from executor.core.results import DocumentOut, LookupResult
+from executor.core.validation import check_session_id, clean_query
+from executor.prompts.hints import hint
+from executor.prompts.messages import lookup_message
+from executor.retrieval.alignment import search_text
+from executor.retrieval.grading import Grader
+from executor.retrieval.graph_build import has_graph
+from executor.retrieval.ranking import Candidate
+from executor.retrieval.repeats import (
+    BLOCKED,
+    DedupReason,
+    Repeat,
+    as_relevant,
+    find_repeat,
+    nearest,
+    one_per_page,
+    repeat_hint,
+    sibling_only_pages,
+    similarities,
+)
+from executor.stores.catalog import version
+from executor.stores.memory import EarlierLookup, SentDocument
+from executor.stores.vectors import ChunkHit
+
+if TYPE_CHECKING:
+    from executor.core.settings import Settings
+    from executor.retrieval.extraction import KnownEntities
+    from executor.stores.catalog import Catalog
+    from executor.stores.embedders import Embedder
+    from executor.stores.memory import ActionMemory
+    from executor.stores.vectors import VectorStore
+
+
+def document_content(chunks, budget: int) -> str:
+    """A document's closest chunks, up to the size budget, in reading order."""
+    picked: list[ChunkHit] = []
+    used = 0
+    for c in sorted(chunks, key=lambda c: c.distance):
+        if picked and used + len(c.text) > budget:
+            continue
+        picked.append(c)
+        used += len(c.text)
+    text = "\n\n".join(c.text for c in sorted(picked, key=lambda c: c.chunk_index))
+    return text if len(text) <= budget else text[: budget - 1] + "…"
+
+
+def held_pages(kb: str, sent: dict[tuple[str, str], SentDocument]) -> dict[str, SentDocument]:
+    """The session's documents of `kb` by page (a translation is the same page), the first one sent kept."""
+    out: dict[str, SentDocument] = {}
+    for (k, key), d in sent.items():
+        if k == kb:
+            out.setdefault(page_key(key), d)
+    return out
+
+
+def unique(docs: list[DocumentOut]) -> list[DocumentOut]:
+    """Each document once (a page and its translation both point at the one the session holds)."""
+    out: dict[str, DocumentOut] = {}
+    for d in docs:
+        out.setdefault(d.doc_key, d)
+    return list(out.values())
+
+
+def page_list(docs: list[DocumentOut]) -> str:
+    return "; ".join(f"{d.title} ({d.doc_key})" for d in docs) or "-"
+
+
+class LookupService:
+    def __init__(
+        self,
+        settings: Settings,
+        catalog: Catalog,
+        vectors: VectorStore,
+        embedder: Embedder,
+        memory: ActionMemory,
+        grader: Grader,
+        known_entities: KnownEntities,
+    ):
+        self.settings, self.catalog, self.vectors, self.embedder = settings, catalog, vectors, embedder
+        self.memory, self.grader, self.known_entities = memory, grader, known_entities
+        self._checked: set[tuple[str, str]] = set()
+
+    def check_embedder(self, kb: str) -> None:
+        """The KB was embedded with the active embedder (asked of the vector store once per KB and process)."""
+        key = (kb, self.embedder.name)
+        if key not in self._checked:
+            self.vectors.check_embedder(kb, self.embedder)
+            self._checked.add(key)
+
+    # -- the tool -----------------------------------------------------------
+    def lookup(
+        self,
+        query: str,
+        session_id: str,
+        kb: str = "sample",
+        missing_dimension: str | None = None,
+        rules: bool = True,
+        batch: str | None = None,
+        dry_run: bool = False,
+    ) -> LookupResult:
+        """`rules=False` turns off the session rules (no document or repeat dedup): the eval baseline.
+        `batch` names the LLM message that proposed the call: lookups of one message are never repeats
+        of each other. `dry_run` writes no session memory: calibration. The `tool_invocation` row is written
+        by the tool's caller (`tools.registry.run`) from `details`."""
+        query = clean_query(query, self.settings.max_query_chars)
+        check_session_id(session_id)
+        if missing_dimension is not None:
+            missing_dimension = clean_query(missing_dimension, 200) if missing_dimension.strip() else None
+        return self._lookup(query, session_id, kb, missing_dimension, rules, batch, dry_run)
+
+    def _lookup(self, query, session_id, kb, missing_dimension, rules, batch, dry_run) -> LookupResult:
+        kb_row = self.catalog.require(kb)
+        self.check_embedder(kb)
+        thresholds = self.settings.kb_thresholds(self.embedder.name, kb_row)
+        lang = language_of(query)
+
+        vector = self.embedder.embed_query(query)
+        # graded as the query plus the graph entities a loose name in it means ("comfy" -> ComfyUI); the
+        # session's memory keeps the query's own vector
+        text, aligned = search_text(self.known_entities, kb, has_graph(kb_row.extract_config), query)
+        searched = vector if text == query else self.embedder.embed_query(text)
+        graded = self.grader.grade(kb, version(kb_row), text, searched, thresholds)
+        level = graded.level
+        details = graded.details() | aligned | {"thresholds": thresholds.model_dump(), "embedder": self.embedder.name}
+        base = dict(query=query, session=session_id, kb=kb, missing_dimension=missing_dimension, details=details)
+        sent = self.memory.sent_documents(session_id) if rules else {}
+        domain_levels = self.memory.domain_levels(session_id)
+        domains = list(dict.fromkeys([*domain_levels, *(d.domain for d in sent.values())]))
+        earlier = self.memory.lookups(session_id, kb, self.embedder.name) if rules else []
+        remembered = EarlierLookup(
+            query=query, vector=vector, level=level and level.value, batch=batch, kb=kb, embedder=self.embedder.name
+        )
+
+        details["relevant_docs"] = 0
+        held = held_pages(kb, sent)
+        siblings_only = sibling_only_pages(earlier, batch)
+        answering = {p: d for p, d in held.items() if p not in siblings_only}
+        if level is None:
+            repeat = self._repeat(vector, None, earlier, batch, missing_dimension, details)
+            if repeat is not None:
+                return self._blocked(
+                    self._repeated(repeat, kb, sent, lang, domains, base), remembered, session_id, dry_run
+                )
+            top = graded.candidates[0] if graded.candidates else None
+            if (
+                rules
+                and top is not None
+                and page_key(top.doc_key) in answering
+                and top.score >= thresholds.supplement
+                and self._near_lookup_of(top.doc_key, vector, earlier, batch)
+            ):
+                # the best match is a page the session has, and the query is near the lookup that brought it (an
+                # off-topic question whose best candidate happens to be a held page is not): say so, never
+                # "nothing found"
+                details["blocked_level"] = "NONE"
+                result = self._from_session([held[page_key(top.doc_key)]], kb, lang, domains, base)
+                return self._blocked(result, remembered, session_id, dry_run)
+            if not dry_run:
+                self.memory.record_lookup(session_id, remembered)
+            unknown = graded.query_terms.unknown_names
+            return self._finish(
+                LookupResult(
+                    found=False,
+                    relevance_level=None,
+                    completeness_hint=hint("not_mentioned", lang, names=", ".join(unknown))
+                    if unknown
+                    else hint("not_found", lang),
+                    retrieved_domains_this_session=domains,
+                    **base,
+                )
+            )
+
+        valid = graded.relevant(thresholds)
+        details["relevant_docs"] = len(valid)
+        # a translation of a page in the same result is that page again: its slot is not given to a weaker page
+        chosen = one_per_page(valid[: 1 + self.settings.max_supplement])
+        landing = chosen[0].domain
+        details["landing_domain"] = landing
+        targeted = level == Level.REFERENCE and missing_dimension is not None
+        # the meaning rule is asked first so that the log names the earlier lookup (a blocked one too) that this
+        # one repeats, whichever rule blocks it
+        repeat = self._repeat(vector, chosen[0].doc_key, earlier, batch, missing_dimension, details) if rules else None
+        keep = as_relevant(chosen, set(answering), thresholds) if rules and not targeted else None
+        if keep is not None:
+            # the best page is one the session holds: only new pages about as relevant as it may go out
+            details["weaker_than_held"] = [
+                c.doc_key for c, k in zip(chosen, keep) if not k and page_key(c.doc_key) not in held
+            ]
+            if not any(keep) and any(page_key(c.doc_key) not in held for c in chosen):
+                # (every page held: the plain "all already returned" below says exactly that)
+                details["blocked_level"] = level.value
+                pointed = [held[page_key(c.doc_key)] for c in chosen if page_key(c.doc_key) in held]
+                result = self._from_session(pointed, kb, lang, domains, base)
+                return self._blocked(result, remembered, session_id, dry_run, [c.doc_key for c in chosen])
+            chosen = [c for c, k in zip(chosen, keep) if k or page_key(c.doc_key) in held]
+        out = unique([self._document_out(kb, c, sent, held) for c in chosen])
+        new = [d for d in out if not d.already_returned]
+        if not new:
+            details["blocked_level"] = level.value
+            titles_only = [d.model_copy(update={"content": "", "already_returned": True}) for d in out]
+            dedup = DedupReason.DOC_RETRIEVED
+            result = LookupResult(
+                found=True,
+                relevance_level=Level.DEDUPED,
+                dedup_reason=dedup,
+                completeness_hint=hint(dedup, lang),
+                retrieved_domains_this_session=domains,
+                primary=titles_only[:1],
+                supplement=titles_only[1:],
+                **base,
+            )
+            return self._blocked(result, remembered, session_id, dry_run)
+        if repeat is not None:
+            details["blocked_level"] = level.value
+            result = self._repeated(repeat, kb, sent, lang, domains, base)
+            return self._blocked(result, remembered, session_id, dry_run, [d.doc_key for d in out])
+
+        remembered.domain, remembered.doc_keys = landing, [d.doc_key for d in out]
+        if not dry_run:
+            self.memory.record(
+                session_id, landing, level.value, [SentDocument(kb, d.doc_key, d.domain, d.title) for d in new]
+            )
+            self.memory.record_lookup(session_id, remembered)
+        domains += [d for d in dict.fromkeys(d.domain for d in out) if d not in domains]
+        return self._finish(
+            LookupResult(
+                found=True,
+                relevance_level=level,
+                completeness_hint=self._level_hint(kb_row, graded, lang),
+                retrieved_domains_this_session=domains,
+                primary=out[:1],
+                supplement=out[1:],
+                **base,
+            )
+        )
+
+    def _near_lookup_of(self, doc_key: str, vector, earlier: list[EarlierLookup], batch: str | None) -> bool:
+        """Whether the query is as near an earlier lookup that returned `doc_key` as a rephrasing of a miss must
+        be (`miss-overlap-threshold`: the queries alone decide, as after a miss)."""
+        page = page_key(doc_key)
+        bar = self.settings.repeat_thresholds(self.embedder.name).miss_overlap_threshold
+        return any(
+            sim is not None and sim >= bar and page in {page_key(k) for k in e.doc_keys}
+            for e, sim in zip(earlier, similarities(vector, earlier, batch))
+        )
+
+    def _blocked(
+        self, result: LookupResult, remembered: EarlierLookup, session_id: str, dry_run: bool, found: list[str] = ()
+    ) -> LookupResult:
+        """A lookup blocked by a session rule is remembered too, so the next rephrasing is compared with it:
+        after a miss as a miss, else as DEDUPED with the session's pages it pointed at (and what it found)."""
+        if not dry_run:
+            if result.dedup_reason != DedupReason.NOT_FOUND_REPEATED:
+                remembered.level = BLOCKED
+                remembered.doc_keys = list(dict.fromkeys([d.doc_key for d in result.documents] + list(found)))
+                remembered.domain = result.details.get("landing_domain")
+            else:
+                remembered.level = None
+            self.memory.record_lookup(session_id, remembered)
+        return self._finish(result)
+
+    def _from_session(
+        self, pointed: list[SentDocument], kb: str, lang: str, domains: list[str], base: dict
+    ) -> LookupResult:
+        """The best page is one the session holds and nothing new is as relevant: answered from the session."""
+        docs = unique(
+            [
+                DocumentOut(doc_key=d.doc_key, title=d.title, domain=d.domain, kb=kb, already_returned=True)
+                for d in pointed
+            ]
+        )
+        base["details"]["answered_from_session"] = True
+        return LookupResult(
+            found=True,
+            relevance_level=Level.DEDUPED,
+            dedup_reason=DedupReason.DOC_RETRIEVED,
+            completeness_hint=hint("answered_from_session", lang, pages=page_list(docs)),
+            retrieved_domains_this_session=domains,
+            primary=docs[:1],
+            supplement=docs[1:],
+            **base,
+        )
+
+    def _level_hint(self, kb_row, graded, lang: str) -> str:
+        """A weak REFERENCE (core.relevance.weak) names what its best page lacks; every other level its own hint."""
+        if not graded.weak:
+            return hint(graded.level, lang)
+        missing = self.grader.missing_terms(kb_row.name, version(kb_row), graded)
+        return (
+            hint("weak_reference_missing", lang, missing=", ".join(missing))
+            if missing
+            else hint("weak_reference", lang)
+        )
+
+    def _repeat(self, vector, best_doc, earlier, batch, missing_dimension, details) -> Repeat | None:
+        """The repeat rule (executor/retrieval/repeats.py) on the embedding this lookup already computed."""
+        name = self.embedder.name
+        details["repeat_nearest"] = nearest(vector, earlier, batch)
+        repeat = find_repeat(vector, best_doc, earlier, self.settings.repeat_thresholds(name), batch, missing_dimension)
+        if repeat is not None:
+            details.update(repeat_of=repeat.earlier.query, repeat_similarity=round(repeat.similarity, 4))
+        return repeat
+
+    def _repeated(self, repeat: Repeat, kb: str, sent: dict, lang: str, domains: list[str], base: dict) -> LookupResult:
+        """A blocked repeat: it points back at what the earlier lookup returned (after a miss, nothing)."""
+        pointed = []
+        for k in repeat.earlier.doc_keys:
+            if (kb, k) in sent:
+                d = sent[(kb, k)]
+                pointed.append(DocumentOut(doc_key=k, title=d.title, domain=d.domain, kb=kb, already_returned=True))
+        return LookupResult(
+            found=repeat.reason == DedupReason.QUERY_REPEATED,
+            relevance_level=Level.DEDUPED,
+            dedup_reason=repeat.reason,
+            completeness_hint=repeat_hint(repeat, lang, page_list(pointed)),
+            retrieved_domains_this_session=domains,
+            primary=pointed[:1],
+            supplement=pointed[1:],
+            **base,
+        )
+
+    @staticmethod
+    def _finish(result: LookupResult) -> LookupResult:
+        docs = result.documents
+        fresh = sum(1 for d in docs if not d.already_returned)
+        domain = result.details.get("landing_domain") or (docs[0].domain if docs else None)
+        reason = "answered_from_session" if result.details.get("answered_from_session") else result.dedup_reason
+        result.message = lookup_message(
+            result.relevance_level, reason, [d.title for d in docs], fresh, domain, language_of(result.query)
+        )
+        result.details.update(
+            relevance_level=result.relevance_level,
+            completeness_hint=result.completeness_hint,
+            retrieved_domains=result.retrieved_domains_this_session,
+            dedup_reason=result.dedup_reason,
+            returned_docs=[d.doc_key for d in result.documents if not d.already_returned],
+        )
+        return result
+
+    def _document_out(self, kb: str, doc: Candidate, sent, held: dict[str, SentDocument]) -> DocumentOut:
+        if (kb, doc.doc_key) not in sent and page_key(doc.doc_key) in held:
+            # the translation of a page the session has: the same page, pointed at by the key it was sent under
+            d = held[page_key(doc.doc_key)]
+            return DocumentOut(doc_key=d.doc_key, title=d.title, domain=d.domain, kb=kb, already_returned=True)
+        already = (kb, doc.doc_key) in sent
+        content = "" if already else self._content(doc)
+        return DocumentOut(
+            doc_key=doc.doc_key, title=doc.title, domain=doc.domain, kb=kb, content=content, already_returned=already
+        )
+
+    def _content(self, doc: Candidate) -> str:
+        return document_content(doc.chunks.values(), self.settings.max_chars_per_doc)

@@ -1,0 +1,141 @@
+"""One calibrated relevance score per (query, document), from several signals.
+
+The dense similarity alone does not separate relevant from irrelevant pages on
+real documentation (USE puts a right and a wrong page within a few hundredths),
+and an exact keyword alone crowns whichever glossary names the term. So each
+candidate document is described by a few features and a logistic model, fitted
+by `executor calibrate` on labelled questions, turns them into the probability
+that the document answers the query. Levels are thresholds on that probability;
+whether the KB answers at all is, once calibrated with off-topic labels, a second
+model's call over the whole result (`core.relevance.answer_features`).
+
+Features (all in [0, 1] or small integers, so weights stay comparable):
+- `similarity`: the document's best dense cosine (the absolute level still separates off-topic
+  questions that share no meaning with the KB);
+- `lift`: the document's best dense cosine minus the query's background (the mean cosine
+  of its 4th to 10th dense hits). Raw cosines sit at different heights in different KBs
+  (0.15-0.5 on the sample KB, 0.3-0.65 on the Helm docs) and with different wordings; how far
+  a document stands out from the crowd transfers across both, the raw value does not;
+- `gap`: how far the document's cosine is below the query's best document (1st place gets 0);
+- `lexical`: the document's best BM25 score over the query's best BM25 score;
+- `coverage`: the IDF-weighted share of the query's terms found in the document's retrieved text;
+- `kb_coverage`: the same share over the whole KB's vocabulary (the query is about this KB at all);
+- `unknown_names`: name-like query words the KB never uses (capped at 2);
+- `specific_keyword`: the document matched a specific L0 keyword (few documents use it);
+- `other_language`: the document is written in another language than the query. Word overlap cannot
+  see a Chinese page answering an English question (and bilingual KBs are full of those), so the
+  model needs to know when missing overlap means nothing;
+- `coverage_same_language`, `lexical_same_language`: `coverage` and `lexical` where the languages
+  match, 0 otherwise, so overlap counts fully only where it can happen at all;
+- `similarity_other_language`, `lift_other_language`: `similarity` and `lift` where the languages differ,
+  0 otherwise. The dense vectors are the only layer that sees across languages, so for such a page
+  they must carry the decision; with `other_language` alone the model could only add a flat bonus, which
+  put any page of the other language (no shared word, middling similarity) above a same-language page
+  with every query term (Helm: for "helm install --dry-run 渲染通过了..." the English install page, sharing no
+  word with it, ranked first and the Chinese page that answers 4th).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from executor.core.relevance import document_language, page_key
+from executor.core.settings import RANKER_FEATURES as FEATURES  # noqa: F401 - FEATURES: read here by calibration
+from executor.core.settings import Ranker
+from executor.retrieval.vocabulary import QueryTerms, terms
+from executor.stores.vectors import ChunkHit
+
+BACKGROUND_RANKS = slice(3, 10)
+
+
+@dataclass
+class Candidate:
+    """A document some layer found for the query, with the chunks that came back for it."""
+
+    doc_key: str
+    title: str
+    domain: str
+    chunks: dict[int, ChunkHit] = field(default_factory=dict)
+    lexical: float = 0.0  # best BM25 (or lexical-weight) score of its chunks; 0 when the lexical layer missed it
+    l0_terms: list[str] = field(default_factory=list)
+    specific: bool = False  # one of its L0 terms is specific
+    # one of its L0 terms is an identifier (an error code, config key, flag: `_`, `.`, `-` or a digit inside one
+    # token) that no page but this one and its translations uses anywhere: the exact name decides (PRECISE),
+    # whatever the dense similarity of a bare code string says
+    decisive: bool = False
+    similarity: float = 0.0
+    features: dict[str, float] = field(default_factory=dict)
+    score: float = 0.0
+
+    @property
+    def group(self) -> str:
+        return page_key(self.doc_key)
+
+    def add(self, hit: ChunkHit, lexical: float | None = None) -> None:
+        self.chunks.setdefault(hit.chunk_index, hit)
+        if lexical is not None:
+            self.lexical = max(self.lexical, lexical)
+
+
+def background(similarities: list[float]) -> float:
+    """The mean cosine of the 4th to 10th best dense hits: what any document of the KB scores for this query."""
+    ranked = sorted(similarities, reverse=True)
+    tail = ranked[BACKGROUND_RANKS] or ranked[-1:]
+    return sum(tail) / len(tail) if tail else 0.0
+
+
+# (texts) -> the terms and the language of the texts joined by newlines
+Profile = Callable[[list[str]], tuple[frozenset[str], str]]
+
+
+def joined_profile(texts: list[str]) -> tuple[frozenset[str], str]:
+    """The profile of the texts joined, segmented now: what a profile means. Grading reads the same from the
+    KB's `TextProfiles` (segmenting is most of a feature's cost), so this one is not cached."""
+    text = "\n".join(texts)
+    return frozenset(terms(text)), document_language(text)
+
+
+def features(
+    c: Candidate,
+    top_similarity: float,
+    floor: float,
+    top_lexical: float,
+    q: QueryTerms,
+    profile: Profile = joined_profile,
+) -> dict[str, float]:
+    """`profile`: how the candidate's title and chunks get their terms and language (see `joined_profile`)."""
+    text_terms, language = profile([c.title, *(h.text for h in c.chunks.values())])
+    coverage = q.coverage_of(text_terms)
+    lexical = c.lexical / top_lexical if top_lexical > 0 else 0.0
+    same = 0.0 if language != q.language else 1.0
+    return {
+        "similarity": c.similarity,
+        "lift": c.similarity - floor,
+        "gap": max(0.0, top_similarity - c.similarity),
+        "lexical": lexical,
+        "coverage": coverage,
+        "kb_coverage": q.coverage,
+        "unknown_names": float(min(len(q.unknown_names), 2)),
+        "specific_keyword": 1.0 if c.specific else 0.0,
+        "other_language": 1.0 - same,
+        "coverage_same_language": coverage * same,
+        "lexical_same_language": lexical * same,
+        "similarity_other_language": c.similarity * (1.0 - same),
+        "lift_other_language": (c.similarity - floor) * (1.0 - same),
+    }
+
+
+def describe(candidates: list[Candidate], q: QueryTerms, floor: float, profile: Profile = joined_profile) -> None:
+    """Compute each candidate's features (similarities must be set); `floor` is the query's `background`."""
+    top_similarity = max((c.similarity for c in candidates), default=0.0)
+    top_lexical = max((c.lexical for c in candidates), default=0.0)
+    for c in candidates:
+        c.features = features(c, top_similarity, floor, top_lexical, q, profile)
+
+
+def rank(candidates: list[Candidate], ranker: Ranker | None) -> list[Candidate]:
+    """Score every candidate (the ranker's probability, or the bare similarity without a ranker); best first."""
+    for c in candidates:
+        c.score = ranker.probability(c.features) if ranker is not None else c.similarity
+    return sorted(candidates, key=lambda c: (-c.score, -c.similarity))

@@ -1,0 +1,409 @@
+"""A KB fits its own grading model from its own documents, with no human label (run at ingest).
+
+The shared preset was fitted on other KBs' questions, and each KB's scores sit at their own height, so a KB
+nobody labelled was graded on someone else's scale. Here the KB supplies its own evidence:
+
+- **generated questions**, each labelled with the document it came from (and that document's translation, when
+  the KB keeps one under a language folder: `en/x.md` and `zh/x.md`). They are built by templates from what names
+  a page's subject: its title, its section headings, and the identifiers only it uses (error codes, config keys,
+  commands and flags in inline code, identifier-like front-matter keywords). Only that name enters the question,
+  never the sentence around it, so a question is no copy of the text that answers it; and half of them are asked
+  in the other language (a Chinese question about an English page, and the reverse where the subject is a name),
+  since that is how a bilingual team asks;
+- **the bundled null pool** (`retrieval.off_topic`): off-topic questions in both languages, far from any team's
+  documentation and near it, scored against this KB, so "nothing found" is placed on this KB's own scale. A pool
+  question whose words the KB names (an L0 match on a title or keyword) is left out: this KB may answer it.
+
+Then exactly what `executor calibrate --for KB` does (`retrieval.calibration.fit`: the ranker, the thresholds, the
+answerability model), with 5-fold held-out figures on the generated questions, stored as the KB's own model
+(`KbModel`, `calibrated_by="self"`). A model fitted on human labels (`calibrate --write`) is never replaced here.
+
+Cost: one batch embedding of the questions and one grading each; the number of questions is capped
+(`MAX_GENERATED`), so the extra ingest time is bounded whatever the KB's size, and it is reported.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+import time
+from collections import defaultdict
+from dataclasses import dataclass
+from datetime import UTC
+
+from tqdm import tqdm
+
+from executor.core.relevance import document_language, language_of, page_key
+from executor.core.settings import KbModel, Thresholds
+from executor.retrieval.calibration import FOLDS, Bars, Label, Observed, cross_validate, fit
+from executor.retrieval.chunking import PATH_SEPARATOR
+from executor.retrieval.documents import Document
+from executor.retrieval.keywords import TOKEN, normalize
+from executor.retrieval.off_topic import POOL
+from executor.retrieval.quality import measure
+from executor.stores.catalog import version
+
+MAX_GENERATED = 160  # answerable questions at most: bounds the extra ingest time (about 40 ms each)
+MIN_DOCUMENTS = 5  # fewer documents than this: too little evidence, the KB keeps the shared preset
+REFIT_SHARE = 0.1  # a re-ingest refits when at least this share of the documents was added, changed or removed
+SEED = 2026
+# HIGHLY_RELEVANT at 95% on generated questions (92% for human labels): a generated question names its page's
+# subject and is easier to place than a user's, so its precision overstates a user's (on the sample KB, whose
+# labelled questions are vaguer: HR precision 0.71 at 92%, 0.78 at 95%)
+# and a weak-REFERENCE band down to where 10% of the pool would still get a document (an off-topic question in
+# it gets a hedged REFERENCE, never a confident grade)
+SELF_BARS = Bars(hr_min_precision=0.95, weak_max_rate=0.1)
+
+# an identifier: a code, key, flag or command word with something no prose word has (`_`, a dot or dash inside,
+# an inner capital, a digit, a leading `--`)
+IDENTIFIER = re.compile(r"^(?:--?[a-z][\w\-]*|[A-Za-z][\w]*(?:[._\-][\w]+)+|[a-z]+[A-Z]\w*|[A-Z]{2,}[_0-9]\w*)$")
+INLINE_CODE = re.compile(r"`([^`\n]{3,40})`")
+GENERIC_HEADINGS = frozenset(
+    {
+        "overview",
+        "introduction",
+        "summary",
+        "example",
+        "examples",
+        "usage",
+        "see also",
+        "prerequisites",
+        "next steps",
+        "notes",
+        "note",
+        "faq",
+        "references",
+        "installation",
+        "configuration",
+        "概述",
+        "简介",
+        "示例",
+        "总结",
+        "参考",
+        "说明",
+        "前提条件",
+        "下一步",
+    }
+)
+
+# subject templates: (language of the question, template); {s} is the subject, a title or heading
+SUBJECT_EN = ("How does {s} work?", "Where is {s} explained?", "I need help with {s}.", "what should I know about {s}")
+SUBJECT_ZH = ("{s}是怎么回事？", "关于{s}有什么说明？", "想了解一下{s}", "{s}要注意什么？")
+IDENT_EN = ("What does {s} mean?", "what is {s} for", "{s}", "How do I use {s}?")
+IDENT_ZH = ("{s} 是什么意思？", "{s} 怎么用？", "遇到 {s} 怎么办？", "{s} 是干什么的")
+# content templates: {s} is a sentence of the page, asked with the chunk it came from held out
+CONTENT_EN = ("{s} - how do I handle that?", "The docs say something like: {s}. Where is that?", "{s}?")
+CONTENT_ZH = ("{s}，这个怎么处理？", "有没有讲这个的：{s}", "{s}？")
+MARKUP = re.compile(r"[*`>#|\[\]]|\(http[^)]*\)")
+
+
+@dataclass(frozen=True)
+class Source:
+    """What question generation reads of one document."""
+
+    doc_key: str
+    title: str
+    keywords: list[str]
+    error_codes: list[str]
+    body: str
+
+
+def _identifiers(source: Source) -> list[str]:
+    found = [*source.error_codes, *(k for k in source.keywords if IDENTIFIER.match(k))]
+    found += [m.strip() for m in INLINE_CODE.findall(source.body) if IDENTIFIER.match(m.strip())]
+    return list(dict.fromkeys(found))
+
+
+def _subject(text: str, rng: random.Random) -> str:
+    """A heading as a subject; a long English one loses a word, so the question does not repeat it whole."""
+    words = text.split()
+    if language_of(text) == "en" and len(words) > 4:
+        del words[rng.randrange(1, len(words))]
+    return " ".join(words).rstrip(":.?")
+
+
+def _ask(
+    subject: str,
+    templates_same: tuple[str, ...],
+    templates_other: tuple[str, ...],
+    page_language: str,
+    other: bool,
+    rng: random.Random,
+) -> str:
+    """One question about `subject` in the page's language, or (`other`) in the other one."""
+    en, zh = (templates_same, templates_other) if page_language == "en" else (templates_other, templates_same)
+    asked_in = ("zh" if page_language == "en" else "en") if other else page_language
+    return rng.choice(en if asked_in == "en" else zh).format(s=subject)
+
+
+def _chunks(source: Source) -> list[tuple[str, list[str]]]:
+    """(chunk id, lines) per chunk of the page as ingest made them (the first line is the heading path); parsed
+    once, since parsing the Markdown is most of the generation's cost."""
+    doc = Document(
+        doc_key=source.doc_key, title=source.title, domain="general", keywords=source.keywords, body=source.body
+    )
+    return [(c.chunk_id, c.text.split("\n")) for c in doc.chunks()]
+
+
+def _headings(chunks: list[tuple[str, list[str]]]) -> list[str]:
+    """The section headings, from the chunks' heading paths (`Title › Heading › Subheading`)."""
+    return list(dict.fromkeys(h for _, lines in chunks for h in lines[0].split(PATH_SEPARATOR)[1:]))
+
+
+def _sentence(chunks: list[tuple[str, list[str]]], rng: random.Random) -> tuple[str, str] | None:
+    """A prose sentence of the page and the id of the chunk it is in (held out when the question is graded)."""
+    found = []
+    for chunk_id, lines in chunks:
+        for line in lines[1:]:
+            line = MARKUP.sub("", line).strip(" -:")
+            # its longest sentence (a numbered item's "1." is no sentence)
+            line = max(re.split(r"(?<=[.!?。！？；;])\s+|(?<=[。！？；])", line), key=len).strip().rstrip(".。;；")
+            cjk = language_of(line) == "zh"
+            if (
+                (12 if cjk else 30) <= len(line) <= (60 if cjk else 140)
+                and not line.startswith(("$", "{", "<"))
+                and (cjk or len(line.split()) >= 6)
+            ):
+                found.append((line, chunk_id))
+    return rng.choice(found) if found else None
+
+
+def generate(sources: list[Source], limit: int = MAX_GENERATED, seed: int = SEED) -> list[tuple[Label, str | None]]:
+    """Questions labelled with the documents that answer them, at most `limit`, spread over the documents; each
+    with the chunk to hold out when it is graded (None: none, the question names the subject only)."""
+    rng = random.Random(seed)
+    twins: dict[str, list[str]] = defaultdict(list)
+    for s in sources:
+        twins[page_key(s.doc_key)].append(s.doc_key)
+    # in how many pages (a page and its translations counted once) each identifier appears
+    spread: dict[str, set[str]] = defaultdict(set)
+    idents = {s.doc_key: _identifiers(s) for s in sources}
+    # a page uses an identifier when its text holds it as a token (the L0 layer's tokens: `err_x`, `a.b-c`)
+    tokens = {s.doc_key: set(TOKEN.findall(normalize(f"{s.title}\n{s.body}"))) for s in sources}
+    for ident in {i for found in idents.values() for i in found}:
+        parts = TOKEN.findall(normalize(ident))
+        for key, used in tokens.items():
+            if parts and all(p in used for p in parts):
+                spread[ident].add(page_key(key))
+
+    per_doc: list[list[tuple[Label, str | None]]] = []
+    for s in sources:
+        language = document_language((s.body or s.title)[:4000])  # the opening says the language, cheaply
+        relevant = twins[page_key(s.doc_key)]
+        asked: list[Label] = []
+        held: list[tuple[Label, str]] = []
+        title_other = rng.random() < 0.5
+        if s.title.strip():
+            asked.append(
+                Label(
+                    query=_ask(
+                        _subject(s.title, rng),
+                        SUBJECT_EN if language == "en" else SUBJECT_ZH,
+                        SUBJECT_ZH if language == "en" else SUBJECT_EN,
+                        language,
+                        title_other and language == "en",
+                        rng,
+                    ),
+                    relevant=relevant,
+                )
+            )
+        chunks = _chunks(s)
+        sentence = _sentence(chunks, rng)
+        if sentence is not None:
+            text, chunk = sentence
+            templates = CONTENT_ZH if language_of(text) == "zh" else CONTENT_EN
+            held.append((Label(query=rng.choice(templates).format(s=text), relevant=relevant), chunk))
+        sections = [
+            h
+            for h in _headings(chunks)
+            if h.strip()
+            and h.casefold() != s.title.casefold()
+            and h.strip().casefold() not in GENERIC_HEADINGS
+            and len(h) <= 60
+        ]
+        for h in rng.sample(sections, min(2, len(sections))):
+            other = rng.random() < 0.5 and (language == "en" or language_of(h) == "en")
+            asked.append(
+                Label(
+                    query=_ask(
+                        _subject(h, rng),
+                        SUBJECT_EN if language == "en" else SUBJECT_ZH,
+                        SUBJECT_ZH if language == "en" else SUBJECT_EN,
+                        language,
+                        other,
+                        rng,
+                    ),
+                    relevant=relevant,
+                )
+            )
+        unique = [i for i in idents[s.doc_key] if len(spread[i]) == 1]
+        for ident in rng.sample(unique, min(2, len(unique))):
+            asked.append(
+                Label(
+                    query=_ask(
+                        ident,
+                        IDENT_EN if language == "en" else IDENT_ZH,
+                        IDENT_ZH if language == "en" else IDENT_EN,
+                        language,
+                        rng.random() < 0.5,
+                        rng,
+                    ),
+                    relevant=relevant,
+                )
+            )
+        both = [(a, None) for a in asked] + held
+        rng.shuffle(both)
+        per_doc.append(both)
+    out: list[tuple[Label, str | None]] = []
+    for round_ in range(max((len(a) for a in per_doc), default=0)):  # round robin: every page before a second one
+        out += [a[round_] for a in per_doc if round_ < len(a)]
+    seen: set[str] = set()
+    return [(q, c) for q, c in out if not (q.query in seen or seen.add(q.query))][:limit]
+
+
+@dataclass
+class SelfCalibration:
+    """What `kb show` and the ingest report say about a self-calibration."""
+
+    generated: int
+    off_topic: int
+    seconds: float
+    held_out: dict
+    model: KbModel | None
+    skipped: str = ""  # why no model was fitted
+
+
+def sources_of(catalog, kb: str) -> list[Source]:
+    docs = catalog.documents(kb)
+    bodies = catalog.stored_bodies(kb, set(docs))
+    return [
+        Source(k, d.title, list(d.keywords or []), list(d.error_codes or []), bodies.get(k, ""))
+        for k, d in docs.items()
+    ]
+
+
+def observe_all(
+    grader, catalog, embedder, kb: str, questions: list[tuple[Label, str | None]], t: Thresholds, progress: bool = False
+) -> list[Observed]:
+    """Grade every question once, as lookup would (the queries embedded in one batch), each without the chunk
+    it holds out."""
+    row = catalog.require(kb)
+    vectors = embedder.embed_documents([label.query for label, _ in questions]) if questions else []
+    graded = tqdm(
+        zip(questions, vectors),
+        total=len(questions),
+        desc=f"self-calibrating {kb}",
+        unit="question",
+        disable=not progress,
+        leave=False,
+    )
+    return [
+        Observed(
+            label, kb, grader.grade(kb, version(row), label.query, v, t, frozenset([held]) if held else frozenset())
+        )
+        for (label, held), v in graded
+    ]
+
+
+def evidence(
+    grader, catalog, embedder, kb: str, t: Thresholds, limit: int = MAX_GENERATED, progress: bool = False
+) -> list[Observed]:
+    """The KB's generated questions and the null pool's questions it does not name, graded once."""
+    generated = generate(sources_of(catalog, kb), limit)
+    observed = observe_all(
+        grader, catalog, embedder, kb, generated + [(Label(query=q), None) for q in POOL], t, progress
+    )
+    # a pool question naming a title or keyword of this KB may be answered here: it is no off-topic evidence
+    return [o for o in observed if o.label.relevant or not o.graded.l0]
+
+
+def calibrate_kb(
+    grader,
+    catalog,
+    embedder,
+    kb: str,
+    t: Thresholds,
+    fitted_at: str,
+    limit: int = MAX_GENERATED,
+    bars: Bars = SELF_BARS,
+    progress: bool = False,
+) -> SelfCalibration:
+    """Fit the KB's own model on its generated questions and the null pool (`t`: the grading in force, for the
+    levels of the first pass; the ranker is refitted from the features)."""
+    started = time.perf_counter()
+    if len(catalog.documents(kb)) < MIN_DOCUMENTS:
+        return SelfCalibration(0, 0, 0.0, {}, None, f"fewer than {MIN_DOCUMENTS} documents")
+    observed = evidence(grader, catalog, embedder, kb, t, limit, progress)
+    return fit_kb(observed, embedder.name, kb, t.max_l2_distance, fitted_at, started, bars)
+
+
+def fit_kb(
+    observed: list[Observed],
+    embedder: str,
+    kb: str,
+    max_l2: float,
+    fitted_at: str,
+    started: float,
+    bars: Bars = SELF_BARS,
+) -> SelfCalibration:
+    """The model and its held-out figures from the KB's graded evidence."""
+    answerable = sum(1 for o in observed if o.label.relevant)
+    off = len(observed) - answerable
+    if answerable < 2 * FOLDS or off < FOLDS:
+        return SelfCalibration(
+            answerable, off, round(time.perf_counter() - started, 2), {}, None, "too few questions could be generated"
+        )
+    final = fit(observed, max_l2, kb, bars)
+    held = measure(cross_validate(observed, max_l2, FOLDS, kb, bars=bars)).by_kb[kb]["all"].model_dump()
+    model = KbModel(
+        embedder=embedder,
+        thresholds=final,
+        fitted_at=fitted_at,
+        held_out=held,
+        labels={"generated from the KB's documents": answerable, "bundled off-topic pool": off},
+        calibrated_by="self",
+    )
+    return SelfCalibration(answerable, off, round(time.perf_counter() - started, 2), held, model)
+
+
+def needs_refit(row, documents: int, moved: int) -> bool:
+    """Whether an ingest should (re)fit the KB's own model: it is graded by the ranker, no human-labelled model
+    stands, and it has no self-calibrated model yet or `moved` documents changed enough of it."""
+    stored = row.grading_model or {}
+    if stored.get("calibrated_by", "labels") == "labels" and stored:
+        return False  # fitted on a team's own labels: only `calibrate` replaces it
+    return not stored or moved >= max(1, REFIT_SHARE * documents)
+
+
+def after_ingest(rt, kb: str, moved: int, progress: bool) -> dict | None:
+    """The ingest's hook: (re)fit and store the KB's own model when `needs_refit`; what was done, for the ingest
+    report (None: nothing to do). `moved`: documents this ingest added, changed or removed."""
+    from datetime import datetime
+
+    row = rt.catalog.require(kb)
+    documents = len(rt.catalog.documents(kb))
+    if (
+        not rt.settings.self_calibrate
+        or rt.settings.grading_of(row.grading) != "ranker"
+        or not needs_refit(row, documents, moved)
+    ):
+        return None
+    result = calibrate_kb(
+        rt.grader,
+        rt.catalog,
+        rt.embedder,
+        kb,
+        rt.settings.thresholds(rt.embedder.name, "ranker"),
+        datetime.now(UTC).isoformat(timespec="seconds"),
+        progress=progress,
+    )
+    if result.model is not None:
+        rt.catalog.set_grading_model(kb, result.model.model_dump(mode="json", by_alias=False))
+    return {
+        "generated": result.generated,
+        "off_topic": result.off_topic,
+        "seconds": result.seconds,
+        "held_out": result.held_out,
+        "stored": result.model is not None,
+        "skipped": result.skipped,
+    }

@@ -1,0 +1,339 @@
+"""Which files of a KB folder become documents, read safely, converted, and bounded in size.
+
+Only regular files inside the KB root are read: every path is checked after resolving, a
+symbolic link is never followed (`docs/passwd.md -> /etc/passwd` is a warning, not a document),
+and files are opened with O_NOFOLLOW so a link swapped in after the walk is refused too. A
+file that cannot be read or converted is one warning line and the rest are ingested; an
+extension nobody converts is counted once in the summary.
+
+A re-ingest reads only what changed. Each file read is recorded with its state
+(`file_stat`: parser version, size, mtime and ctime in ns) and the SHA-256 of its
+bytes. Next time a file whose state is the recorded one is not opened at all; one
+whose state moved is read and hashed, and converted only when its bytes differ
+(a `touch`, a checkout or a copy of the folder cost a read, not a conversion). A
+file changed without its size, mtime or ctime moving goes unseen: ctime cannot be
+set by a program (only by the clock), so that takes a change of the system
+clock; `--rebuild` reads everything. A state within `RACY_NS` of the moment the
+file was read is not trusted (a write in the same clock tick would keep it, as
+git's "racily clean" entries): it is recorded as unknown and the file is read
+and hashed again next time.
+"""
+
+from __future__ import annotations
+
+import errno
+import hashlib
+import os
+import re
+import stat
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from executor.core.errors import InputError
+from executor.retrieval import documents as parser  # its PARSER_VERSION read at each use, not copied at import
+from executor.retrieval.conversion_worker import BoundedConverter
+from executor.retrieval.converters import READ_AS_TEXT, SUPPORTED, ConversionError, convert, decode_text, format_of
+from executor.retrieval.documents import Document, check_doc_key, parse_text
+from executor.retrieval.sanitize import sanitize_text
+
+MB = 1_000_000
+RACY_NS = 2_000_000_000  # FAT and some network file systems keep mtimes to 2 s
+
+
+@dataclass(frozen=True)
+class SourceLimits:
+    max_file_bytes: int = 64 * MB  # read at most this much of one file
+    max_document_bytes: int = 4 * MB  # of text, after conversion
+    max_unzipped_bytes: int = 256 * MB  # an Office file inflated: the zip-bomb bound
+    # one conversion (PDF, Office, HTML): its time and memory, in a worker process (executor/retrieval/conversion_worker.py)
+    convert_timeout_s: float = 120.0
+    convert_memory_bytes: int = 2048 * MB
+
+
+@dataclass(frozen=True)
+class SourceFile:
+    path: Path
+    doc_key: str
+    format: str
+    size: int
+    mtime_ns: int = 0
+    ctime_ns: int = 0
+
+    @property
+    def converted(self) -> bool:
+        return self.format not in READ_AS_TEXT
+
+    @property
+    def file_stat(self) -> str:
+        """What says the file is the one read before, without opening it (and the parser that read it)."""
+        return f"{parser.PARSER_VERSION}:{self.size}:{self.mtime_ns}:{self.ctime_ns}"
+
+    def trusted_stat(self, read_at_ns: int) -> str | None:
+        """`file_stat`, or None when the file was modified too close to `read_at_ns` for its mtime to tell."""
+        return None if self.mtime_ns >= read_at_ns - RACY_NS else self.file_stat
+
+
+@dataclass(frozen=True)
+class Known:
+    """What the catalog recorded of a document's file when it was last read."""
+
+    file_stat: str | None
+    file_hash: str | None
+
+
+@dataclass(frozen=True)
+class FileState:
+    """What to record of a file read this time: its trusted state (or None) and the hash of its bytes."""
+
+    file_stat: str | None
+    file_hash: str
+
+
+@dataclass
+class Discovery:
+    root: Path
+    files: list[SourceFile] = field(default_factory=list)
+    skipped: list[tuple[str, str]] = field(default_factory=list)  # (name, reason)
+    unsupported: Counter = field(default_factory=Counter)  # extension -> files
+
+    def unsupported_summary(self) -> str | None:
+        if not self.unsupported:
+            return None
+        listed = ", ".join(f"{ext} ({n})" for ext, n in sorted(self.unsupported.items()))
+        return f"unsupported file types skipped: {listed}"
+
+
+@dataclass
+class Loaded:
+    documents: list[Document]
+    warnings: list[str]
+    formats: dict[str, int]  # format -> documents ingested
+    skipped: int  # files refused (links, limits, conversion failures), each with a warning
+    unsupported: dict[str, int]
+    failed: set[str] = field(default_factory=set)  # doc keys present but unreadable now: their last version stays
+    # files not converted because they are the ones recorded (`known`): unchanged, by state or by hash
+    unchanged: set[str] = field(default_factory=set)
+    states: dict[str, FileState] = field(default_factory=dict)  # doc key -> state, for every file read this time
+    bytes_read: int = 0  # of file content
+    order: list[str] = field(default_factory=list)  # every document's key, read or unchanged, in the walk's order
+
+
+def _printable(name: str) -> str:
+    """A file name fit for a one-line message: undecodable bytes and control characters shown escaped."""
+    text = os.fsencode(name).decode("utf-8", errors="backslashreplace")
+    return re.sub(r"[\x00-\x1f\x7f-\x9f]", lambda m: f"\\x{ord(m.group()):02x}", text)
+
+
+def check_root(root: Path) -> Path:
+    try:
+        str(root).encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise InputError(f"{_printable(str(root))}: the folder name is not valid UTF-8; rename it") from exc
+    if not root.is_dir():
+        raise InputError(f"{root}: no such folder")
+    return root.resolve()
+
+
+def discover(root: Path, limits: SourceLimits = SourceLimits()) -> Discovery:
+    """Every file under `root` sorted into: to read, skipped with a reason, or unsupported."""
+    base = check_root(root)
+    found = Discovery(root=base)
+
+    def unreadable(exc: OSError) -> None:  # a folder we may not list is a warning, not a silent gap
+        name = Path(exc.filename).relative_to(base).as_posix() if exc.filename else "?"
+        found.skipped.append((_printable(name) + "/", _os_reason(exc)))
+
+    for dirpath, dirnames, filenames in os.walk(base, onerror=unreadable, followlinks=False):
+        here = Path(dirpath)
+        for name in sorted(dirnames):
+            rel = _printable((here / name).relative_to(base).as_posix())
+            if name.startswith("."):
+                dirnames.remove(name)
+            elif (here / name).is_symlink():
+                found.skipped.append((rel + "/", "a symbolic link; not followed"))
+        dirnames.sort()
+        for name in sorted(filenames):
+            if not name.startswith("."):
+                _classify(here / name, base, limits, found)
+    return found
+
+
+def _classify(path: Path, base: Path, limits: SourceLimits, found: Discovery) -> None:
+    rel = path.relative_to(base).as_posix()
+    shown = _printable(rel)
+    info = os.lstat(path)
+    if stat.S_ISLNK(info.st_mode):
+        found.skipped.append((shown, "a symbolic link; not followed"))
+        return
+    if not stat.S_ISREG(info.st_mode):
+        found.skipped.append((shown, "not a regular file"))
+        return
+    if not path.resolve().is_relative_to(base):  # belt and braces: a path that escapes is never read
+        found.skipped.append((shown, "outside the knowledge base folder"))
+        return
+    fmt = format_of(path)
+    if fmt is None:
+        found.unsupported[path.suffix.lower() or "(no extension)"] += 1
+        return
+    try:
+        rel.encode("utf-8")
+        check_doc_key(rel)
+    except UnicodeEncodeError:
+        found.skipped.append((shown, "the file name is not valid UTF-8; rename it"))
+        return
+    except InputError as exc:
+        found.skipped.append((shown, str(exc).split(": ", 1)[-1]))
+        return
+    if info.st_size > limits.max_file_bytes:
+        found.skipped.append(
+            (shown, f"{info.st_size / MB:,.1f} MB, over the {limits.max_file_bytes / MB:,.0f} MB file limit")
+        )
+        return
+    found.files.append(
+        SourceFile(
+            path=path, doc_key=rel, format=fmt, size=info.st_size, mtime_ns=info.st_mtime_ns, ctime_ns=info.st_ctime_ns
+        )
+    )
+
+
+def read_regular_file(path: Path, max_bytes: int) -> bytes:
+    """The bytes of a regular file, refusing a symbolic link even if one replaced the file since the walk."""
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | getattr(os, "O_NONBLOCK", 0))
+    with os.fdopen(fd, "rb") as handle:
+        if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
+            raise OSError("not a regular file")
+        data = handle.read(max_bytes + 1)
+    if len(data) > max_bytes:
+        raise OSError(f"grew over the {max_bytes / MB:,.0f} MB file limit while being read")
+    return data
+
+
+def file_hash(data: bytes) -> str:
+    """The bytes' SHA-256, with the parser version: a new parser reads every file again."""
+    return hashlib.sha256(parser.PARSER_VERSION.encode() + b"\0" + data).hexdigest()
+
+
+def load_source(source: SourceFile, limits: SourceLimits) -> Document:
+    """One file as a Document; ConversionError or OSError (one-line messages) when it cannot be."""
+    return parse_source(source, read_regular_file(source.path, limits.max_file_bytes), limits)
+
+
+def parse_source(source: SourceFile, data: bytes, limits: SourceLimits, converter=None) -> Document:
+    """The bytes of `source` as a Document (converted first when the format needs it: by `converter`, a
+    `BoundedConverter`, when given, else in this process)."""
+    if not source.converted:
+        text, meta_title = decode_text(data), None
+    else:
+        converted = (converter.convert if converter is not None else convert)(
+            source.path, source.format, data, limits.max_unzipped_bytes
+        )
+        text, meta_title = converted.markdown, converted.title
+    text = sanitize_text(text)
+    size = len(text.encode("utf-8"))
+    if size > limits.max_document_bytes:
+        raise ConversionError(
+            f"{size / MB:,.1f} MB of text, over the {limits.max_document_bytes / MB:,.1f} MB per-document limit "
+            f"(EXECUTOR_MAX_DOCUMENT_MB)"
+        )
+    if not text.strip():
+        raise ConversionError("no text")
+    return parse_text(source.doc_key, text, source.format, meta_title)
+
+
+def load_documents(
+    root: Path, limits: SourceLimits = SourceLimits(), known: dict[str, Known] | None = None, progress: bool = False
+) -> Loaded:
+    """Every readable document under `root`, with one warning per file that was not.
+
+    With `known` (doc key -> what was recorded when it was last read), a file whose state is the recorded
+    one is not opened, and one whose bytes hash as recorded is not converted: both are `unchanged`, not in
+    `documents` (their warnings are the caller's to repeat)."""
+    found = discover(root, limits)
+    converter = BoundedConverter(limits.convert_timeout_s, limits.convert_memory_bytes)
+    try:
+        return _load(found, limits, known or {}, converter, progress)
+    finally:
+        converter.close()
+
+
+def _load(found: Discovery, limits: SourceLimits, known: dict[str, Known], converter, progress: bool) -> Loaded:
+    from tqdm import tqdm
+
+    warnings = [f"{name}: {reason}" for name, reason in found.skipped]
+    docs: list[Document] = []
+    failed: set[str] = set()
+    unchanged: set[str] = set()
+    states: dict[str, FileState] = {}
+    bytes_read = 0
+    for source in tqdm(found.files, desc="reading", unit="file", disable=not progress, leave=False):
+        before = known.get(source.doc_key)
+        if before is not None and before.file_stat == source.file_stat:
+            unchanged.add(source.doc_key)
+            continue
+        try:
+            read_at = time.time_ns()
+            data = read_regular_file(source.path, limits.max_file_bytes)
+            bytes_read += len(data)
+            digest = file_hash(data)
+            if before is not None and before.file_hash == digest:
+                unchanged.add(source.doc_key)
+            else:
+                doc = parse_source(source, data, limits, converter)
+        except (ConversionError, OSError) as exc:
+            warnings.append(f"{source.doc_key}: {exc if isinstance(exc, ConversionError) else _os_reason(exc)}")
+            failed.add(source.doc_key)
+            continue
+        states[source.doc_key] = FileState(source.trusted_stat(read_at), digest)
+        if source.doc_key in unchanged:
+            continue
+        warnings += [f"{doc.doc_key}: {w}" for w in doc.warnings]
+        docs.append(doc)
+    if found.unsupported:
+        warnings.append(found.unsupported_summary())
+    if not docs and not unchanged:
+        kinds = ", ".join(sorted(SUPPORTED))
+        detail = f" ({len(warnings)} warnings: {warnings[0]}{' …' if len(warnings) > 1 else ''})" if warnings else ""
+        raise InputError(f"{found.root}: no documents to ingest (supported: {kinds}){detail}")
+    kept = [f.format for f in found.files if f.doc_key in unchanged]
+    return Loaded(
+        documents=docs,
+        warnings=warnings,
+        formats=dict(Counter([d.source_format for d in docs] + kept)),
+        skipped=len(found.skipped) + len(failed),
+        unsupported=dict(found.unsupported),
+        failed=failed,
+        unchanged=unchanged,
+        states=states,
+        bytes_read=bytes_read,
+        order=[f.doc_key for f in found.files if f.doc_key in unchanged or f.doc_key in states],
+    )
+
+
+def plan(root: Path, limits: SourceLimits = SourceLimits()) -> dict:
+    """What an ingest of `root` would read, convert and skip, without reading a byte of content."""
+    found = discover(root, limits)
+    files = [
+        {"doc_key": f.doc_key, "format": f.format, "action": "convert" if f.converted else "read", "bytes": f.size}
+        for f in found.files
+    ]
+    return {
+        "root": str(found.root),
+        "files": files,
+        "skipped": [{"name": name, "reason": reason} for name, reason in found.skipped],
+        "formats": dict(sorted(Counter(f.format for f in found.files).items())),
+        "unsupported": dict(sorted(found.unsupported.items())),
+        "counts": {
+            "read": sum(f["action"] == "read" for f in files),
+            "convert": sum(f["action"] == "convert" for f in files),
+            "skipped": len(found.skipped),
+            "unsupported": sum(found.unsupported.values()),
+        },
+    }
+
+
+def _os_reason(exc: OSError) -> str:
+    if exc.errno == errno.ELOOP:  # O_NOFOLLOW met a link
+        return "a symbolic link; not followed"
+    return f"cannot be read ({exc.strerror or exc})"

@@ -1,0 +1,174 @@
+"""What a knowledge base talks about: its terms and how many documents use each.
+
+Grading needs two facts the vectors cannot give: whether a query's distinctive
+terms (product names, identifiers) occur in the KB at all, and whether a
+keyword is specific to a few documents or named by half of them (a glossary
+heading like "chart" or "and"). Both come from document frequencies over the
+KB's own text, built once per KB version and cached under EXECUTOR_HOME.
+
+Terms are ASCII words (dots and hyphens kept inside, so `cert-manager` and
+`chart.yaml` stay whole) and, for Chinese, jieba's words of two or more
+characters. Common English function words are left out: they carry no topic.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from functools import cache
+from pathlib import Path
+
+from executor.core.fs import private_dir, private_file
+from executor.retrieval.keywords import normalize
+
+ASCII_TERM = re.compile(r"[a-z0-9_]+(?:[.\-][a-z0-9_]+)*")
+RAW_ASCII_TERM = re.compile(r"[A-Za-z0-9_]+(?:[.\-][A-Za-z0-9_]+)*")
+CJK_RUN = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]+")
+STOPWORDS = frozenset(
+    "a an the and or of to in on for with by at from is are was were be been do does did how what when where "
+    "which who why can could should would i my me we our you your it its this that these those there as if not "
+    "no into than then so about after before up out over only just also any all each such very will shall may "
+    "might must have has had get gets using use".split()
+)
+
+
+@cache
+def _jieba():
+    import jieba  # ~1 s to load its dictionary: only when Chinese text is seen
+
+    jieba.setLogLevel(60)
+    return jieba
+
+
+def load_segmenter() -> None:
+    """Load jieba's dictionary now (~0.4 s from its cache), e.g. on a thread while a command opens its stores."""
+    _jieba().initialize()
+
+
+def cjk_words(run: str) -> list[str]:
+    """jieba's words of two or more characters in a run of CJK characters."""
+    return [w for w in _jieba().cut(run) if len(w) >= 2]
+
+
+def terms(text: str) -> set[str]:
+    norm = normalize(text)
+    out = {w for w in ASCII_TERM.findall(norm) if w not in STOPWORDS}
+    for run in CJK_RUN.findall(norm):
+        out.update(cjk_words(run))
+    return out
+
+
+@dataclass
+class Vocabulary:
+    """Document frequencies of a KB's terms; `documents` is the number of documents counted."""
+
+    documents: int
+    df: dict[str, int]
+    _compounds: list[str] = field(default_factory=list, repr=False)
+
+    def __post_init__(self) -> None:
+        # `delete-policy` is known when the KB writes `hook-delete-policy`
+        self._compounds = [t for t in self.df if "-" in t or "." in t]
+        # whether the KB is written in Chinese at all (an English KB's vocabulary cannot say whether it knows a
+        # Chinese question's words: `query_terms` then does not count them)
+        self.chinese = sum(1 for t in self.df if CJK_RUN.search(t)) >= max(20, 0.02 * len(self.df))
+
+    @classmethod
+    def build(cls, documents: Iterable[tuple[str, str]]) -> Vocabulary:
+        """From (doc_key, text) pairs; a document may come in several pieces (its chunks)."""
+        per_doc: dict[str, set[str]] = {}
+        for doc_key, text in documents:
+            per_doc.setdefault(doc_key, set()).update(terms(text))
+        return cls(len(per_doc), dict(Counter(t for ts in per_doc.values() for t in ts)))
+
+    def known(self, term: str) -> bool:
+        return term in self.df or (term.isascii() and any(term in c for c in self._compounds))
+
+    def idf(self, term: str) -> float:
+        return math.log((self.documents + 1) / (self.df.get(term, 0) + 0.5))
+
+    def document_frequency(self, phrase: str) -> int:
+        """At most how many documents hold every term of `phrase` (the rarest term's count)."""
+        counts = [self.df.get(t, 0) for t in terms(phrase)]
+        return min(counts) if counts else self.documents
+
+    def specific(self, phrase: str) -> bool:
+        """A keyword is specific when few documents use it: at most 3, or 1% of a large KB."""
+        return self.document_frequency(phrase) <= max(3, math.ceil(0.01 * self.documents))
+
+    # -- cache ----------------------------------------------------------------
+    def save(self, path: Path, version: str) -> None:
+        private_dir(path.parent)
+        tmp = private_file(path.with_suffix(".tmp"))  # under EXECUTOR_HOME: 0600, like every data file
+        tmp.write_text(
+            json.dumps({"version": version, "documents": self.documents, "df": self.df}, ensure_ascii=False),
+            encoding="utf-8",
+        )
+        tmp.replace(path)
+
+    @classmethod
+    def load(cls, path: Path, version: str) -> Vocabulary | None:
+        """The cached vocabulary if it was built for this KB version; None when stale, missing or unreadable."""
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return None
+        if not isinstance(data, dict) or data.get("version") != version:
+            return None
+        return cls(int(data["documents"]), {str(k): int(v) for k, v in data["df"].items()})
+
+
+@dataclass(frozen=True)
+class QueryTerms:
+    """A query's terms against a KB: their IDF weights, how much of that weight the KB knows,
+    and the name-like terms it has never seen."""
+
+    weights: dict[str, float]
+    coverage: float
+    unknown_names: list[str]
+    language: str = "en"
+
+    def coverage_of(self, text_terms: set[str]) -> float:
+        total = sum(self.weights.values())
+        return sum(w for t, w in self.weights.items() if t in text_terms) / total if total else 0.0
+
+
+UNKNOWN_COVERAGE = 0.5  # a Chinese question on a KB with no Chinese page: its vocabulary cannot tell
+
+
+def query_terms(query: str, vocabulary: Vocabulary) -> QueryTerms:
+    weights = {t: vocabulary.idf(t) for t in terms(query)}
+    # in a KB with no Chinese text, a Chinese word unknown to it says nothing about whether a page answers (the
+    # dense vectors see across languages): coverage is counted on the question's other words, if it has any
+    counted = weights if vocabulary.chinese else {t: w for t, w in weights.items() if not CJK_RUN.search(t)}
+    total = sum(counted.values())
+    if not total:
+        coverage = 1.0 if not weights else UNKNOWN_COVERAGE
+    else:
+        coverage = sum(w for t, w in counted.items() if vocabulary.known(t)) / total
+    return QueryTerms(weights, coverage, unknown_names(query, vocabulary), "zh" if CJK_RUN.search(query) else "en")
+
+
+def unknown_names(query: str, vocabulary: Vocabulary) -> list[str]:
+    """Name-like words of the query that the KB never uses: `Terraform`, `cert-manager`, `k8s`,
+    or any Latin word inside a Chinese sentence (there, Latin script is a name)."""
+    chinese = bool(CJK_RUN.search(query))
+    found = []
+    for i, word in enumerate(RAW_ASCII_TERM.findall(query)):
+        low = normalize(word)
+        if low in STOPWORDS or vocabulary.known(low):
+            continue
+        name_like = (
+            chinese
+            or any(ch.isdigit() for ch in word)
+            or "-" in word
+            or (i > 0 and word[0].isupper())
+            or any(ch.isupper() for ch in word[1:])
+        )
+        if name_like:
+            found.append(word)
+    return found

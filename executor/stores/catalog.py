@@ -1,0 +1,241 @@
+"""The knowledge-base catalog and the documents each KB holds.
+
+Two read paths are cut to what a tool call needs. Inside `reading()` (one tool
+call or one graph expansion) a KB's row is read once, however many steps ask
+for it. A KB's documents are kept per process as of the KB's version (its
+revision and creation time, which every ingest, drop or re-create moves), so
+grading and expansion read them again only after an ingest, in this process
+or another.
+"""
+
+from __future__ import annotations
+
+import threading
+import zlib
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+from sqlalchemy import delete, func, select, update
+
+from executor.core.errors import InputError
+from executor.core.validation import validate_kb_name
+from executor.stores.database import Database, DocumentRow, KnowledgeBase, LlmExtraction, SessionDocument, utcnow
+
+
+@dataclass(frozen=True)
+class DocumentChange:
+    doc_key: str
+    title: str
+    domain: str
+    keywords: list[str]
+    error_codes: list[str]
+    entities: list[dict]
+    relations: list[dict]
+    content_hash: str
+    chunk_count: int
+    # the file as read (executor/stores/migrations 0008): None leaves what the row had
+    file_stat: str | None = None
+    file_hash: str | None = None
+    body: str | None = None
+    warnings: list[str] | None = None
+
+
+@dataclass(frozen=True)
+class FileRecord:
+    """A document's file as last read: what an incremental ingest compares before opening it."""
+
+    file_stat: str | None
+    file_hash: str | None
+    has_body: bool
+    warnings: list[str]
+
+
+@dataclass(frozen=True)
+class FileRefresh:
+    """An unchanged document whose file was read again: its new state (and its text and warnings, for a row
+    written before they were kept)."""
+
+    doc_key: str
+    file_stat: str | None
+    file_hash: str
+    body: str | None = None
+    warnings: list[str] | None = None
+
+
+def _compress(body: str) -> bytes:
+    return zlib.compress(body.encode("utf-8"), 1)  # level 1: ~3x smaller, and fast on a large ingest
+
+
+def version(row: KnowledgeBase) -> str:
+    """What changes whenever a KB's content does: its revision, and its creation time (a dropped and re-created
+    KB starts again at the same revision). A string, so that caches under EXECUTOR_HOME can keep it too."""
+    return f"{row.revision}@{row.created_at.isoformat() if row.created_at else ''}"
+
+
+class Catalog:
+    def __init__(self, db: Database, home: str | None = None):
+        """`home`: the EXECUTOR_HOME this catalog belongs to, named when a knowledge base is not in it (a host
+        that started the server in another folder sees which home was read)."""
+        self.db, self.home = db, home
+        self._pinned = threading.local()  # rows read inside `reading()`, per thread
+        self._documents: dict[str, tuple[tuple, dict[str, DocumentRow]]] = {}
+        self._lock = threading.Lock()
+
+    @contextmanager
+    def reading(self, rows: dict[str, KnowledgeBase] | None = None) -> Iterator[None]:
+        """Within the block, each KB row is read once (on this thread); nested blocks share the outer one's rows.
+        `rows`: rows the caller already read (on another thread: a tool call's per-KB workers), used as read."""
+        pinned = getattr(self._pinned, "rows", None)
+        if pinned is not None:
+            for name, row in (rows or {}).items():
+                pinned.setdefault(name, row)
+            yield
+            return
+        self._pinned.rows = dict(rows or {})
+        try:
+            yield
+        finally:
+            self._pinned.rows = None
+
+    def get(self, name: str) -> KnowledgeBase | None:
+        pinned = getattr(self._pinned, "rows", None)
+        if pinned is not None and name in pinned:
+            return pinned[name]
+        with self.db.session() as s:
+            row = s.get(KnowledgeBase, name)
+        if pinned is not None:
+            pinned[name] = row
+        return row
+
+    def names(self) -> list[str]:
+        with self.db.session() as s:
+            return list(s.scalars(select(KnowledgeBase.name).order_by(KnowledgeBase.name)))
+
+    def rows(self) -> list[KnowledgeBase]:
+        with self.db.session() as s:
+            return list(s.scalars(select(KnowledgeBase).order_by(KnowledgeBase.name)))
+
+    def document_counts(self) -> dict[str, int]:
+        with self.db.session() as s:
+            return dict(s.execute(select(DocumentRow.kb, func.count()).group_by(DocumentRow.kb)).all())
+
+    def require(self, name: str) -> KnowledgeBase:
+        validate_kb_name(name)
+        kb = self.get(name)
+        if kb is None:
+            known = ", ".join(self.names()) or "none yet; run `executor ingest`"
+            where = f"; home: {self.home}" if self.home else ""
+            raise InputError(f"unknown knowledge base {name!r} (known: {known}{where})")
+        return kb
+
+    def create(
+        self, name: str, description: str = "", extract_config: dict | None = None, grading: str | None = None
+    ) -> KnowledgeBase:
+        validate_kb_name(name)
+        with self.db.session() as s:
+            if s.get(KnowledgeBase, name) is not None:
+                raise InputError(f"knowledge base {name!r} already exists")
+            kb = KnowledgeBase(name=name, description=description, extract_config=extract_config or {}, grading=grading)
+            s.add(kb)
+        return kb
+
+    def set_grading(self, name: str, grading: str | None) -> None:
+        """How lookups in this KB are graded (None: the settings' default)."""
+        self.require(name)
+        with self.db.session() as s:
+            s.execute(update(KnowledgeBase).where(KnowledgeBase.name == name).values(grading=grading))
+
+    def set_grading_model(self, name: str, model: dict | None) -> None:
+        """This KB's own fitted grading model (None: back to the shared preset)."""
+        self.require(name)
+        with self.db.session() as s:
+            s.execute(update(KnowledgeBase).where(KnowledgeBase.name == name).values(grading_model=model))
+
+    def documents(self, kb: str) -> dict[str, DocumentRow]:
+        """The KB's documents by key (read again only when the KB's version moved); the rows are shared: read-only."""
+        row = self.get(kb)
+        if row is None:
+            return {}
+        with self._lock:
+            cached = self._documents.get(kb)
+        if cached is not None and cached[0] == version(row):
+            return dict(cached[1])
+        with self.db.session() as s:
+            rows = s.scalars(select(DocumentRow).where(DocumentRow.kb == kb)).all()
+        docs = {r.doc_key: r for r in rows}
+        with self._lock:
+            self._documents[kb] = (version(row), docs)
+        return dict(docs)
+
+    def file_records(self, kb: str) -> dict[str, FileRecord]:
+        """doc key -> its file as last read (no text loaded)."""
+        query = select(
+            DocumentRow.doc_key,
+            DocumentRow.file_stat,
+            DocumentRow.file_hash,
+            DocumentRow.body.is_not(None),
+            DocumentRow.warnings,
+        ).where(DocumentRow.kb == kb)
+        with self.db.session() as s:
+            return {
+                key: FileRecord(stat, digest, bool(has), list(warnings or []))
+                for key, stat, digest, has, warnings in s.execute(query)
+            }
+
+    def stored_bodies(self, kb: str, doc_keys: set[str]) -> dict[str, str]:
+        """The parsed text of the documents `doc_keys` (those that have one)."""
+        if not doc_keys:
+            return {}
+        query = select(DocumentRow.doc_key, DocumentRow.body).where(DocumentRow.kb == kb, DocumentRow.body.is_not(None))
+        with self.db.session() as s:
+            rows = s.execute(query).all()  # the whole KB and a filter here: no bound on a key list's length
+        return {key: zlib.decompress(body).decode("utf-8") for key, body in rows if key in doc_keys}
+
+    def apply_ingest(
+        self,
+        kb: str,
+        changed: list[DocumentChange],
+        removed: list[str],
+        embedder: str,
+        dim: int,
+        source: str,
+        refreshed: list[FileRefresh] | None = None,
+    ) -> int:
+        """Record one ingest in a single transaction; returns the new revision."""
+        with self.db.session() as s:
+            row = s.get(KnowledgeBase, kb)
+            row.embedder, row.dim, row.source_path = embedder, dim, source
+            row.revision += 1
+            if removed:
+                s.execute(delete(DocumentRow).where(DocumentRow.kb == kb, DocumentRow.doc_key.in_(removed)))
+            for c in changed:
+                values = {**c.__dict__, "body": None if c.body is None else _compress(c.body)}
+                s.merge(DocumentRow(kb=kb, updated_at=utcnow(), **values))
+            updates = []
+            for c in refreshed or []:
+                values = {"kb": kb, "doc_key": c.doc_key, "file_stat": c.file_stat, "file_hash": c.file_hash}
+                if c.body is not None:
+                    values["body"], values["warnings"] = _compress(c.body), c.warnings
+                updates.append(values)
+            for keys in ({"body"}, set()):  # one executemany per shape of row
+                batch = [u for u in updates if keys <= u.keys() and (keys or "body" not in u)]
+                if batch:
+                    s.execute(update(DocumentRow), batch)
+            return row.revision
+
+    def cached_extraction(self, kb: str, doc_key: str, cache_key: str) -> dict | None:
+        with self.db.session() as s:
+            row = s.get(LlmExtraction, (kb, doc_key, cache_key))
+            return None if row is None else row.result
+
+    def store_extraction(self, kb: str, doc_key: str, cache_key: str, result: dict) -> None:
+        with self.db.session() as s:
+            s.merge(LlmExtraction(kb=kb, doc_key=doc_key, cache_key=cache_key, result=result))
+
+    def drop(self, name: str) -> None:
+        with self.db.session() as s:
+            s.execute(delete(LlmExtraction).where(LlmExtraction.kb == name))
+            s.execute(delete(SessionDocument).where(SessionDocument.kb == name))
+            s.execute(delete(DocumentRow).where(DocumentRow.kb == name))
+            s.execute(delete(KnowledgeBase).where(KnowledgeBase.name == name))

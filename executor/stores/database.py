@@ -1,0 +1,274 @@
+"""The application database (SQLite file by default, any SQLAlchemy URL in production).
+
+It holds the knowledge-base catalog, the documents of each KB (the L0 keyword
+index is built from them), the per-session action memory and the
+`tool_invocation` log.
+"""
+
+from __future__ import annotations
+
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from functools import lru_cache
+from pathlib import Path
+
+from sqlalchemy import (
+    JSON,
+    Boolean,
+    DateTime,
+    Float,
+    Integer,
+    LargeBinary,
+    String,
+    Text,
+    create_engine,
+    event,
+    inspect,
+    text,
+)
+from sqlalchemy.engine import Engine
+from sqlalchemy.exc import OperationalError
+from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column, sessionmaker
+
+from executor.core.errors import BackendError
+from executor.core.fs import private_file
+from executor.stores.integrity import sqlite_damage
+
+
+def utcnow() -> datetime:
+    return datetime.now(UTC).replace(tzinfo=None)
+
+
+class Base(DeclarativeBase):
+    pass
+
+
+class KnowledgeBase(Base):
+    __tablename__ = "knowledge_base"
+
+    name: Mapped[str] = mapped_column(String(64), primary_key=True)
+    description: Mapped[str] = mapped_column(Text, default="")
+    # {"entity_types": [...], "relation_types": [...]}; empty lists mean "no graph"
+    extract_config: Mapped[dict] = mapped_column(JSON, default=dict)
+    embedder: Mapped[str | None] = mapped_column(String(128), nullable=True)
+    dim: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    source_path: Mapped[str | None] = mapped_column(Text, nullable=True)
+    # bumped by every ingest, so long-lived readers know to reload their caches
+    revision: Mapped[int] = mapped_column(Integer, default=0)
+    # "similarity" or "ranker"; NULL follows the settings' default (core.settings.DEFAULT_GRADING)
+    grading: Mapped[str | None] = mapped_column(String(16), nullable=True)
+    # this KB's own ranker and thresholds (core.settings.KbModel as JSON), written by `executor calibrate
+    # --write`; NULL: the embedder's shared preset
+    grading_model: Mapped[dict | None] = mapped_column(JSON, nullable=True)
+    created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
+
+
+class DocumentRow(Base):
+    __tablename__ = "document"
+
+    kb: Mapped[str] = mapped_column(String(64), primary_key=True)
+    doc_key: Mapped[str] = mapped_column(String(512), primary_key=True)
+    title: Mapped[str] = mapped_column(Text)
+    domain: Mapped[str] = mapped_column(String(64), index=True)
+    keywords: Mapped[list] = mapped_column(JSON, default=list)
+    error_codes: Mapped[list] = mapped_column(JSON, default=list)
+    entities: Mapped[list] = mapped_column(JSON, default=list)
+    relations: Mapped[list] = mapped_column(JSON, default=list)
+    content_hash: Mapped[str] = mapped_column(String(64))
+    chunk_count: Mapped[int] = mapped_column(Integer)
+    updated_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
+    # what an incremental ingest compares (migration 0008): the file as last read, its hash, its parsed text
+    # (zlib; deferred: only an ingest's graph build reads it) and its warnings
+    file_stat: Mapped[str | None] = mapped_column(String(128), nullable=True)
+    file_hash: Mapped[str | None] = mapped_column(String(64), nullable=True)
+    body: Mapped[bytes | None] = mapped_column(LargeBinary(2**32 - 1), nullable=True, deferred=True)  # MySQL: LONGBLOB
+    warnings: Mapped[list | None] = mapped_column(JSON, nullable=True)
+
+
+class LlmExtraction(Base):
+    """An LLM's entities and relations for one version of a document (keyed by content, model and types)."""
+
+    __tablename__ = "llm_extraction"
+
+    kb: Mapped[str] = mapped_column(String(64), primary_key=True)
+    doc_key: Mapped[str] = mapped_column(String(512), primary_key=True)
+    cache_key: Mapped[str] = mapped_column(String(64), primary_key=True)
+    result: Mapped[dict] = mapped_column(JSON)
+    created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
+
+
+class SessionDocument(Base):
+    """Action memory: a document already sent to the LLM in this session."""
+
+    __tablename__ = "session_document"
+
+    session_id: Mapped[str] = mapped_column(String(128), primary_key=True)
+    kb: Mapped[str] = mapped_column(String(64), primary_key=True)
+    doc_key: Mapped[str] = mapped_column(String(512), primary_key=True)
+    domain: Mapped[str] = mapped_column(String(64))
+    title: Mapped[str] = mapped_column(Text)
+    created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
+
+
+class SessionDomain(Base):
+    """Action memory: the level the last lookup landing in this domain was graded."""
+
+    __tablename__ = "session_domain"
+
+    session_id: Mapped[str] = mapped_column(String(128), primary_key=True)
+    domain: Mapped[str] = mapped_column(String(64), primary_key=True)
+    last_level: Mapped[str] = mapped_column(String(20))
+    lookups: Mapped[int] = mapped_column(Integer, default=0)
+    updated_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
+
+
+class SessionLookup(Base):
+    """Action memory: a lookup that ran in this session, for the repeat rule (executor/retrieval/repeats.py).
+
+    The query's embedding is kept (float32 bytes, with the embedder's name) so that a later lookup,
+    in any turn or process, is compared with it without embedding it again. `level` is None when the
+    lookup found nothing; `doc_keys` are the documents it returned; `batch` is the LLM message that
+    proposed it (its siblings in that message are never repeats of it).
+    """
+
+    __tablename__ = "session_lookup"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    session_id: Mapped[str] = mapped_column(String(128), index=True)
+    kb: Mapped[str] = mapped_column(String(64))
+    query: Mapped[str] = mapped_column(Text)
+    embedder: Mapped[str] = mapped_column(String(128))
+    embedding: Mapped[bytes] = mapped_column(LargeBinary)
+    level: Mapped[str | None] = mapped_column(String(20), nullable=True)
+    domain: Mapped[str | None] = mapped_column(String(64), nullable=True)
+    doc_keys: Mapped[list] = mapped_column(JSON, default=list)
+    batch: Mapped[str | None] = mapped_column(String(128), nullable=True)
+    created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
+
+
+class ToolInvocation(Base):
+    __tablename__ = "tool_invocation"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    session_id: Mapped[str] = mapped_column(String(128), index=True)
+    tool_name: Mapped[str] = mapped_column(String(64), index=True)
+    kb: Mapped[str | None] = mapped_column(String(64), nullable=True)
+    query: Mapped[str] = mapped_column(Text)
+    arguments: Mapped[dict] = mapped_column(JSON, default=dict)
+    relevance_level: Mapped[str | None] = mapped_column(String(20), nullable=True)
+    dedup_reason: Mapped[str | None] = mapped_column(String(32), nullable=True)
+    blocked: Mapped[bool] = mapped_column(Boolean, default=False)
+    error: Mapped[str | None] = mapped_column(Text, nullable=True)
+    latency_ms: Mapped[float] = mapped_column(Float, default=0.0)
+    retrieval_details: Mapped[dict | None] = mapped_column(JSON, nullable=True)
+    # the lookup's best similarity, also inside retrieval_details; a column so stats need no JSON SQL
+    top_similarity: Mapped[float | None] = mapped_column(Float, nullable=True)
+    # who called: chat, ask, lookup, mcp, studio, eval, calibrate (executor/stores/invocation_log.py SOURCES); NULL unknown
+    source: Mapped[str | None] = mapped_column(String(16), nullable=True, index=True)
+    created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow, index=True)
+
+
+class Database:
+    def __init__(self, url: str):
+        self.url = url
+        path = url[len("sqlite:///") :] if url.startswith("sqlite:///") else ""
+        if path and path != ":memory:":
+            _check_whole(Path(path))
+            Path(path).parent.mkdir(parents=True, exist_ok=True)
+            private_file(Path(path))  # session memory and the log: 0600 (SQLite gives its -wal/-shm the same)
+        self.engine = _engine(url)
+        self._sessions = sessionmaker(self.engine, expire_on_commit=False)
+        try:
+            migrate(self.engine)
+        except OperationalError as exc:
+            raise BackendError(f"cannot open the database {_safe(url)}: {exc.orig}") from exc
+
+    @contextmanager
+    def session(self):
+        """A unit of work: committed whole, or rolled back whole."""
+        s: Session = self._sessions()
+        try:
+            yield s
+            s.commit()
+        except OperationalError as exc:
+            s.rollback()
+            raise BackendError(f"database {_safe(self.url)} failed: {exc.orig}") from exc
+        except BaseException:
+            s.rollback()
+            raise
+        finally:
+            s.close()
+
+
+def _check_whole(path: Path) -> None:
+    """A damaged database file is an error naming it, never a fresh database or "unknown knowledge base".
+    An empty file beside a Milvus Lite file that holds data is damaged too (a new home has neither)."""
+    damage = sqlite_damage(path)
+    if damage is None and path.is_file() and path.stat().st_size == 0:
+        vectors = path.with_name("milvus.db")
+        if vectors.is_file() and vectors.stat().st_size > 0:
+            damage = "it is empty (0 bytes) but the home holds vectors"
+    if damage is not None:
+        raise BackendError(
+            f"the database {path} is damaged ({damage}): restore it from a backup, or move it "
+            "away and run `executor ingest` again"
+        )
+
+
+SCHEMA_REVISION = "0008"  # the newest migration in executor/stores/migrations/versions
+MIGRATIONS = Path(__file__).with_name("migrations")
+
+
+def schema_revision(engine: Engine) -> str | None:
+    with engine.connect() as conn:
+        if "alembic_version" not in inspect(conn).get_table_names():
+            return None
+        return conn.execute(text("SELECT version_num FROM alembic_version")).scalar()
+
+
+def migrate(engine: Engine) -> None:
+    """Bring the schema to SCHEMA_REVISION with Alembic, keeping every row.
+
+    A database made before migrations existed (tables, no alembic_version) is
+    stamped as the first revision, then upgraded. The check is one query, so
+    opening an up-to-date database does not import Alembic.
+    """
+    if schema_revision(engine) == SCHEMA_REVISION:
+        return
+    from alembic import command
+    from alembic.config import Config
+
+    config = Config()
+    config.set_main_option("script_location", str(MIGRATIONS))
+    try:
+        with engine.begin() as conn:
+            config.attributes["connection"] = conn
+            if "tool_invocation" in inspect(conn).get_table_names() and schema_revision(engine) is None:
+                command.stamp(config, "0001")
+            command.upgrade(config, "head")
+    except OperationalError:
+        if schema_revision(engine) != SCHEMA_REVISION:  # not just another process migrating first
+            raise
+
+
+def _safe(url: str) -> str:
+    from sqlalchemy.engine import make_url
+
+    return make_url(url).render_as_string(hide_password=True)
+
+
+@lru_cache(maxsize=8)
+def _engine(url: str) -> Engine:
+    if url.startswith("sqlite"):
+        engine = create_engine(url, connect_args={"timeout": 15})
+
+        @event.listens_for(engine, "connect")
+        def _wal(dbapi_conn, _):  # readers never block the writer of another process
+            dbapi_conn.execute("PRAGMA journal_mode=WAL")
+            dbapi_conn.execute("PRAGMA busy_timeout=15000")
+            # WAL with NORMAL sync: a commit no longer waits for an fsync (the WAL is synced at checkpoints); the
+            # database cannot be corrupted, and only the last commits can be lost, on power loss alone (SQLite docs)
+            dbapi_conn.execute("PRAGMA synchronous=NORMAL")
+
+        return engine
+    return create_engine(url, pool_pre_ping=True)

