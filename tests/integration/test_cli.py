@@ -92,7 +92,7 @@ def test_bad_input_is_one_line_on_stderr_with_exit_2(home, args, message):
 
 HOLDERS = {
     # an executor process: our own lock, then Lite's
-    "executor": "from stores.vectors import MilvusVectorStore; MilvusVectorStore(sys.argv[1]).client",
+    "executor": "from executor.stores.vectors import MilvusVectorStore; MilvusVectorStore(sys.argv[1]).client",
     # a bare pymilvus that knows nothing of our lock: Lite's own lock only
     "pymilvus": "from pymilvus import MilvusClient; MilvusClient(sys.argv[1])",
 }

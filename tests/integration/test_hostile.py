@@ -161,7 +161,7 @@ def test_a_docx_that_under_declares_its_member_is_refused_within_bounded_memory(
     (kb / "fine.md").write_text("# Fine\n\nbody\n")
     # VmHWM: this process's peak (ru_maxrss would count the test process it was forked from, before exec)
     code = (
-        "import json, re, sys; from pathlib import Path; from retrieval.sources import load_documents, "
+        "import json, re, sys; from pathlib import Path; from executor.retrieval.sources import load_documents, "
         "SourceLimits; loaded = load_documents(Path(sys.argv[1]), SourceLimits(max_unzipped_bytes=64 << 20)); "
         "peak = int(re.search(r'VmHWM:\\s+(\\d+)', open('/proc/self/status').read()).group(1)); "
         "print(json.dumps([loaded.warnings, peak]))"

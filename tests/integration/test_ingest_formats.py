@@ -297,7 +297,7 @@ def test_dry_run_lists_reads_conversions_and_skips_and_writes_nothing(tmp_path):
 def test_markdown_only_ingest_never_imports_the_converters(tmp_path):
     root = write_kb(tmp_path, {"a.md": "# A\n\ntext", "b.txt": "plain"})
     code = (
-        "import sys; from pathlib import Path; from retrieval.sources import load_documents; "
+        "import sys; from pathlib import Path; from executor.retrieval.sources import load_documents; "
         f"docs = load_documents(Path({str(root)!r})).documents; "
         "heavy = [m for m in ('markitdown', 'pdfminer', 'mammoth', 'pptx', 'openpyxl', 'magika') if m in sys.modules]; "
         "print(len(docs), heavy)"
