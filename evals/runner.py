@@ -23,7 +23,7 @@ from executor.core.errors import ExecutorError
 from executor.core.relevance import Level
 from executor.nodes.state import Context
 from executor.prompts.executor import NOTHING_FOUND
-from executor.tools.registry import LOOKUP, TOOLS
+from executor.tools.registry import LOOKUP, RETRIEVAL_TOOLS
 
 MALFORMED = ("invalid_arguments", "unknown_tool")  # refused calls, not rule blocks
 
@@ -138,8 +138,10 @@ def measure(
     scripted: bool,
     distinct: set[tuple[str, str]] | None = None,
     budget: int = 3,
+    retrieval: frozenset[str] = RETRIEVAL_TOOLS,
 ) -> ScenarioResult:
-    """One scenario's figures over all its turns; each turn is judged against its own `expect`."""
+    """One scenario's figures over all its turns; each turn is judged against its own `expect`. `retrieval`: the
+    tools whose calls the lookup budget counts."""
     failures, trace, fb, citations, precise, recalls = [], [], [], [], [], []
     earlier: list[str] = []
     rephrasings, rephrasings_run, rephrasing_pages = 0, 0, []
@@ -165,9 +167,7 @@ def measure(
 
     lookups = [t for t in trace if t["tool"] == LOOKUP]
     executed = [t for t in lookups if _ran(t)]
-    retrievals = [
-        sum(1 for t in r.trace if t["tool"] in TOOLS and TOOLS[t["tool"]].retrieval and _ran(t)) for r in turns
-    ]
+    retrievals = [sum(1 for t in r.trace if t["tool"] in retrieval and _ran(t)) for r in turns]
     sent = Counter(k for t in trace for k in t.get("sent") or [])
     seen_domains, repeats = set(), 0
     for t in executed:
@@ -292,6 +292,7 @@ def run_suite(
     """Each scenario is one session: its turns run in order on one checkpointer and thread. `as_blocks`: the
     questions are sent as content blocks (the chat UI's message shape) instead of strings."""
     distinct = distinct_pairs(repeat_labels)
+    retrieval = frozenset(name for name, tool in rt.tools.agent.items() if tool.retrieval)
     results = []
     for scenario in tqdm(scenarios, desc=f"eval guards {'on' if guards else 'off'}", disable=not progress, leave=False):
         saver, session = InMemorySaver(), f"eval-{scenario.id}-{uuid.uuid4().hex[:6]}"
@@ -325,19 +326,18 @@ def run_suite(
                     f"{scenario.id} (guards {'on' if guards else 'off'}): a turn ended in a "
                     "recursion error instead of an answer"
                 ) from None
-        results.append(measure(scenario, turns, guards, policy == "scripted", distinct, context.lookup_budget))
+        results.append(
+            measure(scenario, turns, guards, policy == "scripted", distinct, context.lookup_budget, retrieval)
+        )
     return results
 
 
-def llm_policy_model(rt, stack):
-    """The chat model `--policy llm` asks: EXECUTOR_LOCAL_MODEL served until `stack` closes, or the configured
-    OpenAI-compatible endpoint."""
-    rt.use_local_model(stack)
+def llm_policy_model(rt):
+    """The chat model `--policy llm` asks: the runtime's (EXECUTOR_LOCAL_MODEL, served by a runtime built with
+    `serve_model`, or the configured OpenAI-compatible endpoint)."""
     if not rt.settings.llm_configured:
         raise ExecutorError("--policy llm needs EXECUTOR_LOCAL_MODEL, OPENAI_API_KEY or OPENAI_BASE_URL")
-    from executor.agent.llm import make_chat_model
-
-    return make_chat_model(rt.settings)[0]
+    return rt.chat_model[0]
 
 
 def aggregate(results: list[ScenarioResult]) -> dict:

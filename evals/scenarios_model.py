@@ -14,10 +14,10 @@ from pathlib import Path
 from typing import Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator, model_validator
 
 from executor.core.errors import InputError
-from executor.tools.registry import TOOLS
+from executor.tools.registry import AGENT_TOOL_NAMES
 
 
 class Call(BaseModel):
@@ -54,8 +54,10 @@ class Turn(BaseModel):
 
     @field_validator("proposals", mode="before")
     @classmethod
-    def _batches(cls, value):
-        """`- lookup_knowledge: {query: x}` is a batch of one; a list of such mappings is one batch."""
+    def _batches(cls, value, info: ValidationInfo):
+        """`- lookup_knowledge: {query: x}` is a batch of one; a list of such mappings is one batch. The tools a
+        proposal may name are the executor's, or those of the validation context's `tools` (a test's own table)."""
+        known = (info.context or {}).get("tools", AGENT_TOOL_NAMES)
         batches = []
         for item in value or []:
             calls = item if isinstance(item, list) else [item]
@@ -64,7 +66,7 @@ class Turn(BaseModel):
                 if not (isinstance(call, dict) and len(call) == 1):
                     raise ValueError("each proposal is a mapping of one tool name to its arguments")
                 ((tool, args),) = call.items()
-                if tool not in TOOLS:
+                if tool not in known:
                     raise ValueError(f"unknown tool {tool!r} in proposals")
                 batch.append({"tool": tool, "args": args if isinstance(args, dict) else {}})
             batches.append(batch)

@@ -15,13 +15,13 @@ from executor.agent.routing import EXTRA_ROUNDS
 from executor.agent.session import run_turn
 from executor.core.errors import ExecutorError
 from executor.nodes.state import Context
-from executor.tools.registry import NAVIGATE, TOOLS
+from executor.tools.registry import NAVIGATE, RETRIEVAL_TOOLS
 
 
 def reads_knowledge(tool: str) -> bool:
     """A call that fetches from the knowledge base: the lookup and the knowledge-graph query (what the budget
     counts) and graph navigation; listing the knowledge bases or the session's documents is not one."""
-    return tool in TOOLS and TOOLS[tool].retrieval or tool == NAVIGATE
+    return tool in RETRIEVAL_TOOLS or tool == NAVIGATE
 
 
 def run_session(rt, scenario: Scenario, policy: str, model, rounds: int) -> list[Turn]:

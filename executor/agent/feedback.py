@@ -7,7 +7,9 @@ the state after the N-th question of the session was answered.
 
 from __future__ import annotations
 
-from contextlib import nullcontext
+from collections.abc import Callable
+from contextlib import AbstractContextManager
+from dataclasses import dataclass
 from typing import Annotated, Literal
 
 from pydantic import BaseModel, Field
@@ -16,7 +18,7 @@ from executor.core.errors import InputError
 from executor.core.validation import CONTROL, SESSION_ID, check_session_id
 from executor.stores.feedback import VERDICTS, FeedbackRow, FeedbackStore, TurnRecord
 from executor.tools.call import ToolCall, ToolOutput
-from executor.tools.registry import Tool, register
+from executor.tools.registry import Tool
 
 MAX_NOTE_CHARS = 2000
 
@@ -86,33 +88,21 @@ def check_feedback(verdict: str, note: str | None) -> tuple[str, str | None]:
     return verdict, note
 
 
-def record_feedback(
-    rt, session: str, turn: int | str, verdict: str, note: str | None = None, checkpointer=None
-) -> FeedbackRow:
-    """Validate, read the turn from the session's checkpoints, and store the verdict (replacing an earlier one).
+@dataclass(frozen=True)
+class Feedback:
+    """Recording verdicts: `store` keeps them; `checkpoints()` opens the session checkpoints for one use."""
 
-    `checkpointer`: one the caller already holds open (chat, the MCP server); else the configured one is opened.
-    """
-    from executor.agent.checkpoints import open_checkpointer
+    store: FeedbackStore
+    checkpoints: Callable[[], AbstractContextManager]
 
-    check_session_id(session)
-    number = parse_turn(turn)
-    verdict, note = check_feedback(verdict, note)
-    with nullcontext(checkpointer) if checkpointer is not None else open_checkpointer(rt.settings) as saver:
-        record = turn_from_checkpoints(saver, session, number)
-    return FeedbackStore(rt.db).record(record, verdict, note)
-
-
-def feedback_tool(call: ToolCall, args) -> ToolOutput:
-    """The MCP `feedback` tool (registered below): the rated session is the tool's own `session` argument, not
-    the MCP session the call arrives in (a host rates answers that `executor ask` or `chat` gave). It runs at
-    the services layer, so `call.services` is the runtime itself (the store of verdicts and the checkpoints)."""
-    row = record_feedback(call.services, args.session, args.turn, args.verdict, args.comment)
-    return ToolOutput(
-        text=f"recorded {row.verdict} for turn {row.turn} of {row.session_id}: {row.query} "
-        f"({len(row.documents)} documents, {len(row.cited)} cited)",
-        details={"verdict": row.verdict, "turn": row.turn, "rated_session": row.session_id},
-    )
+    def record(self, session: str, turn: int | str, verdict: str, note: str | None = None) -> FeedbackRow:
+        """Validate, read the turn from the session's checkpoints, and store the verdict (replacing an earlier one)."""
+        check_session_id(session)
+        number = parse_turn(turn)
+        verdict, note = check_feedback(verdict, note)
+        with self.checkpoints() as saver:
+            record = turn_from_checkpoints(saver, session, number)
+        return self.store.record(record, verdict, note)
 
 
 class feedback(BaseModel):  # noqa: N801
@@ -129,16 +119,24 @@ class feedback(BaseModel):  # noqa: N801
     comment: str | None = Field(None, description="what was wrong (or right)", max_length=MAX_NOTE_CHARS)
 
 
-# A host's tool only (agent=False): the executor LLM is never offered it. Registered here, not in
-# executor/tools/registry.py, because it reads the agent's checkpoints; the MCP server imports this module.
-register(
-    Tool(
+def feedback_tool(service: Callable[[], Feedback]) -> Tool:
+    """The MCP `feedback` tool, a host's only (the composition root puts it in the table's host tools: the executor
+    LLM is never offered it). The rated session is the tool's own `session` argument, not the MCP session the call
+    arrives in (a host rates answers that `executor ask` or `chat` gave)."""
+
+    def handler(call: ToolCall, args) -> ToolOutput:
+        row = service().record(args.session, args.turn, args.verdict, args.comment)
+        return ToolOutput(
+            text=f"recorded {row.verdict} for turn {row.turn} of {row.session_id}: {row.query} "
+            f"({len(row.documents)} documents, {len(row.cited)} cited)",
+            details={"verdict": row.verdict, "turn": row.turn, "rated_session": row.session_id},
+        )
+
+    return Tool(
         feedback,
-        feedback_tool,
-        agent=False,
+        handler,
         prompt={
             "zh": "feedback(session, turn, verdict, comment?)：评价一个回答的好坏。",
             "en": "feedback(session, turn, verdict, comment?): say whether an answer was good or bad.",
         },
     )
-)

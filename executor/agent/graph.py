@@ -8,7 +8,7 @@
 
 The rules live in `executor/agent/routing.py` (where to go) and `executor/nodes/guard.py`
 (what may run); `executor/nodes/call_tools.py` runs the approved calls through the tool
-registry, whose lookup applies the session's document and domain dedup.
+table, whose lookup applies the session's document and domain dedup.
 The composition root builds it (`agent.runtime.Runtime.app`), handing each node
 the collaborators it uses.
 """
@@ -30,7 +30,9 @@ from executor.nodes.executor import make_executor
 from executor.nodes.graph_expand import make_graph_expand
 from executor.nodes.guard import make_guard
 from executor.nodes.state import Context, ExecutorInput, ExecutorOutput, ExecutorState
-from executor.tools.call import ToolServices
+from executor.stores.catalog import Catalog
+from executor.stores.memory import ActionMemory
+from executor.tools.registry import ToolTable
 
 
 def _route(rule):
@@ -44,21 +46,24 @@ def _route(rule):
 
 
 def build_graph(
-    services: ToolServices,
+    tools: ToolTable,
+    catalog: Catalog,
+    memory: ActionMemory,
     expand: Callable[[LookupResult], GraphExpansion],
     read_document: Callable[[str, str], str],
     model: BaseChatModel,
     mode: str,
     checkpointer=None,
 ):
-    """`services`: what the tools run on; `expand`: graph expansion of a lookup; `read_document(kb, doc_key)`:
-    a document's text, for the offline answer; `mode`: "llm" or "offline"."""
+    """`tools`: the LLM's tools (`tools.agent`) and the log of their calls; `catalog`: the knowledge bases;
+    `memory`: the action memory; `expand`: graph expansion of a lookup; `read_document(kb, doc_key)`: a
+    document's text, for the offline answer; `mode`: "llm" or "offline"."""
     graph = StateGraph(ExecutorState, context_schema=Context, input_schema=ExecutorInput, output_schema=ExecutorOutput)
-    graph.add_node("begin_turn", make_begin_turn(services.catalog))
-    graph.add_node("executor", make_executor(model, services.catalog))
-    graph.add_node("guard", make_guard(services.log))
-    graph.add_node("call_tools", make_call_tools(services))
-    graph.add_node("graph_expand", make_graph_expand(expand, services.memory))
+    graph.add_node("begin_turn", make_begin_turn(catalog))
+    graph.add_node("executor", make_executor(model, catalog, tools.agent))
+    graph.add_node("guard", make_guard(tools))
+    graph.add_node("call_tools", make_call_tools(tools, memory))
+    graph.add_node("graph_expand", make_graph_expand(expand, memory))
     graph.add_node("answer", make_answer(model, mode, read_document=read_document))
     graph.add_node("fail", fail)
 

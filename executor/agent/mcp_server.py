@@ -1,7 +1,7 @@
 """The executor's tools as an MCP server (official `mcp` SDK): stdio, or streamable HTTP as a resident process.
 
-Tools come from the registry (`executor/tools/registry.py`) with their schemas, and run
-through `tools.registry.invoke` like the graph's: the same argument checks, the
+Tools come from the runtime's tool table (`executor/tools/registry.py`) with their schemas, and run
+through `ToolTable.invoke` like the graph's: the same argument checks, the
 same grading, action memory and `tool_invocation` rows; a store failure
 behind a retrieval tool is a tool error saying the knowledge base is
 unavailable. What the server cannot do is the graph's per-turn rules (lookup
@@ -28,13 +28,12 @@ import mcp.types as types
 from mcp.server.lowlevel import Server
 from mcp.shared.exceptions import McpError
 
-import executor.agent.feedback  # noqa: F401 - registers the host's `feedback` tool
 from executor.core.validation import SESSION_ID, check_session_id
 from executor.prompts.executor import RULES
 from executor.prompts.results import expansion_text
 from executor.retrieval.knowledge_bases import knowledge_bases
 from executor.tools.call import ToolCall
-from executor.tools.registry import all_tools, invoke, tool_named
+from executor.tools.registry import LOOKUP, Tool, ToolTable
 
 SESSION_ARG = {
     "type": "string",
@@ -58,10 +57,10 @@ class ToolFailed(Exception):
     """A tool call the host gets back as an error result (one line); the server goes on."""
 
 
-def has_own_session(name: str) -> bool:
+def has_own_session(tool: Tool) -> bool:
     """A tool whose `session` argument is its own (feedback: the session whose answer is rated), not the
     action-memory session every other tool may be given."""
-    return "session" in tool_named(name).args.model_fields
+    return "session" in tool.args.model_fields
 
 
 def host_schema(schema: dict) -> dict:
@@ -80,22 +79,24 @@ def host_schema(schema: dict) -> dict:
     return schema
 
 
-def input_schema(name: str) -> dict:
-    schema = tool_named(name).args.model_json_schema()
-    if not has_own_session(name):
+def input_schema(tool: Tool) -> dict:
+    schema = tool.args.model_json_schema()
+    if not has_own_session(tool):
         schema.setdefault("properties", {})["session"] = SESSION_ARG
     return host_schema(schema)
 
 
-def output_schema(name: str) -> dict | None:
+def output_schema(tool: Tool) -> dict | None:
     """The schema of a tool's structured content (query_knowledge_graph: results and graph_data), or None."""
-    model = tool_named(name).output
+    model = tool.output
     return model.model_json_schema(mode="serialization") if model is not None else None
 
 
 class ExecutorMCP:
-    def __init__(self, rt, kb: str = "sample"):
+    def __init__(self, rt, kb: str = "sample", tools: ToolTable | None = None):
+        """`tools`: the table served (default: the runtime's, the executor's tools and the host's own)."""
         self.rt, self.kb = rt, kb
+        self.table = tools or rt.tools
         # the stores and the embedder are shared by every session; one call at a time uses them
         self._lock = threading.Lock()
         self._connections: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
@@ -126,7 +127,7 @@ class ExecutorMCP:
         Returns the text and, for a tool with an output model, its structured content."""
         with self._lock:
             try:
-                out = invoke(name, ToolCall(self.rt, session, self.kb), args)
+                out = self.table.invoke(name, ToolCall(session, self.kb), args)
             except ValueError as exc:  # arguments the schema allows but the tool does not (blank query, ...)
                 raise ToolFailed(f"invalid arguments: {exc}") from None
             if out.failure is not None:  # a store failed: "unavailable", never read as "nothing found"
@@ -136,7 +137,7 @@ class ExecutorMCP:
             text = out.text
             if out.expandable is not None:  # a REFERENCE or thin lookup in a KB with a graph
                 text += "\n\n" + expansion_text(self.rt.expander.expand(out.expandable))
-            structured = out.result.model_dump(mode="json") if tool_named(name).output is not None else None
+            structured = out.result.model_dump(mode="json") if self.table.all[name].output is not None else None
             return text, structured
 
     def tools(self) -> list[types.Tool]:
@@ -146,10 +147,10 @@ class ExecutorMCP:
                 types.Tool(
                     name=name,
                     description=t.description,
-                    inputSchema=input_schema(name),
-                    outputSchema=output_schema(name),
+                    inputSchema=input_schema(t),
+                    outputSchema=output_schema(t),
                 )
-                for name, t in all_tools().items()
+                for name, t in self.table.all.items()
             ]
         return self._tools
 
@@ -161,7 +162,6 @@ class ExecutorMCP:
         English and a Chinese lookup, each expanded) in a session of their own, which is forgotten afterwards:
         its memory and its log rows, since no host made them."""
         from executor.retrieval.graph_build import has_graph
-        from executor.tools.registry import LOOKUP
 
         session = f"mcp-warm-up-{uuid.uuid4().hex[:12]}"
         self.tools()
@@ -171,7 +171,7 @@ class ExecutorMCP:
                 return
             try:
                 for query in ("How do I warm up the service?", "服务怎么预热？"):
-                    out = invoke(LOOKUP, ToolCall(self.rt, session, self.kb), {"query": query})
+                    out = self.table.invoke(LOOKUP, ToolCall(session, self.kb), {"query": query})
                     if out.result is not None and has_graph(row.extract_config):
                         expansion_text(self.rt.expander.expand(out.result))
             finally:
@@ -190,10 +190,11 @@ class ExecutorMCP:
         # query), and it takes what hosts' CLIs send as text ("2" for an integer, "A,B" for an array)
         @server.call_tool(validate_input=False)
         async def call_tool(name: str, arguments: dict | None):
-            if tool_named(name) is None:
+            tool = self.table.named(name)
+            if tool is None:
                 raise ToolFailed(f"there is no tool named {str(name)[:80]!r}")
             args = dict(arguments or {})
-            session = self.session_id(None if has_own_session(name) else args.pop("session", None))
+            session = self.session_id(None if has_own_session(tool) else args.pop("session", None))
             text, structured = await anyio.to_thread.run_sync(self.call, name, session, args)
             content = [types.TextContent(type="text", text=text)]
             return (content, structured) if structured is not None else content

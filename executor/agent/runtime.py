@@ -1,12 +1,16 @@
 """The composition root: the stores and services one process works with, built lazily from the settings.
 
-Each service gets its collaborators here, explicitly; nothing below this module imports it. Use it as a
-context manager (`with Runtime(...) as rt:`): leaving the block closes what was opened.
+Each service gets its collaborators here, explicitly; nothing below this module imports it. The settings are
+settled before anything is built (with `serve_model`, the local model's endpoint is started first), and the
+runtime builds what every surface runs: the chat model, the checkpointer, the tool table and the compiled
+graph (ask, chat, Studio, the MCP server, the eval). Use it as a context manager (`with Runtime(...) as rt:`):
+leaving the block closes what was opened.
 """
 
 from __future__ import annotations
 
 import threading
+from contextlib import AbstractContextManager, ExitStack, nullcontext
 from functools import cached_property
 from pathlib import Path
 
@@ -24,10 +28,18 @@ from executor.stores.vectors import VectorStore, open_vector_store
 
 
 class Runtime:
-    """`source` names the surface this process serves (chat, ask, eval, ...): every invocation row records it."""
+    """`source` names the surface this process serves (chat, ask, eval, ...): every invocation row records it.
+    `serve_model`: with EXECUTOR_LOCAL_MODEL set, that model is served on a free loopback port until the runtime
+    closes, and the settings the runtime is built on point the chat model at it."""
 
-    def __init__(self, settings: Settings | None = None, source: str | None = None):
-        self.settings = settings or get_settings()
+    def __init__(self, settings: Settings | None = None, source: str | None = None, serve_model: bool = False):
+        self._opened = ExitStack()  # what the runtime entered for its lifetime: the local model, the checkpointer
+        settings = settings or get_settings()
+        if serve_model:
+            from executor.agent.llm import serve_local_model
+
+            settings = serve_local_model(settings, self._opened)
+        self.settings = settings
         self.source = source
 
     @cached_property
@@ -164,32 +176,68 @@ class Runtime:
             threading.Thread(target=load_segmenter, name="load-jieba", daemon=True).start()
         self.embedder
 
-    def use_local_model(self, stack) -> None:
-        """With EXECUTOR_LOCAL_MODEL set, serve that model on a free loopback port until `stack` (an ExitStack)
-        closes, and point this runtime's LLM settings at it (no API key goes to it)."""
-        settings = self.settings
-        if not settings.local_model:
-            return
-        from executor.local_llm.serve import LocalEndpoint, engine_options
+    @cached_property
+    def chat_model(self):
+        """(model, mode): the configured chat model and "llm", or the offline planner and "offline"."""
+        from executor.agent.llm import make_chat_model
 
-        endpoint = stack.enter_context(LocalEndpoint(engine_options(settings, settings.local_model)))
-        self.settings = settings.model_copy(
-            update={
-                "openai_base_url": endpoint.base_url,
-                "openai_api_key": None,
-                "model": endpoint.options.alias,
-                # the endpoint's own per-request timeout answers first, with a line that says so
-                "llm_timeout_s": max(settings.llm_timeout_s, settings.local_model_timeout_s + 5),
-            }
+        return make_chat_model(self.settings)
+
+    @cached_property
+    def checkpointer(self):
+        """The configured checkpointer (sessions resume from it), open until the runtime closes."""
+        from executor.agent.checkpoints import open_checkpointer
+
+        return self._opened.enter_context(open_checkpointer(self.settings))
+
+    def checkpoints(self) -> AbstractContextManager:
+        """The session checkpoints for one use: this runtime's checkpointer when it is open, else the configured
+        one, opened for that use only."""
+        from executor.agent.checkpoints import open_checkpointer
+
+        return nullcontext(self.checkpointer) if "checkpointer" in self.__dict__ else open_checkpointer(self.settings)
+
+    @cached_property
+    def feedback(self):
+        from executor.agent.feedback import Feedback
+        from executor.stores.feedback import FeedbackStore
+
+        return Feedback(FeedbackStore(self.db), self.checkpoints)
+
+    @cached_property
+    def tools(self):
+        """The tool table: the executor's tools, each bound to the services it declares, and the host's own
+        (feedback on answers), served over MCP only."""
+        from executor.agent.feedback import feedback_tool
+        from executor.tools.registry import ToolServices, ToolTable, agent_tools, tool_map
+
+        services = ToolServices(
+            self.settings,
+            self.catalog,
+            lookup_service=lambda: self.lookup_service,
+            kg=lambda: self.kg,
+            traversals=lambda: self.traversals,
+            graph=lambda: self.graph,
+        )
+        return ToolTable(
+            agent=tool_map(agent_tools(services)),
+            host=tool_map([feedback_tool(lambda: self.feedback)]),
+            log=self.log,
+            catalog=self.catalog,
         )
 
-    def app(self, model, mode: str, checkpointer=None):
+    def app(self, model=None, mode: str | None = None, checkpointer=None, tools=None):
         """The executor graph on this runtime's services: what the chat, `ask`, Studio and the eval all run.
-        `mode`: "llm" (a chat model) or "offline" (the planner)."""
+        `model` and `mode` ("llm": a chat model, "offline": the planner) default to this runtime's chat model;
+        `tools`, to its tool table."""
         from executor.agent.graph import build_graph
 
+        if model is None:
+            model, mode = self.chat_model
         return build_graph(
-            self,
+            tools or self.tools,
+            self.catalog,
+            self.memory,
             lambda result: self.expander.expand(result),
             lambda kb, doc_key: self.vectors.document_text(kb, doc_key),
             model,
@@ -205,6 +253,7 @@ class Runtime:
 
     def close(self, stop_graph_server: bool = False) -> None:
         """Release what was opened; the embedded graph server keeps running for the next command unless asked."""
+        self._opened.close()
         if "vectors" in self.__dict__:
             self.vectors.close()
         if "graph" in self.__dict__:

@@ -5,8 +5,6 @@ its own. Thread ids become session ids. The settings come from the
 environment of the `langgraph dev` process (EXECUTOR_HOME, OPENAI_BASE_URL, ...).
 """
 
-from executor.agent.llm import make_chat_model
 from executor.agent.runtime import Runtime
 
-_runtime = Runtime(source="studio")
-graph = _runtime.app(*make_chat_model(_runtime.settings))
+graph = Runtime(source="studio").app()

@@ -1,6 +1,6 @@
 """call_tools: runs the tool calls the guard let through, against the real stores.
 
-Every call runs through the tool registry (`tools.registry.invoke`), as MCP's do.
+Every call runs through the tool table (`tools.registry.ToolTable.invoke`), as MCP's do.
 A lookup that graph expansion should widen keeps its tool message back for
 `graph_expand`, which sends the lookup text and the expansion together (the
 tool sets `expandable` only when the run's knowledge base has a graph).
@@ -22,8 +22,9 @@ from langgraph.runtime import Runtime as RunContext
 from executor.nodes.common import lang_of, session_of
 from executor.nodes.memory_branch import branch_session
 from executor.nodes.state import Context, ExecutorState
-from executor.tools.call import ToolCall, ToolServices
-from executor.tools.registry import invoke
+from executor.stores.memory import ActionMemory
+from executor.tools.call import ToolCall
+from executor.tools.registry import ToolTable
 
 
 def recalled(pointed_back: list[str], session_evidence: dict[str, dict]) -> list[dict]:
@@ -42,11 +43,14 @@ def add_evidence(evidence: list[dict], new: list[dict]) -> list[dict]:
     return out
 
 
-def make_call_tools(services: ToolServices):
+def make_call_tools(tools: ToolTable, memory: ActionMemory):
+    """`tools`: the table the guard approved the calls from; `memory`: the action memory whose branch mark the
+    node keeps."""
+
     def call_tools(state: ExecutorState, runtime: RunContext[Context], config: RunnableConfig) -> ExecutorState:
         ctx, lang = runtime.context, lang_of(state)
         # the memory this checkpoint saw (a fork gets a copy of it): executor/nodes/memory_branch.py
-        session = branch_session(state.get("memory"), session_of(config), services.memory)
+        session = branch_session(state.get("memory"), session_of(config), memory)
         trace = [dict(t) for t in state.get("trace", [])]
         evidence = list(state.get("evidence", []))
         session_evidence = dict(state.get("session_evidence") or {})
@@ -56,8 +60,8 @@ def make_call_tools(services: ToolServices):
 
         for call in state.get("pending", []):
             entry = trace[call["trace_index"]]
-            where = ToolCall(services, session, ctx.kb, rules=ctx.guards, batch=call.get("batch"), lang=lang)
-            out = invoke(call["name"], where, call["args"])
+            where = ToolCall(session, ctx.kb, rules=ctx.guards, batch=call.get("batch"), lang=lang)
+            out = tools.invoke(call["name"], where, call["args"])
             entry.update(out.trace)
             failure = failure or out.failure
             counts["attempted_lookups"] += out.attempted
@@ -97,7 +101,7 @@ def make_call_tools(services: ToolServices):
             "precise": precise,
             "last_level": last_level,
             "failure": failure,
-            "memory": services.memory.mark(session),
+            "memory": memory.mark(session),
         }
 
     return call_tools

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from langchain_core.messages import SystemMessage
 from langgraph.runtime import Runtime as RunContext
 
@@ -9,19 +11,20 @@ from executor.nodes.common import invoke_llm, lang_of
 from executor.nodes.state import Context, ExecutorState
 from executor.prompts.executor import system_prompt
 from executor.retrieval.knowledge_bases import knowledge_bases
-from executor.tools.registry import TOOLS
+from executor.tools.registry import Tool
 
 
-def make_executor(model, catalog):
-    """`catalog`: where the knowledge bases the system prompt names are listed."""
+def make_executor(model, catalog, tools: Mapping[str, Tool]):
+    """`catalog`: where the knowledge bases the system prompt names are listed; `tools`: the tools the model is
+    offered (bound, and listed in the prompt)."""
 
-    bound = model.bind_tools([t.args for t in TOOLS.values()])
+    bound = model.bind_tools([t.args for t in tools.values()])
 
     def executor(state: ExecutorState, runtime: RunContext[Context]) -> ExecutorState:
         lang, ctx = lang_of(state), runtime.context or Context()
         prompt = system_prompt(
             lang,
-            [t.prompt["zh" if lang == "zh" else "en"] for t in TOOLS.values()],
+            [t.prompt["zh" if lang == "zh" else "en"] for t in tools.values()],
             [k.line() for k in knowledge_bases(catalog)],
             ctx.kb,
         )

@@ -15,14 +15,13 @@ from executor.core.relevance import Level
 from executor.nodes.common import lang_of, last_ai, session_of
 from executor.nodes.state import Context, ExecutorState
 from executor.prompts.executor import blocked_message
-from executor.tools.registry import LOOKUP, TOOLS, log_call, parse_arguments
+from executor.tools.registry import LOOKUP, Tool, ToolTable, parse_arguments
 
 # reasons that stop a well-formed lookup (rules); the others are malformed calls
 RULE_REASONS = ("precise_reached", "budget_spent")
 
 
-def trace_entry(name: str, args) -> dict:
-    tool = TOOLS.get(name)
+def trace_entry(tool: Tool | None, name: str, args) -> dict:
     args = args if isinstance(args, dict) else {}
     return {
         "tool": name,
@@ -40,14 +39,16 @@ def trace_entry(name: str, args) -> dict:
     }
 
 
-def block_reason(name: str, args, state: ExecutorState, ctx: Context, planned: int) -> tuple[str | None, str]:
-    if name not in TOOLS:
+def block_reason(
+    tool: Tool | None, name: str, args, state: ExecutorState, ctx: Context, planned: int
+) -> tuple[str | None, str]:
+    if tool is None:
         return "unknown_tool", str(name)[:80]
     try:
-        parse_arguments(name, args)
+        parse_arguments(tool.args, args)
     except ValueError as exc:
         return "invalid_arguments", str(exc)
-    if TOOLS[name].retrieval and ctx.guards:
+    if tool.retrieval and ctx.guards:
         if state.get("precise"):
             return "precise_reached", ""
         if state.get("attempted_lookups", 0) + planned >= ctx.lookup_budget:
@@ -55,8 +56,9 @@ def block_reason(name: str, args, state: ExecutorState, ctx: Context, planned: i
     return None, ""
 
 
-def make_guard(log):
-    """`log`: the invocation log, where a blocked or refused call gets its `tool_invocation` row."""
+def make_guard(tools: ToolTable):
+    """`tools`: the table whose agent tools the LLM may call; a blocked or refused call gets its `tool_invocation`
+    row in its log."""
 
     def guard(state: ExecutorState, runtime: RunContext[Context], config: RunnableConfig) -> ExecutorState:
         ctx, session, lang = runtime.context, session_of(config), lang_of(state)
@@ -66,17 +68,18 @@ def make_guard(log):
         calls = [(c, None) for c in ai.tool_calls] + [(c, "not valid JSON") for c in ai.invalid_tool_calls]
         for call, unparsable in calls:
             name, args = call.get("name") or "?", call.get("args")
-            entry = trace_entry(name, args)
+            tool = tools.agent.get(name)
+            entry = trace_entry(tool, name, args)
             if unparsable:
                 reason, detail = "invalid_arguments", unparsable
             else:
-                reason, detail = block_reason(name, args, state, ctx, planned)
+                reason, detail = block_reason(tool, name, args, state, ctx, planned)
             if reason is None:
                 # batch: the message the call came in; its sibling lookups are never repeats of each other
                 approved.append(
                     {"id": call["id"], "name": name, "args": args, "trace_index": len(trace), "batch": ai.id}
                 )
-                planned += TOOLS[name].retrieval
+                planned += tool.retrieval
             else:
                 entry.update(blocked=True, dedup_reason=reason)
                 if reason in RULE_REASONS:
@@ -85,8 +88,7 @@ def make_guard(log):
                     entry["error"] = blocked_message(reason, lang, detail)
                 blocked += name == LOOKUP
                 messages.append(ToolMessage(blocked_message(reason, lang, detail), tool_call_id=call["id"], name=name))
-                log_call(
-                    log,
+                tools.log_call(
                     session,
                     name,
                     ctx.kb,

@@ -4,40 +4,16 @@ and the one writer of `tool_invocation` rows (`log_call`), which `tools.registry
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any
 
-from executor.stores.invocation_log import Invocation
-
-if TYPE_CHECKING:
-    from executor.core.settings import Settings
-    from executor.retrieval.kg_query import KnowledgeGraphQuery
-    from executor.retrieval.lookup import LookupService
-    from executor.retrieval.traversal_cache import TraversalCache
-    from executor.stores.catalog import Catalog
-    from executor.stores.invocation_log import InvocationLog
-    from executor.stores.knowledge_graph import GraphStore
-    from executor.stores.memory import ActionMemory
-
-
-class ToolServices(Protocol):
-    """What the tools run on. The composition root (`agent.runtime.Runtime`) provides it and builds each service
-    on first use, so a call that needs no graph never starts the graph server."""
-
-    settings: Settings
-    catalog: Catalog
-    log: InvocationLog
-    lookup_service: LookupService
-    kg: KnowledgeGraphQuery
-    traversals: TraversalCache
-    graph: GraphStore
-    memory: ActionMemory  # the graph's nodes keep its branch mark (executor/nodes/memory_branch.py)
+from executor.stores.invocation_log import Invocation, InvocationLog
 
 
 @dataclass
 class ToolCall:
-    """Where a call runs: the services, the session whose memory it uses, the run's knowledge base, rules on or off."""
+    """Where a call runs: the session whose memory it uses, the run's knowledge base, rules on or off. The services
+    a tool runs on are its handler's own (bound when the tool table is built: `executor/tools/registry.py`)."""
 
-    services: ToolServices
     session: str
     kb: str = "sample"
     rules: bool = True

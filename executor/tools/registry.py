@@ -1,25 +1,25 @@
-"""The tool registry: every tool the executor LLM (and an MCP host) may call, in one table.
+"""The tool table: every tool the executor LLM (and an MCP host) may call, as one immutable table per process.
 
-An entry holds the argument schema (a pydantic model whose class name is the
-tool name the LLM sees; it is also how arguments are validated), the handler,
-how its result reads to the LLM (`render`, from `executor/prompts/results.py`), whether
-the tool counts against the lookup budget and the PRECISE stop, and one prompt
-line per language. The graph's guard and lookup node, the system
-prompt, the MCP server and the eval's tool names all read this table; adding
-a tool is one `register(Tool(...))` plus its handler (`executor/tools/handlers.py`).
-A tool registered with `agent=False` (feedback on answers) is served to a host
-over MCP only: the executor LLM's prompt, guard and eval never see it.
-`invoke` is the one way a tool runs, and writes its `tool_invocation` row (the handlers' services write
-none: they hand the row's raw scores back in `ToolOutput.details`).
+An entry holds the argument schema (a pydantic model whose class name is the tool name the LLM sees; it is
+also how arguments are validated), the handler (bound to the services it declares: `executor/tools/handlers.py`),
+how its result reads to the LLM (`render`, from `executor/prompts/results.py`), whether the tool counts against
+the lookup budget and the PRECISE stop, and one prompt line per language. The composition root builds the table
+(`agent.runtime.Runtime.tools`: `agent_tools` here, plus a host's own tools such as feedback on answers, which
+the executor LLM's prompt, guard and eval never see) and hands it to the graph and the MCP server; nothing is
+registered at import. Adding a tool is one entry in `agent_tools` plus its handler.
+`ToolTable.invoke` is the one way a tool runs, and `ToolTable.run` writes its `tool_invocation` row (the
+handlers' services write none: they hand the row's raw scores back in `ToolOutput.details`).
 """
 
 from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from functools import cached_property
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
@@ -32,6 +32,15 @@ from executor.stores.knowledge_graph import MAX_HOPS, RELATION_TYPES, relation_p
 from executor.tools import handlers as _h
 from executor.tools.call import ToolCall, ToolOutput
 from executor.tools.call import log_call as _log_call
+
+if TYPE_CHECKING:
+    from executor.core.settings import Settings
+    from executor.retrieval.kg_query import KnowledgeGraphQuery
+    from executor.retrieval.lookup import LookupService
+    from executor.retrieval.traversal_cache import TraversalCache
+    from executor.stores.catalog import Catalog
+    from executor.stores.invocation_log import InvocationLog
+    from executor.stores.knowledge_graph import GraphStore
 
 
 def listed(value):
@@ -133,7 +142,6 @@ class Tool:
     render: Callable[[Any], str] | None = None  # the text the LLM reads, from the handler's `result`
     retrieval: bool = False  # counts against the lookup budget; the PRECISE stop applies
     query_field: str | None = None  # the argument the trace and the log show as the call's query
-    agent: bool = True  # offered to the executor LLM; False: only a host gets it (MCP), e.g. feedback on answers
     output: type[BaseModel] | None = None  # the model of `result` a host gets as structured content (MCP)
 
     @property
@@ -148,37 +156,16 @@ class Tool:
         return args.get(self.query_field) if isinstance(args, dict) and self.query_field else None
 
 
-TOOLS: dict[str, Tool] = {}  # the executor LLM's tools (a host gets them too)
-HOST_TOOLS: dict[str, Tool] = {}  # tools only a host gets: the graph's prompt, guard and eval never see them
-
-
-def register(tool: Tool) -> Tool:
-    (TOOLS if tool.agent else HOST_TOOLS)[tool.name] = tool
-    return tool
-
-
-def unregister(name: str) -> None:
-    TOOLS.pop(name, None)
-    HOST_TOOLS.pop(name, None)
-
-
-def all_tools() -> dict[str, Tool]:
-    """Every tool, the executor's first: what the MCP server serves."""
-    return {**TOOLS, **HOST_TOOLS}
-
-
-def tool_named(name: str) -> Tool | None:
-    return TOOLS.get(name) or HOST_TOOLS.get(name)
-
-
 LOOKUP = lookup_knowledge.__name__  # the tool the eval and the offline planner count and propose
 KG_QUERY = query_knowledge_graph.__name__
 NAVIGATE = navigate_graph.__name__
+AGENT_TOOL_NAMES = (LOOKUP, KG_QUERY, NAVIGATE, list_knowledge_bases.__name__)  # what `agent_tools` builds
+RETRIEVAL_TOOLS = frozenset({LOOKUP, KG_QUERY})  # those of them that count against the lookup budget (`retrieval`)
 
 
-def parse_arguments(name: str, args) -> BaseModel:
-    """Validated arguments, or ValueError with one readable line."""
-    schema = all_tools()[name].args
+def parse_arguments(schema: type[BaseModel], args) -> BaseModel:
+    """Validated arguments of the tool whose schema is `schema`, or ValueError with one readable line."""
+    name = schema.__name__
     if args is None and not schema.model_fields:
         args = {}
     if not isinstance(args, dict):
@@ -203,113 +190,140 @@ def parse_arguments(name: str, args) -> BaseModel:
     return parsed
 
 
-def log_call(log, session: str, name: str, kb: str | None, args, **fields) -> None:
-    """The `tool_invocation` row of a call the guard blocked or refused (it never reached `invoke`)."""
-    tool = tool_named(name)
-    _log_call(log, session, name, kb, args, query_field=tool.query_field if tool else None, **fields)
+def tool_map(tools: Iterable[Tool]) -> Mapping[str, Tool]:
+    """Tools by name, in order, read-only."""
+    return MappingProxyType({t.name: t for t in tools})
 
 
-def run(name: str, call: ToolCall, args: BaseModel) -> ToolOutput:
-    """Run one tool on arguments already parsed, and write its `tool_invocation` row whatever happens: the one
-    place rows of calls that ran are written. An ExecutorError is logged, then raised to the caller.
+@dataclass(frozen=True)
+class ToolTable:
+    """The tools of one process: `agent`, the executor LLM's (a host gets them too), and `host`, those only a host
+    gets (MCP). `log` is where every call's `tool_invocation` row goes; `catalog` is read once per call."""
 
-    The CLI's `lookup` and `kg` call this directly (their arguments checked by the services' own messages);
-    everything else goes through `invoke`."""
-    tool = all_tools()[name]
-    check_session_id(call.session)  # before the row: a session id that is not one is not written anywhere
-    started = time.perf_counter()
-    out, error = None, None
-    try:
-        with call.services.catalog.reading():  # one read of each KB row per call, however many steps need it
-            out = tool.handler(call, args)
-        if tool.render is not None:
-            out.text = tool.render(out.result)
-        return out
-    except Exception as exc:  # a bug too: its row says the call failed
-        error = str(exc) if isinstance(exc, ExecutorError) else f"{exc.__class__.__name__}: {exc}"
-        raise
-    finally:
-        row = {"error": error, "kb": call.kb, **(out.row if out else {})}
-        _log_call(
-            call.services.log,
-            call.session,
-            name,
-            row.pop("kb"),
-            args.model_dump(),
-            query_field=tool.query_field,
-            **row,
-            latency_ms=round((time.perf_counter() - started) * 1000, 2),
-            retrieval_details=(out.details if out else None) or None,
-        )
+    agent: Mapping[str, Tool]
+    host: Mapping[str, Tool]
+    log: InvocationLog
+    catalog: Catalog
 
+    @cached_property
+    def all(self) -> Mapping[str, Tool]:
+        """Every tool, the executor's first: what the MCP server serves."""
+        return MappingProxyType({**self.agent, **self.host})
 
-def invoke(name: str, call: ToolCall, args) -> ToolOutput:
-    """Run one tool with validated arguments (ValueError when they are not); an error becomes the output.
+    def named(self, name: str) -> Tool | None:
+        return self.all.get(name)
 
-    Only the caller's own mistakes (InputError) go back to it as "error: …", for it to fix. When a retrieval
-    tool's store or configuration fails, the text says the knowledge base is unavailable (never "nothing
-    found") and `failure` is set: the graph ends the turn in it, MCP returns it as a tool error. The other
-    tools (the graph view, the list) only tell the caller, which can go on without them.
-    """
-    tool = all_tools()[name]
-    parsed = parse_arguments(name, args)
-    try:
-        return run(name, call, parsed)
-    except ExecutorError as exc:
-        error = str(exc)
-        if tool.retrieval and not isinstance(exc, InputError):
-            return ToolOutput(
-                text=unavailable_message(call.lang, error), error=error, failure=error, trace={"error": error}
+    def log_call(self, session: str, name: str, kb: str | None, args, **fields) -> None:
+        """The `tool_invocation` row of a call the guard blocked or refused (it never reached `invoke`)."""
+        tool = self.named(name)
+        _log_call(self.log, session, name, kb, args, query_field=tool.query_field if tool else None, **fields)
+
+    def run(self, name: str, call: ToolCall, args: BaseModel) -> ToolOutput:
+        """Run one tool on arguments already parsed, and write its `tool_invocation` row whatever happens: the
+        one place rows of calls that ran are written. An ExecutorError is logged, then raised to the caller."""
+        tool = self.all[name]
+        check_session_id(call.session)  # before the row: a session id that is not one is not written anywhere
+        started = time.perf_counter()
+        out, error = None, None
+        try:
+            with self.catalog.reading():  # one read of each KB row per call, however many steps need it
+                out = tool.handler(call, args)
+            if tool.render is not None:
+                out.text = tool.render(out.result)
+            return out
+        except Exception as exc:  # a bug too: its row says the call failed
+            error = str(exc) if isinstance(exc, ExecutorError) else f"{exc.__class__.__name__}: {exc}"
+            raise
+        finally:
+            row = {"error": error, "kb": call.kb, **(out.row if out else {})}
+            _log_call(
+                self.log,
+                call.session,
+                name,
+                row.pop("kb"),
+                args.model_dump(),
+                query_field=tool.query_field,
+                **row,
+                latency_ms=round((time.perf_counter() - started) * 1000, 2),
+                retrieval_details=(out.details if out else None) or None,
             )
-        return ToolOutput(text=f"error: {exc}", error=error, trace={"error": error})
+
+    def invoke(self, name: str, call: ToolCall, args) -> ToolOutput:
+        """Run one tool with validated arguments (ValueError when they are not); an error becomes the output.
+
+        Only the caller's own mistakes (InputError) go back to it as "error: …", for it to fix. When a retrieval
+        tool's store or configuration fails, the text says the knowledge base is unavailable (never "nothing
+        found") and `failure` is set: the graph ends the turn in it, MCP returns it as a tool error. The other
+        tools (the graph view, the list) only tell the caller, which can go on without them.
+        """
+        tool = self.all[name]
+        parsed = parse_arguments(tool.args, args)
+        try:
+            return self.run(name, call, parsed)
+        except ExecutorError as exc:
+            error = str(exc)
+            if tool.retrieval and not isinstance(exc, InputError):
+                return ToolOutput(
+                    text=unavailable_message(call.lang, error), error=error, failure=error, trace={"error": error}
+                )
+            return ToolOutput(text=f"error: {exc}", error=error, trace={"error": error})
 
 
-# The four tools of the executor (`agent.feedback` registers one for a host: it needs the checkpoints).
-register(
-    Tool(
-        lookup_knowledge,
-        _h.lookup,
-        render=lookup_text,
-        retrieval=True,
-        query_field="query",
-        prompt={
-            "zh": "lookup_knowledge(query, missing_dimension?)：检索知识库。结果带 relevance_level、completeness_hint 和 retrieved_domains_this_session。",
-            "en": "lookup_knowledge(query, missing_dimension?): search the knowledge base. Each result carries relevance_level, completeness_hint and retrieved_domains_this_session.",
-        },
+@dataclass(frozen=True)
+class ToolServices:
+    """What the executor's tools run on. The costly services are providers, called on a call's first use, so a
+    call that needs no graph never starts the graph server."""
+
+    settings: Settings
+    catalog: Catalog
+    lookup_service: Callable[[], LookupService]
+    kg: Callable[[], KnowledgeGraphQuery]
+    traversals: Callable[[], TraversalCache]
+    graph: Callable[[], GraphStore]
+
+
+def agent_tools(services: ToolServices) -> tuple[Tool, ...]:
+    """The four tools of the executor, each handler bound to the services it declares."""
+    s = services
+    return (
+        Tool(
+            lookup_knowledge,
+            _h.make_lookup(s.catalog, s.lookup_service, s.settings.graph_min_results),
+            render=lookup_text,
+            retrieval=True,
+            query_field="query",
+            prompt={
+                "zh": "lookup_knowledge(query, missing_dimension?)：检索知识库。结果带 relevance_level、completeness_hint 和 retrieved_domains_this_session。",
+                "en": "lookup_knowledge(query, missing_dimension?): search the knowledge base. Each result carries relevance_level, completeness_hint and retrieved_domains_this_session.",
+            },
+        ),
+        Tool(
+            query_knowledge_graph,
+            _h.make_kg_query(s.kg),
+            render=kg_text,
+            retrieval=True,
+            query_field="query",
+            output=KGResult,
+            prompt={
+                "zh": "query_knowledge_graph(knowledge_base_ids, query)：同时检索多个知识库（最多 10 个），返回结果以及图谱中的节点和关系。",
+                "en": "query_knowledge_graph(knowledge_base_ids, query): search several knowledge bases at once (up to 10); returns results plus graph nodes and edges.",
+            },
+        ),
+        Tool(
+            navigate_graph,
+            _h.make_navigate(s.graph, s.traversals, s.settings.graph_hops, s.settings.graph_max_nodes_per_hop),
+            query_field="entity",
+            prompt={
+                "zh": "navigate_graph(entity, target?, relations?, hops?, outgoing?)：在知识图谱中查看实体之间的关系路径。",
+                "en": "navigate_graph(entity, target?, relations?, hops?, outgoing?): show how entities relate in the knowledge graph.",
+            },
+        ),
+        Tool(
+            list_knowledge_bases,
+            _h.make_list_kbs(s.catalog),
+            prompt={
+                "zh": "list_knowledge_bases()：列出知识库（名称、描述、文档数、是否有知识图谱）。",
+                "en": "list_knowledge_bases(): list the knowledge bases (name, description, document count, knowledge graph or not).",
+            },
+        ),
     )
-)
-register(
-    Tool(
-        query_knowledge_graph,
-        _h.kg_query,
-        render=kg_text,
-        retrieval=True,
-        query_field="query",
-        output=KGResult,
-        prompt={
-            "zh": "query_knowledge_graph(knowledge_base_ids, query)：同时检索多个知识库（最多 10 个），返回结果以及图谱中的节点和关系。",
-            "en": "query_knowledge_graph(knowledge_base_ids, query): search several knowledge bases at once (up to 10); returns results plus graph nodes and edges.",
-        },
-    )
-)
-register(
-    Tool(
-        navigate_graph,
-        _h.navigate,
-        query_field="entity",
-        prompt={
-            "zh": "navigate_graph(entity, target?, relations?, hops?, outgoing?)：在知识图谱中查看实体之间的关系路径。",
-            "en": "navigate_graph(entity, target?, relations?, hops?, outgoing?): show how entities relate in the knowledge graph.",
-        },
-    )
-)
-register(
-    Tool(
-        list_knowledge_bases,
-        _h.list_kbs,
-        prompt={
-            "zh": "list_knowledge_bases()：列出知识库（名称、描述、文档数、是否有知识图谱）。",
-            "en": "list_knowledge_bases(): list the knowledge bases (name, description, document count, knowledge graph or not).",
-        },
-    )
-)

@@ -97,9 +97,11 @@ def test_bad_calls_are_rejected_clearly(kbs, ids, query, message):
 
 def test_every_call_is_logged(kbs):
     from executor.tools.call import ToolCall
-    from executor.tools.registry import KG_QUERY, invoke
+    from executor.tools.registry import KG_QUERY
 
-    out = invoke(KG_QUERY, ToolCall(kbs, "kg-6"), {"knowledge_base_ids": ["sample", "nope"], "query": "Helm rollback"})
+    out = kbs.tools.invoke(
+        KG_QUERY, ToolCall("kg-6"), {"knowledge_base_ids": ["sample", "nope"], "query": "Helm rollback"}
+    )
     assert out.error is None and "nope" in out.text  # one unknown knowledge base does not fail the call
     (row,) = kbs.log.rows(session_id="kg-6", tool_name="query_knowledge_graph")
     assert row.arguments["knowledge_base_ids"] == ["sample", "nope"] and "nope" in row.error

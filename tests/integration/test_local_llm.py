@@ -113,12 +113,12 @@ def _chat(endpoint, **kwargs):
 
 @needs_model
 def test_a_lookup_question_gets_a_well_formed_tool_call_streamed(endpoint):
-    from executor.tools.registry import TOOLS, lookup_knowledge
+    from executor.tools.registry import lookup_knowledge
 
     model = _chat(endpoint, streaming=True).bind_tools([lookup_knowledge])
     reply = model.invoke("How do I configure the database connection pool? Look it up in the knowledge base.")
     assert [c["name"] for c in reply.tool_calls] == ["lookup_knowledge"]
-    TOOLS["lookup_knowledge"].args.model_validate(reply.tool_calls[0]["args"])  # arguments fit the tool's schema
+    lookup_knowledge.model_validate(reply.tool_calls[0]["args"])  # arguments fit the tool's schema
     assert not reply.invalid_tool_calls
 
 

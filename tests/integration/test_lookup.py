@@ -10,7 +10,7 @@ from executor.core.errors import InputError
 from executor.prompts.results import lookup_text
 from executor.stores.database import SessionDocument
 from executor.tools.call import ToolCall
-from executor.tools.registry import LOOKUP, invoke
+from executor.tools.registry import LOOKUP
 
 
 def new_session() -> str:
@@ -19,7 +19,7 @@ def new_session() -> str:
 
 def tool_lookup(rt, query: str, session: str, kb: str = "sample"):
     """The lookup as the agent, MCP and the CLI run it: through the tool wrapper, which writes the log row."""
-    return invoke(LOOKUP, ToolCall(rt, session, kb), {"query": query})
+    return rt.tools.invoke(LOOKUP, ToolCall(session, kb), {"query": query})
 
 
 def test_unique_error_code_is_precise(sample_rt):

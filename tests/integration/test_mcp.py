@@ -213,12 +213,10 @@ def test_feedback_on_an_answer_is_stored_with_what_the_answer_was_built_from(mcp
     assert FeedbackStore(sample_rt.db).rows(session_id="mcp-never-asked") == []
 
 
-def test_the_executor_llm_is_never_offered_the_feedback_tool():
+def test_the_executor_llm_is_never_offered_the_feedback_tool(sample_rt):
     """Feedback is the host's (a person's) to give: it is not in the agent's tool list, so neither the system
     prompt nor the model's bound tools nor the guard know it (an LLM calling it is an unknown tool)."""
-    from executor.tools.registry import TOOLS, all_tools
-
-    assert "feedback" in all_tools() and "feedback" not in TOOLS
+    assert "feedback" in sample_rt.tools.all and "feedback" not in sample_rt.tools.agent
 
 
 @pytest.mark.parametrize(

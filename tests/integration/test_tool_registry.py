@@ -1,4 +1,4 @@
-"""Adding a tool is one registry entry plus its handler: it is then bound, prompted, guarded, dispatched and logged."""
+"""Adding a tool is one table entry plus its handler: it is then bound, prompted, guarded, dispatched and logged."""
 
 import uuid
 
@@ -16,7 +16,7 @@ from executor.agent.mcp_server import ExecutorMCP
 from executor.agent.session import run_turn
 from executor.nodes.state import Context
 from executor.tools.call import ToolOutput
-from executor.tools.registry import TOOLS, Tool, parse_arguments, register, unregister
+from executor.tools.registry import Tool, ToolTable, tool_map
 
 
 class shout(BaseModel):  # noqa: N801 - the tool name
@@ -29,18 +29,12 @@ def shout_handler(call, args) -> ToolOutput:
     return ToolOutput(text=args.word.upper(), trace={"relevance_level": "NONE"})
 
 
-@pytest.fixture
-def shout_tool():
-    register(
-        Tool(
-            shout,
-            shout_handler,
-            prompt={"zh": "shout(word)：大写重复", "en": "shout(word): repeat a word in capitals"},
-            query_field="word",
-        )
-    )
-    yield
-    unregister("shout")
+SHOUT = Tool(
+    shout,
+    shout_handler,
+    prompt={"zh": "shout(word)：大写重复", "en": "shout(word): repeat a word in capitals"},
+    query_field="word",
+)
 
 
 @pytest.fixture(scope="module")
@@ -50,14 +44,22 @@ def rt(tmp_path_factory):
     rt.close()
 
 
-def test_a_registered_tool_is_bound_prompted_dispatched_and_logged(shout_tool, rt):
+@pytest.fixture
+def shout_tools(rt) -> ToolTable:
+    """The runtime's table with one more agent tool: a table of this test's own, nothing registered globally."""
+    return ToolTable(
+        agent=tool_map([*rt.tools.agent.values(), SHOUT]), host=rt.tools.host, log=rt.log, catalog=rt.catalog
+    )
+
+
+def test_a_tool_in_the_table_is_bound_prompted_dispatched_and_logged(shout_tools, rt):
     model = ScriptedChatModel(
         responses=[
             tool_message(raw_call("shout", {"word": "hello"}), raw_call("shout", {"word": ""})),
             AIMessage("done"),
         ]
     )
-    app = rt.app(model, "llm", checkpointer=InMemorySaver())
+    app = rt.app(model, "llm", checkpointer=InMemorySaver(), tools=shout_tools)
     sid = f"reg-{uuid.uuid4().hex[:8]}"
     turn = run_turn(app, "shout hello", sid, Context(), "llm")
 
@@ -77,9 +79,9 @@ def test_a_registered_tool_is_bound_prompted_dispatched_and_logged(shout_tool, r
     assert turn.executed_lookups == 0  # not a retrieval tool: the lookup budget is untouched
 
 
-def test_a_registered_tool_is_listed_by_the_mcp_server_and_accepted_by_scenarios(shout_tool, rt):
+def test_a_tool_in_the_table_is_listed_by_the_mcp_server_and_accepted_by_scenarios(shout_tools, rt):
     async def main():
-        async with create_connected_server_and_client_session(ExecutorMCP(rt).server) as client:
+        async with create_connected_server_and_client_session(ExecutorMCP(rt, tools=shout_tools).server) as client:
             tools = {t.name: t for t in (await client.list_tools()).tools}
             return tools, await client.call_tool("shout", {"word": "mcp"})
 
@@ -87,16 +89,22 @@ def test_a_registered_tool_is_listed_by_the_mcp_server_and_accepted_by_scenarios
     assert tools["shout"].description == "Repeat a word in capitals."
     assert tools["shout"].inputSchema["required"] == ["word"]
     assert not result.isError and result.content[0].text == "MCP"
-    scenario = Scenario.model_validate(
-        {"id": "s", "lang": "en", "question": "q", "proposals": [{"shout": {"word": "x"}}]}
-    )
+    proposing = {"id": "s", "lang": "en", "question": "q", "proposals": [{"shout": {"word": "x"}}]}
+    scenario = Scenario.model_validate(proposing, context={"tools": shout_tools.agent})
     assert scenario.flat_proposals[0][1].tool == "shout"
 
 
-def test_an_unregistered_tool_is_gone():
-    assert "shout" not in TOOLS
-    with pytest.raises(KeyError):
-        parse_arguments("shout", {"word": "x"})
+def test_a_tool_outside_the_table_is_unknown_everywhere(rt):
+    """Another table's tool is not this one's: the runtime's graph refuses it, its MCP server does not list it,
+    and a scenario may not propose it."""
+    assert "shout" not in rt.tools.all
+    model = ScriptedChatModel(responses=[tool_message(raw_call("shout", {"word": "hello"})), AIMessage("done")])
+    turn = run_turn(
+        rt.app(model, "llm", checkpointer=InMemorySaver()), "shout", f"reg-{uuid.uuid4().hex[:8]}", Context(), "llm"
+    )
+    assert turn.trace[0]["blocked"] and turn.trace[0]["dedup_reason"] == "unknown_tool"
+    with pytest.raises(ValueError, match="unknown tool 'shout'"):
+        Scenario.model_validate({"id": "s", "lang": "en", "question": "q", "proposals": [{"shout": {"word": "x"}}]})
 
 
 def test_the_agent_discovers_knowledge_bases_and_navigates_with_relations_and_hops(sample_rt):

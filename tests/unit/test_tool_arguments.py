@@ -2,24 +2,31 @@
 
 import pytest
 
-from executor.tools.registry import parse_arguments
+from executor.tools.registry import (
+    list_knowledge_bases,
+    lookup_knowledge,
+    navigate_graph,
+    parse_arguments,
+    query_knowledge_graph,
+)
 
 
 @pytest.mark.parametrize(
-    "name, args, bad",
+    "schema, args, bad",
     [
-        ("lookup_knowledge", {"query": "ERR_TIMEOUT", "missing_dimesion": "cause"}, "missing_dimesion"),
-        ("query_knowledge_graph", {"knowledge_base_ids": ["sample"], "query": "Docker", "top_k": 3}, "top_k"),
-        ("navigate_graph", {"entity": "ComfyUI", "depth": 2}, "depth"),
-        ("list_knowledge_bases", {"verbose": True}, "verbose"),
+        (lookup_knowledge, {"query": "ERR_TIMEOUT", "missing_dimesion": "cause"}, "missing_dimesion"),
+        (query_knowledge_graph, {"knowledge_base_ids": ["sample"], "query": "Docker", "top_k": 3}, "top_k"),
+        (navigate_graph, {"entity": "ComfyUI", "depth": 2}, "depth"),
+        (list_knowledge_bases, {"verbose": True}, "verbose"),
     ],
 )
-def test_an_unknown_argument_is_refused_by_name(name, args, bad):
+def test_an_unknown_argument_is_refused_by_name(schema, args, bad):
+    name = schema.__name__
     with pytest.raises(ValueError, match=rf"^{bad}: not an argument of {name} \(it takes "):
-        parse_arguments(name, args)
+        parse_arguments(schema, args)
 
 
 def test_the_arguments_a_tool_takes_still_parse():
-    parsed = parse_arguments("lookup_knowledge", {"query": "ERR_TIMEOUT", "missing_dimension": "cause"})
+    parsed = parse_arguments(lookup_knowledge, {"query": "ERR_TIMEOUT", "missing_dimension": "cause"})
     assert (parsed.query, parsed.missing_dimension) == ("ERR_TIMEOUT", "cause")
-    assert parse_arguments("list_knowledge_bases", {}).model_dump() == {}
+    assert parse_arguments(list_knowledge_bases, {}).model_dump() == {}

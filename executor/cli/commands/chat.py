@@ -68,11 +68,7 @@ def _exit(chat: Chat, arg: str) -> None:
 
 def _feedback(verdict: str) -> Callable[[Chat, str], None]:
     def record(chat: Chat, arg: str) -> None:
-        from executor.agent.feedback import record_feedback
-
-        row = record_feedback(
-            chat.turns.rt, chat.session, "last", verdict, note=arg or None, checkpointer=chat.turns.saver
-        )
+        row = chat.turns.rt.feedback.record(chat.session, "last", verdict, note=arg or None)
         chat.say(f"recorded {row.verdict} for turn {row.turn} of {row.session_id}: {row.query}")
 
     return record

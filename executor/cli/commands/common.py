@@ -73,11 +73,12 @@ def echo(text: str, **kwargs) -> None:
     typer.echo(terminal_safe(text), **kwargs)
 
 
-def runtime(source: str | None = None):
-    """The stores for one command; `source` tags its rows in the invocation log (chat, ask, lookup, eval, ...)."""
+def runtime(source: str | None = None, serve_model: bool = False):
+    """The stores for one command; `source` tags its rows in the invocation log (chat, ask, lookup, eval, ...);
+    `serve_model`: the command talks to the chat model, served locally when EXECUTOR_LOCAL_MODEL is set."""
     from executor.agent.runtime import Runtime
 
-    return Runtime(source=source)
+    return Runtime(source=source, serve_model=serve_model)
 
 
 def print_json(data) -> None:

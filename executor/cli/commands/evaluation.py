@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import sys
-from contextlib import ExitStack
 from pathlib import Path
 from typing import Annotated
 
@@ -25,9 +24,7 @@ def eval_(
         Path | None, typer.Option("--report-json", help="write the full results to this file")
     ] = None,
     markdown: Annotated[Path | None, typer.Option("--markdown", help="write the guards off/on report here")] = None,
-    plot: Annotated[
-        Path | None, typer.Option("--plot", help="write a PNG of lookups per scenario, off vs on")
-    ] = None,
+    plot: Annotated[Path | None, typer.Option("--plot", help="write a PNG of lookups per scenario, off vs on")] = None,
     repeat_labels: Annotated[
         Path | None,
         typer.Option(
@@ -68,7 +65,7 @@ def eval_(
                 out.parent.mkdir(parents=True, exist_ok=True)
             except OSError as exc:
                 raise ExecutorError(f"cannot write {out}: {exc.strerror or exc}") from exc
-    with runtime("eval") as rt, ExitStack() as stack:
+    with runtime("eval", serve_model=policy == "llm") as rt:
         # a scenario on documentation kept outside the repository ingests it once, or is skipped without it
         scenarios, skipped = prepare_knowledge_bases(
             rt, scenarios, REPO_ROOT, progress=sys.stderr.isatty() and not as_json
@@ -77,7 +74,7 @@ def eval_(
             console.print(line, style="yellow", highlight=False, markup=False)
         if not scenarios:
             raise InputError("no scenario can run here: " + "; ".join(skipped))
-        model = llm_policy_model(rt, stack) if policy == "llm" else None
+        model = llm_policy_model(rt) if policy == "llm" else None
         show = sys.stderr.isatty() and not as_json
         judged = run_suite(
             rt, scenarios, guards == "on", policy, model, progress=show, repeat_labels=labels, max_rounds=max_rounds
@@ -128,9 +125,7 @@ def eval_(
 
 def stats(
     session: SessionOpt = None,
-    since: Annotated[
-        str | None, typer.Option(help="only lookups from this date on (YYYY-MM-DD or ISO time)")
-    ] = None,
+    since: Annotated[str | None, typer.Option(help="only lookups from this date on (YYYY-MM-DD or ISO time)")] = None,
     source: Annotated[
         str | None,
         typer.Option(

@@ -17,10 +17,8 @@ def feedback(
     as_json: JsonOpt = False,
 ):
     """Say whether an answer was good or bad; kept with its question, levels and documents for calibration."""
-    from executor.agent.feedback import record_feedback
-
     with runtime() as rt:
-        row = record_feedback(rt, session, turn, verdict, note)
+        row = rt.feedback.record(session, turn, verdict, note)
     out = {
         "session": row.session_id,
         "turn": row.turn,

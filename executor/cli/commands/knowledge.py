@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import sys
-from contextlib import ExitStack
 from pathlib import Path
 from typing import Annotated
 
@@ -50,9 +49,7 @@ def ingest(
     if dry_run:
         _print_plan(source, kb, as_json)
         return
-    with runtime() as rt, ExitStack() as stack:
-        if llm_extract:
-            rt.use_local_model(stack)
+    with runtime(serve_model=llm_extract) as rt:
         extractor = _llm_extractor(rt, kb, config) if llm_extract else None
         report = run_ingest(
             rt,
@@ -129,10 +126,9 @@ def _llm_extractor(rt, kb: str, config: dict | None):
     config = row.extract_config if row is not None else (config or {})
     if not (rt.settings.llm_configured and has_graph(config)):
         return None
-    from executor.agent.llm import make_chat_model
     from executor.retrieval.llm_extraction import LLMExtractor
 
-    model, _ = make_chat_model(rt.settings)
+    model, _ = rt.chat_model
     return LLMExtractor(model, rt.settings.model, config.get("entity_types") or [], config.get("relation_types") or [])
 
 
@@ -147,14 +143,14 @@ def lookup(
     """Run lookup_knowledge once (and graph_expand when it applies) and print what the LLM would see."""
     from executor.prompts.results import expansion_text
     from executor.tools.call import ToolCall
-    from executor.tools.registry import LOOKUP, lookup_knowledge, run
+    from executor.tools.registry import LOOKUP, lookup_knowledge
 
     with runtime("lookup") as rt:
         rt.start_loading(segmenter=not query.isascii())  # only non-ASCII text is cut by jieba
         session = session_or_new(session, "cli")
         # the tool's own path (and its tool_invocation row); the lookup checks the arguments with its own messages
         args = lookup_knowledge.model_construct(query=query, missing_dimension=missing_dimension)
-        out = run(LOOKUP, ToolCall(rt, session, kb), args)
+        out = rt.tools.run(LOOKUP, ToolCall(session, kb), args)
         # widened as the graph's graph_expand node would: a REFERENCE or thin result, in a KB with a graph
         expansion = rt.expander.expand(out.expandable) if graph and out.expandable is not None else None
     if as_json:
@@ -208,12 +204,11 @@ def session_show(session_id: SessionArg, as_json: JsonOpt = False):
 @session_app.command("clear")
 def session_clear(session_id: SessionArg, as_json: JsonOpt = False):
     """Forget what a session retrieved, and its conversation."""
-    from executor.agent.checkpoints import open_checkpointer
     from executor.agent.session import clear_session
     from executor.core.validation import check_session_id
 
     check_session_id(session_id)  # before any store is opened
-    with runtime() as rt, open_checkpointer(rt.settings) as saver:
+    with runtime() as rt, rt.checkpoints() as saver:
         n = clear_session(session_id, saver, rt.memory)
     if as_json:
         print_json({"session": session_id, "documents_forgotten": n})

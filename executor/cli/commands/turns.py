@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from contextlib import ExitStack
 from typing import Annotated
 
 import typer
@@ -107,18 +106,12 @@ class Turns:
     """One runtime, model, graph and checkpointer for a series of turns, in any session and knowledge base."""
 
     def __init__(self, source: str):
-        from executor.agent.checkpoints import open_checkpointer
-        from executor.agent.llm import make_chat_model
-
-        self.stack = ExitStack()
-        self.rt = self.stack.enter_context(runtime(source))
+        self.rt = runtime(source, serve_model=True)
         try:
-            self.rt.use_local_model(self.stack)
-            self.model, self.mode = make_chat_model(self.rt.settings)
-            self.saver = self.stack.enter_context(open_checkpointer(self.rt.settings))
-            self.app = self.rt.app(self.model, self.mode, checkpointer=self.saver)
+            self.mode = self.rt.chat_model[1]
+            self.app = self.rt.app(checkpointer=self.rt.checkpointer)
         except BaseException:
-            self.stack.close()
+            self.rt.close()
             raise
 
     def check_kb(self, kb: str) -> None:
@@ -152,7 +145,7 @@ class Turns:
         close_cancelled_turn(self.app, session)
 
     def close(self) -> None:
-        self.stack.close()
+        self.rt.close()
 
     def __enter__(self) -> Turns:
         return self
