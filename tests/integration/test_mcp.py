@@ -487,10 +487,10 @@ def stdio_target(home) -> list[str]:
 def inspector_session(version: str, target: list[str], cwd, session: str, transport: list[str] = ()):
     """What a person checks with the Inspector: the tools and their types, a call with optional arguments given
     as text, a bad argument, and a lookup repeated in one session (each CLI call is a connection of its own)."""
-    listed = inspector(version, target, *transport, "--method", "executor/tools/list", cwd=cwd)
+    listed = inspector(version, target, *transport, "--method", "tools/list", cwd=cwd)
     tools = {t["name"]: t for t in listed["tools"]}
     assert tools["navigate_graph"]["inputSchema"]["properties"]["hops"]["type"] == "integer"
-    call = [*transport, "--method", "executor/tools/call"]
+    call = [*transport, "--method", "tools/call"]
     walked = inspector(
         version,
         target,
