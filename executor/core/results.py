@@ -22,6 +22,17 @@ class DocumentOut(BaseModel):
     already_returned: bool = False
 
 
+class LookupScores(BaseModel):
+    """The figures of a lookup that graph expansion reads: how many documents were relevant (fewer than the
+    setting's minimum widen the lookup), and the grader's top score (the fusion weight), top similarity and
+    background similarity (features a reached document is ranked with). Never sent to the LLM."""
+
+    relevant_docs: int = 0
+    top_score: float | None = None
+    l1_top_similarity: float | None = None
+    background_similarity: float | None = None
+
+
 class LookupResult(BaseModel):
     found: bool
     relevance_level: str | None
@@ -35,8 +46,9 @@ class LookupResult(BaseModel):
     kb: str
     missing_dimension: str | None = None
     message: str = ""  # one line for a person (seed 000's LookupResult.message), in the query's language
-    # raw scores and per-document similarities: for the log and graph expansion, never the LLM
+    # raw scores and per-document similarities: for the log, never the LLM
     details: dict = Field(default_factory=dict, exclude=True)
+    scores: LookupScores = Field(default_factory=LookupScores, exclude=True)  # what graph expansion reads
 
     @property
     def documents(self) -> list[DocumentOut]:

@@ -83,8 +83,8 @@ def make_call_tools(tools: ToolTable, memory: ActionMemory):
                         "trace_index": call["trace_index"],
                         "text": out.text,
                         "result": result.model_dump(mode="json"),
-                        # graph_expand reads the lookup's scores (top score, background similarity, ...) from these
-                        "details": result.details,
+                        # the lookup's figures graph expansion reads (excluded from the result's own dump)
+                        "scores": result.scores.model_dump(),
                     }
                 )
             else:

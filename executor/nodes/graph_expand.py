@@ -5,7 +5,7 @@ from __future__ import annotations
 from langchain_core.messages import ToolMessage
 from langchain_core.runnables import RunnableConfig
 
-from executor.core.results import LookupResult
+from executor.core.results import LookupResult, LookupScores
 from executor.nodes.call_tools import add_evidence
 from executor.nodes.common import session_of
 from executor.nodes.memory_branch import branch_session
@@ -26,7 +26,7 @@ def make_graph_expand(expand, memory):
         session_evidence = dict(state.get("session_evidence") or {})
         for pending in state.get("pending_expansions", []):
             result = LookupResult.model_validate(pending["result"])
-            result.details, result.session = dict(pending["details"]), session
+            result.scores, result.session = LookupScores.model_validate(pending["scores"]), session
             expansion = expand(result)  # never raises for a graph that is down
             entry = trace[pending["trace_index"]]
             entry["graph"] = expansion.status

@@ -67,7 +67,7 @@ def should_expand(result: LookupResult, min_results: int) -> bool:
     """Expand after a REFERENCE result, or when fewer than `min_results` documents were relevant."""
     if result.relevance_level in (Level.PRECISE, Level.DEDUPED):
         return False
-    return result.relevance_level == Level.REFERENCE or result.details.get("relevant_docs", 0) < min_results
+    return result.relevance_level == Level.REFERENCE or result.scores.relevant_docs < min_results
 
 
 class GraphExpander:
@@ -174,7 +174,7 @@ class GraphExpander:
                 else "the documents the graph reaches do not answer the query",
                 details={"candidates": len(candidates), "below_reference": len(semantic), "traversal_cache": cache},
             )
-        lam = fusion_lambda(result.details.get("top_score"), t)
+        lam = fusion_lambda(result.scores.top_score, t)
         fused = {k: lam * relevant[k] + (1 - lam) * graph_score[k] for k in relevant}
         chosen = sorted(fused, key=lambda k: -fused[k])[: max(1, settings.max_supplement)]
 
@@ -220,14 +220,12 @@ class GraphExpander:
         kb_row = self.catalog.require(result.kb)
         q = query_terms(result.query, self.grader.vocabulary(result.kb, version(kb_row)))
         profile = self.grader.profile(result.kb, version(kb_row))
-        top_similarity = result.details.get("l1_top_similarity") or 0.0
+        top_similarity = result.scores.l1_top_similarity or 0.0
         candidates = []
         for k, chunks in chunks_by_doc.items():
             c = Candidate(k, chunks[0].title, chunks[0].domain, {h.chunk_index: h for h in chunks})
             c.similarity = max(similarity(h.distance, t.max_l2_distance) for h in chunks)
-            c.features = features(
-                c, top_similarity, result.details.get("background_similarity") or 0.0, 0.0, q, profile
-            )
+            c.features = features(c, top_similarity, result.scores.background_similarity or 0.0, 0.0, q, profile)
             candidates.append(c)
         return {c.doc_key: c.score for c in rank(candidates, t.ranker)}
 

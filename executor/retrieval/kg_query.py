@@ -7,7 +7,7 @@ search and a warning; a failing or unknown KB becomes an error entry. One
 KB's failure never fails the call. Results are merged across KBs by chunk id
 (best score kept, every KB recorded) and graded like lookup: the LLM sees
 levels, never scores (they go to `KGResult.details`, which the tool wrapper,
-`tools.registry.invoke`, writes to the `tool_invocation` row).
+`ToolTable.run`, writes to the `tool_invocation` row).
 """
 
 from __future__ import annotations

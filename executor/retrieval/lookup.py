@@ -2,7 +2,8 @@
 
 Only levels and hints go to the LLM; raw distances and similarities go to the
 invocation log (`LookupResult.details`, excluded from every serialisation,
-written by the one tool wrapper, `tools.registry.invoke`).
+written by the one tool wrapper, `ToolTable.run` in `executor/tools/registry.py`); the figures graph expansion
+reads are typed (`LookupResult.scores`).
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from executor.core.relevance import Level, language_of, page_key
-from executor.core.results import DocumentOut, LookupResult
+from executor.core.results import DocumentOut, LookupResult, LookupScores
 from executor.core.validation import check_session_id, clean_query
 from executor.prompts.hints import hint
 from executor.prompts.messages import lookup_message
@@ -113,12 +114,14 @@ class LookupService:
         """`rules=False` turns off the session rules (no document or repeat dedup): the eval baseline.
         `batch` names the LLM message that proposed the call: lookups of one message are never repeats
         of each other. `dry_run` writes no session memory: calibration. The `tool_invocation` row is written
-        by the tool's caller (`tools.registry.run`) from `details`."""
+        by the tool's caller (`ToolTable.run`) from `details`."""
         query = clean_query(query, self.settings.max_query_chars)
         check_session_id(session_id)
         if missing_dimension is not None:
             missing_dimension = clean_query(missing_dimension, 200) if missing_dimension.strip() else None
-        return self._lookup(query, session_id, kb, missing_dimension, rules, batch, dry_run)
+        result = self._lookup(query, session_id, kb, missing_dimension, rules, batch, dry_run)
+        result.scores = LookupScores.model_validate(result.details)  # the grader's figures, under their own names
+        return result
 
     def _lookup(self, query, session_id, kb, missing_dimension, rules, batch, dry_run) -> LookupResult:
         kb_row = self.catalog.require(kb)

@@ -152,7 +152,7 @@ def test_expansion_after_a_reference_result(sample_rt, monkeypatch):
 
 
 def test_no_expansion_after_precise():
-    from executor.core.results import LookupResult
+    from executor.core.results import LookupResult, LookupScores
 
     precise = LookupResult(
         found=True,
@@ -162,11 +162,13 @@ def test_no_expansion_after_precise():
         retrieved_domains_this_session=[],
         session="s",
         kb="sample",
-        details={"relevant_docs": 1},
+        scores=LookupScores(relevant_docs=1),
     )
     assert not should_expand(precise, 5)
     thin = precise.model_copy(update={"relevance_level": Level.HIGHLY_RELEVANT})
-    assert should_expand(thin, 5) and not should_expand(thin.model_copy(update={"details": {"relevant_docs": 6}}), 5)
+    assert should_expand(thin, 5) and not should_expand(
+        thin.model_copy(update={"scores": LookupScores(relevant_docs=6)}), 5
+    )
 
 
 def test_graph_down_during_a_lookup_degrades_to_lookup_results(sample_rt, tmp_path):
