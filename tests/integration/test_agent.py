@@ -154,7 +154,14 @@ def test_a_lookup_after_precise_is_answered_blocked_not_run(sample_rt):
     from executor.nodes.guard import block_reason
 
     assert (
-        block_reason("lookup_knowledge", {"query": "ERR_TIMEOUT 的排查步骤"}, guard_state, Context(), 0)[0]
+        block_reason(
+            sample_rt.tools.agent["lookup_knowledge"],
+            "lookup_knowledge",
+            {"query": "ERR_TIMEOUT 的排查步骤"},
+            guard_state,
+            Context(),
+            0,
+        )[0]
         == "precise_reached"
     )
 
