@@ -1,5 +1,5 @@
 """What a tool's handler gets (where the call runs) and gives back (the text the LLM sees, and what the graph needs),
-and the one writer of `tool_invocation` rows (`log_call`), which `tools.registry.invoke` and the guard use."""
+and the one writer of `tool_invocation` rows (`log_call`), which `ToolTable.run` and the guard use."""
 
 from __future__ import annotations
 
