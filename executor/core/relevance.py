@@ -19,6 +19,7 @@ class Scored(Protocol):
     features: dict[str, float]
     specific: bool
     decisive: bool
+    named: bool  # the query names this page alone (`retrieval.ranking.Candidate.named`)
     group: str  # the page counted with its translations (`page_key`)
 
 
@@ -65,6 +66,9 @@ def grade(candidates: Sequence[Scored], t: Thresholds) -> Level | None:
     first = candidates[0]
     specific = [c for c in candidates if c.specific]
     if first.specific and len({c.group for c in specific}) == 1 and (first.decisive or best >= t.reference_threshold):
+        return Level.PRECISE
+    named = {c.group for c in candidates if c.named}
+    if first.named and len(named) == 1 and best >= t.reference_threshold:
         return Level.PRECISE
     highly_relevant = t.highly_relevant(candidates[0].features.get("other_language") == 1.0)
     if t.answerability is not None:

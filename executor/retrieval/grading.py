@@ -17,18 +17,23 @@ from pathlib import Path
 
 import numpy as np
 
-from executor.core.relevance import Level, answer_features, grade, page_key, similarity, weak
+from executor.core.relevance import CJK, Level, answer_features, grade, page_key, similarity, weak
 from executor.core.settings import Thresholds
-from executor.retrieval.keywords import KeywordIndex
+from executor.retrieval.keywords import TOKEN, KeywordIndex
 from executor.retrieval.ranking import Candidate, Profile, background, describe, rank
 from executor.retrieval.text_profiles import TextProfiles
-from executor.retrieval.vocabulary import QueryTerms, Vocabulary, query_terms
+from executor.retrieval.vocabulary import QueryTerms, Vocabulary, query_terms, terms
 from executor.stores.catalog import Catalog
 from executor.stores.embedders import Embedder
 from executor.stores.vectors import ChunkHit, VectorStore
 
 MAX_CHUNKS_PER_DOC = 20  # chunks fetched for a document found by keyword or by the graph
 IDENTIFIER = re.compile(r"[a-z0-9]*(?:[_.\-][a-z0-9]+|[0-9])[a-z0-9_.\-]*")  # one token with `_ . -` or a digit
+
+
+def name_length(term: str) -> float:
+    """A name's length in words: an ASCII word counts one, a Chinese character half (a word is mostly two)."""
+    return sum(0.5 if CJK.match(token) else 1.0 for token in TOKEN.findall(term))
 
 
 def decisive_first(candidates: list[Candidate]) -> list[Candidate]:
@@ -105,6 +110,7 @@ class Grader:
         self._keywords: dict[str, tuple[str, KeywordIndex]] = {}
         self._vocabularies: dict[str, tuple[str, Vocabulary]] = {}
         self._profiles: dict[str, tuple[str, TextProfiles]] = {}
+        self._groups: dict[str, tuple[str, dict[str, int]]] = {}
 
     # -- per-KB views, rebuilt when the KB's version moves ---------------------
     def vocabulary(self, kb: str, version: str) -> Vocabulary:
@@ -155,6 +161,17 @@ class Grader:
             self._keywords[kb] = cached
         return cached[1]
 
+    def groups(self, kb: str, version: str) -> dict[str, int]:
+        """How many documents each page is (itself and its translations)."""
+        cached = self._groups.get(kb)
+        if cached is None or cached[0] != version:
+            counts: dict[str, int] = {}
+            for k in self.catalog.documents(kb):
+                counts[page_key(k)] = counts.get(page_key(k), 0) + 1
+            cached = (version, counts)
+            self._groups[kb] = cached
+        return cached[1]
+
     def missing_terms(self, kb: str, version: str, graded: Graded, limit: int = 3) -> list[str]:
         """The query's weightiest terms that its best page never uses: the dimension a weak REFERENCE lacks.
         Empty when the page is in another language than the query (no shared word is expected there)."""
@@ -194,6 +211,7 @@ class Grader:
         for hit, score in self.vectors.lexical_search(kb, query, vector, self.embedder, self.top_k + len(exclude)):
             if hit.chunk_id not in exclude:
                 take(hit, score)
+        groups = self.groups(kb, version)
         l0 = self.keyword_index(kb, version).match(query)
         if l0:
             rows = self.catalog.documents(kb)
@@ -206,9 +224,7 @@ class Grader:
             ]
             for hit in self.vectors.get_chunks(kb, wanted, vector):
                 take(hit)
-            groups: dict[str, int] = {}
-            for k in rows:
-                groups[page_key(k)] = groups.get(page_key(k), 0) + 1
+            index = self.keyword_index(kb, version)
             for k, matched in l0.items():
                 if k in found:
                     c = found[k]
@@ -218,13 +234,24 @@ class Grader:
                         IDENTIFIER.fullmatch(term) and vocabulary.document_frequency(term) <= groups[c.group]
                         for term in matched
                     )
+                    # a name of two words or more that only this page (or its translation) has: its own subject
+                    c.named = any(
+                        name_length(term) >= 2 and len({page_key(d) for d in index.documents(term)}) == 1
+                        for term in matched
+                    )
 
         candidates = list(found.values())
+        # the query's identifiers that at most one page uses (its translations counted with it)
+        rare = frozenset(
+            t
+            for t in terms(query)
+            if IDENTIFIER.fullmatch(t) and 0 < vocabulary.df.get(t, 0) <= max(groups.values(), default=1)
+        )
         for c in candidates:
             c.similarity = max(similarity(h.distance, t.max_l2_distance) for h in c.chunks.values())
         q = query_terms(query, vocabulary)
         floor = background([similarity(h.distance, t.max_l2_distance) for h in dense])
-        describe(candidates, q, floor, self.profile(kb, version))
+        describe(candidates, q, floor, self.profile(kb, version), rare)
         return Graded(
             candidates=candidates,
             query_terms=q,

@@ -36,6 +36,10 @@ class KeywordIndex:
     def __len__(self) -> int:
         return len(self._terms)
 
+    def documents(self, term: str) -> frozenset[str]:
+        """The documents that name `term` (normalized) as a keyword or title."""
+        return frozenset(self._terms.get(term, ()))
+
     def match(self, query: str) -> dict[str, list[str]]:
         """doc_key -> the terms of that document found in the query."""
         text = normalize(query)

@@ -64,6 +64,9 @@ class Candidate:
     # token) that no page but this one and its translations uses anywhere: the exact name decides (PRECISE),
     # whatever the dense similarity of a bare code string says
     decisive: bool = False
+    # the query names this page alone: a title or heading of two words or more that no other page has, or a rare
+    # identifier of the query (`_ . -` or a digit inside) that its text uses and no other page does
+    named: bool = False
     similarity: float = 0.0
     features: dict[str, float] = field(default_factory=dict)
     score: float = 0.0
@@ -103,9 +106,13 @@ def features(
     top_lexical: float,
     q: QueryTerms,
     profile: Profile = joined_profile,
+    rare: frozenset[str] = frozenset(),
 ) -> dict[str, float]:
-    """`profile`: how the candidate's title and chunks get their terms and language (see `joined_profile`)."""
+    """`profile`: how the candidate's title and chunks get their terms and language (see `joined_profile`);
+    `rare`: the query's identifiers few pages use (the candidate is `named` when its text uses one)."""
     text_terms, language = profile([c.title, *(h.text for h in c.chunks.values())])
+    if rare & text_terms:
+        c.named = True
     coverage = q.coverage_of(text_terms)
     lexical = c.lexical / top_lexical if top_lexical > 0 else 0.0
     same = 0.0 if language != q.language else 1.0
@@ -126,12 +133,18 @@ def features(
     }
 
 
-def describe(candidates: list[Candidate], q: QueryTerms, floor: float, profile: Profile = joined_profile) -> None:
+def describe(
+    candidates: list[Candidate],
+    q: QueryTerms,
+    floor: float,
+    profile: Profile = joined_profile,
+    rare: frozenset[str] = frozenset(),
+) -> None:
     """Compute each candidate's features (similarities must be set); `floor` is the query's `background`."""
     top_similarity = max((c.similarity for c in candidates), default=0.0)
     top_lexical = max((c.lexical for c in candidates), default=0.0)
     for c in candidates:
-        c.features = features(c, top_similarity, floor, top_lexical, q, profile)
+        c.features = features(c, top_similarity, floor, top_lexical, q, profile, rare)
 
 
 def rank(candidates: list[Candidate], ranker: Ranker | None) -> list[Candidate]:
