@@ -10,7 +10,6 @@ a level means the same thing everywhere.
 
 from __future__ import annotations
 
-import re
 import sqlite3
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -20,7 +19,7 @@ import numpy as np
 from executor.core.relevance import CJK, Level, answer_features, grade, page_key, similarity, weak
 from executor.core.settings import Thresholds
 from executor.retrieval.keywords import TOKEN, KeywordIndex
-from executor.retrieval.ranking import Candidate, Profile, background, describe, rank
+from executor.retrieval.ranking import IDENTIFIER, Candidate, Profile, background, describe, rank
 from executor.retrieval.text_profiles import TextProfiles
 from executor.retrieval.vocabulary import QueryTerms, Vocabulary, query_terms, terms
 from executor.stores.catalog import Catalog
@@ -28,7 +27,6 @@ from executor.stores.embedders import Embedder
 from executor.stores.vectors import ChunkHit, VectorStore
 
 MAX_CHUNKS_PER_DOC = 20  # chunks fetched for a document found by keyword or by the graph
-IDENTIFIER = re.compile(r"[a-z0-9]*(?:[_.\-][a-z0-9]+|[0-9])[a-z0-9_.\-]*")  # one token with `_ . -` or a digit
 
 
 def name_length(term: str) -> float:
@@ -241,12 +239,9 @@ class Grader:
                     )
 
         candidates = list(found.values())
-        # the query's identifiers that at most one page uses (its translations counted with it)
-        rare = frozenset(
-            t
-            for t in terms(query)
-            if IDENTIFIER.fullmatch(t) and 0 < vocabulary.df.get(t, 0) <= max(groups.values(), default=1)
-        )
+        # the query's terms that at most one page uses (its translations counted with it)
+        few = max(groups.values(), default=1)
+        rare = frozenset(t for t in terms(query) if 0 < vocabulary.df.get(t, 0) <= few)
         for c in candidates:
             c.similarity = max(similarity(h.distance, t.max_l2_distance) for h in c.chunks.values())
         q = query_terms(query, vocabulary)

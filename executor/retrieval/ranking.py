@@ -37,6 +37,7 @@ Features (all in [0, 1] or small integers, so weights stay comparable):
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -47,6 +48,7 @@ from executor.retrieval.vocabulary import QueryTerms, terms
 from executor.stores.vectors import ChunkHit
 
 BACKGROUND_RANKS = slice(3, 10)
+IDENTIFIER = re.compile(r"[a-z0-9]*(?:[_.\-][a-z0-9]+|[0-9])[a-z0-9_.\-]*")  # one token with `_ . -` or a digit
 
 
 @dataclass
@@ -109,9 +111,11 @@ def features(
     rare: frozenset[str] = frozenset(),
 ) -> dict[str, float]:
     """`profile`: how the candidate's title and chunks get their terms and language (see `joined_profile`);
-    `rare`: the query's identifiers few pages use (the candidate is `named` when its text uses one)."""
+    `rare`: the query's terms at most one page uses (the candidate is `named` when its text uses one that is an
+    identifier)."""
     text_terms, language = profile([c.title, *(h.text for h in c.chunks.values())])
-    if rare & text_terms:
+    held = rare & text_terms
+    if any(IDENTIFIER.fullmatch(t) for t in held):
         c.named = True
     coverage = q.coverage_of(text_terms)
     lexical = c.lexical / top_lexical if top_lexical > 0 else 0.0

@@ -82,6 +82,20 @@ def test_a_specific_title_that_the_vectors_agree_with_is_precise(docs_rt):
     assert r.primary[0].doc_key == "hooks.md"
 
 
+def test_a_page_named_by_its_own_title_is_precise(docs_rt):
+    # "Rolling back" is the title of one page only, two words: the question names that page's subject
+    r = docs_rt.lookup_service.lookup("What should I know about rolling back?", "g6", kb="docs")
+    assert r.relevance_level == "PRECISE"
+    assert r.primary[0].doc_key == "rollback.md"
+
+
+def test_an_identifier_only_one_page_uses_is_precise(docs_rt):
+    # no keyword or title holds `index.yaml`, but only the repositories page's text uses it
+    r = docs_rt.lookup_service.lookup("what is index.yaml for", "g7", kb="docs")
+    assert r.relevance_level == "PRECISE"
+    assert r.primary[0].doc_key == "repositories.md"
+
+
 def test_a_heading_many_pages_share_is_not_precise(docs_rt):
     r = docs_rt.lookup_service.lookup("configuration", "g3", kb="docs")
     assert r.relevance_level != "PRECISE"

@@ -46,6 +46,27 @@ def test_level_decision_table_at_its_boundaries(rows, expected):
     assert grade(_candidates(*rows), T) == expected
 
 
+def _named(*rows):
+    """(score, named) per candidate, best first: the query names the page alone (`Candidate.named`)."""
+    out = _candidates(*((score, False) for score, _ in rows))
+    for c, (_, named) in zip(out, rows):
+        c.named = named
+    return out
+
+
+@pytest.mark.parametrize(
+    "rows, expected",
+    [
+        ([(0.50, True), (0.45, False)], Level.PRECISE),  # the query names the first page alone, scores agree
+        ([(0.4999, True)], None),  # named, but the scores do not agree it is relevant at all
+        ([(0.80, False), (0.60, True)], Level.HIGHLY_RELEVANT),  # the named page is not first
+        ([(0.60, True), (0.55, True)], Level.REFERENCE),  # two pages named: neither is the one answer
+    ],
+)
+def test_a_page_the_query_names_alone_is_precise_when_ranked_first(rows, expected):
+    assert grade(_named(*rows), T) == expected
+
+
 def test_thresholds_must_be_ordered():
     with pytest.raises(ValueError):
         Thresholds(highly_relevant_threshold=0.3, reference_threshold=0.5)
