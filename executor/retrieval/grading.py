@@ -18,7 +18,7 @@ import numpy as np
 
 from executor.core.relevance import CJK, Level, answer_features, grade, page_key, similarity, weak
 from executor.core.settings import Thresholds
-from executor.retrieval.keywords import TOKEN, KeywordIndex
+from executor.retrieval.keywords import TOKEN, KeywordIndex, normalize
 from executor.retrieval.ranking import IDENTIFIER, Candidate, Profile, background, describe, rank
 from executor.retrieval.text_profiles import TextProfiles
 from executor.retrieval.vocabulary import QueryTerms, Vocabulary, query_terms, terms
@@ -34,6 +34,13 @@ def name_length(term: str) -> float:
     return sum(0.5 if CJK.match(token) else 1.0 for token in TOKEN.findall(term))
 
 
+def stemmed(text: str) -> str:
+    """Tokens with a plural's final `s` dropped, space-joined: "Library Charts" and "a library chart" meet."""
+    return " ".join(
+        t[:-1] if len(t) > 3 and t.endswith("s") and not t.endswith("ss") else t for t in TOKEN.findall(normalize(text))
+    )
+
+
 def decisive_first(candidates: list[Candidate]) -> list[Candidate]:
     """When the specific L0 matches are all one page (or its translations) and one of them is decisive (a unique
     identifier), that page goes first: the exact name of an error code or key outranks any similarity."""
@@ -42,6 +49,16 @@ def decisive_first(candidates: list[Candidate]) -> list[Candidate]:
     if not decisive or len({c.group for c in specific}) != 1 or decisive[0] is candidates[0]:
         return candidates
     return [decisive[0], *(c for c in candidates if c is not decisive[0])]
+
+
+def named_first(candidates: list[Candidate], floor: float) -> list[Candidate]:
+    """The one page the query names (its title, a heading only it has, an identifier only it uses) goes first
+    when the ranker finds it relevant at all (`floor`): "What is a library chart?" is the library charts page,
+    even where a page of changes mentions library charts more often."""
+    named = [c for c in candidates if c.named]
+    if not named or len({c.group for c in named}) != 1 or named[0] is candidates[0] or named[0].score < floor:
+        return candidates
+    return [named[0], *(c for c in candidates if c is not named[0])]
 
 
 def chunk_ids(doc_key: str, chunk_count: int) -> list[str]:
@@ -62,7 +79,7 @@ class Graded:
 
     def regrade(self, t: Thresholds) -> Graded:
         """Score, order and grade the candidates under `t` (calibration re-grades with each fold's model)."""
-        self.candidates = decisive_first(rank(self.candidates, t.ranker))
+        self.candidates = named_first(decisive_first(rank(self.candidates, t.ranker)), t.reference_threshold)
         self.level = grade(self.candidates, t)
         self.weak = self.level == Level.REFERENCE and weak(self.candidates, t)
         return self
@@ -109,6 +126,7 @@ class Grader:
         self._vocabularies: dict[str, tuple[str, Vocabulary]] = {}
         self._profiles: dict[str, tuple[str, TextProfiles]] = {}
         self._groups: dict[str, tuple[str, dict[str, int]]] = {}
+        self._titles: dict[str, tuple[str, dict[str, set[str]]]] = {}
 
     # -- per-KB views, rebuilt when the KB's version moves ---------------------
     def vocabulary(self, kb: str, version: str) -> Vocabulary:
@@ -168,6 +186,18 @@ class Grader:
                 counts[page_key(k)] = counts.get(page_key(k), 0) + 1
             cached = (version, counts)
             self._groups[kb] = cached
+        return cached[1]
+
+    def titles(self, kb: str, version: str) -> dict[str, set[str]]:
+        """Each title of two words or more, `stemmed`, and the pages that carry it."""
+        cached = self._titles.get(kb)
+        if cached is None or cached[0] != version:
+            pages: dict[str, set[str]] = {}
+            for k, d in self.catalog.documents(kb).items():
+                if name_length(normalize(d.title)) >= 2:
+                    pages.setdefault(stemmed(d.title), set()).add(page_key(k))
+            cached = (version, pages)
+            self._titles[kb] = cached
         return cached[1]
 
     def missing_terms(self, kb: str, version: str, graded: Graded, limit: int = 3) -> list[str]:
@@ -239,6 +269,13 @@ class Grader:
                     )
 
         candidates = list(found.values())
+        # a page whose own title the query names (a plural or not), no other page carrying it: its subject
+        asked = f" {stemmed(query)} "
+        titles = self.titles(kb, version)
+        for c in candidates:
+            own = stemmed(c.title)
+            if len(titles.get(own, ())) == 1 and f" {own} " in asked:
+                c.named = True
         # the query's terms that at most one page uses (its translations counted with it)
         few = max(groups.values(), default=1)
         rare = frozenset(t for t in terms(query) if 0 < vocabulary.df.get(t, 0) <= few)
