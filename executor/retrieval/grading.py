@@ -52,11 +52,17 @@ def decisive_first(candidates: list[Candidate]) -> list[Candidate]:
 
 
 def named_first(candidates: list[Candidate], floor: float) -> list[Candidate]:
-    """The one page the query names (its title, a heading only it has, an identifier only it uses) goes first
-    when the ranker finds it relevant at all (`floor`): "What is a library chart?" is the library charts page,
+    """The one page the query names, by its title or an identifier only it uses, goes first when the ranker
+    finds it relevant at all (`floor`): "What is a library chart?" is the library charts page,
     even where a page of changes mentions library charts more often."""
     named = [c for c in candidates if c.named]
-    if not named or len({c.group for c in named}) != 1 or named[0] is candidates[0] or named[0].score < floor:
+    if (
+        not named
+        or len({c.group for c in named}) != 1
+        or not named[0].titled
+        or named[0] is candidates[0]
+        or named[0].score < floor
+    ):
         return candidates
     return [named[0], *(c for c in candidates if c is not named[0])]
 
@@ -275,7 +281,7 @@ class Grader:
         for c in candidates:
             own = stemmed(c.title)
             if len(titles.get(own, ())) == 1 and f" {own} " in asked:
-                c.named = True
+                c.named = c.titled = True
         # the query's terms that at most one page uses (its translations counted with it)
         few = max(groups.values(), default=1)
         rare = frozenset(t for t in terms(query) if 0 < vocabulary.df.get(t, 0) <= few)

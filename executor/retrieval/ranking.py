@@ -69,6 +69,9 @@ class Candidate:
     # the query names this page alone: a title or heading of two words or more that no other page has, or a rare
     # identifier of the query (`_ . -` or a digit inside) that its text uses and no other page does
     named: bool = False
+    # of those, a name that is the page's own: its title, or a rare identifier (a heading names a section, and
+    # another page may answer better: a sync how-to over the repository page holding a "Google Cloud Storage" heading)
+    titled: bool = False
     similarity: float = 0.0
     features: dict[str, float] = field(default_factory=dict)
     score: float = 0.0
@@ -116,7 +119,7 @@ def features(
     text_terms, language = profile([c.title, *(h.text for h in c.chunks.values())])
     held = rare & text_terms
     if any(IDENTIFIER.fullmatch(t) for t in held):
-        c.named = True
+        c.named = c.titled = True
     coverage = q.coverage_of(text_terms)
     lexical = c.lexical / top_lexical if top_lexical > 0 else 0.0
     same = 0.0 if language != q.language else 1.0
