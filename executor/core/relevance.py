@@ -67,8 +67,9 @@ def grade(candidates: Sequence[Scored], t: Thresholds) -> Level | None:
     specific = [c for c in candidates if c.specific]
     if first.specific and len({c.group for c in specific}) == 1 and (first.decisive or best >= t.reference_threshold):
         return Level.PRECISE
+    # (with a ranker only: a bare similarity at the reference threshold is too weak an agreement)
     named = {c.group for c in candidates if c.named}
-    if first.named and len(named) == 1 and best >= t.reference_threshold:
+    if t.ranker is not None and first.named and len(named) == 1 and best >= t.reference_threshold:
         return Level.PRECISE
     highly_relevant = t.highly_relevant(candidates[0].features.get("other_language") == 1.0)
     if t.answerability is not None:

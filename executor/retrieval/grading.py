@@ -85,7 +85,8 @@ class Graded:
 
     def regrade(self, t: Thresholds) -> Graded:
         """Score, order and grade the candidates under `t` (calibration re-grades with each fold's model)."""
-        self.candidates = named_first(decisive_first(rank(self.candidates, t.ranker)), t.reference_threshold)
+        ranked = decisive_first(rank(self.candidates, t.ranker))
+        self.candidates = named_first(ranked, t.reference_threshold) if t.ranker is not None else ranked
         self.level = grade(self.candidates, t)
         self.weak = self.level == Level.REFERENCE and weak(self.candidates, t)
         return self

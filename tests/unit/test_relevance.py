@@ -64,7 +64,12 @@ def _named(*rows):
     ],
 )
 def test_a_page_the_query_names_alone_is_precise_when_ranked_first(rows, expected):
-    assert grade(_named(*rows), T) == expected
+    ranked = T.model_copy(update={"ranker": Ranker(bias=0.0, weights={})})  # the rule needs a calibrated score
+    assert grade(_named(*rows), ranked) == expected
+
+
+def test_a_named_page_is_not_precise_on_a_bare_similarity():
+    assert grade(_named((0.60, True), (0.45, False)), T) == Level.REFERENCE  # too weak an agreement
 
 
 def test_thresholds_must_be_ordered():
