@@ -31,6 +31,7 @@ from executor.retrieval.repeats import (
     one_per_page,
     repeat_hint,
     similarities,
+    targets_reference,
     weaker_margin,
 )
 from executor.stores.catalog import version
@@ -187,7 +188,9 @@ class LookupService:
         chosen = one_per_page(valid[: 1 + self.settings.max_supplement])
         landing = chosen[0].domain
         details["landing_domain"] = landing
-        targeted = level == Level.REFERENCE and missing_dimension is not None
+        targeted = (level == Level.REFERENCE and missing_dimension is not None) or targets_reference(
+            chosen[0].doc_key, earlier, missing_dimension
+        )
         # the meaning rule is asked first so that the log names the earlier lookup (a blocked one too) that this
         # one repeats, whichever rule blocks it
         repeat = self._repeat(vector, chosen[0].doc_key, earlier, batch, missing_dimension, details) if rules else None

@@ -27,10 +27,11 @@ rules are remembered too (level DEDUPED, with the pages they pointed at), so the
 with them as well.
 
 Only the pages that answered a lookup count for this (`answer_pages`: its best page, those about as relevant
-as it and those graded HIGHLY_RELEVANT on their own score; an earlier lookup's `doc_keys` are these). The weaker supplements it sent
-stay in the session and are never sent again, but a later question whose best page is one of them is a new
-question: what was sent of that page was cut to the earlier query, and blocking it would answer the new
-question with nothing.
+as it and those graded HIGHLY_RELEVANT on their own score; an earlier lookup's `doc_keys` are these). The
+weaker supplements it sent stay in the session and are never sent again, but a later question whose best page
+is one of them is a new question: what was sent of that page was cut to the earlier query, and blocking it
+would answer the new question with nothing. A lookup naming the missing dimension of an earlier REFERENCE
+result that brought its best page is a targeted supplement and runs (`targets_reference`).
 """
 
 from __future__ import annotations
@@ -131,6 +132,15 @@ def as_relevant(chosen: Sequence[Ranked], held: set[str], margin: float) -> list
         return None
     bar = chosen[0].score - margin
     return [page_key(c.doc_key) not in held and c.score >= bar for c in chosen]
+
+
+def targets_reference(best_doc: str, earlier: list[EarlierLookup], missing_dimension: str | None) -> bool:
+    """The lookup names the `missing_dimension` of an earlier REFERENCE result that brought its best page: a
+    targeted supplement, which runs however well that page scores now."""
+    page = page_key(best_doc)
+    return bool(missing_dimension) and any(
+        e.level == REFERENCE and page in {page_key(k) for k in e.doc_keys} for e in earlier
+    )
 
 
 def similarities(vector: np.ndarray, earlier: list[EarlierLookup], batch: str | None) -> list[float | None]:
