@@ -26,12 +26,14 @@ from executor.retrieval.graph_build import has_graph
 from executor.retrieval.lookup import document_content
 from executor.retrieval.repeats import (
     BLOCKED,
+    WEAKER_BANDS,
     DedupReason,
+    answered_pages,
     as_relevant,
+    band_position,
     find_repeat,
     nearest,
     repeat_hint,
-    sibling_only_pages,
 )
 from executor.retrieval.traversal_cache import new_tally
 from executor.stores.catalog import version
@@ -258,22 +260,33 @@ class KnowledgeGraphQuery:
         the call repeats an earlier lookup in meaning, the call is answered from the session and sends nothing.
         Every call is remembered per knowledge base, blocked or not, so later lookups are compared with it."""
         sent = self.memory.sent_documents(session_id)
-        held = {page_key(f"{kb}/{k}"): (kb, k) for kb, k in sent}
+        held = {page_key(f"{kb}/{k}"): d for (kb, k), d in sent.items()}
         for hit in out.results:
-            if any(page_key(f"{kb}/{hit.doc_key}") in held for kb in hit.knowledge_bases):
+            page = next((p for p in (page_key(f"{kb}/{hit.doc_key}") for kb in hit.knowledge_bases) if p in held), None)
+            if page is not None:
+                # a page the session holds, named by the key it was sent under (its translation is the same page)
+                hit.doc_key, hit.title = held[page].doc_key, held[page].title
                 hit.content, hit.already_returned = "", True
+        # one hit per page, as a lookup sends one of a page and its translation
+        out.results = _first_per_page(out.results)
+        out.count = len(out.results)
         if vector is None:
             return {}
         name, lang = self.embedder.name, language_of(out.query)
         earlier = [e for kb in known for e in self.memory.lookups(session_id, kb, name)] if rules else []
-        docs = _first_per_document(out.results)
-        ranked = [_Ranked(f"{h.knowledge_bases[0]}/{h.doc_key}", h.score) for h in docs]
-        top_kb = docs[0].knowledge_bases[0] if docs else None
-        # as in lookup: a page only a sibling of this message brought does not answer this call
-        answering = set(held) - sibling_only_pages(earlier, batch, qualified=True)
-        keep = (
-            as_relevant(ranked, answering, self.settings.kb_thresholds(name, known[top_kb])) if rules and docs else None
+        scale = {kb: self.settings.kb_thresholds(name, row) for kb, row in known.items()}
+        # each page once, ranked on its own KB's scale (KBs graded differently compare on their bands)
+        docs = sorted(
+            _first_per_page(out.results),
+            key=lambda h: -band_position(h.score, scale[h.knowledge_bases[0]]),
         )
+        ranked = [
+            _Ranked(f"{h.knowledge_bases[0]}/{h.doc_key}", band_position(h.score, scale[h.knowledge_bases[0]]))
+            for h in docs
+        ]
+        # as in lookup: only the session's pages that answered an earlier lookup (not of this message) make it a repeat
+        answering = set(held) & answered_pages(earlier, batch, qualified=True)
+        keep = as_relevant(ranked, answering, WEAKER_BANDS) if rules and docs else None
         repeat = (
             find_repeat(
                 vector, docs[0].doc_key if docs else None, earlier, self.settings.repeat_thresholds(name), batch
@@ -293,7 +306,7 @@ class KnowledgeGraphQuery:
         if reason is not None:
             details["weaker_than_held"] = [h.doc_key for h in docs if not h.already_returned]
             out.dedup_reason = reason.value
-            out.results = _first_per_document([h for h in out.results if h.already_returned])
+            out.results = _first_per_page([h for h in out.results if h.already_returned])
             out.count, out.graph_data = len(out.results), {"nodes": [], "edges": []}
             level = None if reason == DedupReason.NOT_FOUND_REPEATED else BLOCKED
             self._remember(session_id, out, known, vector, batch, level)
@@ -320,10 +333,12 @@ class KnowledgeGraphQuery:
     def _remember(
         self, session_id: str, out: KGResult, known: dict, vector, batch: str | None, level: str | None
     ) -> None:
-        """One row per knowledge base that answered: the call's query and what it found (or pointed at) there. A
-        knowledge base whose store failed is not remembered: its silence is not "nothing found"."""
+        """One row per knowledge base that answered: the call's query and the pages that answer it there (its best
+        page there and the HIGHLY_RELEVANT ones, as a lookup is remembered), or those it pointed at. A knowledge
+        base whose store failed is not remembered: its silence is not "nothing found"."""
         for kb in (kb for kb in known if kb in out.kb_counts):
             hits = [h for h in out.results if kb in h.knowledge_bases]
+            answers = [h for i, h in enumerate(hits) if level or i == 0 or h.relevance_level == Level.HIGHLY_RELEVANT]
             found = level or (
                 Level.HIGHLY_RELEVANT.value
                 if any(h.relevance_level == Level.HIGHLY_RELEVANT for h in hits)
@@ -340,7 +355,7 @@ class KnowledgeGraphQuery:
                     vector=vector,
                     level=found,
                     domain=hits[0].domain if hits else None,
-                    doc_keys=list(dict.fromkeys(h.doc_key for h in hits)),
+                    doc_keys=list(dict.fromkeys(h.doc_key for h in answers)),
                     batch=batch,
                     kb=kb,
                     embedder=self.embedder.name,
@@ -348,12 +363,13 @@ class KnowledgeGraphQuery:
             )
 
 
-def _first_per_document(hits: list[KGHit]) -> list[KGHit]:
-    """The best chunk of each document (hits are best first), in that order."""
-    seen: set[tuple[str, str]] = set()
+def _first_per_page(hits: list[KGHit]) -> list[KGHit]:
+    """The best hit of each page of each knowledge base (a page and its translations are one, `page_key`; hits are
+    best first), in that order."""
+    seen: set[str] = set()
     out = []
     for h in hits:
-        key = (h.knowledge_bases[0], h.doc_key)
+        key = page_key(f"{h.knowledge_bases[0]}/{h.doc_key}")
         if key not in seen:
             seen.add(key)
             out.append(h)

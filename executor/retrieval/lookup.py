@@ -23,13 +23,16 @@ from executor.retrieval.repeats import (
     BLOCKED,
     DedupReason,
     Repeat,
+    answer_pages,
+    answered_pages,
     as_relevant,
     find_repeat,
     nearest,
     one_per_page,
     repeat_hint,
-    sibling_only_pages,
     similarities,
+    targets_reference,
+    weaker_margin,
 )
 from executor.stores.catalog import version
 from executor.stores.memory import EarlierLookup, SentDocument
@@ -148,27 +151,21 @@ class LookupService:
 
         details["relevant_docs"] = 0
         held = held_pages(kb, sent)
-        siblings_only = sibling_only_pages(earlier, batch)
-        answering = {p: d for p, d in held.items() if p not in siblings_only}
+        # the session's pages that answered an earlier lookup (not a sibling of this message's): only these make a
+        # lookup a repeat; the weaker supplements sent with them are never sent again, and that is all
+        answered = answered_pages(earlier, batch)
+        answering = {p: d for p, d in held.items() if p in answered}
         if level is None:
             repeat = self._repeat(vector, None, earlier, batch, missing_dimension, details)
             if repeat is not None:
                 return self._blocked(
                     self._repeated(repeat, kb, sent, lang, domains, base), remembered, session_id, dry_run
                 )
-            top = graded.candidates[0] if graded.candidates else None
-            if (
-                rules
-                and top is not None
-                and page_key(top.doc_key) in answering
-                and top.score >= thresholds.supplement
-                and self._near_lookup_of(top.doc_key, vector, earlier, batch)
-            ):
-                # the best match is a page the session has, and the query is near the lookup that brought it (an
-                # off-topic question whose best candidate happens to be a held page is not): say so, never
-                # "nothing found"
+            pointed = self._held_match(graded.candidates, held, answering, vector, earlier, batch, thresholds)
+            if pointed is not None:
+                # the answer is a page the session has: say so, never "nothing found"
                 details["blocked_level"] = "NONE"
-                result = self._from_session([held[page_key(top.doc_key)]], kb, lang, domains, base)
+                result = self._from_session([pointed], kb, lang, domains, base)
                 return self._blocked(result, remembered, session_id, dry_run)
             if not dry_run:
                 self.memory.record_lookup(session_id, remembered)
@@ -191,11 +188,13 @@ class LookupService:
         chosen = one_per_page(valid[: 1 + self.settings.max_supplement])
         landing = chosen[0].domain
         details["landing_domain"] = landing
-        targeted = level == Level.REFERENCE and missing_dimension is not None
+        targeted = (level == Level.REFERENCE and missing_dimension is not None) or targets_reference(
+            chosen[0].doc_key, earlier, missing_dimension
+        )
         # the meaning rule is asked first so that the log names the earlier lookup (a blocked one too) that this
         # one repeats, whichever rule blocks it
         repeat = self._repeat(vector, chosen[0].doc_key, earlier, batch, missing_dimension, details) if rules else None
-        keep = as_relevant(chosen, set(answering), thresholds) if rules and not targeted else None
+        keep = as_relevant(chosen, set(answering), weaker_margin(thresholds)) if rules and not targeted else None
         if keep is not None:
             # the best page is one the session holds: only new pages about as relevant as it may go out
             details["weaker_than_held"] = [
@@ -204,12 +203,20 @@ class LookupService:
             if not any(keep) and any(page_key(c.doc_key) not in held for c in chosen):
                 # (every page held: the plain "all already returned" below says exactly that)
                 details["blocked_level"] = level.value
+                # it points at every page of the session it found, and is remembered by those that answered and the
+                # new pages it held back
                 pointed = [held[page_key(c.doc_key)] for c in chosen if page_key(c.doc_key) in held]
                 result = self._from_session(pointed, kb, lang, domains, base)
-                return self._blocked(result, remembered, session_id, dry_run, [c.doc_key for c in chosen])
+                withheld = [c.doc_key for c in chosen if page_key(c.doc_key) not in held]
+                answered_here = [d.doc_key for d in pointed if page_key(d.doc_key) in answering]
+                return self._blocked(result, remembered, session_id, dry_run, withheld, answered_here)
             chosen = [c for c, k in zip(chosen, keep) if k or page_key(c.doc_key) in held]
         out = unique([self._document_out(kb, c, sent, held) for c in chosen])
         new = [d for d in out if not d.already_returned]
+        # the pages that answer it (a page's translation under the key the session holds it by): what it is
+        # remembered by, so that a later lookup whose best page is one of them is a repeat
+        answers = {page_key(k) for k in answer_pages(chosen, thresholds)}
+        answer_keys = [d.doc_key for d in out if page_key(d.doc_key) in answers]
         if not new:
             details["blocked_level"] = level.value
             titles_only = [d.model_copy(update={"content": "", "already_returned": True}) for d in out]
@@ -224,13 +231,13 @@ class LookupService:
                 supplement=titles_only[1:],
                 **base,
             )
-            return self._blocked(result, remembered, session_id, dry_run)
+            return self._blocked(result, remembered, session_id, dry_run, pages=answer_keys)
         if repeat is not None:
             details["blocked_level"] = level.value
             result = self._repeated(repeat, kb, sent, lang, domains, base)
-            return self._blocked(result, remembered, session_id, dry_run, [d.doc_key for d in out])
+            return self._blocked(result, remembered, session_id, dry_run, answer_keys)
 
-        remembered.domain, remembered.doc_keys = landing, [d.doc_key for d in out]
+        remembered.domain, remembered.doc_keys = landing, answer_keys
         if not dry_run:
             self.memory.record(
                 session_id, landing, level.value, [SentDocument(kb, d.doc_key, d.domain, d.title) for d in new]
@@ -249,6 +256,28 @@ class LookupService:
             )
         )
 
+    def _held_match(self, candidates, held, answering, vector, earlier, batch, t) -> SentDocument | None:
+        """After "nothing found", the session's page that answers the query anyway, if any: the best candidate when
+        it answered an earlier lookup the query is near in meaning (an off-topic question whose best candidate
+        happens to be a held page is not), or the first of the candidates the keyword layers single out (a
+        specific L0 keyword, or the lexical index's best page) when the session holds it. A question restated as
+        its keywords ("maxSurge maxUnavailable") is far from the question in meaning and scores low on the
+        ranker, but it names the words of the page that answered it."""
+        top = candidates[0] if candidates else None
+        if top is None:
+            return None
+        if (
+            page_key(top.doc_key) in answering
+            and top.score >= t.supplement
+            and self._near_lookup_of(top.doc_key, vector, earlier, batch)
+        ):
+            return answering[page_key(top.doc_key)]
+        named = next(
+            (c for c in candidates[: 1 + self.settings.max_supplement] if c.specific or c.features.get("lexical") == 1),
+            None,
+        )
+        return held.get(page_key(named.doc_key)) if named is not None else None
+
     def _near_lookup_of(self, doc_key: str, vector, earlier: list[EarlierLookup], batch: str | None) -> bool:
         """Whether the query is as near an earlier lookup that returned `doc_key` as a rephrasing of a miss must
         be (`miss-overlap-threshold`: the queries alone decide, as after a miss)."""
@@ -260,14 +289,22 @@ class LookupService:
         )
 
     def _blocked(
-        self, result: LookupResult, remembered: EarlierLookup, session_id: str, dry_run: bool, found: list[str] = ()
+        self,
+        result: LookupResult,
+        remembered: EarlierLookup,
+        session_id: str,
+        dry_run: bool,
+        found: list[str] = (),
+        pages: list[str] | None = None,
     ) -> LookupResult:
         """A lookup blocked by a session rule is remembered too, so the next rephrasing is compared with it:
-        after a miss as a miss, else as DEDUPED with the session's pages it pointed at (and what it found)."""
+        after a miss as a miss, else as DEDUPED with the session's pages that answer it (`pages`; by default those
+        it pointed at) and what it found."""
         if not dry_run:
             if result.dedup_reason != DedupReason.NOT_FOUND_REPEATED:
                 remembered.level = BLOCKED
-                remembered.doc_keys = list(dict.fromkeys([d.doc_key for d in result.documents] + list(found)))
+                pointed = [d.doc_key for d in result.documents] if pages is None else pages
+                remembered.doc_keys = list(dict.fromkeys(pointed + list(found)))
                 remembered.domain = result.details.get("landing_domain")
             else:
                 remembered.level = None

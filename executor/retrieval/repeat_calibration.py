@@ -35,7 +35,7 @@ from pydantic import BaseModel, Field
 from executor.core.relevance import page_key
 from executor.core.settings import update_config
 from executor.retrieval.label_files import load_label_list
-from executor.retrieval.repeats import WEAKER_BANDS, as_relevant
+from executor.retrieval.repeats import WEAKER_BANDS, answer_pages, as_relevant, weaker_margin
 
 if TYPE_CHECKING:
     from executor.core.settings import Settings
@@ -56,7 +56,7 @@ class RepeatStores(Protocol):
 MIN_PRECISION = 0.95
 FOLDS = 5
 GRID = [round(0.10 + i * 0.01, 2) for i in range(86)]  # 0.10 .. 0.95
-BANDS = (0.0, 0.25, 0.5, 0.75, 1.0, 1.5)  # widths of "about as relevant" reported, in REFERENCE-HR bands
+BANDS = (0.0, 0.1, 0.25, 0.5, 0.75, 1.0)  # widths of "about as relevant" reported, in REFERENCE-HR bands
 RULE = (
     f"each threshold: highest recall with precision >= {MIN_PRECISION} on the pairs it is fitted on "
     f"(ties to the higher threshold); figures: {FOLDS}-fold, grouped by earlier query, held out"
@@ -150,12 +150,12 @@ def score_pairs(rt: RepeatStores, kb: str, labels: list[RepeatLabel]) -> list[Pa
     near = rt.settings.repeat_thresholds(rt.embedder.name).miss_overlap_threshold
 
     def from_session(label: RepeatLabel) -> dict[str, bool]:
-        held = {page_key(k) for k in found[label.earlier]}
+        held = {page_key(k) for k in answer_pages(chosen[label.earlier], t)}  # what the session remembers
         out = {}
         if not found[label.later] and float(np.dot(vectors[label.earlier], vectors[label.later])) < near:
             return {str(band): False for band in BANDS}  # "nothing found" on a held page needs a near query
         for band in BANDS:
-            keep = as_relevant(chosen[label.later], held, t, band)
+            keep = as_relevant(chosen[label.later], held, weaker_margin(t, band))
             out[str(band)] = keep is not None and not any(keep)
         return out
 

@@ -25,6 +25,13 @@ how a rephrasing "finds something" every time. A page and its translation at the
 language folder (`en/x.md`, `zh/x.md`) are one page here (`page_key`). Lookups blocked by any of these
 rules are remembered too (level DEDUPED, with the pages they pointed at), so the next rephrasing is compared
 with them as well.
+
+Only the pages that answered a lookup count for this (`answer_pages`: its best page, those about as relevant
+as it and those graded HIGHLY_RELEVANT on their own score; an earlier lookup's `doc_keys` are these). The
+weaker supplements it sent stay in the session and are never sent again, but a later question whose best page
+is one of them is a new question: what was sent of that page was cut to the earlier query, and blocking it
+would answer the new question with nothing. A lookup naming the missing dimension of an earlier REFERENCE
+result that brought its best page is a targeted supplement and runs (`targets_reference`).
 """
 
 from __future__ import annotations
@@ -45,10 +52,11 @@ REFERENCE = "REFERENCE"
 BLOCKED = "DEDUPED"  # the level a remembered blocked lookup carries
 
 # A new page answers as well as the held best page when it scores within this fraction of the band between
-# the KB's REFERENCE and HIGHLY_RELEVANT thresholds below it (ranker on Helm: 0.09; similarity on the sample:
-# 0.13). The gaps measured on evals/labels/repeats*.yaml: a rephrasing's leftovers sit 0.15-0.7 below the held
-# page, a translation or the page a new question is about within 0.05 of it.
-WEAKER_BANDS = 0.5
+# the KB's REFERENCE and HIGHLY_RELEVANT thresholds below it (`band_position`: each KB on its own scale). Chosen
+# on evals/labels/repeats*.yaml (`executor calibrate-repeats`, held out, every width in its `BANDS`): the
+# session's dedup keeps its precision across widths (0.779 at 0, 0.774 at 0.1, 0.767 at 0.5) while its recall
+# falls (0.654, 0.615, 0.506), so a narrow width that still lets a page scoring about as well through.
+WEAKER_BANDS = 0.1
 
 
 class Ranked(Protocol):
@@ -82,33 +90,57 @@ def one_per_page(ranked: Sequence[Ranked]) -> list:
     return list(best.values())
 
 
-def sibling_only_pages(earlier: list[EarlierLookup], batch: str | None, qualified: bool = False) -> set[str]:
-    """Pages (page keys) that only lookups of this same LLM message brought: they do not answer this call, since
-    lookups proposed together are sub-questions. `qualified`: keys as `kb/doc_key` (a call over several KBs)."""
+def answered_pages(earlier: list[EarlierLookup], batch: str | None, qualified: bool = False) -> set[str]:
+    """Pages (page keys) that answered an earlier lookup of the session (its `doc_keys`), leaving out the lookups
+    of this same LLM message: lookups proposed together are sub-questions and do not answer each other.
+    `qualified`: keys as `kb/doc_key` (a call over several KBs)."""
+    return {
+        page_key(f"{e.kb}/{k}" if qualified else k)
+        for e in earlier
+        if batch is None or e.batch != batch
+        for k in e.doc_keys
+    }
 
-    def pages(e: EarlierLookup) -> set[str]:
-        return {page_key(f"{e.kb}/{k}" if qualified else k) for k in e.doc_keys}
 
-    mine = [p for e in earlier if batch is not None and e.batch == batch for p in pages(e)]
-    others = {p for e in earlier if batch is None or e.batch != batch for p in pages(e)}
-    return set(mine) - others
+def answer_pages(chosen: Sequence[Ranked], t: Thresholds, bands: float = WEAKER_BANDS) -> list[str]:
+    """The doc keys that answer a lookup (`chosen` best first): its best page, the pages about as relevant as it
+    (within `weaker_margin`) and every page graded HIGHLY_RELEVANT on its own score; the rest are supplements
+    (see the module's docstring)."""
+    if not chosen:
+        return []
+    bar = min(chosen[0].score - weaker_margin(t, bands), t.highly_relevant_threshold)
+    return [c.doc_key for c in chosen if c.score >= bar]
+
+
+def band_position(score: float, t: Thresholds) -> float:
+    """A score on its KB's own scale: 0 at REFERENCE, 1 at HIGHLY_RELEVANT, so that pages of KBs graded
+    differently (a ranker's probability, a similarity) compare."""
+    band = t.highly_relevant_threshold - t.reference_threshold
+    return (score - t.reference_threshold) / band if band > 0 else score - t.reference_threshold
 
 
 def weaker_margin(t: Thresholds, bands: float = WEAKER_BANDS) -> float:
-    """How far below the held best page a new page may score and still count as answering as well."""
+    """How far below the held best page a new page may score (in `t`'s units) and still answer as well."""
     return bands * max(t.highly_relevant_threshold - t.reference_threshold, 0.0)
 
 
-def as_relevant(
-    chosen: Sequence[Ranked], held: set[str], t: Thresholds, bands: float = WEAKER_BANDS
-) -> list[bool] | None:
+def as_relevant(chosen: Sequence[Ranked], held: set[str], margin: float) -> list[bool] | None:
     """None when the best of `chosen` (best first, before the session's pages are set aside) is not a page
-    the session holds (`held`: page keys); else, per candidate, whether it is a new page that scores about as
-    well as that best page (the ones still worth sending)."""
+    that answered the session (`held`: page keys); else, per candidate, whether it is a new page that scores
+    within `margin` of that best page (the ones still worth sending; `margin` in the scores' units)."""
     if not chosen or page_key(chosen[0].doc_key) not in held:
         return None
-    bar = chosen[0].score - weaker_margin(t, bands)
+    bar = chosen[0].score - margin
     return [page_key(c.doc_key) not in held and c.score >= bar for c in chosen]
+
+
+def targets_reference(best_doc: str, earlier: list[EarlierLookup], missing_dimension: str | None) -> bool:
+    """The lookup names the `missing_dimension` of an earlier REFERENCE result that brought its best page: a
+    targeted supplement, which runs however well that page scores now."""
+    page = page_key(best_doc)
+    return bool(missing_dimension) and any(
+        e.level == REFERENCE and page in {page_key(k) for k in e.doc_keys} for e in earlier
+    )
 
 
 def similarities(vector: np.ndarray, earlier: list[EarlierLookup], batch: str | None) -> list[float | None]:

@@ -159,3 +159,35 @@ def test_nothing_found_on_a_page_the_session_holds_says_the_session_has_it(sampl
     far = lookup("请求超时了能直接重试吗？", s2, batch="m2")
     assert far.details["doc_scores"] and next(iter(far.details["doc_scores"])) == "troubleshooting/err-timeout.md"
     assert far.relevance_level is None and not far.found
+
+
+def test_a_weak_supplement_of_an_earlier_lookup_does_not_block_the_question_it_answers(sample_rt):
+    lookup, s = sample_rt.lookup_service.lookup, session()
+    first = lookup("What should a service do when Redis memory is full?", s, batch="m1")
+    assert first.primary[0].doc_key == "infrastructure/redis-eviction-policy.md"
+    # sent, but as a supplement clearly weaker than the best page: it did not answer that lookup
+    assert "infrastructure/redis-cache-expiry.md" in {d.doc_key for d in first.supplement if d.content}
+
+    other = lookup("What TTL should cache entries get?", s, batch="m2")
+    assert other.dedup_reason is None and other.relevance_level != "DEDUPED"
+    assert other.primary[0].doc_key == "infrastructure/redis-cache-expiry.md" and other.primary[0].already_returned
+
+    again = lookup("Redis 内存满了怎么办？", s, batch="m3")  # the first question reworded: nothing new goes out
+    assert again.relevance_level == "DEDUPED" and again.dedup_reason == "doc_retrieved"
+    assert again.primary[0].doc_key == "infrastructure/redis-eviction-policy.md"
+    assert not any(d.content for d in again.documents)
+
+
+def test_a_question_restated_as_its_keywords_after_nothing_found_points_at_the_held_page(sample_rt):
+    lookup, s = sample_rt.lookup_service.lookup, session()
+    first = lookup("How is a rolling update of a Kubernetes deployment configured?", s, batch="m1")
+    assert first.primary[0].doc_key == "deployment/kubernetes-rolling-update.md"
+
+    keywords = lookup("maxSurge", s, batch="m2")
+    assert keywords.dedup_reason == "doc_retrieved" and keywords.details.get("answered_from_session")
+    assert [d.doc_key for d in keywords.documents] == ["deployment/kubernetes-rolling-update.md"]
+    assert keywords.found and "deployment/kubernetes-rolling-update.md" in keywords.completeness_hint
+
+    # the same keywords in a session that holds nothing, and an off-topic question in this one: nothing found
+    assert lookup("maxSurge", session()).relevance_level is None
+    assert lookup("how to bake sourdough bread", s, batch="m3").relevance_level is None

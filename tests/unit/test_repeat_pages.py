@@ -3,11 +3,21 @@ about as relevant as a held best page, on a KB's own scale."""
 
 from dataclasses import dataclass
 
+import numpy as np
+
 from executor.core.relevance import page_key
 from executor.core.settings import Thresholds
-from executor.retrieval.repeats import as_relevant, one_per_page, weaker_margin
+from executor.retrieval.repeats import (
+    answer_pages,
+    answered_pages,
+    as_relevant,
+    band_position,
+    one_per_page,
+    weaker_margin,
+)
+from executor.stores.memory import EarlierLookup
 
-RANKER = Thresholds(highly_relevant_threshold=0.48, reference_threshold=0.30)  # margin 0.09 at half a band
+RANKER = Thresholds(highly_relevant_threshold=0.78, reference_threshold=0.28)  # margin 0.05 at a tenth of a band
 
 
 @dataclass
@@ -24,21 +34,49 @@ def test_a_page_and_its_translation_are_one_page():
     assert page_key("end/x.md") == "end/x.md"  # a folder that only starts like a language code
 
 
-def test_the_margin_is_half_the_kbs_band_between_reference_and_highly_relevant():
-    assert round(weaker_margin(RANKER), 4) == 0.09
-    assert round(weaker_margin(Thresholds(highly_relevant_threshold=0.54, reference_threshold=0.28)), 4) == 0.13
+def test_the_margin_is_a_tenth_of_the_kbs_band_between_reference_and_highly_relevant():
+    assert round(weaker_margin(RANKER), 4) == 0.05
+    assert round(weaker_margin(Thresholds(highly_relevant_threshold=0.54, reference_threshold=0.28)), 4) == 0.026
 
 
 def test_a_best_page_the_session_does_not_hold_is_not_the_rule():
-    assert as_relevant([C("a.md", 0.9), C("b.md", 0.5)], {"b.md"}, RANKER) is None
-    assert as_relevant([], {"a.md"}, RANKER) is None
+    assert as_relevant([C("a.md", 0.9), C("b.md", 0.5)], {"b.md"}, weaker_margin(RANKER)) is None
+    assert as_relevant([], {"a.md"}, weaker_margin(RANKER)) is None
 
 
 def test_only_new_pages_about_as_relevant_as_the_held_best_one_count():
-    chosen = [C("en/hooks.md", 0.93), C("zh/hooks.md", 0.92), C("tests.md", 0.86), C("glossary.md", 0.40)]
-    # the translation is held (the same page); tests.md is within 0.09; the glossary is far below
-    assert as_relevant(chosen, {"hooks.md"}, RANKER) == [False, False, True, False]
-    assert as_relevant(chosen[:2] + chosen[3:], {"hooks.md"}, RANKER) == [False, False, False]
+    chosen = [C("en/hooks.md", 0.93), C("zh/hooks.md", 0.92), C("tests.md", 0.89), C("glossary.md", 0.86)]
+    # the translation is held (the same page); tests.md is within 0.05; the glossary, 0.07 below, is weaker
+    assert as_relevant(chosen, {"hooks.md"}, weaker_margin(RANKER)) == [False, False, True, False]
+    assert as_relevant(chosen[:2] + chosen[3:], {"hooks.md"}, weaker_margin(RANKER)) == [False, False, False]
+
+
+def test_pages_of_knowledge_bases_graded_differently_compare_on_their_own_bands():
+    similarity = Thresholds(highly_relevant_threshold=0.54, reference_threshold=0.28)
+    assert band_position(0.78, RANKER) == band_position(0.54, similarity) == 1.0
+    assert band_position(0.28, RANKER) == band_position(0.28, similarity) == 0.0
+    # 0.60 is past HIGHLY_RELEVANT on the similarity scale, barely above REFERENCE on the ranker's
+    held_best, new = C("a/x.md", band_position(0.60, similarity)), C("b/y.md", band_position(0.60, RANKER))
+    assert as_relevant([held_best, new], {"a/x.md"}, 0.1) == [False, False]
+
+
+def test_a_lookup_is_answered_by_its_best_page_those_about_as_relevant_and_the_highly_relevant_ones():
+    chosen = [C("en/hooks.md", 0.95), C("tests.md", 0.91), C("charts.md", 0.80), C("glossary.md", 0.60)]
+    assert answer_pages(chosen, RANKER) == ["en/hooks.md", "tests.md", "charts.md"]  # the glossary: a supplement
+    weak = [C("en/hooks.md", 0.40), C("tests.md", 0.36), C("glossary.md", 0.30)]
+    assert answer_pages(weak, RANKER) == ["en/hooks.md", "tests.md"]
+    assert answer_pages([], RANKER) == []
+
+
+def test_pages_of_a_sibling_in_the_same_message_do_not_answer_it():
+    v = np.ones(2) / np.sqrt(2)
+    earlier = [
+        EarlierLookup("q1", v, "HIGHLY_RELEVANT", doc_keys=["en/a.md"], batch="m1"),
+        EarlierLookup("q2", v, "REFERENCE", doc_keys=["b.md"], batch="m2", kb="other"),
+    ]
+    assert answered_pages(earlier, "m2") == {"a.md"}
+    assert answered_pages(earlier, None) == {"a.md", "b.md"}
+    assert answered_pages(earlier, "m3", qualified=True) == {"sample/a.md", "other/b.md"}
 
 
 def test_one_lookup_keeps_the_best_ranked_of_a_page_and_its_translation():
