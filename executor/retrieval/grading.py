@@ -25,7 +25,8 @@ from executor.retrieval.text_profiles import TextProfiles
 from executor.retrieval.vocabulary import QueryTerms, Vocabulary, query_terms
 from executor.stores.catalog import Catalog
 from executor.stores.embedders import Embedder
-from executor.stores.vectors import ChunkHit, VectorStore
+from executor.stores.vector_hits import ChunkHit
+from executor.stores.vector_store import VectorStore
 
 MAX_CHUNKS_PER_DOC = 20  # chunks fetched for a document found by keyword or by the graph
 IDENTIFIER = re.compile(r"[a-z0-9]*(?:[_.\-][a-z0-9]+|[0-9])[a-z0-9_.\-]*")  # one token with `_ . -` or a digit
