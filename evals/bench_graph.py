@@ -6,7 +6,7 @@ neo4j driver) and SQL, beside the same benchmark on a baseline commit's code.
 
 A random graph (uniform endpoints, six relation types, weights 0.1-1) is
 loaded into a throw-away FalkorDB started from the wheel, with its Bolt port
-open. The load goes through `GraphStore.replace_kb` (UNWIND batches) and is set
+open. The load goes through `CypherGraphStore.replace_kb` (UNWIND batches) and is set
 against a naive one-MERGE-per-edge load of a slice of the same edges. Then
 1-, 2- and 3-hop `navigate` calls from random start nodes run through the
 traversal cache (`executor/retrieval/traversal_cache.py`, over a real catalog: what graph
@@ -43,7 +43,8 @@ from tqdm import tqdm
 from evals.baseline import run_on
 from executor.stores.database import Database
 from executor.stores.falkordb_server import FalkorDBServer
-from executor.stores.knowledge_graph import DEFAULT_WEIGHT, RELATION_TYPES, GraphData, GraphStore, relation_pattern
+from executor.stores.knowledge_graph import DEFAULT_WEIGHT, RELATION_TYPES, GraphData, relation_pattern
+from executor.stores.knowledge_graph_cypher import CypherGraphStore
 from executor.stores.knowledge_graph_drivers import FALKORDB, FalkorDriver, Neo4jDriver
 
 # a name of its own per run: the Neo4j at NEO4J_URI may hold a team's KBs
@@ -100,7 +101,7 @@ def memory_bfs(adj: dict, start: str, hops: int, max_paths: int, fan: int) -> li
     return sorted(found, key=lambda x: (-x[0], len(x[1])))[:max_paths]
 
 
-def plain_match(store: GraphStore, start: str, hops: int, max_paths: int) -> int:
+def plain_match(store: CypherGraphStore, start: str, hops: int, max_paths: int) -> int:
     """The uncapped variable-length match: every path up to `hops` is scored, the best `max_paths` returned."""
     rows = store.driver.run(
         f"MATCH p = (s:Entity {{kb: $kb, key: $key}})-[:{relation_pattern(None)}*1..{int(hops)}]-(m:Entity) "
@@ -128,7 +129,7 @@ def _free_port() -> int:
     raise RuntimeError("no free port")
 
 
-def naive_load_rate(store: GraphStore, data: GraphData) -> float:
+def naive_load_rate(store: CypherGraphStore, data: GraphData) -> float:
     """Edges per second when each edge is its own MATCH ... MERGE round trip."""
     rels = data.relations[:NAIVE_SLICE]
     started = time.perf_counter()
@@ -182,7 +183,7 @@ def _latency(store, label: str, calls: list, run) -> dict:
     return {"p50_ms": round(p50, 2), "p95_ms": round(p95, 2), "mean_paths": round(paths / len(calls), 1)}
 
 
-def _traversal_cache(native: GraphStore, folder: Path):
+def _traversal_cache(native: CypherGraphStore, folder: Path):
     """The product's path (graph expansion, query_knowledge_graph, navigate_graph): the traversal cache over a
     real catalog, which serves navigate from its in-memory snapshot of the KB's graph where the code has one."""
     from executor.retrieval.traversal_cache import TraversalCache
@@ -193,7 +194,7 @@ def _traversal_cache(native: GraphStore, folder: Path):
     return TraversalCache(catalog, lambda: native)
 
 
-def _neo4j_store(console: Console) -> GraphStore | None:
+def _neo4j_store(console: Console) -> CypherGraphStore | None:
     """The Neo4j at NEO4J_URI (with NEO4J_USER, NEO4J_PASSWORD, NEO4J_DATABASE), or None, saying so, without one."""
     uri = os.environ.get("NEO4J_URI")
     if not uri:
@@ -202,7 +203,7 @@ def _neo4j_store(console: Console) -> GraphStore | None:
             "so Neo4j is left out of this run"
         )
         return None
-    return GraphStore(
+    return CypherGraphStore(
         Neo4jDriver(
             uri,
             os.environ.get("NEO4J_USER", "neo4j"),
@@ -228,7 +229,7 @@ def measure(
     server = FalkorDBServer(folder, bolt_port=_free_port() if bolt_driver else None, bolt_on_all_interfaces=True)
     server.ensure_running()
     # the Bolt port serves the graph named "falkordb" only
-    native = GraphStore(FalkorDriver("falkordb", socket_path=str(server.socket_path), timeout_s=60))
+    native = CypherGraphStore(FalkorDriver("falkordb", socket_path=str(server.socket_path), timeout_s=60))
     results: dict = {
         "nodes": nodes,
         "edges": edges,
@@ -252,7 +253,7 @@ def measure(
         native.drop_kb("naive")
 
         if bolt_driver:
-            stores["bolt"] = GraphStore(
+            stores["bolt"] = CypherGraphStore(
                 Neo4jDriver(
                     f"bolt://127.0.0.1:{server.bolt_port}",
                     "falkordb",
@@ -398,7 +399,7 @@ def main(
     table = Table(
         title=f"navigate, {queries} random starts, max_paths {max_paths}, max_nodes_per_hop {max_nodes_per_hop} "
         "(ms, p50 / p95). traversal cache = what graph expansion, query_knowledge_graph and navigate_graph "
-        "call; FalkorDB Cypher = GraphStore.navigate; plain = the uncapped variable-length MATCH; BFS floor "
+        "call; FalkorDB Cypher = CypherGraphStore.navigate; plain = the uncapped variable-length MATCH; BFS floor "
         "= the capped traversal in a few lines of Python; ratio = FalkorDB Cypher p95 / that p95"
     )
     for col in (

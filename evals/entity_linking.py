@@ -137,9 +137,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--labels", type=Path, default=LABELS)
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
-    from executor.stores.embedders import make_embedder
+    from executor.stores.embedders import UseEmbedder
 
-    report = evaluate(load_link_labels(args.labels), make_embedder("use", None).embed_documents)
+    report = evaluate(load_link_labels(args.labels), UseEmbedder().embed_documents)
     if args.json:
         print(json.dumps(report, ensure_ascii=False, indent=2))
         return

@@ -19,12 +19,10 @@ from executor.stores.catalog import Catalog
 from executor.stores.database import Database
 from executor.stores.embedders import Embedder, make_embedder
 from executor.stores.falkordb_server import FalkorDBServer
+from executor.stores.graph_store import GraphStore, make_graph_store
 from executor.stores.invocation_log import InvocationLog
-from executor.stores.knowledge_graph import GraphStore
-from executor.stores.knowledge_graph_drivers import FalkorDriver, Neo4jDriver
-from executor.stores.knowledge_graph_sql import SqlGraphStore
 from executor.stores.memory import ActionMemory
-from executor.stores.vectors import VectorStore, open_vector_store
+from executor.stores.vector_store import VectorStore, make_vector_store
 
 
 class Runtime:
@@ -62,9 +60,7 @@ class Runtime:
     @cached_property
     def vectors(self) -> VectorStore:
         self.settings.ensure_home()
-        return open_vector_store(
-            self.settings.milvus_target, self.settings.milvus_token, self.settings.milvus_timeout_s
-        )
+        return make_vector_store(self.settings)
 
     @cached_property
     def cache_dir(self) -> Path:
@@ -73,7 +69,7 @@ class Runtime:
 
     @cached_property
     def embedder(self) -> Embedder:
-        return make_embedder(self.settings.embedder, self.settings.embedder_path, self.cache_dir)
+        return make_embedder(self.settings, self.cache_dir)
 
     @cached_property
     def graph_server(self) -> FalkorDBServer:
@@ -81,25 +77,10 @@ class Runtime:
         return FalkorDBServer(s.graph_folder, s.falkordb_bolt_port, s.falkordb_bolt_all_interfaces)
 
     @cached_property
-    def graph(self) -> GraphStore | SqlGraphStore:
+    def graph(self) -> GraphStore:
         """The app database with EXECUTOR_GRAPH_BACKEND=sql; else Neo4j if NEO4J_URI is set, else FalkorDB at
         FALKORDB_URL, else the embedded FalkorDB (started on demand)."""
-        s = self.settings
-        if s.graph_backend == "sql":
-            return SqlGraphStore(self.db)
-        if s.neo4j_uri:
-            driver = Neo4jDriver(s.neo4j_uri, s.neo4j_user, s.neo4j_password, s.neo4j_database, s.graph_timeout_s)
-        elif s.falkordb_url:
-            driver = FalkorDriver(s.graph_name, url=s.falkordb_url, timeout_s=s.graph_timeout_s)
-        else:
-            socket = self.graph_server.ensure_running()
-            driver = FalkorDriver(
-                s.graph_name,
-                socket_path=str(socket),
-                timeout_s=s.graph_timeout_s,
-                restart=self.graph_server.ensure_running,
-            )
-        return GraphStore(driver)
+        return make_graph_store(self.settings, lambda: self.db, lambda: self.graph_server)
 
     @cached_property
     def known_entities(self):

@@ -45,10 +45,10 @@ if TYPE_CHECKING:
     from executor.retrieval.traversal_cache import TraversalCache
     from executor.stores.catalog import Catalog
     from executor.stores.embedders import Embedder
+    from executor.stores.graph_store import GraphStore
     from executor.stores.invocation_log import InvocationLog
-    from executor.stores.knowledge_graph import GraphStore
     from executor.stores.memory import ActionMemory
-    from executor.stores.vectors import VectorStore
+    from executor.stores.vector_store import VectorStore
 
 MAX_SEEDS = 5
 MAX_SUMMARIES = 6

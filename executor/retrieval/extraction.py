@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from executor.core.settings import Settings
     from executor.stores.catalog import Catalog
     from executor.stores.embedders import Embedder
-    from executor.stores.knowledge_graph import GraphStore
+    from executor.stores.graph_store import GraphStore
 
 _A = r"(?<![A-Za-z0-9_])"
 _Z = r"(?![A-Za-z0-9_])"

@@ -24,7 +24,8 @@ from executor.retrieval.text_profiles import TextProfiles
 from executor.retrieval.vocabulary import QueryTerms, Vocabulary, query_terms, terms
 from executor.stores.catalog import Catalog
 from executor.stores.embedders import Embedder
-from executor.stores.vectors import ChunkHit, VectorStore
+from executor.stores.vector_hits import ChunkHit
+from executor.stores.vector_store import VectorStore
 
 MAX_CHUNKS_PER_DOC = 20  # chunks fetched for a document found by keyword or by the graph
 

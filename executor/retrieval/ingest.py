@@ -38,8 +38,8 @@ if TYPE_CHECKING:
     from executor.retrieval.llm_extraction import LLMExtractor
     from executor.stores.catalog import Catalog
     from executor.stores.embedders import Embedder
-    from executor.stores.knowledge_graph import GraphStore
-    from executor.stores.vectors import MilvusVectorStore
+    from executor.stores.graph_store import GraphStore
+    from executor.stores.vector_store import VectorStore
 
 
 class IngestStores(Protocol):
@@ -47,7 +47,7 @@ class IngestStores(Protocol):
 
     settings: Settings
     catalog: Catalog
-    vectors: MilvusVectorStore
+    vectors: VectorStore
     embedder: Embedder
     graph: GraphStore
     grader: Grader  # self-calibration grades the KB's generated questions as lookups would

@@ -47,7 +47,7 @@ if TYPE_CHECKING:
     from executor.stores.catalog import Catalog
     from executor.stores.embedders import Embedder
     from executor.stores.memory import ActionMemory
-    from executor.stores.vectors import VectorStore
+    from executor.stores.vector_store import VectorStore
 
 MAX_KBS = 10
 MAX_SEEDS = 4

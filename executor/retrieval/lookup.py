@@ -36,7 +36,7 @@ from executor.retrieval.repeats import (
 )
 from executor.stores.catalog import version
 from executor.stores.memory import EarlierLookup, SentDocument
-from executor.stores.vectors import ChunkHit
+from executor.stores.vector_hits import ChunkHit
 
 if TYPE_CHECKING:
     from executor.core.settings import Settings
@@ -44,7 +44,7 @@ if TYPE_CHECKING:
     from executor.stores.catalog import Catalog
     from executor.stores.embedders import Embedder
     from executor.stores.memory import ActionMemory
-    from executor.stores.vectors import VectorStore
+    from executor.stores.vector_store import VectorStore
 
 
 def document_content(chunks, budget: int) -> str:

@@ -45,7 +45,7 @@ from executor.core.relevance import document_language, page_key
 from executor.core.settings import RANKER_FEATURES as FEATURES  # noqa: F401 - FEATURES: read here by calibration
 from executor.core.settings import Ranker
 from executor.retrieval.vocabulary import QueryTerms, terms
-from executor.stores.vectors import ChunkHit
+from executor.stores.vector_hits import ChunkHit
 
 BACKGROUND_RANKS = slice(3, 10)
 IDENTIFIER = re.compile(r"[a-z0-9]*(?:[_.\-][a-z0-9]+|[0-9])[a-z0-9_.\-]*")  # one token with `_ . -` or a digit

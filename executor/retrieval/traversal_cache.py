@@ -33,7 +33,7 @@ from executor.stores.knowledge_graph_memory import GraphSnapshot
 
 if TYPE_CHECKING:
     from executor.stores.catalog import Catalog
-    from executor.stores.knowledge_graph import GraphStore
+    from executor.stores.graph_store import GraphStore
 
 MAX_ENTRIES = 4096
 # memory per relation held: ~280 bytes (both directions of the adjacency and the relation), up to ~480 once it

@@ -1,4 +1,4 @@
-"""Sentence embedders behind one small interface.
+"""Sentence embedders behind one small interface (`Embedder`), and the one factory (`make_embedder`).
 
 Heavy libraries (torch, FlagEmbedding) are imported only by the embedder that
 needs them, so commands on the default embedder start fast.
@@ -11,11 +11,14 @@ import threading
 from collections import OrderedDict
 from collections.abc import Callable
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 
 from executor.core.errors import BackendError, ConfigError
+
+if TYPE_CHECKING:
+    from executor.core.settings import Settings
 
 BGE_M3_HEADS = ("sparse_linear.pt", "colbert_linear.pt")
 
@@ -263,14 +266,17 @@ _CACHE: dict[tuple, Embedder] = {}
 
 
 def embedder_name(kind: str, path: Path | None = None) -> str:
-    """The name `make_embedder(kind, path)` would report, without loading a model (for thresholds in stats)."""
+    """The name the embedder of this kind (and model folder) reports, without loading a model (for thresholds in
+    stats)."""
     names = {"use": UseEmbedder.name, "bge-m3": BgeM3Embedder.name}
     return names.get(kind) or f"flag:{Path(path or '').name}"
 
 
-def make_embedder(kind: str, path: Path | None = None, cache_dir: Path | None = None) -> Embedder:
-    """Build (once per process) the embedder named by settings: use | bge-m3 | flag.
-    `cache_dir` (under EXECUTOR_HOME) keeps the default model's loaded state between starts."""
+def make_embedder(settings: Settings, cache_dir: Path | None = None) -> Embedder:
+    """Build (once per process) the embedder the settings name (EXECUTOR_EMBEDDER: use | bge-m3 | flag, the model
+    folder in EXECUTOR_EMBEDDER_PATH). `cache_dir` (under EXECUTOR_HOME) keeps the default model's loaded state
+    between starts."""
+    kind, path = settings.embedder, settings.embedder_path
     key = (kind, str(path) if path else None)
     if key not in _CACHE:
         if kind == "use":

@@ -1,6 +1,6 @@
 """Cypher drivers: one narrow interface, FalkorDB and Neo4j behind it.
 
-Traversal Cypher is shared (executor/stores/knowledge_graph.py). Everything that differs between
+Traversal Cypher is shared (executor/stores/knowledge_graph_cypher.py). Everything that differs between
 the two engines lives here, in the `Dialect` of each driver: index DDL and how a subquery
 imports variables. Both run the whole graph-store suite (tests/integration/test_graph_store.py;
 Neo4j 5.26 through services/neo4j/start.sh).

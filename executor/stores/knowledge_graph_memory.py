@@ -7,7 +7,7 @@ graph changes only at ingest, so the traversal cache
 (`executor/retrieval/traversal_cache.py`) loads a snapshot once per KB revision with
 two reads (`traversal_rows`, on every graph store) and traverses it here.
 
-`navigate` has the stores' semantics exactly (executor/stores/knowledge_graph.py's
+`navigate` has the stores' semantics exactly (executor/stores/knowledge_graph_cypher.py's
 `_navigate_query`, executor/stores/knowledge_graph_sql.py's chained CTEs): relations
 walked both ways, per hop the best-scoring path to each node not reached
 before (score = product of weights, a missing weight counts as
@@ -25,7 +25,6 @@ import heapq
 from collections.abc import Iterable
 from typing import Protocol
 
-from executor.core.errors import InputError
 from executor.stores.knowledge_graph import (
     DEFAULT_WEIGHT,
     RELATION_TYPES,
@@ -34,6 +33,7 @@ from executor.stores.knowledge_graph import (
     GraphPath,
     entity_key,
     navigation,
+    unknown_entity,
 )
 
 _TYPE_INDEX = {t: i for i, t in enumerate(RELATION_TYPES)}
@@ -117,7 +117,7 @@ class GraphSnapshot:
         allowed = None if kinds == _ALL_TYPES else kinds
         start = self._index.get(entity_key(name))
         if start is None:
-            raise InputError(f"no entity {name!r} in the graph of knowledge base {self.kb!r}")
+            raise unknown_entity(self.kb, name)
 
         adjacent = self._adjacent
         seen = {start}

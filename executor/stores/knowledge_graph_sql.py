@@ -53,7 +53,6 @@ from executor.stores.knowledge_graph import (
     GraphEdge,
     GraphNode,
     GraphPath,
-    GraphStore,
     PathsBetween,
     check_entity_name,
     entity_key,
@@ -61,6 +60,7 @@ from executor.stores.knowledge_graph import (
     navigation_between,
     paths_between,
     relation_types,
+    unknown_entity,
 )
 
 BATCH = 2000
@@ -182,7 +182,7 @@ def _ids(csv: str) -> list[int]:
 
 
 class SqlGraphStore:
-    """The graph protocol of `stores.knowledge_graph.GraphStore`, on the application database."""
+    """`stores.graph_store.GraphStore` in SQL, on the application database."""
 
     def __init__(self, db: Database):
         self.db = db
@@ -206,7 +206,7 @@ class SqlGraphStore:
     def _require_id(self, kb: str, name: str) -> int:
         entity_id = self._entity_id(kb, name)
         if entity_id is None:
-            self.require_entity(kb, name)  # raises the one message for an unknown entity
+            raise unknown_entity(kb, name)
         return entity_id
 
     def _paths(self, rows: list) -> list[GraphPath]:
@@ -266,8 +266,6 @@ class SqlGraphStore:
             )
         )
         return GraphNode(**rows[0]) if rows else None
-
-    require_entity = GraphStore.require_entity  # the same check and message, on this store's entity()
 
     def navigate(
         self,

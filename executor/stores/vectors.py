@@ -1,8 +1,5 @@
-"""Chunk vectors: the `VectorStore` port retrieval and ingest depend on, and Milvus behind it.
-
-`open_vector_store(uri)` picks the implementation: Milvus Lite for a file path
-(the default, under EXECUTOR_HOME), a Milvus server for an http(s)/tcp/unix
-URI. A second backend implements `VectorStore` and gets a branch there.
+"""Chunk vectors on Milvus: `stores.vector_store.VectorStore` on Milvus Lite (a file path, the default under
+EXECUTOR_HOME) or a Milvus server (an http(s)/tcp/unix URI); `make_vector_store` builds it.
 
 Relevance is graded from the dense squared-L2 distance. Hybrid search returns
 RRF ranks instead, so the dense vectors come back with each hit and the
@@ -20,11 +17,8 @@ import subprocess
 import threading
 import time
 import warnings
-from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
 
 import numpy as np
 
@@ -32,6 +26,7 @@ from executor.core.errors import BackendError, display_url, first_line
 from executor.core.fs import HeldLock, private_umask, stderr_to
 from executor.stores.embedders import Embedder
 from executor.stores.integrity import sqlite_damage
+from executor.stores.vector_hits import ChunkHit
 
 DISK_FULL_BYTES = 4 << 20  # less free than this under a Lite file whose write failed: the disk is full
 
@@ -62,94 +57,9 @@ def lexical_support(version: tuple[int, int] | None, needs_bm25: bool) -> bool:
     return version >= (BM25_SINCE if needs_bm25 else SPARSE_SINCE)
 
 
-@dataclass(frozen=True)
-class ChunkHit:
-    chunk_id: str
-    doc_key: str
-    chunk_index: int
-    domain: str
-    title: str
-    text: str
-    distance: float  # squared L2 between unit vectors, in [0, 4]
-    rank: int  # position in the (hybrid) result list, 0 = best
-
-
-class VectorStore(Protocol):
-    """What retrieval and ingest need from a store of chunk vectors, one collection per knowledge base.
-
-    Chunk rows are {chunk_id, doc_key, chunk_index, domain, title, keywords, text}; every hit carries its
-    dense squared-L2 distance to the query vector, whatever the backend ranks by."""
-
-    uri: str
-
-    # -- collections
-    def has(self, kb: str) -> bool: ...
-
-    def recorded_embedder(self, kb: str) -> dict | None:
-        """{embedder, dim, lexical} the KB was embedded with; None when it has no vectors."""
-
-    def check_embedder(self, kb: str, embedder: Embedder) -> None:
-        """BackendError unless the KB's vectors come from `embedder`."""
-
-    def has_lexical(self, kb: str) -> bool: ...
-
-    def create(self, kb: str, embedder: Embedder) -> str | None:
-        """Create the KB's collection; a warning when the backend cannot keep the lexical half."""
-
-    def drop(self, kb: str) -> None: ...
-
-    def staging(self, kb: str) -> str:
-        """A key to rebuild `kb` under; its writes become the KB's only at `promote`."""
-
-    def promote(self, kb: str, staging: str) -> None: ...
-
-    def discard_unfinished(self, kb: str) -> None: ...
-
-    # -- writes
-    def delete_docs(self, kb: str, doc_keys: list[str]) -> None: ...
-
-    def upsert(self, kb: str, rows: list[dict], embedder: Embedder, vectors: np.ndarray) -> None: ...
-
-    def flush_and_load(self, kb: str) -> None:
-        """Make the writes so far searchable."""
-
-    def count(self, kb: str) -> int: ...
-
-    # -- reads
-    def search(self, kb: str, query: str, vector: np.ndarray, embedder: Embedder, limit: int) -> list[ChunkHit]:
-        """Hybrid (dense + lexical) search, best first."""
-
-    def dense_search(self, kb: str, vector: np.ndarray, limit: int) -> list[ChunkHit]: ...
-
-    def lexical_search(
-        self, kb: str, query: str, vector: np.ndarray, embedder: Embedder, limit: int
-    ) -> list[tuple[ChunkHit, float]]:
-        """The lexical layer alone with its raw scores (empty when the KB has none)."""
-
-    def get_chunks(self, kb: str, chunk_ids: list[str], vector: np.ndarray) -> list[ChunkHit]: ...
-
-    def document_text(self, kb: str, doc_key: str) -> str: ...
-
-    def texts(self, kb: str, batch_size: int = 1000) -> Iterator[tuple[str, str, str]]:
-        """Every chunk's (doc_key, title, text)."""
-
-    def open_in_background(self) -> None:
-        """Start connecting on a thread of its own; the first call waits for it (and raises what it met)."""
-
-    def close(self) -> None: ...
-
-
 def is_server_uri(uri: str) -> bool:
     """A Milvus server's URI; anything else is the path of a Milvus Lite file."""
     return uri.startswith(("http://", "https://", "tcp://", "unix:"))
-
-
-def open_vector_store(
-    uri: str, token: str | None = None, timeout_s: float = 30.0, dense_index: str = "AUTOINDEX"
-) -> VectorStore:
-    """The vector store at `uri` (nothing is opened until the first call). Milvus serves both kinds of URI
-    today: Lite (an embedded server on a local file) and a Milvus server."""
-    return MilvusVectorStore(uri, token, timeout_s, dense_index)
 
 
 class _ListeningPopen(subprocess.Popen):

@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from executor.retrieval.lookup import LookupService
     from executor.retrieval.traversal_cache import TraversalCache
     from executor.stores.catalog import Catalog
-    from executor.stores.knowledge_graph import GraphStore
+    from executor.stores.graph_store import GraphStore
 
 Handler = Callable[[ToolCall, object], ToolOutput]
 

@@ -39,8 +39,8 @@ if TYPE_CHECKING:
     from executor.retrieval.lookup import LookupService
     from executor.retrieval.traversal_cache import TraversalCache
     from executor.stores.catalog import Catalog
+    from executor.stores.graph_store import GraphStore
     from executor.stores.invocation_log import InvocationLog
-    from executor.stores.knowledge_graph import GraphStore
 
 
 def listed(value):

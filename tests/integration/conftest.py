@@ -185,15 +185,15 @@ def falkordb_server(tmp_path_factory):
 
 @pytest.fixture
 def falkor_store(falkordb_server, request):
-    """A GraphStore on a graph of its own in the shared test server."""
-    from executor.stores.knowledge_graph import GraphStore
+    """A Cypher graph store on a graph of its own in the shared test server."""
+    from executor.stores.knowledge_graph_cypher import CypherGraphStore
     from executor.stores.knowledge_graph_drivers import FalkorDriver
 
     driver = FalkorDriver(
         f"t_{request.node.name[:40]}".replace("[", "_").replace("]", "_"), socket_path=str(falkordb_server.socket_path)
     )
     driver.delete_graph()
-    store = GraphStore(driver)
+    store = CypherGraphStore(driver)
     yield store
     driver.delete_graph()
     store.close()
@@ -260,13 +260,13 @@ def sql_store_postgres():
 
 @pytest.fixture
 def neo4j_store():
-    """A GraphStore on the shared Neo4j at NEO4J_URI (skips, or fails under EXECUTOR_REQUIRE_SERVICES=1, without
+    """A Cypher graph store on the shared Neo4j at NEO4J_URI (skips, or fails under EXECUTOR_REQUIRE_SERVICES=1, without
     one). The KBs a test writes there are its own to drop: other tests' graphs live in the same database."""
-    from executor.stores.knowledge_graph import GraphStore
+    from executor.stores.knowledge_graph_cypher import CypherGraphStore
     from executor.stores.knowledge_graph_drivers import Neo4jDriver
 
     s = neo4j_settings()
-    store = GraphStore(Neo4jDriver(s["neo4j_uri"], s["neo4j_user"], s["neo4j_password"], s["neo4j_database"]))
+    store = CypherGraphStore(Neo4jDriver(s["neo4j_uri"], s["neo4j_user"], s["neo4j_password"], s["neo4j_database"]))
     yield store
     store.close()
 

@@ -112,7 +112,7 @@ def run_signalled(home, tmp_path, sig, stage, *args):
 @pytest.mark.parametrize(
     "stage",
     [
-        "executor.stores.knowledge_graph:GraphStore._swap",  # the graph stage
+        "executor.stores.knowledge_graph_cypher:CypherGraphStore._swap",  # the graph stage
         "executor.stores.vectors:MilvusVectorStore.create",  # the old vectors would be gone here today
         "executor.stores.vectors:MilvusVectorStore.upsert",
         "executor.stores.vectors:MilvusVectorStore.flush_and_load",

@@ -5,6 +5,7 @@ import pytest
 from extras import bge_model_path
 
 from executor.core.errors import BackendError, ConfigError
+from executor.core.settings import Settings
 from executor.stores.embedders import BgeM3Embedder, UseEmbedder, make_embedder
 
 
@@ -24,7 +25,7 @@ def test_use_ranks_chinese_and_english_paraphrases_first():
 
 
 def test_flag_model_loads_local_minilm_for_real():
-    e = make_embedder("flag", bge_model_path())
+    e = make_embedder(Settings(embedder="flag", embedder_path=bge_model_path()))
     v = e.embed_documents(["restart the kubernetes deployment", "bake bread at home", "roll out a new pod version"])
     assert v.shape == (3, 384)
     q = e.embed_query("how to restart pods")
@@ -38,11 +39,11 @@ def test_bge_m3_refuses_a_folder_without_its_heads():
 
 def test_model_embedders_need_a_local_folder(tmp_path):
     with pytest.raises(ConfigError, match="EXECUTOR_EMBEDDER_PATH"):
-        make_embedder("bge-m3", None)
+        make_embedder(Settings(embedder="bge-m3"))
     with pytest.raises(ConfigError, match="not a model folder"):
-        make_embedder("flag", tmp_path)
+        make_embedder(Settings(embedder="flag", embedder_path=tmp_path))
     with pytest.raises(ConfigError, match="unknown embedder"):
-        make_embedder("word2vec")
+        make_embedder(Settings(embedder="word2vec"))
 
 
 def test_the_use_state_kept_under_the_home_gives_the_same_vectors(tmp_path):

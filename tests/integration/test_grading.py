@@ -148,7 +148,7 @@ def test_grading_is_chosen_per_kb_on_the_command_line(tmp_path):
 def test_a_page_in_another_language_is_not_judged_by_shared_words():
     """A Chinese page answering an English question shares no words with it; the features say so."""
     from executor.retrieval.ranking import Candidate, features
-    from executor.stores.vectors import ChunkHit
+    from executor.stores.vector_hits import ChunkHit
 
     q = query_terms("How big should the connection pool be?", Vocabulary.build([("a", "connection pool size")]))
 

@@ -18,7 +18,7 @@ from conftest import known_graph_data
 
 from executor.core.errors import BackendError, InputError
 from executor.stores.falkordb_server import FalkorDBServer
-from executor.stores.knowledge_graph import GraphStore
+from executor.stores.knowledge_graph_cypher import CypherGraphStore
 from executor.stores.knowledge_graph_drivers import FALKORDB, FalkorDriver, Neo4jDriver
 
 pytestmark = pytest.mark.timeout(120)
@@ -43,9 +43,9 @@ def stores(tmp_path_factory):
         tmp_path_factory.mktemp("falkordb-bolt"), bolt_port=free_port(), bolt_on_all_interfaces=True
     )
     server.ensure_running()
-    native = GraphStore(FalkorDriver("falkordb", socket_path=str(server.socket_path)))
+    native = CypherGraphStore(FalkorDriver("falkordb", socket_path=str(server.socket_path)))
     native.replace_kb(KB, known_graph_data())
-    bolt = GraphStore(
+    bolt = CypherGraphStore(
         Neo4jDriver(
             f"bolt://127.0.0.1:{server.bolt_port}",
             "falkordb",

@@ -18,13 +18,13 @@ def cli(home, *args, **env):
 @pytest.fixture
 def homes(tmp_path):
     """Two homes on the shared Neo4j, each with a KB name of its own; whatever they left there is dropped."""
-    from executor.stores.knowledge_graph import GraphStore
+    from executor.stores.knowledge_graph_cypher import CypherGraphStore
     from executor.stores.knowledge_graph_drivers import Neo4jDriver
 
     s = neo4j_settings()  # skips (or fails) here where there is no Neo4j
     sample, other = unique_kb("sample"), unique_kb("runbooks")
     yield (tmp_path / "home", sample), (tmp_path / "other", other)
-    store = GraphStore(Neo4jDriver(s["neo4j_uri"], s["neo4j_user"], s["neo4j_password"], s["neo4j_database"]))
+    store = CypherGraphStore(Neo4jDriver(s["neo4j_uri"], s["neo4j_user"], s["neo4j_password"], s["neo4j_database"]))
     try:
         for kb in (sample, other):
             store.drop_kb(kb)

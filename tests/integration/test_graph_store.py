@@ -11,7 +11,8 @@ from conftest import known_graph_data, unique_kb
 
 from executor.core.errors import BackendError, InputError
 from executor.stores.falkordb_server import FalkorDBServer
-from executor.stores.knowledge_graph import RETIRED_PREFIX, STAGING_PREFIX, GraphData, GraphStore
+from executor.stores.knowledge_graph import GraphData
+from executor.stores.knowledge_graph_cypher import RETIRED_PREFIX, STAGING_PREFIX, CypherGraphStore
 from executor.stores.knowledge_graph_memory import GraphSnapshot
 
 # names of this run's own: the Neo4j at NEO4J_URI is shared by every test process on the machine
@@ -239,13 +240,13 @@ def test_server_persists_across_a_restart_and_is_reused(tmp_path):
     socket = server.ensure_running()
     pid = server.pid()
     assert FalkorDBServer(tmp_path / "graph").ensure_running() == socket and server.pid() == pid  # reused
-    store = GraphStore(FalkorDriver("executor", socket_path=str(socket)))
+    store = CypherGraphStore(FalkorDriver("executor", socket_path=str(socket)))
     store.replace_kb(KB, known_graph_data())
     store.close()
     assert server.stop() is True and server.pid() is None and not server.ping()
     server.ensure_running()
     assert server.pid() != pid
-    store = GraphStore(FalkorDriver("executor", socket_path=str(server.socket_path)))
+    store = CypherGraphStore(FalkorDriver("executor", socket_path=str(server.socket_path)))
     try:
         assert summaries(store.navigate(KB, "ComfyUI", 1))[0] == ("ComfyUI -DEPENDS_ON-> Docker", 0.9)
     finally:
@@ -267,7 +268,7 @@ def test_a_dead_server_is_a_one_line_error(tmp_path):
     start = time.monotonic()
     with pytest.raises(BackendError, match="graph unavailable") as err:
         driver = FalkorDriver("executor", socket_path=str(tmp_path / f"{uuid.uuid4().hex}.sock"))
-        GraphStore(driver).navigate(KB, "ComfyUI")
+        CypherGraphStore(driver).navigate(KB, "ComfyUI")
     assert "\n" not in str(err.value)
     assert time.monotonic() - start < 15
 
@@ -336,7 +337,7 @@ def test_a_load_that_fails_half_way_keeps_the_old_graph(known, fail_at):
     if not hasattr(known, "driver"):
         pytest.skip("Cypher drivers only: the SQL graph store loads a KB's graph in one transaction")
     before = known.stats(KB)
-    broken = GraphStore(_FailingWrites(known.driver, fail_at))
+    broken = CypherGraphStore(_FailingWrites(known.driver, fail_at))
     with pytest.raises(BackendError, match="injected"):
         broken.replace_kb(KB, known_graph_data())
     assert known.stats(KB) == before == {"entities": 7, "documents": 1, "relations": 7}

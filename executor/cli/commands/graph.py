@@ -88,9 +88,10 @@ def graph_show(
 ):
     """Draw ENTITY's neighbourhood as a self-contained HTML page."""
     from executor.agent.knowledge_graph_page import render
+    from executor.stores.knowledge_graph import require_entity
 
     with _graph_runtime(kb) as rt:
-        node = rt.graph.require_entity(kb, entity)
+        node = require_entity(rt.graph, kb, entity)
         paths = rt.graph.navigate(kb, entity, hops, csv_list(relations), 60, rt.settings.graph_max_nodes_per_hop)
     write_text(html, render(f"{node.name} — {kb}", node.name, paths))
     typer.echo(f"wrote {html} ({len(paths)} paths)")
