@@ -268,7 +268,7 @@ class ExecutorMCP:
                 async with parsed_send:
                     async for item in read:
                         if isinstance(item, Exception):
-                            await write.send(SessionMessage(_ParseError(item)))  # type: ignore[arg-type]
+                            await write.send(SessionMessage(_ParseError()))  # type: ignore[arg-type]
                         else:
                             await parsed_send.send(item)
 
@@ -306,9 +306,6 @@ class ExecutorMCP:
 class _ParseError:
     """The JSON-RPC answer to a line that is not a JSON-RPC message, as the SDK's stdio writer serialises a message
     (`model_dump_json`); the SDK's own model cannot hold the null id a parse error must carry."""
-
-    def __init__(self, exc: Exception):
-        self.exc = exc
 
     def model_dump_json(self, **_: object) -> str:
         error = {"code": types.PARSE_ERROR, "message": "Parse error: the line is not a JSON-RPC 2.0 message"}

@@ -29,13 +29,14 @@ def check_session_id(session_id: str) -> str:
     return session_id
 
 
-def clean_query(query: str | None, max_chars: int) -> str:
-    """The query with its whitespace folded; InputError when it is empty, too long or holds control characters."""
+def clean_query(query: str | None, max_chars: int, what: str = "the query") -> str:
+    """The query (or another text argument, named by `what`) with its whitespace folded; InputError when it is
+    empty, too long or holds control characters."""
     if query is None or not str(query).strip():
-        raise InputError("the query is empty")
+        raise InputError(f"{what} is empty")
     query = str(query)
     if len(query) > max_chars:
-        raise InputError(f"the query is {len(query):,} characters long; the limit is {max_chars:,}")
+        raise InputError(f"{what} is {len(query):,} characters long; the limit is {max_chars:,}")
     if CONTROL.search(query):
-        raise InputError("the query contains control characters")
+        raise InputError(f"{what} contains control characters")
     return " ".join(query.split())
