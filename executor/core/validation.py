@@ -23,6 +23,18 @@ def validate_kb_name(name: str) -> str:
     return name
 
 
+MAX_DESCRIPTION_CHARS = 1000  # a description is one line the LLM reads in every system prompt: a sentence, not a file
+
+
+def check_description(description: str) -> str:
+    if len(description or "") > MAX_DESCRIPTION_CHARS:
+        raise InputError(
+            f"--description is {len(description):,} characters long; a knowledge base's description may have at "
+            f"most {MAX_DESCRIPTION_CHARS:,}"
+        )
+    return description or ""
+
+
 def check_session_id(session_id: str) -> str:
     if not SESSION_ID.fullmatch(session_id or ""):  # match() with `$` let a trailing newline through
         raise InputError("a session id is 1-128 letters, digits, '_', '-', '.' or ':'")
