@@ -32,7 +32,7 @@ from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column, sess
 
 from executor.core.errors import BackendError
 from executor.core.fs import private_file
-from executor.stores.integrity import sqlite_damage
+from executor.stores.integrity import milvus_lite_collections, sqlite_damage
 
 
 def utcnow() -> datetime:
@@ -204,10 +204,16 @@ def _check_whole(path: Path) -> None:
     """A damaged database file is an error naming it, never a fresh database or "unknown knowledge base".
     An empty file beside a Milvus Lite file that holds data is damaged too (a new home has neither)."""
     damage = sqlite_damage(path)
+    vectors = path.with_name("milvus.db")
     if damage is None and path.is_file() and path.stat().st_size == 0:
-        vectors = path.with_name("milvus.db")
         if vectors.is_file() and vectors.stat().st_size > 0:
             damage = "it is empty (0 bytes) but the home holds vectors"
+    if damage is None and not path.exists() and milvus_lite_collections(vectors):
+        # a new home has neither file; vectors without their catalog mean the database was deleted or lost
+        raise BackendError(
+            f"the database {path} is missing, but {vectors} holds knowledge bases: the catalog of this home is "
+            f"lost; restore {path.name} from a backup, or move {vectors.name} away and run `executor ingest` again"
+        )
     if damage is not None:
         raise BackendError(
             f"the database {path} is damaged ({damage}): restore it from a backup, or move it "
