@@ -85,22 +85,27 @@ def private_umask():
 
 
 @contextmanager
-def stderr_to(path: Path):
-    """Send what this process and the children it starts meanwhile write to file descriptor 2 into `path`
-    (a server's own log lines must not reach the terminal: an error is one line)."""
+def stderr_to(path: Path, descriptors: tuple[int, ...] = (2,)):
+    """Send what this process and the children it starts meanwhile write to file descriptor 2 (and the other
+    `descriptors`: 1 for a server that prints its errors on stdout) into `path` (a server's own log lines must
+    not reach the terminal: an error is one line)."""
     import sys
 
+    sys.stdout.flush()
     sys.stderr.flush()
-    saved = os.dup(2)
+    saved = {d: os.dup(d) for d in descriptors}
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
-    os.dup2(fd, 2)
+    for d in descriptors:
+        os.dup2(fd, d)
     os.close(fd)
     try:
         yield
     finally:
+        sys.stdout.flush()
         sys.stderr.flush()
-        os.dup2(saved, 2)
-        os.close(saved)
+        for d, copy in saved.items():
+            os.dup2(copy, d)
+            os.close(copy)
 
 
 # path -> [descriptor, holders]: a flock belongs to an open file, so two opens in one process would
