@@ -309,11 +309,31 @@ class MilvusVectorStore:
         # milvus-lite logs its own copy of an open error on the root logger; ours says what to do.
         root.setLevel(logging.CRITICAL)
         try:
+            if not self.is_lite:
+                self._check_reachable(uri)
             return MilvusClient(uri, token=self._token or "", timeout=self._timeout)
         except MilvusException as exc:
             raise BackendError(self._open_error(exc)) from exc
         finally:
             root.setLevel(level)
+
+    def _check_reachable(self, uri: str) -> None:
+        """A server that refuses the connection, or a name that does not resolve, is an error now: pymilvus
+        waits out EXECUTOR_MILVUS_TIMEOUT_S (30 s) before it says anything."""
+        import socket
+        from urllib.parse import urlsplit
+
+        if uri.startswith("unix:"):
+            return
+        parts = urlsplit(uri)
+        host, port = parts.hostname or "localhost", parts.port or (443 if parts.scheme == "https" else 19530)
+        try:
+            socket.create_connection((host, port), timeout=min(3.0, self._timeout)).close()
+        except TimeoutError:
+            return  # slow, not refused: the client's own timeout decides
+        except OSError as exc:
+            why = "connection refused" if isinstance(exc, ConnectionRefusedError) else (exc.strerror or str(exc))
+            raise BackendError(f"cannot reach Milvus at {display_url(uri)} (MILVUS_URI): {why}") from None
 
     def _open_error(self, exc) -> str:
         """What failed, from what actually failed: the wait for the server, or the server itself."""
