@@ -55,8 +55,22 @@ def home_folder(path: Path) -> Path:
 
 # folders of the system itself: a home there (a symlink to /etc, EXECUTOR_HOME=/proc/1) would write the user's
 # databases among the system's files, or fail with the kernel's raw errors
-_SYSTEM_FOLDERS = ("/", "/bin", "/boot", "/dev", "/etc", "/lib", "/lib32", "/lib64", "/proc", "/run", "/sbin", "/sys",
-                   "/usr", "/var")
+_SYSTEM_FOLDERS = (
+    "/",
+    "/bin",
+    "/boot",
+    "/dev",
+    "/etc",
+    "/lib",
+    "/lib32",
+    "/lib64",
+    "/proc",
+    "/run",
+    "/sbin",
+    "/sys",
+    "/usr",
+    "/var",
+)
 _SYSTEM_TREES = ("/proc", "/sys", "/dev", "/etc", "/boot", "/usr")
 
 

@@ -114,9 +114,7 @@ class LocalGuard:
             given = headers.get("authorization") or []
             scheme, _, credentials = (given[0] if len(given) == 1 else "").strip().partition(" ")
             # the scheme is case-insensitive (RFC 7235: "bearer" is "Bearer"); the token itself is compared exactly
-            if scheme.lower() != "bearer" or not hmac.compare_digest(
-                credentials.strip().encode(), self.token.encode()
-            ):
+            if scheme.lower() != "bearer" or not hmac.compare_digest(credentials.strip().encode(), self.token.encode()):
                 return 401, "a bearer token is required (Authorization: Bearer ...)"
         return None
 
