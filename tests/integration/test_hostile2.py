@@ -164,17 +164,26 @@ def test_a_malformed_url_names_its_variable_and_never_its_password(tmp_path, env
 def homes(tmp_path):
     a_file = tmp_path / "a-file"
     a_file.write_text("not a folder")
-    link = tmp_path / "etc-link"
-    link.symlink_to("/etc")
-    return {"file": a_file, "under-a-file": a_file / "home", "proc": "/proc/1", "symlink-to-etc": link}
+    # a link into a system folder (/etc was adopted as a home): one no code, old or new, can write into
+    link = tmp_path / "system-link"
+    link.symlink_to("/proc/1")
+    return {"file": a_file, "under-a-file": a_file / "home", "proc": "/proc/1", "symlink-to-system": link}
 
 
-@pytest.mark.parametrize("case", ["file", "under-a-file", "proc", "symlink-to-etc"])
+@pytest.mark.parametrize("case", ["file", "under-a-file", "proc", "symlink-to-system"])
 def test_a_home_that_cannot_be_ours_is_refused_with_one_line(tmp_path, case):
     where = homes(tmp_path)[case]
     line = one_error_line(run_cli(where, "kb", "list"), 2)
     assert "EXECUTOR_HOME" in line and str(where) in line, line
-    assert not (tmp_path / "etc-link" / "executor.db").exists() and not os.path.exists("/etc/executor.db")
+
+
+def test_a_home_in_a_system_folder_is_refused_before_anything_is_written(tmp_path):
+    from executor.core.fs import home_folder
+
+    link = tmp_path / "etc-link"
+    link.symlink_to("/etc")
+    with pytest.raises(PermissionError, match="system folder"):
+        home_folder(link)
 
 
 # -- bad input is exit 2, with the input named ------------------------------------------------------------
