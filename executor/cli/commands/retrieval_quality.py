@@ -9,7 +9,7 @@ from typing import Annotated
 import typer
 
 from evals.quality_report import quality_table, write_markdown
-from executor.cli.commands.common import JsonOpt, KbsOpt, console, print_json, runtime
+from executor.cli.commands.common import JsonOpt, KbsOpt, config_to_write, console, print_json, runtime
 from executor.cli.commands.common import pair_labels as _pair
 from executor.core.errors import InputError
 
@@ -72,9 +72,7 @@ def _generated(rt, kb: str, sources: dict[str, int]) -> list:
 def eval_retrieval(
     labels: LabelsOpt,
     kb: KbsOpt = None,
-    markdown: Annotated[
-        Path | None, typer.Option("--markdown", help="also write the table as Markdown here")
-    ] = None,
+    markdown: Annotated[Path | None, typer.Option("--markdown", help="also write the table as Markdown here")] = None,
     as_json: JsonOpt = False,
 ):
     """Grade labelled questions (a fresh session each, nothing stored) and report how the grades hold."""
@@ -144,6 +142,8 @@ def calibrate(
         return _reset(labels, kb, for_kb, write, as_json)
     if not labels:
         raise InputError("give --labels FILE (with --kb NAME), or --reset --kb NAME")
+    if write:
+        config_to_write()
     if shared and for_kb:
         raise InputError("--for KB fits that KB's own model, --shared the embedder's shared one: give one of them")
     pairs = _pair(labels, kb)
