@@ -142,14 +142,14 @@ def calibrate(
         return _reset(labels, kb, for_kb, write, as_json)
     if not labels:
         raise InputError("give --labels FILE (with --kb NAME), or --reset --kb NAME")
-    if write:
-        config_to_write()
     if shared and for_kb:
         raise InputError("--for KB fits that KB's own model, --shared the embedder's shared one: give one of them")
     pairs = _pair(labels, kb)
     target = None if shared else for_kb or (pairs[0][1] if len({k for _, k in pairs}) == 1 else None)
     if target is not None and target not in {k for _, k in pairs} and not feedback:
         raise InputError(f"--for {target}: no --labels file is on that KB")
+    if write and target is None:  # the shared preset goes into the config file
+        config_to_write()
     from executor.core.settings import Thresholds, config_path, get_settings
     from executor.retrieval.calibration import calibrate as run_calibration
     from executor.retrieval.calibration import kb_model, write_thresholds
