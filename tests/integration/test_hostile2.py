@@ -118,6 +118,7 @@ def test_ingest_with_a_failing_graph_backend_exits_1_naming_it(tmp_path):
         EXECUTOR_GRAPH_TIMEOUT_S="3",
     )
     line = one_error_line(r, 1)
+    assert r.stderr.strip() == line, r.stderr  # the driver's own log line stays off the terminal
     assert "Neo4j at neo4j://127.0.0.1:1" in line and "graph was not built" in line, line
     assert "no graph config" not in r.stdout + r.stderr, r.stdout
 
