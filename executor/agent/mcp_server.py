@@ -27,6 +27,7 @@ import anyio
 import mcp.types as types
 from mcp.server.lowlevel import Server
 from mcp.shared.exceptions import McpError
+from mcp.shared.message import SessionMessage
 
 from executor.core.validation import SESSION_ID, check_session_id
 from executor.prompts.executor import RULES
@@ -258,7 +259,23 @@ class ExecutorMCP:
         from mcp.server.stdio import stdio_server
 
         async with stdio_server() as (read, write):
-            await self.server.run(read, write, self.server.create_initialization_options())
+            parsed_send, parsed = anyio.create_memory_object_stream(0)
+
+            async def answer_unparsable_lines():
+                # the SDK hands a line that is not JSON-RPC on as an exception, which its server answers with
+                # a log notification ("Internal Server Error") and a multi-line warning on stderr; JSON-RPC 2.0
+                # says: a -32700 error whose id is null
+                async with parsed_send:
+                    async for item in read:
+                        if isinstance(item, Exception):
+                            await write.send(SessionMessage(_ParseError()))  # type: ignore[arg-type]
+                        else:
+                            await parsed_send.send(item)
+
+            async with anyio.create_task_group() as tasks:
+                tasks.start_soon(answer_unparsable_lines)
+                await self.server.run(parsed, write, self.server.create_initialization_options())
+                tasks.cancel_scope.cancel()
 
     def http_app(self, host: str = "127.0.0.1", port: int = 8765, token: str | None = None):
         """A Starlette app serving streamable HTTP at /mcp, with one action-memory session per MCP session, behind
@@ -284,3 +301,12 @@ class ExecutorMCP:
             routes=[Route("/mcp", endpoint=StreamableHTTPASGIApp(manager))], lifespan=lambda app: manager.run()
         )
         return LocalGuard(app, hosts, token=token)
+
+
+class _ParseError:
+    """The JSON-RPC answer to a line that is not a JSON-RPC message, as the SDK's stdio writer serialises a message
+    (`model_dump_json`); the SDK's own model cannot hold the null id a parse error must carry."""
+
+    def model_dump_json(self, **_: object) -> str:
+        error = {"code": types.PARSE_ERROR, "message": "Parse error: the line is not a JSON-RPC 2.0 message"}
+        return json.dumps({"jsonrpc": "2.0", "id": None, "error": error})

@@ -8,8 +8,11 @@ from urllib.parse import urlsplit, urlunsplit
 # scheme://user:password@host -> scheme://***@host (FALKORDB_URL, MILVUS_URI, NEO4J_URI, database URLs)
 _USERINFO = re.compile(r"(?P<scheme>\b[a-zA-Z][a-zA-Z0-9+.\-]*://)[^/@\s'\"]+@")
 # ...?password=x&token=y and "api_key: x" as libraries print them
+# a placeholder in our own help and messages ("Bearer TOKEN", "Bearer ...") is no credential: left as written
+_PLACEHOLDER = r"(?!(?-i:TOKEN|KEY|API_KEY|SECRET|PASSWORD|\.\.\.)(?![A-Za-z0-9_~+/=\-]|\.\w))"
 _SECRET_PARAM = re.compile(
-    r"(?i)(?<![a-z])(?P<key>password|passwd|pwd|token|api[_-]?key|secret|authorization)(?P<sep>['\"]?\s*[=:]\s*['\"]?)(?!\*\*\*)(?:(?:bearer|basic)\s+)?[^\s&,;'\"]+"
+    r"(?i)(?<![a-z])(?P<key>password|passwd|pwd|token|api[_-]?key|secret|authorization)(?P<sep>['\"]?\s*[=:]\s*['\"]?)(?!\*\*\*)"
+    r"(?:(?:bearer|basic)\s+)?(?!(?:bearer|basic)\s)" + _PLACEHOLDER + r"[^\s&,;'\"`]+"
 )
 # values the settings hold (passwords, tokens, API keys): never printed, wherever a library puts them
 _SECRETS: set[str] = set()
@@ -18,7 +21,7 @@ _TERMINAL_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 
 _SECRET_PATTERN: re.Pattern | None = None
 # "Bearer k9Z", "Basic ...": whatever follows is a credential, however short
-_BEARER = re.compile(r"(?i)\b(?P<key>bearer|basic)(?P<sep>\s+)(?!\*\*\*)[A-Za-z0-9._~+/=\-]+")
+_BEARER = re.compile(r"(?i)\b(?P<key>bearer|basic)(?P<sep>\s+)(?!\*\*\*)" + _PLACEHOLDER + r"[A-Za-z0-9._~+/=\-]+")
 
 
 def register_secret(value: str | None) -> None:

@@ -29,7 +29,19 @@ def home_folder(path: Path) -> Path:
         info = path.stat()
     except OSError:
         return path  # created private when first needed
-    if not path.is_dir() or not info.st_mode & 0o022:
+    real = Path(os.path.realpath(path))
+    shown = str(path) if real == path.absolute() else f"{path} (-> {real})"
+    if not path.is_dir():
+        raise PermissionError(f"{shown} is not a folder; set EXECUTOR_HOME to a folder of this user's")
+    if _is_system_folder(real):
+        raise PermissionError(f"{shown} is a system folder, not a home; set EXECUTOR_HOME to a folder of this user's")
+    if not os.access(path, os.W_OK | os.X_OK):
+        raise PermissionError(f"{shown} is not writable by this user; set EXECUTOR_HOME to a folder of this user's")
+    if not info.st_mode & 0o022:
+        if info.st_uid != os.getuid():
+            raise PermissionError(
+                f"{shown} belongs to another user (uid {info.st_uid}); set EXECUTOR_HOME to a folder of this user's"
+            )
         return path
     own = path / f"executor-{os.getuid()}"
     try:
@@ -39,6 +51,32 @@ def home_folder(path: Path) -> Path:
     if not (os.path.isdir(own) and not os.path.islink(own) and mine.st_uid == os.getuid()):
         raise PermissionError(f"{own} is not a folder of this user's; set EXECUTOR_HOME to a private folder")
     return own
+
+
+# folders of the system itself: a home there (a symlink to /etc, EXECUTOR_HOME=/proc/1) would write the user's
+# databases among the system's files, or fail with the kernel's raw errors
+_SYSTEM_FOLDERS = (
+    "/",
+    "/bin",
+    "/boot",
+    "/dev",
+    "/etc",
+    "/lib",
+    "/lib32",
+    "/lib64",
+    "/proc",
+    "/run",
+    "/sbin",
+    "/sys",
+    "/usr",
+    "/var",
+)
+_SYSTEM_TREES = ("/proc", "/sys", "/dev", "/etc", "/boot", "/usr")
+
+
+def _is_system_folder(real: Path) -> bool:
+    text = str(real)
+    return text in _SYSTEM_FOLDERS or any(text.startswith(tree + "/") for tree in _SYSTEM_TREES)
 
 
 def private_file(path: Path) -> Path:
@@ -61,22 +99,27 @@ def private_umask():
 
 
 @contextmanager
-def stderr_to(path: Path):
-    """Send what this process and the children it starts meanwhile write to file descriptor 2 into `path`
-    (a server's own log lines must not reach the terminal: an error is one line)."""
+def stderr_to(path: Path, descriptors: tuple[int, ...] = (2,)):
+    """Send what this process and the children it starts meanwhile write to file descriptor 2 (and the other
+    `descriptors`: 1 for a server that prints its errors on stdout) into `path` (a server's own log lines must
+    not reach the terminal: an error is one line)."""
     import sys
 
+    sys.stdout.flush()
     sys.stderr.flush()
-    saved = os.dup(2)
+    saved = {d: os.dup(d) for d in descriptors}
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
-    os.dup2(fd, 2)
+    for d in descriptors:
+        os.dup2(fd, d)
     os.close(fd)
     try:
         yield
     finally:
+        sys.stdout.flush()
         sys.stderr.flush()
-        os.dup2(saved, 2)
-        os.close(saved)
+        for d, copy in saved.items():
+            os.dup2(copy, d)
+            os.close(copy)
 
 
 # path -> [descriptor, holders]: a flock belongs to an open file, so two opens in one process would

@@ -20,7 +20,7 @@ _HOST = re.compile(r"(?:[a-z0-9.\-]+|\[[0-9a-f:.]+\]):\d{1,5}")
 
 
 def is_loopback(host: str) -> bool:
-    return host in ("127.0.0.1", "localhost", "::1", "[::1]")
+    return host.lower() in ("127.0.0.1", "localhost", "::1", "[::1]")  # host names are case-insensitive
 
 
 def own_hosts(bind: str, port: int, extra: tuple[str, ...] = ()) -> set[str]:
@@ -64,6 +64,15 @@ class LocalGuard:
         refusal = self._refusal(headers)
         if refusal is not None:
             return await _reply(send, *refusal)
+        # names are case-insensitive (RFC 9110): what passed here reaches the app lower-cased, so that a check of
+        # its own (the MCP SDK compares Host and Origin exactly) agrees with this one
+        scope = {
+            **scope,
+            "headers": [
+                (key, value.lower() if key.lower() in (b"host", b"origin") else value)
+                for key, value in scope.get("headers") or []
+            ],
+        }
         length = headers.get("content-length")
         if length is not None:
             if len(length) != 1 or not length[0].strip().isdigit():
@@ -102,8 +111,10 @@ class LocalGuard:
         if origin is not None and (len(origin) != 1 or origin[0].strip().lower() not in self.origins):
             return 403, "cross-origin requests are refused"
         if self.token is not None:
-            given = (headers.get("authorization") or [""])[0]
-            if not hmac.compare_digest(given.encode(), f"Bearer {self.token}".encode()):
+            given = headers.get("authorization") or []
+            scheme, _, credentials = (given[0] if len(given) == 1 else "").strip().partition(" ")
+            # the scheme is case-insensitive (RFC 7235: "bearer" is "Bearer"); the token itself is compared exactly
+            if scheme.lower() != "bearer" or not hmac.compare_digest(credentials.strip().encode(), self.token.encode()):
                 return 401, "a bearer token is required (Authorization: Bearer ...)"
         return None
 

@@ -324,8 +324,21 @@ class _YamlSource(PydanticBaseSettingsSource):
     def __call__(self) -> dict[str, Any]:
         path = config_path()
         if not path.exists():
+            if "EXECUTOR_CONFIG" in os.environ:  # named on purpose: a typo must not silently mean "no config"
+                raise ConfigError(f"{path}: no such config file (named by EXECUTOR_CONFIG)")
             return {}
-        return read_config(path, ConfigError)
+        data = read_config(path, ConfigError)
+        known = set()
+        for name, info in self.settings_cls.model_fields.items():
+            known.add(name)
+            alias = info.validation_alias
+            if isinstance(alias, AliasChoices):
+                known |= {str(a).lower() for a in alias.choices}
+        unknown = sorted(str(k) for k in data if str(k).lower() not in known)
+        if unknown:  # a misspelt key would otherwise be ignored, and its setting silently left at its default
+            shown = ", ".join(repr(k[:60]) for k in unknown[:5])
+            raise ConfigError(f"{path}: unknown setting{'s' if len(unknown) > 1 else ''} {shown}")
+        return data
 
 
 def read_config(path: Path, error: type[Exception]) -> dict:
@@ -481,6 +494,37 @@ class Settings(BaseSettings):
         except PermissionError as exc:
             raise ValueError(str(exc)) from exc
 
+    @field_validator("neo4j_uri", "falkordb_url", "milvus_uri", "openai_base_url")
+    @classmethod
+    def _url_parses(cls, value: str | None) -> str | None:
+        """A URL the driver would fail on later with a bare ValueError ("Invalid IPv6 URL", a port that is no
+        number): refused here, where the error names the variable (never the value: it may hold a password)."""
+        if value and "://" in value:
+            try:
+                parts = urlsplit(value)
+                parts.port  # noqa: B018 - parsing the port is the check
+            except ValueError as exc:
+                raise ValueError(f"not a valid URL ({_url_problem(exc, value)})") from None
+            if not parts.hostname:
+                raise ValueError("not a valid URL (no host name)")
+        return value
+
+    @field_validator("database_url", "checkpoint_url")
+    @classmethod
+    def _database_url_parses(cls, value: str | None) -> str | None:
+        if value:
+            from sqlalchemy.engine import make_url
+            from sqlalchemy.exc import ArgumentError
+
+            try:
+                make_url(value)
+            except (ArgumentError, ValueError) as exc:
+                problem = "not a database URL (such as sqlite:///PATH or postgresql+psycopg://HOST:5432/DB)"
+                if not isinstance(exc, ArgumentError):
+                    problem += f": {_url_problem(exc, value)}"
+                raise ValueError(problem) from None
+        return value
+
     @model_validator(mode="after")
     def _register_secrets(self) -> Settings:
         """Every password, token and key the settings hold is redacted from whatever is printed or stored."""
@@ -604,7 +648,23 @@ class Settings(BaseSettings):
 
     def ensure_home(self) -> Path:
         """EXECUTOR_HOME, created private (0700): it holds the session memory, checkpoints and the graph."""
-        return private_dir(self.home)
+        try:
+            return private_dir(self.home)
+        except OSError as exc:  # a file on its way (EXECUTOR_HOME=a-file/sub), a read-only disk, ...
+            raise ConfigError(
+                f"invalid setting EXECUTOR_HOME: cannot create the folder {self.home} ({exc.strerror or exc})"
+            ) from exc
+
+
+def _url_problem(exc: ValueError, url: str) -> str:
+    """What is wrong with a URL, without the URL (it may hold a password)."""
+    text = str(exc)
+    host = url.split("://", 1)[-1].split("/", 1)[0].rsplit("@", 1)[-1]
+    if "IPv6" in text or (host.count(":") > 1 and "[" not in host):
+        return "an IPv6 address must be in brackets, whole: scheme://[::1]:port"
+    if "int()" in text or "port" in text.lower():
+        return "the port is not a number from 1 to 65535"
+    return "cannot be parsed"
 
 
 def env_name(field: str) -> str:
@@ -622,7 +682,7 @@ def settings_error(exc: ValidationError) -> ConfigError:
     loc = [str(p) for p in err.get("loc", ())]
     path = ".".join(loc) or "settings"
     where = f"{env_name(loc[0])} ({path})" if len(loc) == 1 and loc[0] in Settings.model_fields else path
-    return ConfigError(f"invalid setting {where}: {err['msg']}")
+    return ConfigError(f"invalid setting {where}: {err['msg'].removeprefix('Value error, ')}")
 
 
 @lru_cache(maxsize=1)

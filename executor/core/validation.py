@@ -23,19 +23,32 @@ def validate_kb_name(name: str) -> str:
     return name
 
 
+MAX_DESCRIPTION_CHARS = 1000  # a description is one line the LLM reads in every system prompt: a sentence, not a file
+
+
+def check_description(description: str) -> str:
+    if len(description or "") > MAX_DESCRIPTION_CHARS:
+        raise InputError(
+            f"--description is {len(description):,} characters long; a knowledge base's description may have at "
+            f"most {MAX_DESCRIPTION_CHARS:,}"
+        )
+    return description or ""
+
+
 def check_session_id(session_id: str) -> str:
     if not SESSION_ID.fullmatch(session_id or ""):  # match() with `$` let a trailing newline through
         raise InputError("a session id is 1-128 letters, digits, '_', '-', '.' or ':'")
     return session_id
 
 
-def clean_query(query: str | None, max_chars: int) -> str:
-    """The query with its whitespace folded; InputError when it is empty, too long or holds control characters."""
+def clean_query(query: str | None, max_chars: int, what: str = "the query") -> str:
+    """The query (or another text argument, named by `what`) with its whitespace folded; InputError when it is
+    empty, too long or holds control characters."""
     if query is None or not str(query).strip():
-        raise InputError("the query is empty")
+        raise InputError(f"{what} is empty")
     query = str(query)
     if len(query) > max_chars:
-        raise InputError(f"the query is {len(query):,} characters long; the limit is {max_chars:,}")
+        raise InputError(f"{what} is {len(query):,} characters long; the limit is {max_chars:,}")
     if CONTROL.search(query):
-        raise InputError("the query contains control characters")
+        raise InputError(f"{what} contains control characters")
     return " ".join(query.split())

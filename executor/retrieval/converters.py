@@ -178,6 +178,15 @@ def _bomb(size: int, bound: int) -> str:
 INFLATE_STEP = 1 << 20
 
 
+def _refuse_doctype(name: str, head: bytes) -> None:
+    """Office XML never declares a DOCTYPE; one that does defines entities (expansion bombs, external files), which
+    the parsers refuse with a bare ExpatError: the file is refused here, saying why. The declaration comes before
+    the root element, so the first inflated step holds it."""
+    text = head[:4096].decode("utf-8", "replace").replace("\0", "")  # UTF-16 XML: its ASCII bytes are still there
+    if "<!DOCTYPE" in text.upper() or "<!ENTITY" in text.upper():
+        raise ConversionError(f"refused: its {name} declares a DOCTYPE (XML entities), which Office files never do")
+
+
 def _inflate_within(archive: zipfile.ZipFile, bound: int) -> None:
     """Inflate every member 1 MB at a time, refusing the archive once more than `bound` bytes came out."""
     total = 0
@@ -185,7 +194,11 @@ def _inflate_within(archive: zipfile.ZipFile, bound: int) -> None:
         for info in archive.infolist():
             with archive.open(info) as member:
                 try:
+                    first = True
                     while chunk := member.read(INFLATE_STEP):
+                        if first and info.filename.endswith((".xml", ".rels")):
+                            _refuse_doctype(info.filename, chunk)
+                        first = False
                         total += len(chunk)
                         if total > bound:
                             raise ConversionError(_bomb(total, bound).replace("uncompressed size", "inflates past"))

@@ -115,6 +115,17 @@ def _load_toml(text: str):
         raise bounded_yaml.YamlBoundError("it nests too deeply") from exc
 
 
+def _parse_problem(exc: Exception) -> str:
+    """What the parser found wrong, and where, in words ("exceeded maximum nesting depth at line 1"), not the
+    parser's class name."""
+    problem = getattr(exc, "problem", None)
+    if problem is None:  # tomllib's and ValueError's message is the problem, with its line and column
+        return " ".join(str(exc).split())[:160] or exc.__class__.__name__
+    mark = getattr(exc, "problem_mark", None)
+    # the front matter starts on the file's second line, after its `---`
+    return f"{problem} at line {mark.line + 2}" if mark is not None else str(problem)
+
+
 def split_front_matter(text: str) -> tuple[dict, str, list[str]]:
     """(metadata, body, warnings): YAML (`---`, Jekyll, Docusaurus, Hugo) or TOML (`+++`, Hugo)."""
     for pattern, load, kind in ((_YAML_FRONT, _load_yaml, "YAML"), (_TOML_FRONT, _load_toml, "TOML")):
@@ -126,7 +137,7 @@ def split_front_matter(text: str) -> tuple[dict, str, list[str]]:
         except bounded_yaml.YamlBoundError as exc:
             return {}, text[match.end() :], [f"front matter ignored: {exc}"]
         except (yaml.YAMLError, tomllib.TOMLDecodeError, ValueError) as exc:
-            return {}, text[match.end() :], [f"front matter is not valid {kind} ({exc.__class__.__name__}); ignored"]
+            return {}, text[match.end() :], [f"front matter is not valid {kind} ({_parse_problem(exc)}); ignored"]
         if not isinstance(meta, dict):
             return {}, text[match.end() :], [f"front matter is a {type(meta).__name__}, not a mapping; ignored"]
         return meta, text[match.end() :], []

@@ -74,6 +74,7 @@ class IngestReport:
     embedder: str
     graph: dict | None = None  # entity/relation counts, or None when the KB has no graph config
     graph_written: dict | None = None  # graph rows added, changed or removed by this ingest, per kind
+    graph_error: str | None = None  # the KB has a graph config but its graph backend failed: why
     warnings: list[str] = field(default_factory=list)
     formats: dict[str, int] = field(default_factory=dict)  # documents read per format (md, pdf, docx...)
     skipped: int = 0  # files refused with a warning (links, limits, conversion failures)
@@ -175,7 +176,7 @@ def ingest(
     # unavailable, and the next ingest builds it.
     kb_row = rt.catalog.get(kb)
     config = kb_row.extract_config if kb_row is not None else (extract_config or {})
-    graph_counts, graph_written = None, None
+    graph_counts, graph_written, graph_error = None, None, None
     if has_graph(config):
 
         def all_documents() -> list[Document]:  # the unchanged ones from the catalog, in the folder's order
@@ -197,8 +198,9 @@ def ingest(
                 unchanged=not (changed or removed),
             )
             warnings += graph_warnings
-        except BackendError as exc:
+        except BackendError as exc:  # the vectors are still stored, so lookups answer; the caller says it failed
             warnings.append(f"graph not built: {exc}")
+            graph_error = str(exc)
 
     # a full re-embed of a KB that has vectors writes beside them: the old ones answer until the new are complete
     target = vectors.staging(kb) if full and recorded is not None else kb
@@ -269,6 +271,7 @@ def ingest(
         embedder=embedder.name,
         graph=graph_counts,
         graph_written=graph_written,
+        graph_error=graph_error,
         warnings=warnings,
         formats=loaded.formats,
         skipped=loaded.skipped,

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 from pydantic import BaseModel
 
-from executor.core.errors import ExecutorError
+from executor.core.errors import InputError, printable
 from executor.prompts.framing import quoted_value
 from executor.retrieval.graph_build import has_graph
 from executor.stores.catalog import Catalog
@@ -38,10 +38,14 @@ def graph_config(entity_types: list[str], relation_types: list[str] | None) -> d
     """The extract config of a new knowledge base: empty (no graph), or the entity and relation types of its graph
     (relations from the whitelist; an empty list means all of them, None that none were asked for)."""
     relations = relation_pattern(relation_types).split("|") if relation_types is not None else []
-    if any(not t.replace("_", "").isalnum() or len(t) > 40 for t in entity_types):
-        raise ExecutorError("entity types are names of letters, digits and '_' (at most 40 characters)")
+    bad = [t for t in entity_types if not t.replace("_", "").isalnum() or len(t) > 40]
+    if bad:  # asked wrongly: a usage error (exit 2), naming the type
+        raise InputError(
+            f"--entities: {printable(bad[0])[:60]!r} is not an entity type "
+            "(a name of letters, digits and '_', at most 40 characters)"
+        )
     if relations and not entity_types:
-        raise ExecutorError("a graph config needs --entities as well as --relations")
+        raise InputError("a graph config needs --entities as well as --relations")
     return {"entity_types": entity_types, "relation_types": relations} if entity_types else {}
 
 

@@ -121,7 +121,9 @@ class LookupService:
         query = clean_query(query, self.settings.max_query_chars)
         check_session_id(session_id)
         if missing_dimension is not None:
-            missing_dimension = clean_query(missing_dimension, 200) if missing_dimension.strip() else None
+            missing_dimension = (
+                clean_query(missing_dimension, 200, "the missing dimension") if missing_dimension.strip() else None
+            )
         result = self._lookup(query, session_id, kb, missing_dimension, rules, batch, dry_run)
         result.scores = LookupScores.model_validate(result.details)  # the grader's figures, under their own names
         return result

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from sqlalchemy import delete, func, select, update
 
 from executor.core.errors import InputError
-from executor.core.validation import validate_kb_name
+from executor.core.validation import check_description, validate_kb_name
 from executor.stores.database import Database, DocumentRow, KnowledgeBase, LlmExtraction, SessionDocument, utcnow
 
 
@@ -133,6 +133,7 @@ class Catalog:
         self, name: str, description: str = "", extract_config: dict | None = None, grading: str | None = None
     ) -> KnowledgeBase:
         validate_kb_name(name)
+        check_description(description)
         with self.db.session() as s:
             if s.get(KnowledgeBase, name) is not None:
                 raise InputError(f"knowledge base {name!r} already exists")

@@ -7,6 +7,8 @@ index is built from them), the per-session action memory and the
 
 from __future__ import annotations
 
+import shutil
+
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from functools import lru_cache
@@ -32,7 +34,10 @@ from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column, sess
 
 from executor.core.errors import BackendError
 from executor.core.fs import private_file
-from executor.stores.integrity import sqlite_damage
+from executor.stores.integrity import milvus_lite_collections, sqlite_damage
+
+
+DISK_FULL_BYTES = 4 << 20  # less free than this where SQLite reported an I/O error: the disk is full
 
 
 def utcnow() -> datetime:
@@ -181,7 +186,17 @@ class Database:
         try:
             migrate(self.engine)
         except OperationalError as exc:
-            raise BackendError(f"cannot open the database {_safe(url)}: {exc.orig}") from exc
+            raise BackendError(f"cannot open the database {_safe(url)}: {self._why(exc)}") from exc
+
+    def _why(self, exc: OperationalError) -> str:
+        """What SQLite said, or, when its "disk I/O error" comes from a full disk, that the disk is full."""
+        said = str(exc.orig)
+        path = self.url[len("sqlite:///") :] if self.url.startswith("sqlite:///") else ""
+        if path and ("disk I/O error" in said or "disk is full" in said):
+            free = shutil.disk_usage(Path(path).parent).free
+            if free < DISK_FULL_BYTES:
+                return f"the disk is full ({free // 1024} kB free under {Path(path).parent}); free some space"
+        return said
 
     @contextmanager
     def session(self):
@@ -192,7 +207,7 @@ class Database:
             s.commit()
         except OperationalError as exc:
             s.rollback()
-            raise BackendError(f"database {_safe(self.url)} failed: {exc.orig}") from exc
+            raise BackendError(f"database {_safe(self.url)} failed: {self._why(exc)}") from exc
         except BaseException:
             s.rollback()
             raise
@@ -204,10 +219,16 @@ def _check_whole(path: Path) -> None:
     """A damaged database file is an error naming it, never a fresh database or "unknown knowledge base".
     An empty file beside a Milvus Lite file that holds data is damaged too (a new home has neither)."""
     damage = sqlite_damage(path)
+    vectors = path.with_name("milvus.db")
     if damage is None and path.is_file() and path.stat().st_size == 0:
-        vectors = path.with_name("milvus.db")
         if vectors.is_file() and vectors.stat().st_size > 0:
             damage = "it is empty (0 bytes) but the home holds vectors"
+    if damage is None and not path.exists() and milvus_lite_collections(vectors):
+        # a new home has neither file; vectors without their catalog mean the database was deleted or lost
+        raise BackendError(
+            f"the database {path} is missing, but {vectors} holds knowledge bases: the catalog of this home is "
+            f"lost; restore {path.name} from a backup, or move {vectors.name} away and run `executor ingest` again"
+        )
     if damage is not None:
         raise BackendError(
             f"the database {path} is damaged ({damage}): restore it from a backup, or move it "

@@ -11,6 +11,7 @@ from __future__ import annotations
 import fcntl
 import hashlib
 import os
+import re
 import signal
 import subprocess
 import tempfile
@@ -79,11 +80,19 @@ class FalkorDBServer:
 
     def ping(self) -> bool:
         import redis
+        from redis.backoff import NoBackoff
+        from redis.retry import Retry
 
         if not self.socket_path.exists():
             return False
         try:
-            client = redis.Redis(unix_socket_path=str(self.socket_path), socket_timeout=2, socket_connect_timeout=2)
+            # no retries: a socket nobody listens on (a server that exited) is an answer now, not after ~4 s
+            client = redis.Redis(
+                unix_socket_path=str(self.socket_path),
+                socket_timeout=2,
+                socket_connect_timeout=2,
+                retry=Retry(NoBackoff(), 0),
+            )
             try:
                 return bool(client.ping()) and _has_graph_module(client)
             finally:
@@ -153,6 +162,10 @@ class FalkorDBServer:
             str(self.folder),
             "--appendonly",
             "yes",
+            # a truncated append-only file (a crash, a full disk, a copy cut short) is an error, not a graph
+            # silently missing its last writes (redis's default loads it, and cuts the file down to what it read)
+            "--aof-load-truncated",
+            "no",
             "--save",
             "",
             "--daemonize",
@@ -175,9 +188,9 @@ class FalkorDBServer:
             raise BackendError(f"cannot start FalkorDB: {(proc.stderr or proc.stdout).strip()[:200]}")
         deadline = time.monotonic() + START_TIMEOUT_S
         while time.monotonic() < deadline:
+            self._check_loading(seen)
             if self.ping():
                 return
-            self._check_loading(seen)
             time.sleep(0.05)
         raise BackendError(f"FalkorDB did not come up within {START_TIMEOUT_S:.0f} s; see {self.log_path}")
 
@@ -189,10 +202,18 @@ class FalkorDBServer:
                 said = fh.read(1 << 20).decode("utf-8", "replace")
         except OSError:
             return
-        if "Bad file format reading the append only file" in said or "Unrecoverable error" in said:
+        damage = _AOF_DAMAGE.search(said)
+        if damage is not None or "Unrecoverable error" in said:
+            name = damage.group("file") if damage is not None and damage.group("file") else None
+            where = self.folder / "appendonlydir" / name if name else self.folder / "appendonlydir"
+            why = (
+                "is truncated"
+                if damage is not None and damage.group("why").startswith("Unexpected end")
+                else ("cannot be read")
+            )
             raise BackendError(
-                f"the graph under {self.folder} is damaged (its append-only file cannot be read; "
-                f"see {self.log_path}): move the folder away and run `executor ingest` again"
+                f"the graph under {self.folder} is damaged: its append-only file {where} {why} (see "
+                f"{self.log_path}); restore the folder from a backup, or move it away and run `executor ingest` again"
             )
 
     def stop(self, timeout_s: float = 10.0) -> bool:
@@ -224,6 +245,13 @@ class FalkorDBServer:
                 yield
             finally:
                 fcntl.flock(fh, fcntl.LOCK_UN)
+
+
+# what redis logs, then exits, on an append-only file it cannot load (with aof-load-truncated off)
+_AOF_DAMAGE = re.compile(
+    r"(?P<why>Unexpected end of file|Bad file format|Unrecoverable error)[^\n]*?append only file"
+    r"(?: (?P<file>[\w.\-]+?))?\.?(?=\s|$)"
+)
 
 
 def _redis_server_path() -> str:

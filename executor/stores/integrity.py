@@ -43,3 +43,20 @@ def sqlite_damage(path: Path) -> str | None:
         return str(exc)
     said = rows[0][0] if rows else "no answer to an integrity check"
     return None if said == "ok" else " ".join(str(said).replace("*** in database main ***", "").split())
+
+
+def milvus_lite_collections(path: Path) -> list[str]:
+    """The collections a Milvus Lite file holds (its own `collection_meta` table, read-only), [] when it holds
+    none or cannot be read: a home whose database is gone but whose vectors are there lost its catalog."""
+    path = Path(path)
+    if not path.is_file() or path.stat().st_size == 0:
+        return []
+    try:
+        conn = sqlite3.connect(f"{path.absolute().as_uri()}?mode=ro", uri=True, timeout=5)
+        try:
+            rows = conn.execute("SELECT DISTINCT collection_name FROM collection_meta").fetchall()
+        finally:
+            conn.close()
+    except sqlite3.Error:
+        return []
+    return sorted(str(r[0]) for r in rows)

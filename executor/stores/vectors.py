@@ -170,7 +170,7 @@ class MilvusVectorStore:
             _start_lite_when_listening()
             # the Lite server and the files it creates are private to their owner; its own log lines go
             # to a file beside it, not to the terminal
-            with private_umask(), stderr_to(log):
+            with private_umask(), stderr_to(log, (1, 2)):  # the Lite server prints its failures on stdout
                 try:
                     return self._connect(self.uri)
                 except BackendError as exc:
@@ -219,11 +219,31 @@ class MilvusVectorStore:
         # milvus-lite logs its own copy of an open error on the root logger; ours says what to do.
         root.setLevel(logging.CRITICAL)
         try:
+            if not self.is_lite:
+                self._check_reachable(uri)
             return MilvusClient(uri, token=self._token or "", timeout=self._timeout)
         except MilvusException as exc:
             raise BackendError(self._open_error(exc)) from exc
         finally:
             root.setLevel(level)
+
+    def _check_reachable(self, uri: str) -> None:
+        """A server that refuses the connection, or a name that does not resolve, is an error now: pymilvus
+        waits out EXECUTOR_MILVUS_TIMEOUT_S (30 s) before it says anything."""
+        import socket
+        from urllib.parse import urlsplit
+
+        if uri.startswith("unix:"):
+            return
+        parts = urlsplit(uri)
+        host, port = parts.hostname or "localhost", parts.port or (443 if parts.scheme == "https" else 19530)
+        try:
+            socket.create_connection((host, port), timeout=min(3.0, self._timeout)).close()
+        except TimeoutError:
+            return  # slow, not refused: the client's own timeout decides
+        except OSError as exc:
+            why = "connection refused" if isinstance(exc, ConnectionRefusedError) else (exc.strerror or str(exc))
+            raise BackendError(f"cannot reach Milvus at {display_url(uri)} (MILVUS_URI): {why}") from None
 
     def _open_error(self, exc) -> str:
         """What failed, from what actually failed: the wait for the server, or the server itself."""
@@ -481,19 +501,45 @@ class MilvusVectorStore:
                 f"cannot write knowledge base {kb!r} to {where}: {first_line(getattr(exc, 'message', None) or exc)}"
             ) from exc
 
+    @contextmanager
+    def _reading(self, kb: str):
+        """A failed read as one line naming the store: damaged data in a Lite file (its server cannot parse a
+        record), a full disk, or whatever the server said; never a raw MilvusException."""
+        from pymilvus.exceptions import MilvusException
+
+        try:
+            yield
+        except MilvusException as exc:
+            said = first_line(getattr(exc, "message", None) or exc)
+            where = f"the Milvus Lite file {self.uri}" if self.is_lite else f"Milvus at {display_url(self.uri)}"
+            if self.is_lite:
+                free = shutil.disk_usage(Path(self.uri).parent).free
+                if free < DISK_FULL_BYTES:
+                    raise BackendError(
+                        f"cannot read {where}: the disk is full ({free // 1024} kB free); free some space"
+                    ) from exc
+                if any(sign in said for sign in ("failed to parse", "Assert", "malformed", "Load data failed")):
+                    raise BackendError(self._damaged_message(f"its records cannot be read: {said[:120]}")) from exc
+            raise BackendError(f"cannot read knowledge base {kb!r} from {where}: {said}") from exc
+
     def count(self, kb: str) -> int:
-        name = self.collection_name(kb)
-        rows = self.client.query(name, filter="", output_fields=["count(*)"], **self._kw())
+        with self._reading(kb):
+            name = self.collection_name(kb)
+            rows = self.client.query(name, filter="", output_fields=["count(*)"], **self._kw())
         return int(rows[0]["count(*)"])
 
     # -- reads --------------------------------------------------------------
     def search(self, kb: str, query: str, vector: np.ndarray, embedder: Embedder, limit: int) -> list[ChunkHit]:
         """Hybrid dense + sparse search (RRF); every hit carries its dense squared-L2 distance.
         A collection made dense-only (an old server) is searched by its dense vectors."""
+        with self._reading(kb):
+            if not self.has_lexical(kb):
+                return self.dense_search(kb, vector, limit)
+            return self._hybrid_search(kb, query, vector, embedder, limit)
+
+    def _hybrid_search(self, kb: str, query: str, vector: np.ndarray, embedder: Embedder, limit: int):
         from pymilvus import AnnSearchRequest, RRFRanker
 
-        if not self.has_lexical(kb):
-            return self.dense_search(kb, vector, limit)
         name = self.collection_name(kb)
         dense = AnnSearchRequest([vector.tolist()], "dense", {"metric_type": "L2"}, limit)
         if embedder.has_lexical_weights:
@@ -517,15 +563,16 @@ class MilvusVectorStore:
             data, metric = [embedder.lexical_weights([query])[0] or {0: 0.0}], "IP"
         else:
             data, metric = [query], "BM25"
-        result = self.client.search(
-            self.collection_name(kb),
-            data=data,
-            anns_field="sparse",
-            limit=limit,
-            output_fields=OUTPUT_FIELDS,
-            search_params={"metric_type": metric},
-            **self._kw(),
-        )
+        with self._reading(kb):
+            result = self.client.search(
+                self.collection_name(kb),
+                data=data,
+                anns_field="sparse",
+                limit=limit,
+                output_fields=OUTPUT_FIELDS,
+                search_params={"metric_type": metric},
+                **self._kw(),
+            )
         return [(self._hit(h["entity"], vector, rank), float(h["distance"])) for rank, h in enumerate(result[0])]
 
     def texts(self, kb: str, batch_size: int = 1000):
@@ -534,42 +581,49 @@ class MilvusVectorStore:
 
         # Lite has no MVCC timestamp to give; pymilvus warns and reads with the client's clock, which is fine here
         logging.getLogger("pymilvus.orm.iterator").setLevel(logging.ERROR)
-        iterator = self.client.query_iterator(
-            self.collection_name(kb), batch_size=batch_size, output_fields=["doc_key", "title", "text"], **self._kw()
-        )
-        try:
-            while batch := iterator.next():
-                for row in batch:
-                    yield row["doc_key"], row["title"], row["text"]
-        finally:
-            iterator.close()
+        with self._reading(kb):
+            iterator = self.client.query_iterator(
+                self.collection_name(kb),
+                batch_size=batch_size,
+                output_fields=["doc_key", "title", "text"],
+                **self._kw(),
+            )
+            try:
+                while batch := iterator.next():
+                    for row in batch:
+                        yield row["doc_key"], row["title"], row["text"]
+            finally:
+                iterator.close()
 
     def dense_search(self, kb: str, vector: np.ndarray, limit: int) -> list[ChunkHit]:
-        result = self.client.search(
-            self.collection_name(kb),
-            data=[vector.tolist()],
-            anns_field="dense",
-            limit=limit,
-            output_fields=OUTPUT_FIELDS,
-            search_params={"metric_type": "L2"},
-            **self._kw(),
-        )
+        with self._reading(kb):
+            result = self.client.search(
+                self.collection_name(kb),
+                data=[vector.tolist()],
+                anns_field="dense",
+                limit=limit,
+                output_fields=OUTPUT_FIELDS,
+                search_params={"metric_type": "L2"},
+                **self._kw(),
+            )
         return self._check_loaded([self._hit(h["entity"], vector, rank) for rank, h in enumerate(result[0])])
 
     def document_text(self, kb: str, doc_key: str) -> str:
         """A document's chunks in order, joined (for quoting a sentence the chunk sent did not hold)."""
-        rows = self.client.query(
-            self.collection_name(kb),
-            filter=f"doc_key == {_literal(doc_key)}",
-            output_fields=["chunk_index", "text"],
-            **self._kw(),
-        )
+        with self._reading(kb):
+            rows = self.client.query(
+                self.collection_name(kb),
+                filter=f"doc_key == {_literal(doc_key)}",
+                output_fields=["chunk_index", "text"],
+                **self._kw(),
+            )
         return "\n\n".join(r["text"] for r in sorted(rows, key=lambda r: r["chunk_index"]))
 
     def get_chunks(self, kb: str, chunk_ids: list[str], vector: np.ndarray) -> list[ChunkHit]:
         if not chunk_ids:
             return []
-        rows = self.client.get(self.collection_name(kb), ids=chunk_ids, output_fields=OUTPUT_FIELDS, **self._kw())
+        with self._reading(kb):
+            rows = self.client.get(self.collection_name(kb), ids=chunk_ids, output_fields=OUTPUT_FIELDS, **self._kw())
         return [self._hit(r, vector, -1) for r in rows]
 
     @staticmethod

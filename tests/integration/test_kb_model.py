@@ -144,6 +144,7 @@ def test_a_damaged_model_is_one_line_and_other_kbs_still_work(home, tmp_path):
 
 def test_a_kb_graded_by_similarity_gets_no_model_and_bad_options_are_one_line(home, tmp_path):
     labels = str(_labels(tmp_path))
+    (tmp_path / "config.yaml").write_text("")  # named but missing is an error of its own
     refused = run_cli(
         home,
         "calibrate",

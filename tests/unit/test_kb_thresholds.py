@@ -17,6 +17,13 @@ OWN = Thresholds(
 )
 
 
+def _empty_config(tmp_path):
+    """An empty config file: none of ./config.yaml, and no error (a config file named but missing is one)."""
+    path = tmp_path / "empty-config.yaml"
+    path.write_text("")
+    return path
+
+
 def _row(name="docs", grading=None, model=None):
     return SimpleNamespace(name=name, grading=grading, grading_model=model)
 
@@ -27,7 +34,7 @@ def _stored(embedder=EMBEDDER, thresholds=OWN) -> dict:
 
 @pytest.fixture
 def settings(monkeypatch, tmp_path):
-    monkeypatch.setenv("EXECUTOR_CONFIG", str(tmp_path / "absent.yaml"))
+    monkeypatch.setenv("EXECUTOR_CONFIG", str(_empty_config(tmp_path)))
     monkeypatch.delenv("EXECUTOR_GRADING", raising=False)
     return Settings(home=tmp_path)
 

@@ -23,7 +23,7 @@ def test_an_empty_relation_list_means_every_relation_type():
 @pytest.mark.parametrize(
     "entities, relations, message",
     [
-        (["Soft ware"], None, "entity types are names of letters"),
+        (["Soft ware"], None, "is not an entity type"),
         (["x" * 41], None, "at most 40 characters"),
         ([], ["DEPENDS_ON"], "needs --entities as well as --relations"),
         (["Software"], ["MATCH (n) DETACH DELETE n"], "unknown relation type"),

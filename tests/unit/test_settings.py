@@ -4,6 +4,13 @@ from executor.core.errors import ExecutorError
 from executor.core.settings import Settings
 
 
+def _empty_config(tmp_path):
+    """An empty config file: none of ./config.yaml, and no error (a config file named but missing is one)."""
+    path = tmp_path / "empty-config.yaml"
+    path.write_text("")
+    return path
+
+
 def test_thresholds_come_from_config_yaml_per_embedder_with_env_on_top(tmp_path, monkeypatch):
     cfg = tmp_path / "config.yaml"
     cfg.write_text(
@@ -24,13 +31,13 @@ def test_thresholds_come_from_config_yaml_per_embedder_with_env_on_top(tmp_path,
 
 
 def test_bge_m3_keeps_the_source_design_numbers(monkeypatch, tmp_path):
-    monkeypatch.setenv("EXECUTOR_CONFIG", str(tmp_path / "absent.yaml"))
+    monkeypatch.setenv("EXECUTOR_CONFIG", str(_empty_config(tmp_path)))
     t = Settings().thresholds("bge-m3")
     assert (t.max_l2_distance, t.highly_relevant_threshold, t.reference_threshold) == (2.0, 0.75, 0.5)
 
 
 def test_inconsistent_thresholds_are_a_clear_error(monkeypatch, tmp_path):
-    monkeypatch.setenv("EXECUTOR_CONFIG", str(tmp_path / "absent.yaml"))
+    monkeypatch.setenv("EXECUTOR_CONFIG", str(_empty_config(tmp_path)))
     monkeypatch.setenv("EXECUTOR_REFERENCE_THRESHOLD", "0.9")
     with pytest.raises(ExecutorError, match="reference-threshold must not exceed"):
         Settings().thresholds("use-multilingual-v3")

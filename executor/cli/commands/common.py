@@ -81,6 +81,21 @@ def runtime(source: str | None = None, serve_model: bool = False):
     return Runtime(source=source, serve_model=serve_model)
 
 
+def config_to_write() -> None:
+    """`--write` may name, in EXECUTOR_CONFIG, the file it is about to create; everywhere else a config file
+    named there but missing is an error (a typo must not silently mean "no config"), so it is created first."""
+    import os
+
+    from executor.core.settings import config_path
+
+    path = config_path()
+    if "EXECUTOR_CONFIG" in os.environ and not path.exists():
+        try:
+            path.touch()
+        except OSError as exc:
+            raise InputError(f"--write: cannot create {path} (EXECUTOR_CONFIG): {exc.strerror or exc}") from exc
+
+
 def print_json(data) -> None:
     typer.echo(json.dumps(data, ensure_ascii=False, indent=2, default=str))
 

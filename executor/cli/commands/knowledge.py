@@ -62,11 +62,25 @@ def ingest(
             llm_extractor=extractor,
             grading=grading,
         )
+    # the vectors are stored and answer lookups, but a KB whose graph backend failed is not what was asked for
+    from executor.core.errors import BackendError
+
+    failed = (
+        BackendError(
+            f"{report.kb}: its documents are stored, but its graph was not built ({report.graph_error}); run "
+            "`executor ingest` again once the graph backend answers"
+        )
+        if report.graph_error
+        else None
+    )
     if as_json:
         print_json(report.to_dict())
+        if failed is not None:
+            raise failed
         return
     for warning in report.warnings:
-        console.print(f"warning: {warning}", style="yellow", highlight=False, markup=False)
+        if failed is None or not warning.startswith("graph not built:"):  # that one is the error line, once
+            console.print(f"warning: {warning}", style="yellow", highlight=False, markup=False)
     graph = report.graph
     formats = ", ".join(f"{fmt} {n}" for fmt, n in sorted(report.formats.items()))
     console.print(
@@ -74,7 +88,13 @@ def ingest(
         f"{report.removed} removed, {report.unchanged} unchanged; {formats}"
         + (f"; {report.skipped} skipped" if report.skipped else "")
         + f"), {report.chunks} chunks, {report.seconds:.1f} s, embedder {report.embedder}"
-        + (f"; graph: {graph['entities']} entities, {graph['relations']} relations" if graph else "; no graph config")
+        + (
+            f"; graph: {graph['entities']} entities, {graph['relations']} relations"
+            if graph
+            else "; graph not built"
+            if failed
+            else "; no graph config"
+        )
     )
     calibration = report.calibration
     if calibration is not None:
@@ -90,6 +110,8 @@ def ingest(
             highlight=False,
             markup=False,
         )
+    if failed is not None:
+        raise failed
 
 
 def _print_plan(source: Path, kb: str, as_json: bool) -> None:

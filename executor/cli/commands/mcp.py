@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 from contextlib import contextmanager
 from typing import Annotated
@@ -53,6 +54,14 @@ def mcp(
     from executor.core.fs import private_file
     from executor.core.local_http import is_loopback
 
+    if not http:
+        # the transport options mean nothing on stdio: a token given there would protect nothing, silently
+        given = [name for name, value in (("--host", host != "127.0.0.1"), ("--port", port != 8765)) if value]
+        if token is not None and "EXECUTOR_MCP_TOKEN" not in os.environ:
+            given.append("--token")
+        if given:
+            verb = "apply" if len(given) > 1 else "applies"
+            raise InputError(f"{', '.join(given)} only {verb} with --http (the stdio server has no address or token)")
     if http and not is_loopback(host) and not token:
         # beyond loopback anyone on the network can call the tools: not without a token
         raise InputError(

@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from executor.cli.commands.common import JsonOpt, KbsOpt, console, pair_labels, print_json, runtime
+from executor.cli.commands.common import JsonOpt, KbsOpt, config_to_write, console, pair_labels, print_json, runtime
 
 
 def calibrate_repeats(
@@ -35,6 +35,8 @@ def calibrate_repeats(
         write_repeat_thresholds,
     )
 
+    if write:
+        config_to_write()
     sets = [(name, load_repeat_labels(path)) for path, name in pair_labels(labels, kb)]
     with runtime() as rt:
         result = run(rt, sets)

@@ -9,7 +9,7 @@ from typing import Annotated
 import typer
 
 from evals.quality_report import quality_table, write_markdown
-from executor.cli.commands.common import JsonOpt, KbsOpt, console, print_json, runtime
+from executor.cli.commands.common import JsonOpt, KbsOpt, config_to_write, console, print_json, runtime
 from executor.cli.commands.common import pair_labels as _pair
 from executor.core.errors import InputError
 
@@ -72,9 +72,7 @@ def _generated(rt, kb: str, sources: dict[str, int]) -> list:
 def eval_retrieval(
     labels: LabelsOpt,
     kb: KbsOpt = None,
-    markdown: Annotated[
-        Path | None, typer.Option("--markdown", help="also write the table as Markdown here")
-    ] = None,
+    markdown: Annotated[Path | None, typer.Option("--markdown", help="also write the table as Markdown here")] = None,
     as_json: JsonOpt = False,
 ):
     """Grade labelled questions (a fresh session each, nothing stored) and report how the grades hold."""
@@ -150,6 +148,8 @@ def calibrate(
     target = None if shared else for_kb or (pairs[0][1] if len({k for _, k in pairs}) == 1 else None)
     if target is not None and target not in {k for _, k in pairs} and not feedback:
         raise InputError(f"--for {target}: no --labels file is on that KB")
+    if write and target is None:  # the shared preset goes into the config file
+        config_to_write()
     from executor.core.settings import Thresholds, config_path, get_settings
     from executor.retrieval.calibration import calibrate as run_calibration
     from executor.retrieval.calibration import kb_model, write_thresholds
