@@ -128,7 +128,7 @@ def bench_ingest(home: Path) -> dict:
     from executor.retrieval.ingest import ingest
 
     rt = Runtime(Settings(home=home))
-    rt.embedder  # model load is not ingest work
+    _ = rt.embedder  # model load is not ingest work
     try:
         report = ingest(rt, SAMPLE_KB_PATH, "sample", progress=False)
     finally:

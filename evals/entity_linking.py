@@ -112,7 +112,7 @@ def evaluate(labels: list[LinkLabel], embed) -> dict:
     }
     for method, (fz, emb, aligned) in methods.items():
 
-        def run(rows):
+        def run(rows, fz=fz, emb=emb, aligned=aligned):
             return [exact[i] | (predict(set(), candidates[i], fz, emb) if aligned else set()) for i in rows]
 
         report["methods"][method] = {

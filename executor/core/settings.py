@@ -283,7 +283,8 @@ class RepeatOverride(BaseModel):
 
 
 # USE multilingual v3: from `executor calibrate-repeats --labels evals/labels/repeats.yaml` (README,
-# "Repeats by meaning"); 0.82 until grading put unique identifiers first, which changed best pages. An embedder without calibrated values gets 0.9: only near-identical queries.
+# "Repeats by meaning"); 0.82 until grading put unique identifiers first, which changed best pages. An embedder
+# without calibrated values gets 0.9: only near-identical queries.
 REPEAT_THRESHOLD_DEFAULTS: dict[str, RepeatThresholds] = {
     "use-multilingual-v3": RepeatThresholds(overlap_threshold=0.76, miss_overlap_threshold=0.47),
 }
@@ -389,7 +390,8 @@ class Settings(BaseSettings):
     )
     falkordb_bolt_all_interfaces: bool = Field(
         False,
-        description="accept that the Bolt port listens on every interface without a password (it cannot bind 127.0.0.1)",
+        description="accept that the Bolt port listens on every interface without a password "
+        "(it cannot bind 127.0.0.1)",
     )
     graph_name: str = Field("executor", pattern=r"^[A-Za-z][A-Za-z0-9_\-]{0,63}$")
     graph_timeout_s: float = Field(10.0, gt=0)
@@ -398,7 +400,8 @@ class Settings(BaseSettings):
     graph_max_nodes_per_hop: int = Field(25, ge=1, le=500)
     graph_hop_decay: float = Field(0.5, gt=0, le=1, description="graph relevance of a path = score x decay^(hops-1)")
     graph_min_results: int = Field(5, ge=0, description="expand when a lookup found fewer documents than this")
-    # entity alignment of query terms with graph names (executor/retrieval/alignment.py), from `python -m evals.entity_linking`
+    # entity alignment of query terms with graph names (executor/retrieval/alignment.py), from
+    # `python -m evals.entity_linking`
     entity_fuzzy_cutoff: float = Field(0.8, ge=0, le=1, description="rapidfuzz ratio a misspelt name must reach")
     entity_embedding_threshold: float = Field(0.9, ge=0, le=1, description="cosine a phrase must reach to a name")
     kg_timeout_s: float = Field(20.0, gt=0, description="query_knowledge_graph: each knowledge base's time limit")
@@ -410,7 +413,8 @@ class Settings(BaseSettings):
     )
     model: str = Field("gpt-4o-mini", description="the chat model name (EXECUTOR_MODEL)")
     llm_timeout_s: float = Field(60.0, gt=0)
-    # A local GGUF served for the length of a command (executor/local_llm/): overrides OPENAI_BASE_URL and EXECUTOR_MODEL.
+    # A local GGUF served for the length of a command (executor/local_llm/): overrides OPENAI_BASE_URL and
+    # EXECUTOR_MODEL.
     local_model: str | None = Field(
         None, description="EXECUTOR_LOCAL_MODEL: a .gguf path, or 'bundled' for SmolLM2-135M"
     )

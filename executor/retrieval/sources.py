@@ -47,7 +47,8 @@ class SourceLimits:
     max_file_bytes: int = 64 * MB  # read at most this much of one file
     max_document_bytes: int = 4 * MB  # of text, after conversion
     max_unzipped_bytes: int = 256 * MB  # an Office file inflated: the zip-bomb bound
-    # one conversion (PDF, Office, HTML): its time and memory, in a worker process (executor/retrieval/conversion_worker.py)
+    # one conversion (PDF, Office, HTML): its time and memory, in a worker process
+    # (executor/retrieval/conversion_worker.py)
     convert_timeout_s: float = 120.0
     convert_memory_bytes: int = 2048 * MB
 

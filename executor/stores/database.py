@@ -163,7 +163,8 @@ class ToolInvocation(Base):
     retrieval_details: Mapped[dict | None] = mapped_column(JSON, nullable=True)
     # the lookup's best similarity, also inside retrieval_details; a column so stats need no JSON SQL
     top_similarity: Mapped[float | None] = mapped_column(Float, nullable=True)
-    # who called: chat, ask, lookup, mcp, studio, eval, calibrate (executor/stores/invocation_log.py SOURCES); NULL unknown
+    # who called: chat, ask, lookup, mcp, studio, eval, calibrate (executor/stores/invocation_log.py SOURCES);
+    # NULL unknown
     source: Mapped[str | None] = mapped_column(String(16), nullable=True, index=True)
     created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow, index=True)
 

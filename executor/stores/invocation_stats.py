@@ -154,7 +154,8 @@ def plot_stats(stats: dict, path) -> None:
     for ax in (a, b):
         ax.tick_params(axis="x", labelrotation=20)
     fig.suptitle(
-        f"executor stats: {stats['lookups']} lookups ({stats['sources'] if isinstance(stats['sources'], str) else ', '.join(stats['sources'])})"
+        f"executor stats: {stats['lookups']} lookups "
+        f"({stats['sources'] if isinstance(stats['sources'], str) else ', '.join(stats['sources'])})"
     )
     fig.tight_layout()
     fig.savefig(path, dpi=100)

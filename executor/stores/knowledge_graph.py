@@ -484,14 +484,16 @@ class GraphStore:
         for rel_type, rows in _by_type(diff.relations.gone):
             for batch in _batches(rows):
                 run(
-                    f"UNWIND $rows AS r MATCH (:Entity {{kb: $kb, key: r.s}})-[x:{rel_type}]->(:Entity {{kb: $kb, key: r.t}}) "
+                    "UNWIND $rows AS r MATCH (:Entity {kb: $kb, key: r.s})"
+                    f"-[x:{rel_type}]->(:Entity {{kb: $kb, key: r.t}}) "
                     "DELETE x",
                     {**params, "rows": batch},
                     write=True,
                 )
         for batch in _batches(diff.mentions.gone):
             run(
-                "UNWIND $rows AS r MATCH (:Document {kb: $kb, doc_key: r.doc})-[m:MENTIONS]->(:Entity {kb: $kb, key: r.key}) "
+                "UNWIND $rows AS r MATCH (:Document {kb: $kb, doc_key: r.doc})"
+                "-[m:MENTIONS]->(:Entity {kb: $kb, key: r.key}) "
                 "DELETE m",
                 {**params, "rows": batch},
                 write=True,
@@ -522,7 +524,8 @@ class GraphStore:
             )
         for batch in _batches(diff.mentions.changed):
             run(
-                "UNWIND $rows AS r MATCH (:Document {kb: $kb, doc_key: r.doc})-[m:MENTIONS]->(:Entity {kb: $kb, key: r.key}) "
+                "UNWIND $rows AS r MATCH (:Document {kb: $kb, doc_key: r.doc})"
+                "-[m:MENTIONS]->(:Entity {kb: $kb, key: r.key}) "
                 "SET m.count = r.count",
                 {**params, "rows": batch},
                 write=True,
@@ -530,7 +533,8 @@ class GraphStore:
         for rel_type, rows in _by_type(diff.relations.changed):
             for batch in _batches(rows):
                 run(
-                    f"UNWIND $rows AS r MATCH (:Entity {{kb: $kb, key: r.s}})-[x:{rel_type}]->(:Entity {{kb: $kb, key: r.t}}) "
+                    "UNWIND $rows AS r MATCH (:Entity {kb: $kb, key: r.s})"
+                    f"-[x:{rel_type}]->(:Entity {{kb: $kb, key: r.t}}) "
                     "SET x.weight = r.weight, x.sources = r.sources",
                     {**params, "rows": batch},
                     write=True,
@@ -552,7 +556,8 @@ class GraphStore:
         run = self.driver.run
         for rows in _batches(list(data.entities.values())):
             run(
-                "UNWIND $rows AS r CREATE (:Entity {kb: $kb, key: r.key, name: r.name, type: r.type, aliases: r.aliases})",
+                "UNWIND $rows AS r "
+                "CREATE (:Entity {kb: $kb, key: r.key, name: r.name, type: r.type, aliases: r.aliases})",
                 {"kb": kb, "rows": rows},
                 write=True,
             )

@@ -239,7 +239,7 @@ class MilvusVectorStore:
 
     def _try_open(self) -> None:
         try:
-            self.client
+            _ = self.client
         except Exception:  # noqa: BLE001 - raised again, in the caller's thread, by its first call
             pass
 

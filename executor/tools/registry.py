@@ -293,8 +293,10 @@ def agent_tools(services: ToolServices) -> tuple[Tool, ...]:
             retrieval=True,
             query_field="query",
             prompt={
-                "zh": "lookup_knowledge(query, missing_dimension?)：检索知识库。结果带 relevance_level、completeness_hint 和 retrieved_domains_this_session。",
-                "en": "lookup_knowledge(query, missing_dimension?): search the knowledge base. Each result carries relevance_level, completeness_hint and retrieved_domains_this_session.",
+                "zh": "lookup_knowledge(query, missing_dimension?)：检索知识库。"
+                "结果带 relevance_level、completeness_hint 和 retrieved_domains_this_session。",
+                "en": "lookup_knowledge(query, missing_dimension?): search the knowledge base. "
+                "Each result carries relevance_level, completeness_hint and retrieved_domains_this_session.",
             },
         ),
         Tool(
@@ -305,8 +307,10 @@ def agent_tools(services: ToolServices) -> tuple[Tool, ...]:
             query_field="query",
             output=KGResult,
             prompt={
-                "zh": "query_knowledge_graph(knowledge_base_ids, query)：同时检索多个知识库（最多 10 个），返回结果以及图谱中的节点和关系。",
-                "en": "query_knowledge_graph(knowledge_base_ids, query): search several knowledge bases at once (up to 10); returns results plus graph nodes and edges.",
+                "zh": "query_knowledge_graph(knowledge_base_ids, query)："
+                "同时检索多个知识库（最多 10 个），返回结果以及图谱中的节点和关系。",
+                "en": "query_knowledge_graph(knowledge_base_ids, query): search several knowledge bases at once "
+                "(up to 10); returns results plus graph nodes and edges.",
             },
         ),
         Tool(
@@ -314,8 +318,10 @@ def agent_tools(services: ToolServices) -> tuple[Tool, ...]:
             _h.make_navigate(s.graph, s.traversals, s.settings.graph_hops, s.settings.graph_max_nodes_per_hop),
             query_field="entity",
             prompt={
-                "zh": "navigate_graph(entity, target?, relations?, hops?, outgoing?)：在知识图谱中查看实体之间的关系路径。",
-                "en": "navigate_graph(entity, target?, relations?, hops?, outgoing?): show how entities relate in the knowledge graph.",
+                "zh": "navigate_graph(entity, target?, relations?, hops?, outgoing?)："
+                "在知识图谱中查看实体之间的关系路径。",
+                "en": "navigate_graph(entity, target?, relations?, hops?, outgoing?): "
+                "show how entities relate in the knowledge graph.",
             },
         ),
         Tool(
@@ -323,7 +329,8 @@ def agent_tools(services: ToolServices) -> tuple[Tool, ...]:
             _h.make_list_kbs(s.catalog),
             prompt={
                 "zh": "list_knowledge_bases()：列出知识库（名称、描述、文档数、是否有知识图谱）。",
-                "en": "list_knowledge_bases(): list the knowledge bases (name, description, document count, knowledge graph or not).",
+                "en": "list_knowledge_bases(): list the knowledge bases "
+                "(name, description, document count, knowledge graph or not).",
             },
         ),
     )

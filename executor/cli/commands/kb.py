@@ -136,7 +136,8 @@ def _model_text(model: dict | None) -> str:
         and k in ("hit_at_1", "relevant_returned", "precise_precision", "highly_relevant_precision", "off_topic_none")
     )
     labels = model.get("labels") or {}
-    # the KB's own evidence (executor/retrieval/self_calibration.py): its generated questions and the bundled off-topic pool
+    # the KB's own evidence (executor/retrieval/self_calibration.py): its generated questions and the bundled
+    # off-topic pool
     generated = sum(n for k, n in labels.items() if k.startswith("generated from"))
     pool = sum(n for k, n in labels.items() if k == "bundled off-topic pool")
     if model.get("calibrated_by") == "self":  # no human label

@@ -72,9 +72,7 @@ def _generated(rt, kb: str, sources: dict[str, int]) -> list:
 def eval_retrieval(
     labels: LabelsOpt,
     kb: KbsOpt = None,
-    markdown: Annotated[
-        Path | None, typer.Option("--markdown", help="also write the table as Markdown here")
-    ] = None,
+    markdown: Annotated[Path | None, typer.Option("--markdown", help="also write the table as Markdown here")] = None,
     as_json: JsonOpt = False,
 ):
     """Grade labelled questions (a fresh session each, nothing stored) and report how the grades hold."""
@@ -108,7 +106,8 @@ def calibrate(
         str | None,
         typer.Option(
             "--for",
-            help="fit this KB's own model (thresholds and figures on its questions; the other labels only help fit the ranker); default: the KB when every label file is on one KB, else the embedder's shared preset",
+            help="fit this KB's own model (thresholds and figures on its questions; the other labels only help fit "
+            "the ranker); default: the KB when every label file is on one KB, else the embedder's shared preset",
         ),
     ] = None,
     shared: Annotated[
@@ -121,7 +120,8 @@ def calibrate(
         bool,
         typer.Option(
             "--write",
-            help="store the result: a KB's own model in the catalog (used by that KB's lookups only), the shared preset in config.yaml for this embedder",
+            help="store the result: a KB's own model in the catalog (used by that KB's lookups only), the shared "
+            "preset in config.yaml for this embedder",
         ),
     ] = False,
     reset: Annotated[
