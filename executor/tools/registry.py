@@ -69,7 +69,7 @@ class lookup_knowledge(ToolArgs):  # noqa: N801 - the class name is the tool nam
 
     query: str = Field(description="what to look up", min_length=1, max_length=2000)
     missing_dimension: str | None = Field(
-        None, description="after a REFERENCE result: the specific dimension the results lacked", max_length=200
+        default=None, description="after a REFERENCE result: the specific dimension the results lacked", max_length=200
     )
 
 
@@ -79,21 +79,24 @@ class navigate_graph(ToolArgs):  # noqa: N801
     entity: str = Field(
         description="an entity name, e.g. a product, error code or concept", min_length=1, max_length=200
     )
-    target: str | None = Field(None, description="a second entity: show the paths between the two", max_length=200)
+    target: str | None = Field(
+        default=None, description="a second entity: show the paths between the two", max_length=200
+    )
     relations: list[str] | None = Field(
-        None,
+        default=None,
         description=f'relation types to follow, any of {", ".join(RELATION_TYPES)}, e.g. ["DEPENDS_ON"] '
         "for what the entity depends on; all when omitted",
         max_length=len(RELATION_TYPES),
     )
     hops: int | None = Field(
-        None,
+        default=None,
         ge=1,
         le=MAX_HOPS,
         description=f"how many relations deep (1-{MAX_HOPS}); default 2, or 3 between two entities",
     )
     outgoing: bool = Field(
-        False, description="only relations that point away from the entity (what it depends on, not what depends on it)"
+        default=False,
+        description="only relations that point away from the entity (what it depends on, not what depends on it)",
     )
 
     @field_validator("relations", mode="before")
