@@ -289,7 +289,7 @@ def measure(
         results["cache_first_call_s"] = round(time.perf_counter() - t, 3)
         adj = adjacency(data)
         for hops in (1, 2, 3):
-            row = {"hops": hops}
+            row: dict = {"hops": hops}
             for label, store in stores.items():
                 row[label] = _latency(
                     store,

@@ -133,7 +133,7 @@ def load_link_labels(path: Path) -> list[LinkLabel]:
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--labels", type=Path, default=LABELS)
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)

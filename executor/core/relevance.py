@@ -19,7 +19,9 @@ class Scored(Protocol):
     features: dict[str, float]
     specific: bool
     decisive: bool
-    group: str  # the page counted with its translations (`page_key`)
+
+    @property
+    def group(self) -> str: ...  # the page counted with its translations (`page_key`)
 
 
 class Level(StrEnum):

@@ -46,7 +46,7 @@ if TYPE_CHECKING:
     from executor.stores.catalog import Catalog
     from executor.stores.embedders import Embedder
     from executor.stores.invocation_log import InvocationLog
-    from executor.stores.knowledge_graph import GraphStore
+    from executor.stores.knowledge_graph_sql import GraphBackend
     from executor.stores.memory import ActionMemory
     from executor.stores.vectors import VectorStore
 
@@ -82,14 +82,14 @@ class GraphExpander:
         grader: Grader,
         known_entities: KnownEntities,
         traversals: TraversalCache,
-        graph: Callable[[], GraphStore],
+        graph: Callable[[], GraphBackend],
     ):
         self.settings, self.catalog, self.vectors, self.embedder = settings, catalog, vectors, embedder
         self.memory, self.log, self.grader = memory, log, grader
         self.known_entities, self.traversals, self._open_graph = known_entities, traversals, graph
 
     @property
-    def graph(self) -> GraphStore:
+    def graph(self) -> GraphBackend:
         return self._open_graph()  # opened on first use: a KB without a graph never starts the graph server
 
     def expand(self, result: LookupResult, hops: int | None = None) -> GraphExpansion:

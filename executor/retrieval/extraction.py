@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from executor.core.settings import Settings
     from executor.stores.catalog import Catalog
     from executor.stores.embedders import Embedder
-    from executor.stores.knowledge_graph import GraphStore
+    from executor.stores.knowledge_graph_sql import GraphBackend
 
 _A = r"(?<![A-Za-z0-9_])"
 _Z = r"(?![A-Za-z0-9_])"
@@ -158,7 +158,7 @@ class KnownEntities:
         settings: Settings,
         catalog: Catalog,
         embedder: Embedder,
-        graph: Callable[[], GraphStore],
+        graph: Callable[[], GraphBackend],
         names_cache: Path | None = None,
     ):
         """`names_cache`: a folder where each KB's entity names are kept per version, for a graph only this
@@ -169,7 +169,7 @@ class KnownEntities:
         self._cache: dict[str, tuple[tuple, EntityExtractor, dict, EntityAligner]] = {}
 
     @property
-    def graph(self) -> GraphStore:
+    def graph(self) -> GraphBackend:
         return self._open_graph()  # opened on first use: a KB without a graph never starts the graph server
 
     def in_text(self, kb: str, text: str) -> list[str]:

@@ -15,8 +15,8 @@ from executor.stores.catalog import Catalog
 from executor.stores.knowledge_graph import relation_pattern
 
 if TYPE_CHECKING:
-    from executor.stores.knowledge_graph import GraphStore
-    from executor.stores.vectors import MilvusVectorStore
+    from executor.stores.knowledge_graph_sql import GraphBackend
+    from executor.stores.vectors import VectorStore
 
 
 class KnowledgeBaseInfo(BaseModel):
@@ -58,9 +58,7 @@ def knowledge_bases(catalog: Catalog) -> list[KnowledgeBaseInfo]:
     ]
 
 
-def drop_knowledge_base(
-    name: str, catalog: Catalog, vectors: MilvusVectorStore, graph: Callable[[], GraphStore]
-) -> None:
+def drop_knowledge_base(name: str, catalog: Catalog, vectors: VectorStore, graph: Callable[[], GraphBackend]) -> None:
     """Remove a knowledge base: its graph (only a KB with a graph config opens the graph), its vectors, its row.
 
     The catalog row goes last: if a step fails, the KB is still listed and the drop can be repeated."""

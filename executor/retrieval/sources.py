@@ -291,8 +291,8 @@ def _load(found: Discovery, limits: SourceLimits, known: dict[str, Known], conve
             continue
         warnings += [f"{doc.doc_key}: {w}" for w in doc.warnings]
         docs.append(doc)
-    if found.unsupported:
-        warnings.append(found.unsupported_summary())
+    if (summary := found.unsupported_summary()) is not None:
+        warnings.append(summary)
     if not docs and not unchanged:
         kinds = ", ".join(sorted(SUPPORTED))
         detail = f" ({len(warnings)} warnings: {warnings[0]}{' …' if len(warnings) > 1 else ''})" if warnings else ""

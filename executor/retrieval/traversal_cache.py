@@ -33,7 +33,7 @@ from executor.stores.knowledge_graph_memory import GraphSnapshot
 
 if TYPE_CHECKING:
     from executor.stores.catalog import Catalog
-    from executor.stores.knowledge_graph import GraphStore
+    from executor.stores.knowledge_graph_sql import GraphBackend
 
 MAX_ENTRIES = 4096
 # memory per relation held: ~280 bytes (both directions of the adjacency and the relation), up to ~480 once it
@@ -50,7 +50,7 @@ class TraversalCache:
     def __init__(
         self,
         catalog: Catalog,
-        graph: Callable[[], GraphStore],
+        graph: Callable[[], GraphBackend],
         max_entries: int = MAX_ENTRIES,
         max_snapshot_relations: int = MAX_SNAPSHOT_RELATIONS,
     ):
@@ -65,7 +65,7 @@ class TraversalCache:
         self._lock = threading.Lock()
 
     @property
-    def graph(self) -> GraphStore:
+    def graph(self) -> GraphBackend:
         return self._open_graph()  # opened on first use: a KB without a graph never starts the graph server
 
     def navigate(

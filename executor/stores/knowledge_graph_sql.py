@@ -37,6 +37,7 @@ from sqlalchemy import (
     bindparam,
     delete,
     func,
+    insert,
     select,
     text,
     update,
@@ -207,6 +208,7 @@ class SqlGraphStore:
         entity_id = self._entity_id(kb, name)
         if entity_id is None:
             self.require_entity(kb, name)  # raises the one message for an unknown entity
+            return self._require_id(kb, name)  # written since the first read
         return entity_id
 
     def _paths(self, rows: list) -> list[GraphPath]:
@@ -588,7 +590,7 @@ class SqlGraphStore:
         now = datetime.now(UTC).replace(tzinfo=None)
         for rows in _batches(list(data.entities.values())):
             conn.execute(
-                GraphEntity.__table__.insert(),
+                insert(GraphEntity),
                 [
                     {"kb": kb, "key": r["key"], "name": r["name"], "type": r["type"], "aliases": r["aliases"]}
                     for r in rows
@@ -597,7 +599,7 @@ class SqlGraphStore:
         ids = dict(conn.execute(select(GraphEntity.key, GraphEntity.id).where(GraphEntity.kb == kb)).all())
         for rows in _batches(data.documents):
             conn.execute(
-                GraphDocumentRow.__table__.insert(),
+                insert(GraphDocumentRow),
                 [{"kb": kb, "doc_key": r["doc_key"], "title": r["title"], "domain": r["domain"]} for r in rows],
             )
         mentions = [
@@ -606,10 +608,10 @@ class SqlGraphStore:
             if r["key"] in ids
         ]
         for rows in _batches(mentions):
-            conn.execute(GraphMention.__table__.insert(), rows)
+            conn.execute(insert(GraphMention), rows)
         for rows in _batches(data.relations):
             conn.execute(
-                GraphRelation.__table__.insert(),
+                insert(GraphRelation),
                 [
                     {
                         "kb": kb,
@@ -639,3 +641,7 @@ def _chunks(values: list, size: int = 500):
 def _batches(rows: list[dict], size: int = BATCH):
     for i in range(0, len(rows), size):
         yield rows[i : i + size]
+
+
+# EXECUTOR_GRAPH_BACKEND: the Cypher store (Neo4j, FalkorDB) or the SQL one; the services take either
+GraphBackend = GraphStore | SqlGraphStore

@@ -24,7 +24,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
+from typing import Protocol, cast
 
 import numpy as np
 
@@ -87,6 +87,7 @@ class VectorStore(Protocol):
 
     def recorded_embedder(self, kb: str) -> dict | None:
         """{embedder, dim, lexical} the KB was embedded with; None when it has no vectors."""
+        ...
 
     def check_embedder(self, kb: str, embedder: Embedder) -> None:
         """BackendError unless the KB's vectors come from `embedder`."""
@@ -95,11 +96,13 @@ class VectorStore(Protocol):
 
     def create(self, kb: str, embedder: Embedder) -> str | None:
         """Create the KB's collection; a warning when the backend cannot keep the lexical half."""
+        ...
 
     def drop(self, kb: str) -> None: ...
 
     def staging(self, kb: str) -> str:
         """A key to rebuild `kb` under; its writes become the KB's only at `promote`."""
+        ...
 
     def promote(self, kb: str, staging: str) -> None: ...
 
@@ -118,6 +121,7 @@ class VectorStore(Protocol):
     # -- reads
     def search(self, kb: str, query: str, vector: np.ndarray, embedder: Embedder, limit: int) -> list[ChunkHit]:
         """Hybrid (dense + lexical) search, best first."""
+        ...
 
     def dense_search(self, kb: str, vector: np.ndarray, limit: int) -> list[ChunkHit]: ...
 
@@ -125,6 +129,7 @@ class VectorStore(Protocol):
         self, kb: str, query: str, vector: np.ndarray, embedder: Embedder, limit: int
     ) -> list[tuple[ChunkHit, float]]:
         """The lexical layer alone with its raw scores (empty when the KB has none)."""
+        ...
 
     def get_chunks(self, kb: str, chunk_ids: list[str], vector: np.ndarray) -> list[ChunkHit]: ...
 
@@ -132,6 +137,7 @@ class VectorStore(Protocol):
 
     def texts(self, kb: str, batch_size: int = 1000) -> Iterator[tuple[str, str, str]]:
         """Every chunk's (doc_key, title, text)."""
+        ...
 
     def open_in_background(self) -> None:
         """Start connecting on a thread of its own; the first call waits for it (and raises what it met)."""
@@ -159,7 +165,7 @@ class _ListeningPopen(subprocess.Popen):
     after 0.5 s with neither, their success too. Every other wait is Popen's own."""
 
     def wait(self, timeout=None):
-        if timeout != 0.5 or not isinstance(self.args, list) or len(self.args) < 3:
+        if timeout is None or timeout != 0.5 or not isinstance(self.args, list) or len(self.args) < 3:
             return super().wait(timeout)
         # the server's arguments: binary, data file, "unix:" + socket path, ...
         socket = Path(str(self.args[2]).removeprefix("unix:"))
@@ -246,7 +252,9 @@ class MilvusVectorStore:
     def _open_lite(self):
         path = Path(self.uri)
         path.parent.mkdir(parents=True, exist_ok=True)  # EXECUTOR_HOME is made private by the settings
-        if not self._lock.held and not self._lock.try_acquire():
+        lock = self._lock
+        assert lock is not None  # a Lite file's store always has one
+        if not lock.held and not lock.try_acquire():
             raise BackendError(self._locked_message())
         try:
             if _lite_lock_taken(path):  # a process without our lock (e.g. a bare pymilvus) has the file
@@ -266,7 +274,7 @@ class MilvusVectorStore:
                 except BackendError as exc:
                     raise BackendError(self._lite_start_error(exc, log, seen)) from exc.__cause__
         except BaseException:
-            self._lock.release()
+            lock.release()
             raise
 
     def _damaged_message(self, why: str) -> str:
@@ -342,7 +350,7 @@ class MilvusVectorStore:
     def _kw(self) -> dict:
         # pymilvus retries failed calls 75 times with back-off by default: minutes
         # for a malformed request. Fail fast instead.
-        kw = {"retry_times": 2}
+        kw: dict = {"retry_times": 2}
         if not self.is_lite:
             kw["timeout"] = self._timeout
         return kw
@@ -374,7 +382,9 @@ class MilvusVectorStore:
 
     def _collections_of(self, kb: str) -> list[str]:
         pattern = re.compile(rf"kb_{re.escape(kb)}(?:{GENERATION}\d+(?:{DONE})?)?")
-        return [n for n in self.client.list_collections(**self._kw()) if pattern.fullmatch(n)]
+        # pymilvus's calls are untyped: pyright infers a coroutine from their sync-or-async wrapper
+        names = cast(list[str], self.client.list_collections(**self._kw()))
+        return [n for n in names if pattern.fullmatch(n)]
 
     def _generations(self, kb: str) -> dict[int, bool]:
         """The KB's rebuild generations -> whether each is complete."""
@@ -410,14 +420,14 @@ class MilvusVectorStore:
                 self.client.drop_collection(f"kb_{kb}{GENERATION}{n}", **self._kw())
 
     def has(self, kb: str) -> bool:
-        return self.client.has_collection(self.collection_name(kb))
+        return bool(self.client.has_collection(self.collection_name(kb)))
 
     def recorded_embedder(self, kb: str) -> dict | None:
         if kb in self._recorded:
             return self._recorded[kb]
         if not self.has(kb):
             return None
-        desc = self.client.describe_collection(self.collection_name(kb)).get("description", "")
+        desc = cast(dict, self.client.describe_collection(self.collection_name(kb))).get("description", "")
         meta = (
             json.loads(desc[len(DESCRIPTION_PREFIX) :])
             if desc.startswith(DESCRIPTION_PREFIX)
@@ -442,7 +452,7 @@ class MilvusVectorStore:
         if self.is_lite:
             return None  # Lite 2.5.1: sparse vectors and BM25 included
         try:
-            return server_version(self.client.get_server_version(**self._kw()))
+            return server_version(str(self.client.get_server_version(**self._kw())))
         except Exception:  # an old server without the call, or a proxy in front: try the full schema
             return None
 

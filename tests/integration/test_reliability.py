@@ -75,8 +75,8 @@ def hold_milvus(home):
             "-W",
             "ignore",
             "-c",
-            "import sys,time; from executor.stores.vectors import MilvusVectorStore; MilvusVectorStore(sys.argv[1]).client; "
-            "print('ready', flush=True); time.sleep(120)",
+            "import sys,time; from executor.stores.vectors import MilvusVectorStore; "
+            "MilvusVectorStore(sys.argv[1]).client; print('ready', flush=True); time.sleep(120)",
             str(home / "milvus.db"),
         ],
         stdout=subprocess.PIPE,

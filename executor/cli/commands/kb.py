@@ -87,7 +87,8 @@ def _model_summary(raw) -> dict | None:
         return None
     if not isinstance(raw, dict):  # a damaged model: the lookup says how to mend it; here, only that it is
         return {"error": "invalid"}
-    thresholds = raw.get("thresholds") if isinstance(raw.get("thresholds"), dict) else {}
+    thresholds = raw.get("thresholds")
+    thresholds = thresholds if isinstance(thresholds, dict) else {}
     # whether "nothing found" is its answerability model's call (fitted when the labels had off-topic questions)
     return {k: raw.get(k) for k in ("embedder", "fitted_at", "labels", "held_out")} | {
         "answerability": thresholds.get("answerability") is not None,

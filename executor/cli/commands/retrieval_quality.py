@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import UTC
 from pathlib import Path
 from typing import Annotated
@@ -19,7 +20,7 @@ LabelsOpt = Annotated[
 ]
 
 
-def _observe(pairs, source: str, feedback_kbs: list[str] = (), generated_for: str | None = None):
+def _observe(pairs, source: str, feedback_kbs: Sequence[str] = (), generated_for: str | None = None):
     """Grade every labelled question once (label files, then users' feedback on the given KBs, then with
     `generated_for` that KB's self-calibration evidence); the runtime is closed before the figures are computed.
     Returns (observed, sources, each KB's thresholds, embedder name)."""
@@ -242,7 +243,7 @@ def _write_kb_model(kb: str, model) -> str:
 
 
 def _reset(labels, kbs, for_kb, write, as_json) -> None:
-    names = list(dict.fromkeys([*(kbs or []), *([for_kb] if for_kb else [])]))
+    names: list[str] = list(dict.fromkeys([*(kbs or []), *([for_kb] if for_kb else [])]))
     if labels or write or len(names) != 1:
         raise InputError("--reset takes one --kb NAME and no --labels or --write")
     with runtime("calibrate") as rt:
