@@ -5,7 +5,7 @@ EXE := $(VENV)/bin/executor
 REPORTS ?= .executor
 export LANGSMITH_TRACING ?= false
 
-.PHONY: setup setup-bge services services-stop demo test eval eval-llm bench bench-peers-llm docs
+.PHONY: setup setup-bge services services-stop demo test lint eval eval-llm bench bench-peers-llm docs
 
 setup: $(VENV)/.installed
 
@@ -42,6 +42,10 @@ demo: setup
 
 test: setup
 	$(PY) -m pytest
+
+# ruff (lint and format) over the code and its tests, pyright (basic) over the product, on the venv's interpreter
+lint: setup
+	$(VENV)/bin/ruff check executor evals tests && $(VENV)/bin/ruff format --check executor evals tests && $(VENV)/bin/pyright --pythonpath $(PY)
 
 # The ISS-002 suite, scripted, guards on (judged) against guards off; fails if any scenario does.
 eval: setup

@@ -290,29 +290,29 @@ def measure(
         results["cache_first_call_s"] = round(time.perf_counter() - t, 3)
         adj = adjacency(data)
         for hops in (1, 2, 3):
-            row = {"hops": hops}
+            row: dict = {"hops": hops}
             for label, store in stores.items():
                 row[label] = _latency(
                     store,
                     f"{label} {hops}-hop",
                     starts,
-                    lambda st, name: len(st.navigate(KB, name, hops, None, max_paths, max_nodes_per_hop)),
+                    lambda st, name, hops=hops: len(st.navigate(KB, name, hops, None, max_paths, max_nodes_per_hop)),
                 )
             # distinct starts: every call misses the result cache and traverses
             row["cache"] = _latency(
                 cache,
                 f"traversal cache {hops}-hop",
                 starts,
-                lambda c, name: len(c.navigate(KB, name, hops, None, max_paths, max_nodes_per_hop)),
+                lambda c, name, hops=hops: len(c.navigate(KB, name, hops, None, max_paths, max_nodes_per_hop)),
             )
             row["plain"] = _latency(
-                native, f"plain *1..{hops}", starts, lambda st, name: plain_match(st, name, hops, max_paths)
+                native, f"plain *1..{hops}", starts, lambda st, name, hops=hops: plain_match(st, name, hops, max_paths)
             )
             row["memory"] = _latency(
                 adj,
                 f"memory BFS {hops}-hop",
                 starts,
-                lambda a, name: len(memory_bfs(a, name, hops, max_paths, max_nodes_per_hop)),
+                lambda a, name, hops=hops: len(memory_bfs(a, name, hops, max_paths, max_nodes_per_hop)),
             )
             results["navigate"].append(row)
         pairs = [(f"entity-{a}", f"entity-{b}") for a, b in (rng.sample(range(nodes), 2) for _ in range(queries))]
@@ -376,7 +376,8 @@ def main(
     console.print(
         f"[bold]load[/] {edges:,} edges + {nodes:,} nodes into FalkorDB in {results['load_seconds']} s = "
         f"{results['load_edges_per_s']:,} edges/s (UNWIND batches); naive per-edge MERGE "
-        f"{results['naive_edges_per_s']:,} edges/s; ratio {results['load_edges_per_s'] / results['naive_edges_per_s']:.0f}x"
+        f"{results['naive_edges_per_s']:,} edges/s; "
+        f"ratio {results['load_edges_per_s'] / results['naive_edges_per_s']:.0f}x"
     )
     titles = {
         "bolt": "neo4j driver over Bolt",

@@ -28,6 +28,7 @@ from pathlib import Path
 import anyio
 import numpy as np
 import typer
+from mcp.types import CallToolResult, TextContent
 from rich.console import Console
 from tqdm import tqdm
 
@@ -45,6 +46,11 @@ def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+def error_text(result: CallToolResult) -> str:
+    """What a tool call that failed says (its content is text)."""
+    return " ".join(c.text for c in result.content if isinstance(c, TextContent))
 
 
 def _in_process(home: Path, calls: int) -> list[float]:
@@ -80,7 +86,7 @@ async def _through_mcp(url: str, calls: int) -> list[float]:
             )
             timings.append((time.perf_counter() - t) * 1000)
             if result.isError:
-                raise RuntimeError(result.content[0].text)
+                raise RuntimeError(error_text(result))
     return timings
 
 

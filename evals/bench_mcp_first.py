@@ -23,7 +23,7 @@ import numpy as np
 import typer
 
 from evals.baseline import run_on
-from evals.bench_mcp import QUERIES, _cli, served
+from evals.bench_mcp import QUERIES, _cli, error_text, served
 
 LATER = 9  # lookups after the first on each start: what "as fast as its tenth" compares with
 
@@ -46,7 +46,7 @@ async def _lookups(url: str, queries: list[str]) -> list[float]:
             )
             timings.append((time.perf_counter() - started) * 1000)
             if result.isError:
-                raise RuntimeError(result.content[0].text)
+                raise RuntimeError(error_text(result))
     return timings
 
 

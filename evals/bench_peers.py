@@ -308,7 +308,7 @@ def main(
         chosen = load_scenarios(scenarios or [REPO_ROOT / "evals" / "scenarios"])
     except InputError as exc:
         typer.echo(f"error: {exc}", err=True)
-        raise typer.Exit(2)
+        raise typer.Exit(2) from None
     from executor.agent.runtime import Runtime
 
     throwaway = home is None
@@ -332,7 +332,7 @@ def main(
             report = run(rt, chosen, policy, model, rounds, k, progress=True)
     except ExecutorError as exc:
         typer.echo(f"error: {exc}", err=True)
-        raise typer.Exit(2 if isinstance(exc, InputError) else 1)
+        raise typer.Exit(2 if isinstance(exc, InputError) else 1) from None
     finally:
         if throwaway:  # ingest started the home's embedded graph server: it goes with the home
             rt.graph_server.stop()

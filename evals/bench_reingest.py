@@ -1,4 +1,5 @@
-"""Incremental ingest: full ingest, no-op re-ingest and one-page re-ingest of a synthetic KB; ingest throughput on the Helm docs.
+"""Incremental ingest: full ingest, no-op re-ingest and one-page re-ingest of a synthetic KB; ingest throughput on
+the Helm docs.
 
     python -m evals.bench_reingest [--pages 1000 --pages 10000] [--helm/--no-helm] [--baseline-ref REF | --no-baseline]
 

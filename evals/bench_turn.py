@@ -52,7 +52,7 @@ def _timed_turn(app, question: str, context) -> tuple[float, dict[str, float]]:
     for update in app.stream({"messages": [HumanMessage(question)]}, config, context=context, stream_mode="updates"):
         now = time.perf_counter()
         for node in update:
-            node = RENAMED.get(node, node)
+            node = RENAMED.get(str(node), str(node))
             per_node[node] = per_node.get(node, 0.0) + (now - last) * 1000
         last = now
     return (time.perf_counter() - started) * 1000, per_node
@@ -76,7 +76,8 @@ def measure(home: Path, turns: int) -> dict:
         else:  # the baseline's code: the graph was built from the runtime itself
             from executor.agent.graph import build_graph
 
-            app = build_graph(rt, OfflinePlanner(), "offline", checkpointer=InMemorySaver())
+            # the baseline's own build_graph(services, model, mode), not this tree's
+            app = build_graph(rt, OfflinePlanner(), "offline", checkpointer=InMemorySaver())  # pyright: ignore[reportCallIssue]
         context = Context(kb="sample", lookup_budget=rt.settings.lookup_budget)
         asked = questions()
         for i in range(WARM_UP):
@@ -126,7 +127,7 @@ def main(
     ]
     for name, runs, mine, theirs in rows:
         cells = [name, str(runs), fmt(mine)]
-        if base is not None:
+        if base is not None and theirs is not None:
             cells += [fmt(theirs), f"{theirs[1] / mine[1]:.2f}x" if mine[1] else "-"]
         table.add_row(*cells)
     Console(width=140).print(table)

@@ -23,7 +23,7 @@ def write_docx(path: Path, title: str, sections: Sections) -> Path:
         for text in paragraphs:
             doc.add_paragraph(text)
     path.parent.mkdir(parents=True, exist_ok=True)
-    doc.save(path)
+    doc.save(str(path))
     return path
 
 
@@ -73,15 +73,18 @@ def write_encrypted_pdf(path: Path) -> Path:
 
 def write_pptx(path: Path, title: str, sections: Sections) -> Path:
     from pptx import Presentation
+    from pptx.shapes.placeholder import SlidePlaceholder
 
     deck = Presentation()
     deck.core_properties.title = title
     for heading, paragraphs in sections:  # a slide each
         slide = deck.slides.add_slide(deck.slide_layouts[1])
-        slide.shapes.title.text = heading
-        slide.placeholders[1].text = "\n".join(paragraphs)
+        title_shape, body = slide.shapes.title, slide.placeholders[1]
+        assert title_shape is not None and isinstance(body, SlidePlaceholder)  # layout 1: "Title and Content"
+        title_shape.text = heading
+        body.text = "\n".join(paragraphs)
     path.parent.mkdir(parents=True, exist_ok=True)
-    deck.save(path)
+    deck.save(str(path))
     return path
 
 
@@ -90,6 +93,7 @@ def write_xlsx(path: Path, rows: list[list[str]]) -> Path:
 
     book = Workbook()
     sheet = book.active
+    assert sheet is not None  # a new workbook has one sheet
     sheet.title = "Ports"
     for row in rows:
         sheet.append(row)

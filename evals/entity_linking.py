@@ -112,7 +112,7 @@ def evaluate(labels: list[LinkLabel], embed) -> dict:
     }
     for method, (fz, emb, aligned) in methods.items():
 
-        def run(rows):
+        def run(rows, fz=fz, emb=emb, aligned=aligned):
             return [exact[i] | (predict(set(), candidates[i], fz, emb) if aligned else set()) for i in rows]
 
         report["methods"][method] = {
@@ -133,7 +133,7 @@ def load_link_labels(path: Path) -> list[LinkLabel]:
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--labels", type=Path, default=LABELS)
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)

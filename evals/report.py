@@ -69,11 +69,12 @@ def markdown(on: list[ScenarioResult], off: list[ScenarioResult], policy: str) -
     off_by_id = {r.id: r for r in off}
     for r in on:
         b = off_by_id.get(r.id)
+        rephrasings = f"{r.rephrasing_lookups_run} of {r.rephrasings} / {len(r.rephrasing_pages_sent)}"
         lines.append(
             f"| {r.id} | {r.lang} | {r.turns} | {b.executed_lookups if b else '-'} | {r.executed_lookups}"
             f"{' (' + ', '.join(map(str, r.executed_by_turn)) + ')' if r.turns > 1 else ''} | "
             f"{sum(r.blocked_by_reason.values())} | {sum(f['reason'] != 'doc_retrieved' for f in r.false_blocks)} | "
-            f"{f'{r.rephrasing_lookups_run} of {r.rephrasings} / {len(r.rephrasing_pages_sent)}' if r.rephrasings else '-'} | "
+            f"{rephrasings if r.rephrasings else '-'} | "
             f"{b.duplicate_docs_sent if b else '-'} / {r.duplicate_docs_sent} | "
             f"{'yes' if r.passed else 'NO: ' + '; '.join(r.failures)} |"
         )

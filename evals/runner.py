@@ -10,6 +10,7 @@ from __future__ import annotations
 import uuid
 from collections import Counter
 from statistics import mean
+from typing import Any
 
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.errors import GraphRecursionError
@@ -296,12 +297,8 @@ def run_suite(
     results = []
     for scenario in tqdm(scenarios, desc=f"eval guards {'on' if guards else 'off'}", disable=not progress, leave=False):
         saver, session = InMemorySaver(), f"eval-{scenario.id}-{uuid.uuid4().hex[:6]}"
-        context = Context(
-            kb=scenario.kb,
-            lookup_budget=rt.settings.lookup_budget,
-            guards=guards,
-            **({"max_rounds": max_rounds} if max_rounds else {}),
-        )
+        rounds: dict[str, Any] = {"max_rounds": max_rounds} if max_rounds else {}  # else the context's default
+        context = Context(kb=scenario.kb, lookup_budget=rt.settings.lookup_budget, guards=guards, **rounds)
         turns = []
         for turn in scenario.turns:
             if policy == "scripted":

@@ -28,7 +28,7 @@ class Call(BaseModel):
 class Expect(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    max_executed_lookups: int | None = Field(None, description="0: answered from what the session already has")
+    max_executed_lookups: int | None = Field(default=None, description="0: answered from what the session already has")
     min_executed_lookups: int | None = None
     cite_any: list[str] = Field(default_factory=list, description="doc_key prefixes; at least one must be cited")
     cite_all: list[str] = Field(default_factory=list, description="doc_key prefixes; each must be cited")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from langchain_core.callbacks import BaseCallbackHandler
@@ -94,16 +95,16 @@ def with_counter(model, counter: LLMCalls):
     return model.model_copy(update={"callbacks": [counter]})
 
 
-def tool_results(messages: list[BaseMessage]) -> list[ToolMessage]:
+def tool_results(messages: Sequence[BaseMessage]) -> list[ToolMessage]:
     return [m for m in messages if isinstance(m, ToolMessage)]
 
 
-def retrieval_results(messages: list[BaseMessage]) -> list[ToolMessage]:
+def retrieval_results(messages: Sequence[BaseMessage]) -> list[ToolMessage]:
     """The retriever's results (its doc keys ride along as the artifact; a stopped call's message has none)."""
     return [m for m in tool_results(messages) if m.name == RETRIEVE and m.artifact is not None]
 
 
-def artifact_docs(messages: list[BaseMessage]) -> list[str]:
+def artifact_docs(messages: Sequence[BaseMessage]) -> list[str]:
     """Doc keys the retriever's results among `messages` carried, each once, in order."""
     return list(dict.fromkeys(k for m in retrieval_results(messages) for k in m.artifact))
 

@@ -113,10 +113,10 @@ class feedback(BaseModel):  # noqa: N801
         pattern=SESSION_ID.pattern,
     )
     turn: Annotated[int, Field(ge=1)] | Literal["last"] = Field(
-        "last", description="which answer: 1 for the session's first question, or 'last'"
+        default="last", description="which answer: 1 for the session's first question, or 'last'"
     )
     verdict: Literal["good", "bad"] = Field(description="good or bad")
-    comment: str | None = Field(None, description="what was wrong (or right)", max_length=MAX_NOTE_CHARS)
+    comment: str | None = Field(default=None, description="what was wrong (or right)", max_length=MAX_NOTE_CHARS)
 
 
 def feedback_tool(service: Callable[[], Feedback]) -> Tool:

@@ -61,8 +61,9 @@ def build_graph(
     graph = StateGraph(ExecutorState, context_schema=Context, input_schema=ExecutorInput, output_schema=ExecutorOutput)
     graph.add_node("begin_turn", make_begin_turn(catalog))
     graph.add_node("executor", make_executor(model, catalog, tools.agent))
-    graph.add_node("guard", make_guard(tools))
-    graph.add_node("call_tools", make_call_tools(tools, memory))
+    # these two take (state, runtime, config): LangGraph passes both, its StateNode types have no such signature
+    graph.add_node("guard", make_guard(tools))  # pyright: ignore[reportArgumentType]
+    graph.add_node("call_tools", make_call_tools(tools, memory))  # pyright: ignore[reportArgumentType]
     graph.add_node("graph_expand", make_graph_expand(expand, memory))
     graph.add_node("answer", make_answer(model, mode, read_document=read_document))
     graph.add_node("fail", fail)

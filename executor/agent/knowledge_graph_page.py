@@ -175,7 +175,10 @@ function recordGraphError(text) {
 }
 window.addEventListener('error', function (e) { recordGraphError(e.message); });
 var consoleError = console.error;
-console.error = function () { recordGraphError(Array.prototype.join.call(arguments, ' ')); consoleError.apply(console, arguments); };
+console.error = function () {
+  recordGraphError(Array.prototype.join.call(arguments, ' '));
+  consoleError.apply(console, arguments);
+};
 """
 
 DRAW = """
@@ -183,7 +186,7 @@ DRAW = """
   var data = JSON.parse(document.getElementById('graph-data').textContent);
   var options = JSON.parse(document.getElementById('graph-options').textContent);
   var box = document.getElementById('graph');
-  if (!data.nodes.length) { box.textContent = box.getAttribute('data-empty'); box.className += ' empty'; 
+  if (!data.nodes.length) { box.textContent = box.getAttribute('data-empty'); box.className += ' empty';
     document.body.setAttribute('data-ready', '0'); return; }
   var network = new vis.Network(box, {nodes: new vis.DataSet(data.nodes), edges: new vis.DataSet(data.edges)}, options);
   network.once('stabilizationIterationsDone', function () {

@@ -19,12 +19,13 @@ def make_chat_model(settings: Settings) -> tuple[BaseChatModel, str]:
 
         return OfflinePlanner(), OFFLINE
     from langchain_openai import ChatOpenAI
+    from pydantic import SecretStr
 
     return (
         ChatOpenAI(
             model=settings.model,
             # a local OpenAI-compatible server needs no key, but the client insists on one
-            api_key=settings.openai_api_key or "not-needed",
+            api_key=SecretStr(settings.openai_api_key or "not-needed"),
             base_url=settings.openai_base_url,
             temperature=0,
             timeout=settings.llm_timeout_s,

@@ -28,6 +28,7 @@ import mcp.types as types
 from mcp.server.lowlevel import Server
 from mcp.shared.exceptions import McpError
 from mcp.shared.message import SessionMessage
+from pydantic import AnyUrl
 
 from executor.core.validation import SESSION_ID, check_session_id
 from executor.prompts.executor import RULES
@@ -113,8 +114,8 @@ class ExecutorMCP:
             except Exception as exc:
                 raise ToolFailed(f"session: {exc}") from None
         ctx = self.server.request_context
-        request = ctx.request
-        transport_id = request.headers.get("mcp-session-id") if request is not None else None
+        headers = getattr(ctx.request, "headers", None)  # an HTTP request's; stdio and in-memory have none
+        transport_id = headers.get("mcp-session-id") if headers is not None else None
         if transport_id:
             return f"mcp-{transport_id}"[:128]
         # stdio and in-memory connections have no transport id: one session per connection
@@ -226,13 +227,13 @@ class ExecutorMCP:
         async def list_resources() -> list[types.Resource]:
             return [
                 types.Resource(
-                    uri=RULES_URI,
+                    uri=AnyUrl(RULES_URI),
                     name="retrieval rules",
                     mimeType="text/plain",
                     description="the four retrieval rules, in English and Chinese",
                 ),
                 types.Resource(
-                    uri=KBS_URI,
+                    uri=AnyUrl(KBS_URI),
                     name="knowledge bases",
                     mimeType="application/json",
                     description="the knowledge bases: name, description, documents, graph or not",

@@ -35,7 +35,8 @@ def after_begin_turn(state: ExecutorState, ctx: Context) -> str:
 
 
 def wants_tools(state: ExecutorState) -> bool:
-    last = state["messages"][-1] if state.get("messages") else None
+    messages = state.get("messages")
+    last = messages[-1] if messages else None
     return isinstance(last, AIMessage) and bool(last.tool_calls or last.invalid_tool_calls)
 
 

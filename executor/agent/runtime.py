@@ -155,7 +155,7 @@ class Runtime:
         self.vectors.open_in_background()
         if segmenter:
             threading.Thread(target=load_segmenter, name="load-jieba", daemon=True).start()
-        self.embedder
+        _ = self.embedder
 
     @cached_property
     def chat_model(self):

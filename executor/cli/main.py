@@ -44,8 +44,10 @@ def _before_dashdash(argv: list[str]) -> list[str]:
 
 
 def report(exc: BaseException, argv: list[str]) -> int:
-    if type(exc).__name__ == "NoArgsIsHelpError":  # `executor` or `executor graph` alone: the help, as asked
-        sys.stdout.write(exc.format_message() + "\n")
+    # `executor` or `executor graph` alone: the help, as asked
+    format_message = getattr(exc, "format_message", None)
+    if type(exc).__name__ == "NoArgsIsHelpError" and callable(format_message):
+        sys.stdout.write(str(format_message()) + "\n")
         return EXIT_USAGE
     message, code = describe(exc)
     flags = _before_dashdash(argv)

@@ -74,11 +74,12 @@ EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 1, 2, 130
 
 def describe(exc: BaseException) -> tuple[str, int]:
     """(one line for a person, exit code) for anything a command can raise; see executor/cli/main.py."""
-    if hasattr(exc, "format_message") and isinstance(getattr(exc, "exit_code", None), int):
+    format_message, code = getattr(exc, "format_message", None), getattr(exc, "exit_code", None)
+    if callable(format_message) and isinstance(code, int):
         # click's exceptions (which Typer vendors): usage errors carry exit code 2 and the command's context
         ctx = getattr(exc, "ctx", None)
-        where = f" (see '{ctx.command_path} -h')" if exc.exit_code == EXIT_USAGE and ctx is not None else ""
-        return exc.format_message() + where, exc.exit_code
+        where = f" (see '{ctx.command_path} -h')" if code == EXIT_USAGE and ctx is not None else ""
+        return str(format_message()) + where, code
     if isinstance(exc, KeyboardInterrupt) or type(exc).__name__ == "Abort":
         return "interrupted", EXIT_INTERRUPTED
     if isinstance(exc, (InputError, ConfigError)):  # asked wrongly: the input, or a setting, must change

@@ -19,8 +19,12 @@ class Scored(Protocol):
     features: dict[str, float]
     specific: bool
     decisive: bool
-    named: bool  # the query names this page alone (`retrieval.ranking.Candidate.named`)
-    group: str  # the page counted with its translations (`page_key`)
+
+    @property
+    def named(self) -> bool: ...  # the query names this page alone (`retrieval.ranking.Candidate.named`)
+
+    @property
+    def group(self) -> str: ...  # the page counted with its translations (`page_key`)
 
 
 class Level(StrEnum):

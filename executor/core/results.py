@@ -75,7 +75,7 @@ class KGHit(BaseModel):
     relevance_level: str
     content: str = ""
     already_returned: bool = False
-    score: float = Field(0.0, exclude=True)  # for sorting and the log only
+    score: float = Field(default=0.0, exclude=True)  # for sorting and the log only
 
 
 class KGResult(BaseModel):

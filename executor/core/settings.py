@@ -92,7 +92,7 @@ class Answerability(Logistic):
     # between this and `threshold` the best page is sent as a weak REFERENCE (its hint says the KB may not cover
     # the question) instead of "nothing found": an answerable question must almost never get "nothing found",
     # and the band costs off-topic questions only a REFERENCE, never a confident grade. None: no band
-    weak_threshold: float | None = Field(None, ge=0, le=1)
+    weak_threshold: float | None = Field(default=None, ge=0, le=1)
 
 
 class Thresholds(BaseModel):
@@ -104,18 +104,18 @@ class Thresholds(BaseModel):
 
     model_config = ConfigDict(populate_by_name=True, frozen=True)
 
-    max_l2_distance: float = Field(2.0, alias="max-l2-distance", gt=0)
-    highly_relevant_threshold: float = Field(0.75, alias="highly-relevant-threshold", ge=0, le=1)
-    reference_threshold: float = Field(0.5, alias="reference-threshold", ge=0, le=1)
+    max_l2_distance: float = Field(default=2.0, validation_alias="max-l2-distance", gt=0)
+    highly_relevant_threshold: float = Field(default=0.75, validation_alias="highly-relevant-threshold", ge=0, le=1)
+    reference_threshold: float = Field(default=0.5, validation_alias="reference-threshold", ge=0, le=1)
     # Once a lookup found something (its best document is at REFERENCE), the documents sent after it need only
     # this score; unset, REFERENCE. On a bilingual KB the page's translation and its neighbours answer too and
     # often score below REFERENCE, which guards only whether the KB answers at all (off-topic questions).
-    supplement_threshold: float | None = Field(None, alias="supplement-threshold", ge=0, le=1)
+    supplement_threshold: float | None = Field(default=None, validation_alias="supplement-threshold", ge=0, le=1)
     # HIGHLY_RELEVANT for a best document in another language than the question; unset, the same as for one in
     # its language. Calibrated apart because the ranker is surer than it should be across languages (Helm, held
     # out: 0.78 precision at the threshold that gives same-language pages 0.92): it sees no shared word there.
     highly_relevant_other_language_threshold: float | None = Field(
-        None, alias="highly-relevant-other-language-threshold", ge=0, le=1
+        default=None, validation_alias="highly-relevant-other-language-threshold", ge=0, le=1
     )
     ranker: Ranker | None = None
     # with a ranker and off-topic labels, `calibrate` fits this too: it decides "nothing found" (REFERENCE's
@@ -149,12 +149,12 @@ class Thresholds(BaseModel):
 class ThresholdOverride(BaseModel):
     model_config = ConfigDict(populate_by_name=True)
 
-    max_l2_distance: float | None = Field(None, alias="max-l2-distance")
-    highly_relevant_threshold: float | None = Field(None, alias="highly-relevant-threshold")
-    reference_threshold: float | None = Field(None, alias="reference-threshold")
-    supplement_threshold: float | None = Field(None, alias="supplement-threshold")
+    max_l2_distance: float | None = Field(default=None, validation_alias="max-l2-distance")
+    highly_relevant_threshold: float | None = Field(default=None, validation_alias="highly-relevant-threshold")
+    reference_threshold: float | None = Field(default=None, validation_alias="reference-threshold")
+    supplement_threshold: float | None = Field(default=None, validation_alias="supplement-threshold")
     highly_relevant_other_language_threshold: float | None = Field(
-        None, alias="highly-relevant-other-language-threshold"
+        default=None, validation_alias="highly-relevant-other-language-threshold"
     )
     ranker: Ranker | None = None
     answerability: Answerability | None = None
@@ -268,22 +268,23 @@ class RepeatThresholds(BaseModel):
 
     model_config = ConfigDict(populate_by_name=True, frozen=True)
 
-    overlap_threshold: float = Field(0.9, alias="overlap-threshold", ge=0, le=1)
-    miss_overlap_threshold: float = Field(0.9, alias="miss-overlap-threshold", ge=0, le=1)
+    overlap_threshold: float = Field(default=0.9, validation_alias="overlap-threshold", ge=0, le=1)
+    miss_overlap_threshold: float = Field(default=0.9, validation_alias="miss-overlap-threshold", ge=0, le=1)
 
 
 class RepeatOverride(BaseModel):
     model_config = ConfigDict(populate_by_name=True)
 
-    overlap_threshold: float | None = Field(None, alias="overlap-threshold")
-    miss_overlap_threshold: float | None = Field(None, alias="miss-overlap-threshold")
+    overlap_threshold: float | None = Field(default=None, validation_alias="overlap-threshold")
+    miss_overlap_threshold: float | None = Field(default=None, validation_alias="miss-overlap-threshold")
 
     def set_values(self) -> dict[str, float]:
         return {k: v for k, v in self.model_dump().items() if v is not None}
 
 
 # USE multilingual v3: from `executor calibrate-repeats --labels evals/labels/repeats.yaml` (README,
-# "Repeats by meaning"); 0.82 until grading put unique identifiers first, which changed best pages. An embedder without calibrated values gets 0.9: only near-identical queries.
+# "Repeats by meaning"); 0.82 until grading put unique identifiers first, which changed best pages. An embedder
+# without calibrated values gets 0.9: only near-identical queries.
 REPEAT_THRESHOLD_DEFAULTS: dict[str, RepeatThresholds] = {
     "use-multilingual-v3": RepeatThresholds(overlap_threshold=0.76, miss_overlap_threshold=0.47),
 }
@@ -379,87 +380,112 @@ class Settings(BaseSettings):
     )
 
     home: Path = Path(".executor")
-    embedder: str = Field("use", description="use | bge-m3 | flag")
-    embedder_path: Path | None = Field(None, description="local model directory for bge-m3 / flag")
-    milvus_uri: str | None = Field(None, validation_alias=AliasChoices("MILVUS_URI", "EXECUTOR_MILVUS_URI"))
-    milvus_token: str | None = Field(None, validation_alias=AliasChoices("MILVUS_TOKEN", "EXECUTOR_MILVUS_TOKEN"))
-    milvus_timeout_s: float = Field(30.0, gt=0)
+    embedder: str = Field(default="use", description="use | bge-m3 | flag")
+    embedder_path: Path | None = Field(default=None, description="local model directory for bge-m3 / flag")
+    milvus_uri: str | None = Field(default=None, validation_alias=AliasChoices("MILVUS_URI", "EXECUTOR_MILVUS_URI"))
+    milvus_token: str | None = Field(
+        default=None, validation_alias=AliasChoices("MILVUS_TOKEN", "EXECUTOR_MILVUS_TOKEN")
+    )
+    milvus_timeout_s: float = Field(default=30.0, gt=0)
     database_url: str | None = None
 
     # The graph: with backend "sql", tables in the application database (SQLite or Postgres, no graph server);
     # with "cypher" (the default), Neo4j when NEO4J_URI is set, else a FalkorDB at FALKORDB_URL, else the
     # embedded FalkorDB.
-    graph_backend: Literal["cypher", "sql"] = Field("cypher", description="cypher | sql (EXECUTOR_GRAPH_BACKEND)")
-    neo4j_uri: str | None = Field(None, validation_alias=AliasChoices("NEO4J_URI", "EXECUTOR_NEO4J_URI"))
-    neo4j_user: str | None = Field(
-        "neo4j", validation_alias=AliasChoices("NEO4J_USER", "NEO4J_USERNAME", "EXECUTOR_NEO4J_USER")
+    graph_backend: Literal["cypher", "sql"] = Field(
+        default="cypher", description="cypher | sql (EXECUTOR_GRAPH_BACKEND)"
     )
-    neo4j_password: str | None = Field(None, validation_alias=AliasChoices("NEO4J_PASSWORD", "EXECUTOR_NEO4J_PASSWORD"))
-    neo4j_database: str | None = Field(None, validation_alias=AliasChoices("NEO4J_DATABASE", "EXECUTOR_NEO4J_DATABASE"))
-    falkordb_url: str | None = Field(None, validation_alias=AliasChoices("FALKORDB_URL", "EXECUTOR_FALKORDB_URL"))
+    neo4j_uri: str | None = Field(default=None, validation_alias=AliasChoices("NEO4J_URI", "EXECUTOR_NEO4J_URI"))
+    neo4j_user: str | None = Field(
+        default="neo4j", validation_alias=AliasChoices("NEO4J_USER", "NEO4J_USERNAME", "EXECUTOR_NEO4J_USER")
+    )
+    neo4j_password: str | None = Field(
+        default=None, validation_alias=AliasChoices("NEO4J_PASSWORD", "EXECUTOR_NEO4J_PASSWORD")
+    )
+    neo4j_database: str | None = Field(
+        default=None, validation_alias=AliasChoices("NEO4J_DATABASE", "EXECUTOR_NEO4J_DATABASE")
+    )
+    falkordb_url: str | None = Field(
+        default=None, validation_alias=AliasChoices("FALKORDB_URL", "EXECUTOR_FALKORDB_URL")
+    )
     falkordb_bolt_port: int | None = Field(
-        None, ge=1, le=65535, description="also open FalkorDB's experimental Bolt port"
+        default=None, ge=1, le=65535, description="also open FalkorDB's experimental Bolt port"
     )
     falkordb_bolt_all_interfaces: bool = Field(
-        False,
-        description="accept that the Bolt port listens on every interface without a password (it cannot bind 127.0.0.1)",
+        default=False,
+        description="accept that the Bolt port listens on every interface without a password "
+        "(it cannot bind 127.0.0.1)",
     )
-    graph_name: str = Field("executor", pattern=r"^[A-Za-z][A-Za-z0-9_\-]{0,63}$")
-    graph_timeout_s: float = Field(10.0, gt=0)
-    graph_hops: int = Field(2, ge=1, le=4)
-    graph_max_paths: int = Field(20, ge=1, le=200)
-    graph_max_nodes_per_hop: int = Field(25, ge=1, le=500)
-    graph_hop_decay: float = Field(0.5, gt=0, le=1, description="graph relevance of a path = score x decay^(hops-1)")
-    graph_min_results: int = Field(5, ge=0, description="expand when a lookup found fewer documents than this")
-    # entity alignment of query terms with graph names (executor/retrieval/alignment.py), from `python -m evals.entity_linking`
-    entity_fuzzy_cutoff: float = Field(0.8, ge=0, le=1, description="rapidfuzz ratio a misspelt name must reach")
-    entity_embedding_threshold: float = Field(0.9, ge=0, le=1, description="cosine a phrase must reach to a name")
-    kg_timeout_s: float = Field(20.0, gt=0, description="query_knowledge_graph: each knowledge base's time limit")
+    graph_name: str = Field(default="executor", pattern=r"^[A-Za-z][A-Za-z0-9_\-]{0,63}$")
+    graph_timeout_s: float = Field(default=10.0, gt=0)
+    graph_hops: int = Field(default=2, ge=1, le=4)
+    graph_max_paths: int = Field(default=20, ge=1, le=200)
+    graph_max_nodes_per_hop: int = Field(default=25, ge=1, le=500)
+    graph_hop_decay: float = Field(
+        default=0.5, gt=0, le=1, description="graph relevance of a path = score x decay^(hops-1)"
+    )
+    graph_min_results: int = Field(default=5, ge=0, description="expand when a lookup found fewer documents than this")
+    # entity alignment of query terms with graph names (executor/retrieval/alignment.py), from
+    # `python -m evals.entity_linking`
+    entity_fuzzy_cutoff: float = Field(
+        default=0.8, ge=0, le=1, description="rapidfuzz ratio a misspelt name must reach"
+    )
+    entity_embedding_threshold: float = Field(
+        default=0.9, ge=0, le=1, description="cosine a phrase must reach to a name"
+    )
+    kg_timeout_s: float = Field(
+        default=20.0, gt=0, description="query_knowledge_graph: each knowledge base's time limit"
+    )
 
     # The LLM: any OpenAI-compatible endpoint; with neither key nor URL set, the offline planner runs.
-    openai_api_key: str | None = Field(None, validation_alias=AliasChoices("OPENAI_API_KEY", "EXECUTOR_OPENAI_API_KEY"))
+    openai_api_key: str | None = Field(
+        default=None, validation_alias=AliasChoices("OPENAI_API_KEY", "EXECUTOR_OPENAI_API_KEY")
+    )
     openai_base_url: str | None = Field(
-        None, validation_alias=AliasChoices("OPENAI_BASE_URL", "EXECUTOR_OPENAI_BASE_URL")
+        default=None, validation_alias=AliasChoices("OPENAI_BASE_URL", "EXECUTOR_OPENAI_BASE_URL")
     )
-    model: str = Field("gpt-4o-mini", description="the chat model name (EXECUTOR_MODEL)")
-    llm_timeout_s: float = Field(60.0, gt=0)
-    # A local GGUF served for the length of a command (executor/local_llm/): overrides OPENAI_BASE_URL and EXECUTOR_MODEL.
+    model: str = Field(default="gpt-4o-mini", description="the chat model name (EXECUTOR_MODEL)")
+    llm_timeout_s: float = Field(default=60.0, gt=0)
+    # A local GGUF served for the length of a command (executor/local_llm/): overrides OPENAI_BASE_URL and
+    # EXECUTOR_MODEL.
     local_model: str | None = Field(
-        None, description="EXECUTOR_LOCAL_MODEL: a .gguf path, or 'bundled' for SmolLM2-135M"
+        default=None, description="EXECUTOR_LOCAL_MODEL: a .gguf path, or 'bundled' for SmolLM2-135M"
     )
-    local_model_threads: int = Field(2, ge=1, le=256, description="CPU threads llama.cpp uses")
-    local_model_ctx: int = Field(4096, ge=512, le=262144, description="the local model's context, in tokens")
+    local_model_threads: int = Field(default=2, ge=1, le=256, description="CPU threads llama.cpp uses")
+    local_model_ctx: int = Field(default=4096, ge=512, le=262144, description="the local model's context, in tokens")
     local_model_max_tokens: int = Field(
-        256, ge=16, le=32768, description="tokens a reply may have unless the request says"
+        default=256, ge=16, le=32768, description="tokens a reply may have unless the request says"
     )
-    local_model_timeout_s: float = Field(300.0, gt=0, description="per request to the local model")
-    lookup_budget: int = Field(3, ge=1, le=50, description="lookups a turn may run before it must answer")
+    local_model_timeout_s: float = Field(default=300.0, gt=0, description="per request to the local model")
+    lookup_budget: int = Field(default=3, ge=1, le=50, description="lookups a turn may run before it must answer")
     checkpoint_url: str | None = Field(
-        None, description="postgresql://... for a Postgres checkpointer; default SQLite in home"
+        default=None, description="postgresql://... for a Postgres checkpointer; default SQLite in home"
     )
 
     # ingest bounds: a file larger than max_file_mb is not read, a document whose text (after conversion)
     # is larger than max_document_mb is skipped with a warning, and an Office file inflating past
     # max_unzipped_mb is refused as a zip bomb
-    max_file_mb: float = Field(64.0, gt=0, description="largest file ingest reads, in MB")
-    max_document_mb: float = Field(4.0, gt=0, description="largest document text after conversion, in MB")
-    max_unzipped_mb: float = Field(256.0, gt=0, description="largest uncompressed DOCX/PPTX/XLSX, in MB")
+    max_file_mb: float = Field(default=64.0, gt=0, description="largest file ingest reads, in MB")
+    max_document_mb: float = Field(default=4.0, gt=0, description="largest document text after conversion, in MB")
+    max_unzipped_mb: float = Field(default=256.0, gt=0, description="largest uncompressed DOCX/PPTX/XLSX, in MB")
     # one conversion (PDF, Office, HTML) runs in a worker process within these, else it is a warning
-    convert_timeout_s: float = Field(120.0, gt=0, description="longest one file's conversion may take, in s")
-    convert_memory_mb: float = Field(2048.0, ge=256, description="most memory one file's conversion may use, in MB")
+    convert_timeout_s: float = Field(default=120.0, gt=0, description="longest one file's conversion may take, in s")
+    convert_memory_mb: float = Field(
+        default=2048.0, ge=256, description="most memory one file's conversion may use, in MB"
+    )
 
-    top_k: int = Field(10, ge=1, le=100, description="chunks fetched by L1")
-    max_supplement: int = Field(3, ge=0, le=20, description="documents sent after the primary one")
-    max_chars_per_doc: int = Field(1200, ge=100)
-    max_query_chars: int = Field(2000, ge=10)
+    top_k: int = Field(default=10, ge=1, le=100, description="chunks fetched by L1")
+    max_supplement: int = Field(default=3, ge=0, le=20, description="documents sent after the primary one")
+    max_chars_per_doc: int = Field(default=1200, ge=100)
+    max_query_chars: int = Field(default=2000, ge=10)
 
     grading: Literal["similarity", "ranker"] | None = Field(
-        None,
+        default=None,
         description="force one grading for every KB (similarity: the dense similarity; ranker: the "
         "calibrated model); unset, each KB is graded its own way (`kb show`), new ones by the ranker",
     )
     self_calibrate: bool = Field(
-        True,
+        default=True,
         description="at ingest, a KB graded by the ranker fits its own model on questions generated from its "
         "documents and the bundled off-topic pool (executor/retrieval/self_calibration.py); false: it keeps "
         "the shared preset until `executor calibrate --write`",
@@ -467,11 +493,11 @@ class Settings(BaseSettings):
     retrieval: Retrieval = Field(default_factory=Retrieval)
     # Flat env overrides beat config.yaml: EXECUTOR_HIGHLY_RELEVANT_THRESHOLD=0.6
     # (bounded here, so that an error names the variable that set it)
-    max_l2_distance: float | None = Field(None, gt=0)
-    highly_relevant_threshold: float | None = Field(None, ge=0, le=1)
-    reference_threshold: float | None = Field(None, ge=0, le=1)
-    repeat_overlap_threshold: float | None = Field(None, ge=0, le=1)
-    repeat_miss_overlap_threshold: float | None = Field(None, ge=0, le=1)
+    max_l2_distance: float | None = Field(default=None, gt=0)
+    highly_relevant_threshold: float | None = Field(default=None, ge=0, le=1)
+    reference_threshold: float | None = Field(default=None, ge=0, le=1)
+    repeat_overlap_threshold: float | None = Field(default=None, ge=0, le=1)
+    repeat_miss_overlap_threshold: float | None = Field(default=None, ge=0, le=1)
 
     @classmethod
     def settings_customise_sources(
@@ -616,7 +642,7 @@ class Settings(BaseSettings):
             )
         try:
             return Thresholds(**values)
-        except ValueError as exc:
+        except ValidationError as exc:
             raise ConfigError(
                 f"invalid relevance thresholds for {embedder_name}: "
                 f"{exc.errors()[0]['msg'].removeprefix('Value error, ')}"
@@ -634,7 +660,7 @@ class Settings(BaseSettings):
         values.update({k: v for k, v in flat.items() if v is not None})
         try:
             return RepeatThresholds(**values)
-        except ValueError as exc:
+        except ValidationError as exc:
             raise ConfigError(
                 f"invalid repeat thresholds for {embedder_name}: {exc.errors()[0]['msg']}"
                 f"{self._set_by({f'repeat_{k}': v for k, v in flat.items()})}"

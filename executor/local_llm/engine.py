@@ -50,7 +50,8 @@ class LlamaEngine:
         except ImportError:
             raise ExecutorError('the local model needs the local-llm extra: pip install -e ".[local-llm]"') from None
         self.options = options
-        params = xllamacpp.CommonParams()
+        # a compiled module without type stubs: pyright cannot see its classes
+        params = xllamacpp.CommonParams()  # pyright: ignore[reportAttributeAccessIssue]
         params.model.path = str(options.model)
         params.model_alias = {options.alias}
         params.hostnames = ["127.0.0.1"]
@@ -65,7 +66,7 @@ class LlamaEngine:
         params.sampling.seed = options.seed
         params.verbosity = -1
         try:
-            self._server = xllamacpp.Server(params)
+            self._server = xllamacpp.Server(params)  # pyright: ignore[reportAttributeAccessIssue]
         except Exception as exc:  # the library's own message says which file or parameter it could not use
             raise ExecutorError(f"could not start llama.cpp on {options.model}: {exc}".splitlines()[0]) from exc
         self.base_url = f"http://127.0.0.1:{params.port}"

@@ -25,7 +25,7 @@ def bundled_model_path() -> Path:
         ) from None
     for file in dist.files or []:
         if file.suffix == ".gguf":
-            path = Path(dist.locate_file(file))
+            path = Path(str(dist.locate_file(file)))
             if path.is_file():
                 return path
     raise ExecutorError(f"{BUNDLED_DIST} is installed but holds no .gguf file; reinstall it")

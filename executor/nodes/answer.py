@@ -28,7 +28,7 @@ def fail(state: ExecutorState) -> ExecutorState:
     """The turn ends in the error: the CLI prints it and exits non-zero, a server sends an error event.
     The lookups' tool messages (saying the knowledge base is unavailable) are already in the checkpoint,
     so the session's next turn starts from a well-formed conversation."""
-    raise BackendError(state["failure"])
+    raise BackendError(state.get("failure") or "the turn failed")  # routing sends a turn here with its failure
 
 
 def graph_facts(state: ExecutorState) -> list[str]:
@@ -75,7 +75,7 @@ def make_answer(model, mode: str, read_document=None):
         if unread:
             final += "\n" + unread_note(unread, lang)
         # an empty closing message from the executor is replaced, not followed, by the answer
-        message = AIMessage(final, id=last.id) if finished and last.id else AIMessage(final)
+        message = AIMessage(final, id=last.id) if finished and last is not None and last.id else AIMessage(final)
         return {"answer": final, "citations": cited(final, evidence), "messages": [message]}
 
     return answer

@@ -91,7 +91,9 @@ def make_call_tools(tools: ToolTable, memory: ActionMemory):
                 messages.append(ToolMessage(out.text, tool_call_id=call["id"], name=call["name"]))
 
         return {
-            **counts,
+            "attempted_lookups": counts["attempted_lookups"],
+            "executed_lookups": counts["executed_lookups"],
+            "blocked_lookups": counts["blocked_lookups"],
             "messages": messages,
             "pending": [],
             "pending_expansions": expansions,

@@ -28,7 +28,7 @@ def make_executor(model, catalog, tools: Mapping[str, Tool]):
             [k.line() for k in knowledge_bases(catalog)],
             ctx.kb,
         )
-        reply = invoke_llm(bound, [SystemMessage(prompt), *state["messages"]])
+        reply = invoke_llm(bound, [SystemMessage(prompt), *state.get("messages", [])])
         return {"messages": [reply], "rounds": state.get("rounds", 0) + 1}
 
     return executor

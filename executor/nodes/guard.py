@@ -65,6 +65,7 @@ def make_guard(tools: ToolTable):
         trace, messages, approved = list(state.get("trace", [])), [], []
         blocked, planned = state.get("blocked_lookups", 0), 0
         ai = last_ai(state)
+        assert ai is not None  # routing.wants_tools: the last message asks for tools
         calls = [(c, None) for c in ai.tool_calls] + [(c, "not valid JSON") for c in ai.invalid_tool_calls]
         for call, unparsable in calls:
             name, args = call.get("name") or "?", call.get("args")

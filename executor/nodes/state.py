@@ -110,7 +110,8 @@ class Context(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     kb: str = Field(
-        "sample", description="the knowledge base lookup_knowledge and navigate_graph search (`executor kb list`)"
+        default="sample",
+        description="the knowledge base lookup_knowledge and navigate_graph search (`executor kb list`)",
     )
     lookup_budget: int = Field(
         default_factory=lambda: _settings().lookup_budget,
@@ -119,13 +120,15 @@ class Context(BaseModel):
         description="lookups a turn may run before it must answer (default: the setting EXECUTOR_LOOKUP_BUDGET)",
     )
     guards: bool = Field(
-        True,
+        default=True,
         description="the retrieval rules in code (PRECISE stop, lookup budget, repeat "
         "blocking); false runs the eval's baseline",
     )
-    graph_expansion: bool = Field(True, description="widen a REFERENCE or thin lookup through the knowledge graph")
+    graph_expansion: bool = Field(
+        default=True, description="widen a REFERENCE or thin lookup through the knowledge graph"
+    )
     # a safety bound on LLM calls per turn; with guards on the turn ends long before it
-    max_rounds: int = Field(25, ge=1, le=200, description="a safety bound on LLM calls per turn")
+    max_rounds: int = Field(default=25, ge=1, le=200, description="a safety bound on LLM calls per turn")
 
     @field_validator("kb")
     @classmethod

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from executor.prompts.framing import QUOTED_RULE
 
+# A prompt line is one paragraph as the model reads it: wrapping it would change the prompt, hence the noqa.
 SYSTEM = {
     "zh": """你是团队知识库的问答执行者。需要外部信息时调用工具，但必须遵守下面的检索约束。
 
@@ -25,7 +26,7 @@ SYSTEM = {
 问题包含几个不同的部分时，在同一条消息里为每个部分各发起一次检索。PRECISE 之后本轮不会再执行检索。
 知识库里没有相关内容时，直接说明知识库没有这方面的信息，不要编造。
 回答时用 [doc_key] 标注引用的文档。
-{quoted_rule}""".format(quoted_rule=QUOTED_RULE["zh"]),
+{quoted_rule}""".format(quoted_rule=QUOTED_RULE["zh"]),  # noqa: E501 (one line a paragraph)
     "en": """You answer questions from the team's knowledge bases. Call tools when you need outside information, but follow the retrieval rules below.
 
 Tools:
@@ -42,7 +43,7 @@ Retrieval rules:
 When a question has several distinct parts, look them all up in one message, one lookup per part: after a PRECISE result no further lookup runs this turn.
 If the knowledge base has nothing on the question, say so plainly; do not make anything up.
 Cite the documents you use as [doc_key].
-{quoted_rule}""".format(quoted_rule=QUOTED_RULE["en"]),
+{quoted_rule}""".format(quoted_rule=QUOTED_RULE["en"]),  # noqa: E501 (one line a paragraph)
 }
 
 KNOWLEDGE_BASES = {
@@ -68,10 +69,10 @@ def system_prompt(lang: str, tools: list[str], kbs: list[str], default_kb: str) 
 ANSWER = {
     "zh": """根据下面检索到的资料回答用户的问题。只使用资料中的信息；每个要点后用 [doc_key] 标注来源。
 资料不足以完整回答时，回答能回答的部分，并明确说明缺少什么。资料为空时，说明知识库中没有这方面的内容。
-{quoted_rule}""".format(quoted_rule=QUOTED_RULE["zh"]),
+{quoted_rule}""".format(quoted_rule=QUOTED_RULE["zh"]),  # noqa: E501 (one line a paragraph)
     "en": """Answer the user's question from the material below. Use only what the material says, and cite each point as [doc_key].
 If the material does not cover everything, answer what it covers and say plainly what is missing. If there is no material, say the knowledge base has nothing on this.
-{quoted_rule}""".format(quoted_rule=QUOTED_RULE["en"]),
+{quoted_rule}""".format(quoted_rule=QUOTED_RULE["en"]),  # noqa: E501 (one line a paragraph)
 }
 
 BLOCKED = {

@@ -17,15 +17,16 @@ HINTS: dict[str, dict[str, str]] = {
         "and look up only that.",
     },
     "weak_reference": {
-        "zh": "当前结果只是较弱的参考：知识库可能没有直接回答这个问题。先核对它是否回答了问题；若没有，请明确缺少的具体维度"
+        "zh": "当前结果只是较弱的参考：知识库可能没有直接回答这个问题。先核对它是否回答了问题；"
+        "若没有，请明确缺少的具体维度"
         "再定向检索一次，仍找不到就如实告诉用户知识库没有覆盖。",
         "en": "This result is only a weak reference: the knowledge base may not answer the question directly. Check "
         "whether it does; if not, name the specific missing dimension and look that up once, and if that finds "
         "nothing, tell the user the knowledge base does not cover it.",
     },
     "weak_reference_missing": {
-        "zh": "当前结果只是较弱的参考：最相关的页面没有提到“{missing}”，知识库可能没有直接回答这个问题。先核对它是否回答了"
-        "问题；若没有，请就缺少的这一维度再定向检索一次，仍找不到就如实告诉用户知识库没有覆盖。",
+        "zh": "当前结果只是较弱的参考：最相关的页面没有提到“{missing}”，知识库可能没有直接回答这个问题。"
+        "先核对它是否回答了问题；若没有，请就缺少的这一维度再定向检索一次，仍找不到就如实告诉用户知识库没有覆盖。",
         "en": 'This result is only a weak reference: the best page found never mentions "{missing}", so the '
         "knowledge base may not answer the question directly. Check whether it does; if not, look up that missing "
         "dimension once, and if that finds nothing, tell the user the knowledge base does not cover it.",
@@ -35,19 +36,20 @@ HINTS: dict[str, dict[str, str]] = {
         "en": "Every document found was already returned in this session: answer from what you have.",
     },
     "answered_from_session": {
-        "zh": "这个问题的最佳文档本会话已经有了：{pages}。知识库里其余的结果明显不如它相关，不再发送。请基于这些已有文档回答。",
+        "zh": "这个问题的最佳文档本会话已经有了：{pages}。知识库里其余的结果明显不如它相关，不再发送。"
+        "请基于这些已有文档回答。",
         "en": "The best page for this is one this session already has: {pages}. Everything else the knowledge base "
         "found is clearly less relevant, so nothing new is sent. Answer from those pages.",
     },
     "query_repeated": {
-        "zh": "这次检索与本会话之前的检索“{earlier}”语义重复；那次结果为 {level}，文档（{pages}）已返回过，内容不再重复发送。"
-        "请基于已有信息回答。",
+        "zh": "这次检索与本会话之前的检索“{earlier}”语义重复；那次结果为 {level}，文档（{pages}）已返回过，"
+        "内容不再重复发送。请基于已有信息回答。",
         "en": 'This lookup repeats the earlier lookup "{earlier}" of this session, whose result was {level}; its '
         "documents ({pages}) were already returned and are not sent again. Answer from what you have.",
     },
     "query_repeated_blocked": {
-        "zh": "这次检索与本会话之前的检索“{earlier}”语义重复；那次已经由本会话已有的文档（{pages}）回答，内容不再重复发送。"
-        "请基于这些文档回答。",
+        "zh": "这次检索与本会话之前的检索“{earlier}”语义重复；那次已经由本会话已有的文档（{pages}）回答，"
+        "内容不再重复发送。请基于这些文档回答。",
         "en": 'This lookup repeats the earlier lookup "{earlier}" of this session, which was itself answered from '
         "pages the session already has ({pages}); nothing is sent again. Answer from those pages.",
     },

@@ -115,8 +115,10 @@ class EntityAligner:
             self._by_first.setdefault(surface[:1], []).append(surface)
 
     def _embed(self, texts: list[str]) -> np.ndarray:
+        embed = self.embed
+        assert embed is not None  # only an aligner with an embedder compares by meaning
         with _EMBED_LOCK:
-            return np.asarray(self.embed(texts), dtype=np.float32)
+            return np.asarray(embed(texts), dtype=np.float32)
 
     def _name_vectors(self) -> np.ndarray:
         if self._vectors is None:

@@ -344,6 +344,7 @@ def calibrate(
     held_out = measure(cross_validate(observed, max_l2, k, target))
     before = measure(regrade(own, current))
     final = fit(observed, max_l2, target)
+    assert final.ranker is not None  # fit always fits one
     return Calibration(
         embedder=embedder,
         labels=sources,

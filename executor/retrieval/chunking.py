@@ -190,7 +190,7 @@ def _split_atomic(text: str, limit: int) -> list[Block]:
     pieces, current = [], []
     size = frame
     step = max(limit - frame, 1)
-    for line in (part for line in body for part in (line[i : i + step] for i in range(0, max(len(line), 1), step))):
+    for line in (part for row in body for part in (row[i : i + step] for i in range(0, max(len(row), 1), step))):
         if current and size + len(line) + 1 > max(limit, frame + 1):
             pieces.append("\n".join(head + current + foot))
             current, size = [], frame

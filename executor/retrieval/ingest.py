@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import asdict, dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
@@ -45,12 +46,20 @@ if TYPE_CHECKING:
 class IngestStores(Protocol):
     """What an ingest reads and writes; the composition root (`agent.runtime.Runtime`) is one."""
 
-    settings: Settings
-    catalog: Catalog
-    vectors: VectorStore
-    embedder: Embedder
-    graph: GraphStore
-    grader: Grader  # self-calibration grades the KB's generated questions as lookups would
+    # the runtime builds each on first use; as cached properties here too, since pyright (1.1.414) does not
+    # match a cached_property against a property
+    @property
+    def settings(self) -> Settings: ...
+    @cached_property
+    def catalog(self) -> Catalog: ...
+    @cached_property
+    def vectors(self) -> VectorStore: ...
+    @cached_property
+    def embedder(self) -> Embedder: ...
+    @cached_property
+    def graph(self) -> GraphStore: ...
+    @cached_property
+    def grader(self) -> Grader: ...  # self-calibration grades the KB's generated questions as lookups would
 
 
 SAMPLE_GRADING = "similarity"  # its thresholds were calibrated on it; the ranker is worse there (core.settings)

@@ -29,7 +29,7 @@ class ExtractedRelation(BaseModel):
     source: str = Field(min_length=1, max_length=200)
     type: str
     target: str = Field(min_length=1, max_length=200)
-    weight: float = Field(0.7, ge=0, le=1)
+    weight: float = Field(default=0.7, ge=0, le=1)
 
 
 class Extraction(BaseModel):

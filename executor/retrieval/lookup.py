@@ -8,7 +8,8 @@ reads are typed (`LookupResult.scores`).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
 from executor.core.relevance import Level, language_of, page_key
 from executor.core.results import DocumentOut, LookupResult, LookupScores
@@ -142,7 +143,9 @@ class LookupService:
         graded = self.grader.grade(kb, version(kb_row), text, searched, thresholds)
         level = graded.level
         details = graded.details() | aligned | {"thresholds": thresholds.model_dump(), "embedder": self.embedder.name}
-        base = dict(query=query, session=session_id, kb=kb, missing_dimension=missing_dimension, details=details)
+        base: dict[str, Any] = dict(
+            query=query, session=session_id, kb=kb, missing_dimension=missing_dimension, details=details
+        )
         sent = self.memory.sent_documents(session_id) if rules else {}
         domain_levels = self.memory.domain_levels(session_id)
         domains = list(dict.fromkeys([*domain_levels, *(d.domain for d in sent.values())]))
@@ -296,7 +299,7 @@ class LookupService:
         remembered: EarlierLookup,
         session_id: str,
         dry_run: bool,
-        found: list[str] = (),
+        found: Sequence[str] = (),
         pages: list[str] | None = None,
     ) -> LookupResult:
         """A lookup blocked by a session rule is remembered too, so the next rephrasing is compared with it:

@@ -26,6 +26,7 @@ and the counts are pooled. The thresholds written with `--write` are picked on a
 from __future__ import annotations
 
 import uuid
+from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal, Protocol
 
@@ -47,10 +48,16 @@ if TYPE_CHECKING:
 class RepeatStores(Protocol):
     """What scoring repeat labels uses; the composition root (`agent.runtime.Runtime`) is one."""
 
-    settings: Settings
-    catalog: Catalog
-    embedder: Embedder
-    lookup_service: LookupService
+    # the runtime builds each on first use; as cached properties here too, since pyright (1.1.414) does not
+    # match a cached_property against a property
+    @property
+    def settings(self) -> Settings: ...
+    @cached_property
+    def catalog(self) -> Catalog: ...
+    @cached_property
+    def embedder(self) -> Embedder: ...
+    @cached_property
+    def lookup_service(self) -> LookupService: ...
 
 
 MIN_PRECISION = 0.95

@@ -60,8 +60,11 @@ WEAKER_BANDS = 0.1
 
 
 class Ranked(Protocol):
-    doc_key: str
-    score: float
+    # read-only: a frozen dataclass's fields are ranked too
+    @property
+    def doc_key(self) -> str: ...
+    @property
+    def score(self) -> float: ...
 
 
 class DedupReason(StrEnum):
@@ -192,9 +195,8 @@ def nearest(vector: np.ndarray, earlier: list[EarlierLookup], batch: str | None,
 def repeat_hint(repeat: Repeat, lang: str, pages: str = "-") -> str:
     """What the LLM is told: which earlier lookup this repeats, what that lookup found, and (`pages`) the
     session's documents it points back at."""
-    if repeat.reason == DedupReason.NOT_FOUND_REPEATED:
+    level = repeat.earlier.level
+    if repeat.reason == DedupReason.NOT_FOUND_REPEATED or level is None:  # no level: the earlier one found nothing
         return hint("not_found_repeated", lang, earlier=repeat.earlier.query)
-    key = {REFERENCE: "query_repeated_reference", BLOCKED: "query_repeated_blocked"}.get(
-        repeat.earlier.level, "query_repeated"
-    )
-    return hint(key, lang, earlier=repeat.earlier.query, level=repeat.earlier.level, pages=pages)
+    key = {REFERENCE: "query_repeated_reference", BLOCKED: "query_repeated_blocked"}.get(level, "query_repeated")
+    return hint(key, lang, earlier=repeat.earlier.query, level=level, pages=pages)

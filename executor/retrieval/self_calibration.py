@@ -251,7 +251,8 @@ def generate(sources: list[Source], limit: int = MAX_GENERATED, seed: int = SEED
                     relevant=relevant,
                 )
             )
-        both = [(a, None) for a in asked] + held
+        both: list[tuple[Label, str | None]] = [(a, None) for a in asked]
+        both += held
         rng.shuffle(both)
         per_doc.append(both)
     out: list[tuple[Label, str | None]] = []

@@ -47,7 +47,8 @@ class SourceLimits:
     max_file_bytes: int = 64 * MB  # read at most this much of one file
     max_document_bytes: int = 4 * MB  # of text, after conversion
     max_unzipped_bytes: int = 256 * MB  # an Office file inflated: the zip-bomb bound
-    # one conversion (PDF, Office, HTML): its time and memory, in a worker process (executor/retrieval/conversion_worker.py)
+    # one conversion (PDF, Office, HTML): its time and memory, in a worker process
+    # (executor/retrieval/conversion_worker.py)
     convert_timeout_s: float = 120.0
     convert_memory_bytes: int = 2048 * MB
 
@@ -290,8 +291,8 @@ def _load(found: Discovery, limits: SourceLimits, known: dict[str, Known], conve
             continue
         warnings += [f"{doc.doc_key}: {w}" for w in doc.warnings]
         docs.append(doc)
-    if found.unsupported:
-        warnings.append(found.unsupported_summary())
+    if (summary := found.unsupported_summary()) is not None:
+        warnings.append(summary)
     if not docs and not unchanged:
         kinds = ", ".join(sorted(SUPPORTED))
         detail = f" ({len(warnings)} warnings: {warnings[0]}{' …' if len(warnings) > 1 else ''})" if warnings else ""

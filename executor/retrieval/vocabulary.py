@@ -17,7 +17,7 @@ import json
 import math
 import re
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Set
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
@@ -132,7 +132,7 @@ class QueryTerms:
     unknown_names: list[str]
     language: str = "en"
 
-    def coverage_of(self, text_terms: set[str]) -> float:
+    def coverage_of(self, text_terms: Set[str]) -> float:
         total = sum(self.weights.values())
         return sum(w for t, w in self.weights.items() if t in text_terms) / total if total else 0.0
 

@@ -79,7 +79,7 @@ class Catalog:
         that started the server in another folder sees which home was read)."""
         self.db, self.home = db, home
         self._pinned = threading.local()  # rows read inside `reading()`, per thread
-        self._documents: dict[str, tuple[tuple, dict[str, DocumentRow]]] = {}
+        self._documents: dict[str, tuple[str, dict[str, DocumentRow]]] = {}
         self._lock = threading.Lock()
 
     @contextmanager
@@ -191,7 +191,9 @@ class Catalog:
         query = select(DocumentRow.doc_key, DocumentRow.body).where(DocumentRow.kb == kb, DocumentRow.body.is_not(None))
         with self.db.session() as s:
             rows = s.execute(query).all()  # the whole KB and a filter here: no bound on a key list's length
-        return {key: zlib.decompress(body).decode("utf-8") for key, body in rows if key in doc_keys}
+        return {
+            key: zlib.decompress(body).decode("utf-8") for key, body in rows if key in doc_keys and body is not None
+        }
 
     def apply_ingest(
         self,
@@ -206,6 +208,8 @@ class Catalog:
         """Record one ingest in a single transaction; returns the new revision."""
         with self.db.session() as s:
             row = s.get(KnowledgeBase, kb)
+            if row is None:  # dropped while the ingest ran (`kb drop` in another process)
+                raise InputError(f"unknown knowledge base {kb!r}: it was dropped during the ingest")
             row.embedder, row.dim, row.source_path = embedder, dim, source
             row.revision += 1
             if removed:

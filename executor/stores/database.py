@@ -8,7 +8,6 @@ index is built from them), the per-session action memory and the
 from __future__ import annotations
 
 import shutil
-
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from functools import lru_cache
@@ -35,7 +34,6 @@ from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column, sess
 from executor.core.errors import BackendError
 from executor.core.fs import private_file
 from executor.stores.integrity import milvus_lite_collections, sqlite_damage
-
 
 DISK_FULL_BYTES = 4 << 20  # less free than this where SQLite reported an I/O error: the disk is full
 
@@ -168,7 +166,8 @@ class ToolInvocation(Base):
     retrieval_details: Mapped[dict | None] = mapped_column(JSON, nullable=True)
     # the lookup's best similarity, also inside retrieval_details; a column so stats need no JSON SQL
     top_similarity: Mapped[float | None] = mapped_column(Float, nullable=True)
-    # who called: chat, ask, lookup, mcp, studio, eval, calibrate (executor/stores/invocation_log.py SOURCES); NULL unknown
+    # who called: chat, ask, lookup, mcp, studio, eval, calibrate (executor/stores/invocation_log.py SOURCES);
+    # NULL unknown
     source: Mapped[str | None] = mapped_column(String(16), nullable=True, index=True)
     created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow, index=True)
 

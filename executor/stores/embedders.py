@@ -222,10 +222,12 @@ class FlagEncoderEmbedder:
         self._documents, self._queries = EmbeddingCache(), EmbeddingCache()  # a query has its own instruction
 
     def embed_documents(self, texts: list[str]) -> np.ndarray:
-        return self._documents.embed(list(texts), lambda t: self._model.encode_corpus(t, batch_size=32), self.dim)
+        return self._documents.embed(
+            list(texts), lambda t: np.asarray(self._model.encode_corpus(t, batch_size=32)), self.dim
+        )
 
     def embed_query(self, text: str) -> np.ndarray:
-        return self._queries.embed([text], self._model.encode_queries, self.dim)[0]
+        return self._queries.embed([text], lambda t: np.asarray(self._model.encode_queries(t)), self.dim)[0]
 
     def lexical_weights(self, texts: list[str]) -> list[dict[int, float]]:
         raise NotImplementedError(f"{self.name} has no lexical weights")

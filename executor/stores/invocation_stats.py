@@ -77,7 +77,11 @@ def invocation_stats(
                 scoped(select(t.dedup_reason, func.count()).where(t.dedup_reason.is_not(None)).group_by(t.dedup_reason))
             ).all()
         )
-        sims = [v for (v,) in s.execute(scoped(select(t.top_similarity).where(t.top_similarity.is_not(None))))]
+        sims = [
+            v
+            for (v,) in s.execute(scoped(select(t.top_similarity).where(t.top_similarity.is_not(None))))
+            if v is not None
+        ]
         per_session = dict(s.execute(scoped(select(t.session_id, func.count()).group_by(t.session_id))).all())
         by_source = dict(s.execute(scoped(select(source, func.count()).group_by(source))).all())
         errors = s.execute(scoped(select(func.count()).where(t.error.is_not(None)))).scalar_one()
@@ -154,7 +158,8 @@ def plot_stats(stats: dict, path) -> None:
     for ax in (a, b):
         ax.tick_params(axis="x", labelrotation=20)
     fig.suptitle(
-        f"executor stats: {stats['lookups']} lookups ({stats['sources'] if isinstance(stats['sources'], str) else ', '.join(stats['sources'])})"
+        f"executor stats: {stats['lookups']} lookups "
+        f"({stats['sources'] if isinstance(stats['sources'], str) else ', '.join(stats['sources'])})"
     )
     fig.tight_layout()
     fig.savefig(path, dpi=100)

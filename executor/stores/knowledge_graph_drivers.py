@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, LiteralString, Protocol, cast
 
 from executor.core.errors import BackendError, display_url, first_line
 
@@ -66,6 +66,7 @@ class CypherDriver(Protocol):
     def run_scalars(self, query: str, params: dict | None = None) -> list[list]:
         """A bulk read of scalar columns, positional: strings as str, integers as int, null as None, doubles
         as float or as their decimal text (FalkorDB's verbose reply): the caller converts them."""
+        ...
 
     def close(self) -> None: ...
 
@@ -85,7 +86,7 @@ _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
 _SURROGATE = re.compile(r"[\ud800-\udfff]")
 
 
-def clean_params(value):
+def clean_params(value: Any) -> Any:
     """Parameter values safe to paste into query text: the falkordb client writes parameters into the
     query itself, and one NUL makes the server reject the whole query (a lone surrogate cannot even be
     encoded). Control characters are dropped, lone surrogates become U+FFFD. Neo4j binds parameters, but
@@ -99,7 +100,7 @@ def clean_params(value):
     return value
 
 
-def _plain(value):
+def _plain(value: Any) -> Any:
     if isinstance(value, dict):
         return {k: _plain(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
@@ -164,8 +165,11 @@ class FalkorDriver:
         def rows(params: dict) -> list[list]:
             values = " ".join(f"{k}={stringify_param_value(v)}" for k, v in params.items())
             header = f"CYPHER {values} " if values else ""
-            reply = self._db.connection.execute_command(
-                "GRAPH.RO_QUERY", self._name, header + query, "timeout", self.timeout_ms
+            reply = cast(  # redis-py's type covers its asyncio client too
+                list,
+                self._db.connection.execute_command(
+                    "GRAPH.RO_QUERY", self._name, header + query, "timeout", self.timeout_ms
+                ),
             )
             for part in (reply[0], reply[-1]):  # as the falkordb client checks: an error may come inside the reply
                 if isinstance(part, redis.ResponseError):
@@ -177,9 +181,9 @@ class FalkorDriver:
     def _retrying(self, rows: Callable[[dict], list], params: dict | None) -> list:
         import redis
 
-        params = clean_params(params or {})
+        cleaned: dict = clean_params(params or {})
         try:
-            return self._run(rows, params)
+            return self._run(rows, cleaned)
         except redis.ConnectionError as exc:
             if self._restart is None:
                 raise BackendError(f"graph unavailable: {self.description}: {first_line(exc)}") from exc
@@ -187,7 +191,7 @@ class FalkorDriver:
         self._restart()  # the embedded server died (or was stopped): start it again, once
         self._connect()
         try:
-            return self._run(rows, params)
+            return self._run(rows, cleaned)
         except (redis.ConnectionError, OSError) as exc:
             raise BackendError(f"graph unavailable: {self.description}: {first_line(exc)}") from exc
 
@@ -268,12 +272,13 @@ class Neo4jDriver:
 
     def run(self, query: str, params: dict | None = None, *, write: bool = False) -> list[dict[str, Any]]:
         neo4j = self._neo4j
+        text = cast(LiteralString, query)  # names from the whitelists only; values go as parameters
         if self.plain_bolt:
-            session_args, statement = {}, query
+            session_args, statement = {}, text
         else:
             mode = neo4j.WRITE_ACCESS if write else neo4j.READ_ACCESS
             session_args = {"database": self.database, "default_access_mode": mode}
-            statement = neo4j.Query(query, timeout=self.timeout_s)
+            statement = neo4j.Query(text, timeout=self.timeout_s)
         try:
             with self._driver.session(**session_args) as session:
                 # cleaned as FalkorDriver cleans them, so both engines store and look up the same values

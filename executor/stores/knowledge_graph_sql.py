@@ -37,6 +37,7 @@ from sqlalchemy import (
     bindparam,
     delete,
     func,
+    insert,
     select,
     text,
     update,
@@ -586,7 +587,7 @@ class SqlGraphStore:
         now = datetime.now(UTC).replace(tzinfo=None)
         for rows in _batches(list(data.entities.values())):
             conn.execute(
-                GraphEntity.__table__.insert(),
+                insert(GraphEntity),
                 [
                     {"kb": kb, "key": r["key"], "name": r["name"], "type": r["type"], "aliases": r["aliases"]}
                     for r in rows
@@ -595,7 +596,7 @@ class SqlGraphStore:
         ids = dict(conn.execute(select(GraphEntity.key, GraphEntity.id).where(GraphEntity.kb == kb)).all())
         for rows in _batches(data.documents):
             conn.execute(
-                GraphDocumentRow.__table__.insert(),
+                insert(GraphDocumentRow),
                 [{"kb": kb, "doc_key": r["doc_key"], "title": r["title"], "domain": r["domain"]} for r in rows],
             )
         mentions = [
@@ -604,10 +605,10 @@ class SqlGraphStore:
             if r["key"] in ids
         ]
         for rows in _batches(mentions):
-            conn.execute(GraphMention.__table__.insert(), rows)
+            conn.execute(insert(GraphMention), rows)
         for rows in _batches(data.relations):
             conn.execute(
-                GraphRelation.__table__.insert(),
+                insert(GraphRelation),
                 [
                     {
                         "kb": kb,

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import cast
 
 import numpy as np
-from sqlalchemy import delete, select
+from sqlalchemy import CursorResult, delete, select
 
 from executor.core.relevance import Level
 from executor.stores.database import Database, SessionDocument, SessionDomain, SessionLookup, utcnow
@@ -66,7 +67,7 @@ class ActionMemory:
         Graph expansion records documents only (domain None): it does not answer a domain.
         """
         with self.db.session() as s:
-            if domain is not None:
+            if domain is not None and level is not None:  # the two come together: a lookup's landing and its level
                 row = s.get(SessionDomain, (session_id, domain))
                 if row is None:
                     s.add(SessionDomain(session_id=session_id, domain=domain, last_level=level, lookups=1))
@@ -188,7 +189,8 @@ class ActionMemory:
 
         with self.db.session() as s:
             counts = {
-                t: s.execute(delete(t).where(mine(t))).rowcount for t in (SessionDocument, SessionDomain, SessionLookup)
+                t: cast(CursorResult, s.execute(delete(t).where(mine(t)))).rowcount
+                for t in (SessionDocument, SessionDomain, SessionLookup)
             }
         return counts[SessionDocument]
 

@@ -58,7 +58,8 @@ def _load(folder: Path, threads: int):
         # the 65 MB embedding table is read where a query's tokens need it; the rest is small
         array = np.load(path, mmap_mode="r" if name == "table" else None, allow_pickle=False)
         if index:
-            getattr(backend, name, None) or setattr(backend, name, [])
+            if not getattr(backend, name, None):
+                setattr(backend, name, [])
             getattr(backend, name).append(array)
         else:
             setattr(backend, name, array)
@@ -111,5 +112,7 @@ def load_use(threads: int, cache_dir: Path | None, tokenizer=None):
         model._model  # noqa: B018 - the package builds its tokenizer and weights on first access
         if folder is not None:
             _save(folder, model)
-    model._sp = model._backend.sp = tokenizer if tokenizer is not None else model._tokenizer
+    backend = model._backend
+    assert backend is not None  # built by the first access above
+    model._sp = backend.sp = tokenizer if tokenizer is not None else model._tokenizer
     return model

@@ -19,6 +19,7 @@ import time
 import warnings
 from contextlib import contextmanager
 from pathlib import Path
+from typing import cast
 
 import numpy as np
 
@@ -69,7 +70,7 @@ class _ListeningPopen(subprocess.Popen):
     after 0.5 s with neither, their success too. Every other wait is Popen's own."""
 
     def wait(self, timeout=None):
-        if timeout != 0.5 or not isinstance(self.args, list) or len(self.args) < 3:
+        if timeout is None or timeout != 0.5 or not isinstance(self.args, list) or len(self.args) < 3:
             return super().wait(timeout)
         # the server's arguments: binary, data file, "unix:" + socket path, ...
         socket = Path(str(self.args[2]).removeprefix("unix:"))
@@ -149,14 +150,16 @@ class MilvusVectorStore:
 
     def _try_open(self) -> None:
         try:
-            self.client
+            _ = self.client
         except Exception:  # noqa: BLE001 - raised again, in the caller's thread, by its first call
             pass
 
     def _open_lite(self):
         path = Path(self.uri)
         path.parent.mkdir(parents=True, exist_ok=True)  # EXECUTOR_HOME is made private by the settings
-        if not self._lock.held and not self._lock.try_acquire():
+        lock = self._lock
+        assert lock is not None  # a Lite file's store always has one
+        if not lock.held and not lock.try_acquire():
             raise BackendError(self._locked_message())
         try:
             if _lite_lock_taken(path):  # a process without our lock (e.g. a bare pymilvus) has the file
@@ -176,7 +179,7 @@ class MilvusVectorStore:
                 except BackendError as exc:
                     raise BackendError(self._lite_start_error(exc, log, seen)) from exc.__cause__
         except BaseException:
-            self._lock.release()
+            lock.release()
             raise
 
     def _damaged_message(self, why: str) -> str:
@@ -272,7 +275,7 @@ class MilvusVectorStore:
     def _kw(self) -> dict:
         # pymilvus retries failed calls 75 times with back-off by default: minutes
         # for a malformed request. Fail fast instead.
-        kw = {"retry_times": 2}
+        kw: dict = {"retry_times": 2}
         if not self.is_lite:
             kw["timeout"] = self._timeout
         return kw
@@ -304,7 +307,9 @@ class MilvusVectorStore:
 
     def _collections_of(self, kb: str) -> list[str]:
         pattern = re.compile(rf"kb_{re.escape(kb)}(?:{GENERATION}\d+(?:{DONE})?)?")
-        return [n for n in self.client.list_collections(**self._kw()) if pattern.fullmatch(n)]
+        # pymilvus's calls are untyped: pyright infers a coroutine from their sync-or-async wrapper
+        names = cast(list[str], self.client.list_collections(**self._kw()))
+        return [n for n in names if pattern.fullmatch(n)]
 
     def _generations(self, kb: str) -> dict[int, bool]:
         """The KB's rebuild generations -> whether each is complete."""
@@ -340,14 +345,14 @@ class MilvusVectorStore:
                 self.client.drop_collection(f"kb_{kb}{GENERATION}{n}", **self._kw())
 
     def has(self, kb: str) -> bool:
-        return self.client.has_collection(self.collection_name(kb))
+        return bool(self.client.has_collection(self.collection_name(kb)))
 
     def recorded_embedder(self, kb: str) -> dict | None:
         if kb in self._recorded:
             return self._recorded[kb]
         if not self.has(kb):
             return None
-        desc = self.client.describe_collection(self.collection_name(kb)).get("description", "")
+        desc = cast(dict, self.client.describe_collection(self.collection_name(kb))).get("description", "")
         meta = (
             json.loads(desc[len(DESCRIPTION_PREFIX) :])
             if desc.startswith(DESCRIPTION_PREFIX)
@@ -372,7 +377,7 @@ class MilvusVectorStore:
         if self.is_lite:
             return None  # Lite 2.5.1: sparse vectors and BM25 included
         try:
-            return server_version(self.client.get_server_version(**self._kw()))
+            return server_version(str(self.client.get_server_version(**self._kw())))
         except Exception:  # an old server without the call, or a proxy in front: try the full schema
             return None
 

@@ -43,7 +43,7 @@ def require_run_kb(catalog: Catalog, call: ToolCall):
     row = catalog.get(call.kb)
     if row is None:
         try:
-            catalog.require(call.kb)
+            return catalog.require(call.kb)  # raises, unless it was created meanwhile
         except InputError as exc:
             raise ConfigError(str(exc)) from None
     return row

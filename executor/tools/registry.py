@@ -69,7 +69,7 @@ class lookup_knowledge(ToolArgs):  # noqa: N801 - the class name is the tool nam
 
     query: str = Field(description="what to look up", min_length=1, max_length=2000)
     missing_dimension: str | None = Field(
-        None, description="after a REFERENCE result: the specific dimension the results lacked", max_length=200
+        default=None, description="after a REFERENCE result: the specific dimension the results lacked", max_length=200
     )
 
 
@@ -79,21 +79,24 @@ class navigate_graph(ToolArgs):  # noqa: N801
     entity: str = Field(
         description="an entity name, e.g. a product, error code or concept", min_length=1, max_length=200
     )
-    target: str | None = Field(None, description="a second entity: show the paths between the two", max_length=200)
+    target: str | None = Field(
+        default=None, description="a second entity: show the paths between the two", max_length=200
+    )
     relations: list[str] | None = Field(
-        None,
+        default=None,
         description=f'relation types to follow, any of {", ".join(RELATION_TYPES)}, e.g. ["DEPENDS_ON"] '
         "for what the entity depends on; all when omitted",
         max_length=len(RELATION_TYPES),
     )
     hops: int | None = Field(
-        None,
+        default=None,
         ge=1,
         le=MAX_HOPS,
         description=f"how many relations deep (1-{MAX_HOPS}); default 2, or 3 between two entities",
     )
     outgoing: bool = Field(
-        False, description="only relations that point away from the entity (what it depends on, not what depends on it)"
+        default=False,
+        description="only relations that point away from the entity (what it depends on, not what depends on it)",
     )
 
     @field_validator("relations", mode="before")
@@ -293,8 +296,10 @@ def agent_tools(services: ToolServices) -> tuple[Tool, ...]:
             retrieval=True,
             query_field="query",
             prompt={
-                "zh": "lookup_knowledge(query, missing_dimension?)：检索知识库。结果带 relevance_level、completeness_hint 和 retrieved_domains_this_session。",
-                "en": "lookup_knowledge(query, missing_dimension?): search the knowledge base. Each result carries relevance_level, completeness_hint and retrieved_domains_this_session.",
+                "zh": "lookup_knowledge(query, missing_dimension?)：检索知识库。"
+                "结果带 relevance_level、completeness_hint 和 retrieved_domains_this_session。",
+                "en": "lookup_knowledge(query, missing_dimension?): search the knowledge base. "
+                "Each result carries relevance_level, completeness_hint and retrieved_domains_this_session.",
             },
         ),
         Tool(
@@ -305,8 +310,10 @@ def agent_tools(services: ToolServices) -> tuple[Tool, ...]:
             query_field="query",
             output=KGResult,
             prompt={
-                "zh": "query_knowledge_graph(knowledge_base_ids, query)：同时检索多个知识库（最多 10 个），返回结果以及图谱中的节点和关系。",
-                "en": "query_knowledge_graph(knowledge_base_ids, query): search several knowledge bases at once (up to 10); returns results plus graph nodes and edges.",
+                "zh": "query_knowledge_graph(knowledge_base_ids, query)："
+                "同时检索多个知识库（最多 10 个），返回结果以及图谱中的节点和关系。",
+                "en": "query_knowledge_graph(knowledge_base_ids, query): search several knowledge bases at once "
+                "(up to 10); returns results plus graph nodes and edges.",
             },
         ),
         Tool(
@@ -314,8 +321,10 @@ def agent_tools(services: ToolServices) -> tuple[Tool, ...]:
             _h.make_navigate(s.graph, s.traversals, s.settings.graph_hops, s.settings.graph_max_nodes_per_hop),
             query_field="entity",
             prompt={
-                "zh": "navigate_graph(entity, target?, relations?, hops?, outgoing?)：在知识图谱中查看实体之间的关系路径。",
-                "en": "navigate_graph(entity, target?, relations?, hops?, outgoing?): show how entities relate in the knowledge graph.",
+                "zh": "navigate_graph(entity, target?, relations?, hops?, outgoing?)："
+                "在知识图谱中查看实体之间的关系路径。",
+                "en": "navigate_graph(entity, target?, relations?, hops?, outgoing?): "
+                "show how entities relate in the knowledge graph.",
             },
         ),
         Tool(
@@ -323,7 +332,8 @@ def agent_tools(services: ToolServices) -> tuple[Tool, ...]:
             _h.make_list_kbs(s.catalog),
             prompt={
                 "zh": "list_knowledge_bases()：列出知识库（名称、描述、文档数、是否有知识图谱）。",
-                "en": "list_knowledge_bases(): list the knowledge bases (name, description, document count, knowledge graph or not).",
+                "en": "list_knowledge_bases(): list the knowledge bases "
+                "(name, description, document count, knowledge graph or not).",
             },
         ),
     )

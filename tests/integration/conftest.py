@@ -208,7 +208,8 @@ SQL_SERVERS = {
 
 @contextmanager
 def fresh_database(kind: str):
-    """The URL of a schema (Postgres) or database (MySQL) of its own, dropped afterwards; skips where no server answers."""
+    """The URL of a schema (Postgres) or database (MySQL) of its own, dropped afterwards; skips where no server
+    answers."""
     from sqlalchemy import create_engine, text
 
     admin_url = SQL_SERVERS[kind]
@@ -237,6 +238,13 @@ def fresh_database(kind: str):
             c.execute(text(f"DROP SCHEMA {name} CASCADE" if kind == "postgres" else f"DROP DATABASE {name}"))
             c.commit()
         admin.dispose()
+
+
+@pytest.fixture(params=sorted(SQL_SERVERS))
+def db_url(request):
+    """The URL of a fresh Postgres schema, then of a fresh MySQL database (each skips where no server answers)."""
+    with fresh_database(request.param) as url:
+        yield url
 
 
 @pytest.fixture

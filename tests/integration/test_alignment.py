@@ -117,11 +117,12 @@ def test_a_loose_name_is_looked_up_as_the_entity_it_means(cli_home):
 
 
 def test_entity_linking_precision_and_recall_on_the_labels(sample_rt):
-    """The measured claim of the README: on held-out labels, alignment raises recall over exact names, precision stays >= 0.9."""
+    """The measured claim of the README: on held-out labels, alignment raises recall over exact names, precision
+    stays >= 0.9."""
     from evals.entity_linking import LABELS, evaluate, load_link_labels
 
     labels = load_link_labels(LABELS)
-    assert len(labels) >= 60 and any(l.entities == [] for l in labels)
+    assert len(labels) >= 60 and any(label.entities == [] for label in labels)
     report = evaluate(labels, sample_rt.embedder.embed_documents)
     exact = report["methods"]["exact"]["test"]
     full = report["methods"]["exact + prefix + fuzzy + embedding"]["test"]

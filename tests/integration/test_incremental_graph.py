@@ -124,7 +124,8 @@ def test_an_unchanged_relation_keeps_its_row(tmp_path, backend):
                     return c.execute(
                         text(
                             "SELECT r.created_at FROM graph_relation r JOIN graph_entity a ON a.id = r.source_id "
-                            "JOIN graph_entity b ON b.id = r.target_id WHERE a.key = :s AND b.key = :t AND r.type = 'DEPENDS_ON'"
+                            "JOIN graph_entity b ON b.id = r.target_id "
+                            "WHERE a.key = :s AND b.key = :t AND r.type = 'DEPENDS_ON'"
                         ),
                         {"s": source, "t": target},
                     ).scalar_one()

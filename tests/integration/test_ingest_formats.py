@@ -202,7 +202,8 @@ def test_size_limits_apply_after_conversion(tmp_path):
         tmp_path,
         {
             "big.md": "# Big\n\n" + "word " * 5_000,  # 25 kB of text
-            "small-page.html": f"<html><head><title>Small</title>{big_script}</head><body><p>tiny page</p></body></html>",
+            "small-page.html": f"<html><head><title>Small</title>{big_script}</head>"
+            "<body><p>tiny page</p></body></html>",
             "ok.md": "# OK\n\nfine",
         },
     )
@@ -237,7 +238,8 @@ def test_wrongly_typed_front_matter_is_a_warning_not_a_traceback(tmp_path):
     root = write_kb(
         tmp_path,
         {
-            "ops/typed.md": "---\nkeywords: 5\ntitle: [a]\nentities: 3\nrelations: nope\ndomain: [x]\n---\n# Real title\n\nbody",
+            "ops/typed.md": "---\nkeywords: 5\ntitle: [a]\nentities: 3\nrelations: nope\ndomain: [x]\n---\n"
+            "# Real title\n\nbody",
             "ops/broken-yaml.md": "---\ntitle: [unclosed\n---\n# Fine\n\nbody",
         },
     )

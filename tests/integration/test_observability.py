@@ -100,7 +100,8 @@ CREATE TABLE document (kb VARCHAR(64), doc_key VARCHAR(512), title TEXT NOT NULL
   content_hash VARCHAR(64) NOT NULL, chunk_count INTEGER NOT NULL, updated_at DATETIME NOT NULL,
   PRIMARY KEY (kb, doc_key));
 CREATE TABLE session_document (session_id VARCHAR(128), kb VARCHAR(64), doc_key VARCHAR(512),
-  domain VARCHAR(64) NOT NULL, title TEXT NOT NULL, created_at DATETIME NOT NULL, PRIMARY KEY (session_id, kb, doc_key));
+  domain VARCHAR(64) NOT NULL, title TEXT NOT NULL, created_at DATETIME NOT NULL,
+  PRIMARY KEY (session_id, kb, doc_key));
 CREATE TABLE session_domain (session_id VARCHAR(128), domain VARCHAR(64), last_level VARCHAR(20) NOT NULL,
   lookups INTEGER NOT NULL, updated_at DATETIME NOT NULL, PRIMARY KEY (session_id, domain));
 CREATE TABLE tool_invocation (id INTEGER PRIMARY KEY AUTOINCREMENT, session_id VARCHAR(128) NOT NULL,

@@ -23,14 +23,14 @@ def test_a_damaged_milvus_file_is_called_damaged_not_locked(tmp_path, capfd):
     path.write_bytes(b"this is not a Milvus Lite file" * 100)
     store = MilvusVectorStore(str(path))
     with pytest.raises(BackendError) as err:
-        store.client
+        _ = store.client
     assert "damaged" in str(err.value) and "another process" not in str(err.value)
     assert capfd.readouterr().err == ""  # the Lite server's own log lines went to its log file
     store.close()
     assert store.lock_path.exists()  # our lock file stays; it is released, not deleted
     again = MilvusVectorStore(str(path))  # released: the next open gets the same diagnosis, not "locked"
     with pytest.raises(BackendError, match="damaged"):
-        again.client
+        _ = again.client
     again.close()
 
 
@@ -75,8 +75,8 @@ def hold_milvus(home):
             "-W",
             "ignore",
             "-c",
-            "import sys,time; from executor.stores.vectors import MilvusVectorStore; MilvusVectorStore(sys.argv[1]).client; "
-            "print('ready', flush=True); time.sleep(120)",
+            "import sys,time; from executor.stores.vectors import MilvusVectorStore; "
+            "MilvusVectorStore(sys.argv[1]).client; print('ready', flush=True); time.sleep(120)",
             str(home / "milvus.db"),
         ],
         stdout=subprocess.PIPE,

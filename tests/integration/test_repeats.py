@@ -9,7 +9,6 @@ import sqlalchemy as sa
 import yaml
 from conftest import run_cli
 from langgraph.checkpoint.memory import InMemorySaver
-from test_sql_backends import db_url  # noqa: F401  (the Postgres / MySQL fixture)
 
 from evals import REPO_ROOT
 from evals.runner import run_suite

@@ -1,6 +1,6 @@
 """A KB nobody labelled grades itself: `executor ingest` fits its own model on questions generated from its pages
-and the bundled off-topic pool (executor/retrieval/self_calibration.py), stores it, `kb show` says so, and its lookups use
-it: a Chinese paraphrase of an English page's subject is found, a near-domain off-topic question finds nothing, a
+and the bundled off-topic pool (executor/retrieval/self_calibration.py), stores it, `kb show` says so, and its lookups
+use it: a Chinese paraphrase of an English page's subject is found, a near-domain off-topic question finds nothing, a
 unique error code is PRECISE. Real Milvus Lite and the shipped embedder, through the command line."""
 
 import json

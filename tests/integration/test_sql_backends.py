@@ -7,18 +7,12 @@ fails under EXECUTOR_REQUIRE_SERVICES=1).
 import uuid
 
 import pytest
-from conftest import SQL_SERVERS, fresh_database, service_missing
+from conftest import service_missing
 from sqlalchemy import create_engine, text
 
 from executor.stores.database import Database
 from executor.stores.invocation_log import Invocation, InvocationLog
 from executor.stores.memory import ActionMemory, SentDocument
-
-
-@pytest.fixture(params=sorted(SQL_SERVERS))
-def db_url(request):
-    with fresh_database(request.param) as url:
-        yield url
 
 
 def test_memory_and_log_round_trip(db_url):

@@ -19,7 +19,10 @@ PROSE = "Helm renders templates before it installs anything, and it checks depen
 
 
 def test_every_chunk_carries_its_heading_path():
-    md = "# Charts\n\nIntro.\n\n## Chart dependencies\n\nUse `helm dependency update`.\n\n### The charts/ directory\n\nVendored charts.\n"
+    md = (
+        "# Charts\n\nIntro.\n\n## Chart dependencies\n\nUse `helm dependency update`.\n\n"
+        "### The charts/ directory\n\nVendored charts.\n"
+    )
     chunks = chunk_markdown("Charts", md)
     assert [c.split("\n")[0] for c in chunks] == [
         "Charts",
@@ -53,7 +56,7 @@ def test_a_huge_code_block_is_cut_between_lines_and_each_piece_refenced():
     for c in chunks:
         body = c.split("\n", 1)[1]
         assert body.startswith("```text\n") and body.endswith("\n```")
-    lines = [l for c in chunks for l in c.split("\n") if l.startswith("line ")]
+    lines = [ln for c in chunks for ln in c.split("\n") if ln.startswith("line ")]
     assert lines == [f"line {i:05d} of a very long log" for i in range(400)]  # all there, in order, none cut
 
 

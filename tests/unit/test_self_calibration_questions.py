@@ -1,4 +1,5 @@
-"""Question generation for self-calibration (executor/retrieval/self_calibration.py): what a KB's own evidence is made of."""
+"""Question generation for self-calibration (executor/retrieval/self_calibration.py): what a KB's own evidence is
+made of."""
 
 from executor.core.relevance import page_key
 from executor.retrieval.self_calibration import Source, generate, needs_refit

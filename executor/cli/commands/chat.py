@@ -23,6 +23,8 @@ from executor.core.errors import ExecutorError, describe, printable, terminal_sa
 if TYPE_CHECKING:
     from rich.live import Live
 
+    from executor.agent.session import TurnResult
+
 PROMPT = "you> "
 
 
@@ -230,7 +232,8 @@ class _Running:
         # thread as finished
         self.done = threading.Event()
         self.session = state.session
-        self.result = self.error = None
+        self.result: TurnResult | None = None
+        self.error: BaseException | None = None
 
         def unless_cancelled(fn):
             def call(*args):
@@ -290,11 +293,13 @@ def _one_turn(state: Chat, question: str) -> None:
             state.failed_turns += 1
             _error(running.error)  # one line, and the chat goes on
             return
-        shown.finish(running.result.answer)
-    state.last_result = running.result
-    for line in summary_lines(running.result):
+        result = running.result
+        assert result is not None  # the turn ended, neither cancelled nor failed
+        shown.finish(result.answer)
+    state.last_result = result
+    for line in summary_lines(result):
         state.say(line)
 
 
-def _error(exc: Exception) -> None:
+def _error(exc: BaseException) -> None:
     err_console.print(f"error: {printable(describe(exc)[0])}", highlight=False, markup=False)

@@ -112,7 +112,8 @@ def eval_(
         f"{agg['rephrasing_pages_sent']} pages sent), "
         f"duplicate documents sent {agg['duplicate_docs_sent']}, citation recall {agg['citation_recall']}; "
         f"baseline (guards {'off' if guards == 'on' else 'on'}): mean lookups executed "
-        f"{aggregate(baseline)['mean_executed_lookups']} (storms {aggregate(baseline)['mean_executed_lookups_storms']}); "
+        f"{aggregate(baseline)['mean_executed_lookups']} "
+        f"(storms {aggregate(baseline)['mean_executed_lookups_storms']}); "
         f"most retrieval calls in one turn {agg['max_executed_retrievals']} "
         f"(off: {aggregate(baseline)['max_executed_retrievals']}), mean LLM rounds {agg['mean_rounds']} "
         f"(off: {aggregate(baseline)['mean_rounds']})",

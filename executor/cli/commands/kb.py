@@ -87,7 +87,8 @@ def _model_summary(raw) -> dict | None:
         return None
     if not isinstance(raw, dict):  # a damaged model: the lookup says how to mend it; here, only that it is
         return {"error": "invalid"}
-    thresholds = raw.get("thresholds") if isinstance(raw.get("thresholds"), dict) else {}
+    thresholds = raw.get("thresholds")
+    thresholds = thresholds if isinstance(thresholds, dict) else {}
     # whether "nothing found" is its answerability model's call (fitted when the labels had off-topic questions)
     return {k: raw.get(k) for k in ("embedder", "fitted_at", "labels", "held_out")} | {
         "answerability": thresholds.get("answerability") is not None,
@@ -136,7 +137,8 @@ def _model_text(model: dict | None) -> str:
         and k in ("hit_at_1", "relevant_returned", "precise_precision", "highly_relevant_precision", "off_topic_none")
     )
     labels = model.get("labels") or {}
-    # the KB's own evidence (executor/retrieval/self_calibration.py): its generated questions and the bundled off-topic pool
+    # the KB's own evidence (executor/retrieval/self_calibration.py): its generated questions and the bundled
+    # off-topic pool
     generated = sum(n for k, n in labels.items() if k.startswith("generated from"))
     pool = sum(n for k, n in labels.items() if k == "bundled off-topic pool")
     if model.get("calibrated_by") == "self":  # no human label

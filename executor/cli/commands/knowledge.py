@@ -38,7 +38,8 @@ def ingest(
     grading: GradingOpt = None,
     as_json: JsonOpt = False,
 ):
-    """Load a folder of documents (.md/.mdx/.txt/.html/.pdf/.docx/.pptx/.xlsx) into a knowledge base, and build its graph (idempotent)."""
+    """Load a folder of documents (.md/.mdx/.txt/.html/.pdf/.docx/.pptx/.xlsx) into a knowledge base, and build its
+    graph (idempotent)."""
     from executor.core.settings import SAMPLE_KB_PATH
     from executor.retrieval.ingest import SAMPLE_EXTRACT_CONFIG
     from executor.retrieval.ingest import ingest as run_ingest
@@ -100,7 +101,8 @@ def ingest(
     if calibration is not None:
         held = calibration["held_out"]
         console.print(
-            f"grading: self-calibrated on {calibration['generated']} generated questions and {calibration['off_topic']} "
+            f"grading: self-calibrated on {calibration['generated']} generated questions and "
+            f"{calibration['off_topic']} "
             f"off-topic ones in {calibration['seconds']:.1f} s"
             + (
                 f" (held out: hit@1 {held.get('hit_at_1')}, off-topic nothing found {held.get('off_topic_none')})"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import UTC
 from pathlib import Path
 from typing import Annotated
@@ -19,7 +20,7 @@ LabelsOpt = Annotated[
 ]
 
 
-def _observe(pairs, source: str, feedback_kbs: list[str] = (), generated_for: str | None = None):
+def _observe(pairs, source: str, feedback_kbs: Sequence[str] = (), generated_for: str | None = None):
     """Grade every labelled question once (label files, then users' feedback on the given KBs, then with
     `generated_for` that KB's self-calibration evidence); the runtime is closed before the figures are computed.
     Returns (observed, sources, each KB's thresholds, embedder name)."""
@@ -106,7 +107,8 @@ def calibrate(
         str | None,
         typer.Option(
             "--for",
-            help="fit this KB's own model (thresholds and figures on its questions; the other labels only help fit the ranker); default: the KB when every label file is on one KB, else the embedder's shared preset",
+            help="fit this KB's own model (thresholds and figures on its questions; the other labels only help fit "
+            "the ranker); default: the KB when every label file is on one KB, else the embedder's shared preset",
         ),
     ] = None,
     shared: Annotated[
@@ -119,7 +121,8 @@ def calibrate(
         bool,
         typer.Option(
             "--write",
-            help="store the result: a KB's own model in the catalog (used by that KB's lookups only), the shared preset in config.yaml for this embedder",
+            help="store the result: a KB's own model in the catalog (used by that KB's lookups only), the shared "
+            "preset in config.yaml for this embedder",
         ),
     ] = False,
     reset: Annotated[
@@ -242,7 +245,7 @@ def _write_kb_model(kb: str, model) -> str:
 
 
 def _reset(labels, kbs, for_kb, write, as_json) -> None:
-    names = list(dict.fromkeys([*(kbs or []), *([for_kb] if for_kb else [])]))
+    names: list[str] = list(dict.fromkeys([*(kbs or []), *([for_kb] if for_kb else [])]))
     if labels or write or len(names) != 1:
         raise InputError("--reset takes one --kb NAME and no --labels or --write")
     with runtime("calibrate") as rt:
