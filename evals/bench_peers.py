@@ -202,9 +202,14 @@ def run(rt, scenarios: list[Scenario], policy: str, model, rounds: int, k: int, 
             }
         per_scenario.append(row)
         if progress:
+            # what a run cut short still tells: each agent's retrieval calls, limit endings and citation recall
             print(
-                f"[{n}/{len(scenarios)}] {scenario.id}: retrieval calls "
-                + ", ".join(f"{a} {sum(row[a]['retrieval_calls'])}" for a in AGENTS),
+                f"[{n}/{len(scenarios)}] {scenario.id}: "
+                + "; ".join(
+                    f"{a} {sum(row[a]['retrieval_calls'])} calls, {sum(row[a]['limit'])} limit, recall {recall}"
+                    for a in AGENTS
+                    for recall in [figures([(scenario, sessions[a][-1][1])], chunks)["citation_recall"]]
+                ),
                 file=sys.stderr,
                 flush=True,
             )
