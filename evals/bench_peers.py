@@ -22,7 +22,8 @@ step, recursion or round limit ended; retrieved text that entered the conversati
 over every LLM call, the retrieved text in its input; documents and chunks a session's results sent again (a
 chunk is found in a result by its text, the same way for all three); citation recall against each turn's
 expected documents (an answer cites the documents it names, or all it was written from when it names none:
-`cited`); LLM calls; wall time. Printed and written, never asserted.
+`cited`; a turn a limit ended without an answer cites nothing); LLM calls; wall time. Printed and written,
+never asserted.
 """
 
 from __future__ import annotations
