@@ -80,7 +80,8 @@ def stall_reason(state: ExecutorState) -> str | None:
 
 def found_nothing_new(state: ExecutorState) -> bool:
     """Every call of the latest round was a lookup that ran and found only pages this turn had already sent (a
-    rephrasing within the turn): the next rephrasing would too, so the turn answers from what it has."""
+    rephrasing within the turn, of a lookup better than REFERENCE): the next rephrasing would too, so the turn
+    answers from what it has."""
     messages = state.get("messages", [])
     ai = next((m for m in reversed(messages) if isinstance(m, AIMessage) and _calls(m)), None)
     trace = state.get("trace", [])
@@ -88,7 +89,8 @@ def found_nothing_new(state: ExecutorState) -> bool:
     if not n or n > len(trace):
         return False
     earlier, latest = trace[:-n], trace[-n:]
-    had = {k for t in earlier for k in t.get("sent") or []}
+    # after a REFERENCE the DEDUPED result tells the LLM how to ask for the missing dimension: it gets to
+    had = {k for t in earlier if t.get("relevance_level") != "REFERENCE" for k in t.get("sent") or []}
     return bool(had) and all(
         t["tool"] in RETRIEVAL_TOOLS
         and not t.get("error")
