@@ -214,7 +214,8 @@ def run_session(retriever: Retriever, scenario: Scenario, policy: str, model, ro
                 retrieval_calls=len(ran.results),
                 llm_inputs=ran.llm_inputs,
                 calls=ran.calls,
-                citations=[d["doc_key"] for d in cited(answer, evidence)],
+                # a turn the recursion limit stopped gave the user no answer: it cites nothing
+                citations=[] if ran.recursion else [d["doc_key"] for d in cited(answer, evidence)],
                 limit=ran.recursion,
                 ms=ran.ms,
             )

@@ -14,14 +14,19 @@ from evals.scenarios_model import Scenario
 from executor.agent.routing import EXTRA_ROUNDS
 from executor.agent.session import run_turn
 from executor.core.errors import ExecutorError
+from executor.nodes.settle import reads_knowledge
 from executor.nodes.state import Context
-from executor.tools.registry import NAVIGATE, RETRIEVAL_TOOLS
+from executor.prompts.executor import BLOCKED, NOT_RUN
+
+# why a proposed call never reached its tool: the guard's rules and refusals, settle's rounds that did not advance
+NEVER_RAN = {*BLOCKED, *NOT_RUN}
 
 
-def reads_knowledge(tool: str) -> bool:
-    """A call that fetches from the knowledge base: the lookup and the knowledge-graph query (what the budget
-    counts) and graph navigation; listing the knowledge bases or the session's documents is not one."""
-    return tool in RETRIEVAL_TOOLS or tool == NAVIGATE
+def searched(entry: dict) -> bool:
+    """A call that read the knowledge base: it reached its tool (a lookup the session's memory deduplicated still
+    ran its search, and counts; one the guard blocked never did) and did not fail."""
+    ran = not entry["blocked"] or entry["dedup_reason"] not in NEVER_RAN
+    return reads_knowledge(entry["tool"]) and ran and not entry.get("error")
 
 
 def run_session(rt, scenario: Scenario, policy: str, model, rounds: int) -> list[Turn]:
@@ -47,19 +52,18 @@ def run_session(rt, scenario: Scenario, policy: str, model, rounds: int) -> list
         state = app.get_state(config).values
         new = state["messages"][before:]
         budget_spent = state.get("attempted_lookups", 0) >= context.lookup_budget
-        # the model still wanted tools in its last round, and no rule (PRECISE, the budget) ended the turn:
+        # the model still wanted tools in its last round, and no rule (PRECISE, the budget, settle) ended the turn:
         # the rounds bound did
         still_calling = sum(1 for m in new if isinstance(m, AIMessage) and m.tool_calls) >= result.rounds > 0
         bound = min(context.max_rounds, context.lookup_budget + EXTRA_ROUNDS)
-        limit = still_calling and result.rounds >= bound and not state.get("precise") and not budget_spent
+        ended_by_rule = state.get("precise") or budget_spent or state.get("settled")
+        limit = still_calling and result.rounds >= bound and not ended_by_rule
         turns.append(
             Turn(
                 question=turn.question,
                 answer=result.answer,
                 delivered=[str(m.content) for m in tool_results(new)],
-                retrieval_calls=sum(
-                    1 for t in result.trace if reads_knowledge(t["tool"]) and not t["blocked"] and not t.get("error")
-                ),
+                retrieval_calls=sum(map(searched, result.trace)),
                 llm_inputs=counter.since(calls),
                 citations=[c["doc_key"] for c in result.citations],
                 limit=limit,
@@ -70,6 +74,9 @@ def run_session(rt, scenario: Scenario, policy: str, model, rounds: int) -> list
                 ],
                 extra={
                     "blocked_calls": result.blocked_lookups,
+                    # searches that ran and sent nothing new (the session's memory answered them)
+                    "deduplicated_calls": sum(1 for t in result.trace if searched(t) and t["blocked"]),
+                    "settled": bool(state.get("settled")),
                     "budget_ending": budget_spent and still_calling,
                     "rounds": result.rounds,
                 },

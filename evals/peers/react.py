@@ -66,6 +66,7 @@ def run_session(retriever: Retriever, scenario: Scenario, policy: str, model, ro
         answer = str(last.content) if isinstance(last, AIMessage) and not last.tool_calls else ""
         # it answers with everything the conversation holds: every result of the session is in its context
         evidence = [{"doc_key": k, "title": "", "domain": ""} for k in artifact_docs(messages)]
+        stopped = ran.recursion or answer == OUT_OF_STEPS
         turns.append(
             Turn(
                 question=turn.question,
@@ -74,8 +75,9 @@ def run_session(retriever: Retriever, scenario: Scenario, policy: str, model, ro
                 retrieval_calls=len(ran.results),
                 llm_inputs=ran.llm_inputs,
                 calls=ran.calls,
-                citations=[d["doc_key"] for d in cited(answer, evidence)],
-                limit=ran.recursion or answer == OUT_OF_STEPS,
+                # a turn the step limit ended gave the user no answer ("need more steps"): it cites nothing
+                citations=[] if stopped else [d["doc_key"] for d in cited(answer, evidence)],
+                limit=stopped,
                 ms=ran.ms,
             )
         )

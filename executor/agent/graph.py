@@ -4,6 +4,8 @@
                             ↑          └─no tool calls→ answer → END          │           │
                             └────── (more to do, turn not over) ──────────────┴───────────┘
     PRECISE, a spent lookup budget, or too many rounds: → answer; no question (blank, or none): begin_turn → answer
+    a round that does not advance the turn: executor → settle (its calls not run; the question looked up when
+    nothing was) → call_tools → answer
     a store or the configuration failed: call_tools → fail (the run raises the error)
 
 The rules live in `executor/agent/routing.py` (where to go) and `executor/nodes/guard.py`
@@ -29,6 +31,7 @@ from executor.nodes.call_tools import make_call_tools
 from executor.nodes.executor import make_executor
 from executor.nodes.graph_expand import make_graph_expand
 from executor.nodes.guard import make_guard
+from executor.nodes.settle import make_settle
 from executor.nodes.state import Context, ExecutorInput, ExecutorOutput, ExecutorState
 from executor.stores.catalog import Catalog
 from executor.stores.memory import ActionMemory
@@ -61,6 +64,7 @@ def build_graph(
     graph = StateGraph(ExecutorState, context_schema=Context, input_schema=ExecutorInput, output_schema=ExecutorOutput)
     graph.add_node("begin_turn", make_begin_turn(catalog))
     graph.add_node("executor", make_executor(model, catalog, tools.agent))
+    graph.add_node("settle", make_settle(tools))
     # these two take (state, runtime, config): LangGraph passes both, its StateNode types have no such signature
     graph.add_node("guard", make_guard(tools))  # pyright: ignore[reportArgumentType]
     graph.add_node("call_tools", make_call_tools(tools, memory))  # pyright: ignore[reportArgumentType]
@@ -70,7 +74,8 @@ def build_graph(
 
     graph.add_edge(START, "begin_turn")
     graph.add_conditional_edges("begin_turn", _route(routing.after_begin_turn), ["executor", "answer"])
-    graph.add_conditional_edges("executor", _route(routing.after_executor), ["guard", "answer"])
+    graph.add_conditional_edges("executor", _route(routing.after_executor), ["guard", "settle", "answer"])
+    graph.add_conditional_edges("settle", _route(routing.after_settle), ["call_tools", "answer"])
     graph.add_conditional_edges("guard", _route(routing.after_guard), ["call_tools", "executor", "answer"])
     graph.add_conditional_edges(
         "call_tools", _route(routing.after_call_tools), ["graph_expand", "executor", "answer", "fail"]

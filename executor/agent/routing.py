@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from langchain_core.messages import AIMessage
 
+from executor.nodes.settle import found_nothing_new, stall_reason
 from executor.nodes.state import Context, ExecutorState
 
 # With the rules on, rounds that run no lookup (graph navigation, blocked or malformed calls) are
@@ -16,7 +17,8 @@ EXTRA_ROUNDS = 3
 
 
 def turn_is_over(state: ExecutorState, ctx: Context) -> bool:
-    """The turn must end now: a PRECISE result, the lookup budget spent, or too many LLM rounds."""
+    """The turn must end now: a PRECISE result, the lookup budget spent, a round that did not advance the turn
+    (settle took over, or its lookups found only pages the turn already had), or too many LLM rounds."""
     rounds = state.get("rounds", 0)
     if rounds >= ctx.max_rounds:
         return True
@@ -24,6 +26,8 @@ def turn_is_over(state: ExecutorState, ctx: Context) -> bool:
         return False
     return (
         bool(state.get("precise"))
+        or bool(state.get("settled"))
+        or found_nothing_new(state)
         or state.get("attempted_lookups", 0) >= ctx.lookup_budget
         or rounds >= ctx.lookup_budget + EXTRA_ROUNDS
     )
@@ -41,7 +45,16 @@ def wants_tools(state: ExecutorState) -> bool:
 
 
 def after_executor(state: ExecutorState, ctx: Context) -> str:
-    return "guard" if wants_tools(state) else "answer"
+    """A round that does not advance the turn (nothing but repeats, or still no knowledge read) is settled by the
+    graph instead of run (executor/nodes/settle.py)."""
+    if not wants_tools(state):
+        return "answer"
+    return "settle" if ctx.guards and stall_reason(state) else "guard"
+
+
+def after_settle(state: ExecutorState, ctx: Context) -> str:
+    """The lookup of the question settle proposed runs; a turn that has read knowledge answers."""
+    return "call_tools" if state.get("pending") else "answer"
 
 
 def after_guard(state: ExecutorState, ctx: Context) -> str:

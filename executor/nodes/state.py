@@ -72,6 +72,8 @@ class TurnState(TypedDict, total=False):
     citations: list[dict]
     # a store or the configuration failed this turn: the turn ends in this error, never in "nothing found"
     failure: str | None
+    # a round did not advance the turn and the graph took over (executor/nodes/settle.py): the turn answers next
+    settled: bool
 
 
 class ExecutorState(SessionState, TurnState, total=False):
@@ -93,6 +95,7 @@ TURN_RESET: TurnState = {
     "answer": "",
     "citations": [],
     "failure": None,
+    "settled": False,
 }
 
 

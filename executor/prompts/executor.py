@@ -133,6 +133,25 @@ def blocked_message(reason: str, lang: str, detail: str = "") -> str:
     return BLOCKED[reason]["zh" if lang == "zh" else "en"].format(detail=detail)
 
 
+# A call of a round that did not advance the turn (executor/nodes/settle.py): not run; the graph answers instead.
+NOT_RUN = {
+    "repeated_call": {
+        "zh": "未执行：本轮已调用过同样的工具和参数，结果见上文。将根据已检索到的资料作答。",
+        "en": "Not run: this turn already made the same call, its result is above. The answer is written from "
+        "what was retrieved.",
+    },
+    "idle_round": {
+        "zh": "未执行：本轮还没有检索知识库。将用问题本身检索，并据此作答。",
+        "en": "Not run: this turn has not searched the knowledge base yet. The question itself is looked up and "
+        "answered from.",
+    },
+}
+
+
+def not_run_message(reason: str, lang: str) -> str:
+    return NOT_RUN[reason]["zh" if lang == "zh" else "en"]
+
+
 # A lookup whose store or configuration failed: the LLM must not read it as "the knowledge base has nothing".
 UNAVAILABLE = {
     "zh": "错误：知识库暂时不可用（{error}）。这不是检索结果，不能据此断定知识库中没有相关内容。",

@@ -43,7 +43,9 @@ def test_a_follow_up_on_a_retrieved_document_is_resent_by_react_not_by_executor(
         assert set(FIGURES) <= set(figures)
         assert figures["questions"] == 2
     row = report["per_scenario"][0]
-    assert row["executor"]["retrieval_calls"] == [2, 0]  # the second lookup is answered from the session
+    # the second turn's lookup searches, finds the page turn 1 sent, and sends only its name
+    assert row["executor"]["retrieval_calls"] == [2, 1]
+    assert agents["executor"]["deduplicated_calls"] >= 1
     assert row["react"]["retrieval_calls"] == [2, 1]
     assert agents["executor"]["resent_documents"] == 0 and agents["executor"]["resent_chunks"] == 0
     assert agents["react"]["resent_documents"] >= 1 and agents["react"]["resent_chunks"] >= 1
@@ -110,6 +112,45 @@ def test_with_a_model_that_never_stops_the_peers_run_to_their_limits_and_executo
     assert rag["llm_calls_per_question"]["max"] > react["llm_calls_per_question"]["max"]
     calls = report["per_scenario"][0]["react"]["calls"][0]
     assert len(calls) == 6 and all(c.startswith("search_knowledge_base: 数据库连接池配置") for c in calls)
+
+
+class Lister(BaseChatModel):
+    """What SmolLM2-135M does with Executor's tools: list the knowledge bases, every round; with the peers' one
+    tool it searches the question once, then answers (a grade it is asked for is "yes")."""
+
+    tools: list[str] = []
+
+    @property
+    def _llm_type(self) -> str:
+        return "test-lister"
+
+    def bind_tools(self, tools, **kwargs):
+        return Rephraser.bind_tools(self, tools)
+
+    def _generate(self, messages, stop=None, run_manager=None, **kwargs: Any) -> ChatResult:
+        searched = any(getattr(m, "type", "") == "tool" for m in messages)
+        if not self.tools or (searched and "list_knowledge_bases" not in self.tools and self.tools[0] != "Grade"):
+            return ChatResult(generations=[ChatGeneration(message=AIMessage("Connections come from a pool."))])
+        tool = "list_knowledge_bases" if "list_knowledge_bases" in self.tools else self.tools[0]
+        args = (
+            {"binary_score": "yes"}
+            if tool == "Grade"
+            else {}
+            if tool == "list_knowledge_bases"
+            else {"query": str(messages[-1].content)}
+        )
+        call = {"name": tool, "args": args, "id": f"call_{len(messages)}_{tool}", "type": "tool_call"}
+        return ChatResult(generations=[ChatGeneration(message=AIMessage("", tool_calls=[call]))])
+
+
+def test_a_model_that_only_lists_knowledge_bases_gets_an_answer_from_executor_not_a_limit(sample_rt, scenarios):
+    report = bench_peers.run(sample_rt, [scenarios["seed1-pool-config"]], "llm", Lister(), rounds=4, k=4)
+    executor = report["agents"]["executor"]
+    # the listing repeated is not run: the graph looks the question up itself and answers from it
+    assert executor["limit_endings"] == 0 and executor["settled_turns"] == 1
+    assert executor["retrieval_calls_per_question"]["max"] == 1 and executor["citation_recall"] == 1.0
+    assert executor["llm_calls_per_question"]["max"] == 3  # two rounds and the answer
+    assert report["agents"]["react"]["citation_recall"] <= executor["citation_recall"]
 
 
 def test_the_command_writes_the_report_and_the_plot(tmp_path):
