@@ -34,7 +34,6 @@ import shutil
 import sys
 import tempfile
 from collections import Counter
-from contextlib import ExitStack
 from pathlib import Path
 from typing import Annotated
 
@@ -329,9 +328,10 @@ def main(
 
     throwaway = home is None
     home = home or Path(tempfile.mkdtemp(prefix="peers-"))
-    rt = Runtime(Settings(home=home), source="eval")
+    # with --policy llm the runtime serves EXECUTOR_LOCAL_MODEL and builds the model on it
+    rt = Runtime(Settings(home=home), source="eval", serve_model=policy == "llm")
     try:
-        with rt, ExitStack() as stack:
+        with rt:
             if rt.catalog.get("sample") is None and any(s.kb == "sample" for s in chosen):
                 from executor.retrieval.ingest import SAMPLE_EXTRACT_CONFIG, ingest
 
@@ -344,7 +344,7 @@ def main(
                 raise InputError("no scenario can run here: " + "; ".join(skipped))
             model = None
             if policy == "llm":  # one model for the three, temperature 0 (make_chat_model's) and one seed
-                model = llm_policy_model(rt, stack).model_copy(update={"seed": 0, "streaming": False})
+                model = llm_policy_model(rt).model_copy(update={"seed": 0, "streaming": False})
             report = run(rt, chosen, policy, model, rounds, k, progress=True)
     except ExecutorError as exc:
         typer.echo(f"error: {exc}", err=True)

@@ -64,8 +64,8 @@ def build_graph(
     graph = StateGraph(ExecutorState, context_schema=Context, input_schema=ExecutorInput, output_schema=ExecutorOutput)
     graph.add_node("begin_turn", make_begin_turn(catalog))
     graph.add_node("executor", make_executor(model, catalog, tools.agent))
-    graph.add_node("settle", make_settle(tools))
-    # these two take (state, runtime, config): LangGraph passes both, its StateNode types have no such signature
+    # these three take (state, runtime, config): LangGraph passes both, its StateNode types have no such signature
+    graph.add_node("settle", make_settle(tools))  # pyright: ignore[reportArgumentType]
     graph.add_node("guard", make_guard(tools))  # pyright: ignore[reportArgumentType]
     graph.add_node("call_tools", make_call_tools(tools, memory))  # pyright: ignore[reportArgumentType]
     graph.add_node("graph_expand", make_graph_expand(expand, memory))

@@ -207,7 +207,7 @@ class Runtime:
             catalog=self.catalog,
         )
 
-    def app(self, model=None, mode: str | None = None, checkpointer=None, tools=None):
+    def app(self, model=None, mode: str = "llm", checkpointer=None, tools=None):
         """The executor graph on this runtime's services: what the chat, `ask`, Studio and the eval all run.
         `model` and `mode` ("llm": a chat model, "offline": the planner) default to this runtime's chat model;
         `tools`, to its tool table."""

@@ -76,6 +76,7 @@ def make_guard(tools: ToolTable):
             else:
                 reason, detail = block_reason(tool, name, args, state, ctx, planned)
             if reason is None:
+                assert tool is not None  # block_reason refuses an unknown tool
                 # batch: the message the call came in; its sibling lookups are never repeats of each other
                 approved.append(
                     {"id": call["id"], "name": name, "args": args, "trace_index": len(trace), "batch": ai.id}

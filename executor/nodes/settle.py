@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import json
 import uuid
+from collections.abc import Mapping
+from typing import Any
 
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langchain_core.runnables import RunnableConfig
@@ -37,20 +39,20 @@ def reads_knowledge(name: str) -> bool:
     return name in RETRIEVAL_TOOLS or name == NAVIGATE
 
 
-def _signature(call: dict) -> tuple[str, str]:
+def _signature(call: Mapping[str, Any]) -> tuple[str, str]:
     return str(call.get("name")), json.dumps(call.get("args"), sort_keys=True, ensure_ascii=False, default=str)
 
 
-def _calls(ai: AIMessage) -> list[dict]:
+def _calls(ai: AIMessage) -> list[Mapping[str, Any]]:
     return [*ai.tool_calls, *ai.invalid_tool_calls]
 
 
-def _well_formed(call: dict, ai: AIMessage) -> bool:
+def _well_formed(call: Mapping[str, Any], ai: AIMessage) -> bool:
     """A parsed call of one of the LLM's tools (the guard checks its arguments when it runs)."""
     return call in ai.tool_calls and call.get("name") in AGENT_TOOL_NAMES and isinstance(call.get("args"), dict)
 
 
-def earlier_calls(state: ExecutorState) -> list[dict]:
+def earlier_calls(state: ExecutorState) -> list[Mapping[str, Any]]:
     """The calls proposed this turn before the latest round (the AI messages after the user's last message)."""
     messages = state.get("messages", [])
     start = max((i for i, m in enumerate(messages) if isinstance(m, HumanMessage)), default=-1)
@@ -66,7 +68,7 @@ def stall_reason(state: ExecutorState) -> str | None:
     """Why the latest round does not advance the turn ("repeated_call", "idle_round"), or None when it does."""
     ai = last_ai(state)
     calls = _calls(ai) if ai is not None else []
-    if not calls:
+    if ai is None or not calls:
         return None
     sound = [c for c in calls if _well_formed(c, ai)]
     before = {_signature(c) for c in earlier_calls(state)}
@@ -108,7 +110,8 @@ def make_settle(tools: ToolTable):
         ctx, session, lang = runtime.context or Context(), session_of(config), lang_of(state)
         reason = stall_reason(state) or "idle_round"
         trace, messages = list(state.get("trace", [])), []
-        for call in _calls(last_ai(state)):
+        ai = last_ai(state)
+        for call in _calls(ai) if ai is not None else []:
             name, args = call.get("name") or "?", call.get("args")
             entry = trace_entry(tools.agent.get(name), name, args)
             entry.update(blocked=True, dedup_reason=reason, error=None)
