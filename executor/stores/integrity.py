@@ -30,11 +30,7 @@ def sqlite_damage(path: Path) -> str | None:
     if header != SQLITE_HEADER:
         return "it is not a SQLite file"
     try:
-        conn = sqlite3.connect(f"{path.absolute().as_uri()}?mode=ro", uri=True, timeout=15)
-        try:
-            rows = conn.execute("PRAGMA quick_check(1)").fetchall()
-        finally:
-            conn.close()
+        rows = _read_only(path, "PRAGMA quick_check(1)", timeout=15)
     except sqlite3.OperationalError as exc:
         # locked or busy (another process writing), or not openable (permissions): not damage; the real open
         # that follows says what it is
@@ -52,11 +48,16 @@ def milvus_lite_collections(path: Path) -> list[str]:
     if not path.is_file() or path.stat().st_size == 0:
         return []
     try:
-        conn = sqlite3.connect(f"{path.absolute().as_uri()}?mode=ro", uri=True, timeout=5)
-        try:
-            rows = conn.execute("SELECT DISTINCT collection_name FROM collection_meta").fetchall()
-        finally:
-            conn.close()
+        rows = _read_only(path, "SELECT DISTINCT collection_name FROM collection_meta", timeout=5)
     except sqlite3.Error:
         return []
     return sorted(str(r[0]) for r in rows)
+
+
+def _read_only(path: Path, sql: str, timeout: float) -> list:
+    """`sql`'s rows from the SQLite file at `path`, opened read-only (a check never writes what it checks)."""
+    conn = sqlite3.connect(f"{path.absolute().as_uri()}?mode=ro", uri=True, timeout=timeout)
+    try:
+        return conn.execute(sql).fetchall()
+    finally:
+        conn.close()

@@ -494,16 +494,10 @@ class MilvusVectorStore:
         try:
             yield
         except MilvusException as exc:
-            where = f"the Milvus Lite file {self.uri}" if self.is_lite else f"Milvus at {display_url(self.uri)}"
-            if self.is_lite:
-                free = shutil.disk_usage(Path(self.uri).parent).free
-                if free < DISK_FULL_BYTES:
-                    raise BackendError(
-                        f"cannot write {where}: the disk is full ({free // 1024} kB free); free some "
-                        f"space and run `executor ingest` again"
-                    ) from exc
+            self._refuse_if_disk_full(exc, "write", "free some space and run `executor ingest` again")
             raise BackendError(
-                f"cannot write knowledge base {kb!r} to {where}: {first_line(getattr(exc, 'message', None) or exc)}"
+                f"cannot write knowledge base {kb!r} to {self._where()}: "
+                f"{first_line(getattr(exc, 'message', None) or exc)}"
             ) from exc
 
     @contextmanager
@@ -516,16 +510,23 @@ class MilvusVectorStore:
             yield
         except MilvusException as exc:
             said = first_line(getattr(exc, "message", None) or exc)
-            where = f"the Milvus Lite file {self.uri}" if self.is_lite else f"Milvus at {display_url(self.uri)}"
-            if self.is_lite:
-                free = shutil.disk_usage(Path(self.uri).parent).free
-                if free < DISK_FULL_BYTES:
-                    raise BackendError(
-                        f"cannot read {where}: the disk is full ({free // 1024} kB free); free some space"
-                    ) from exc
-                if any(sign in said for sign in ("failed to parse", "Assert", "malformed", "Load data failed")):
-                    raise BackendError(self._damaged_message(f"its records cannot be read: {said[:120]}")) from exc
-            raise BackendError(f"cannot read knowledge base {kb!r} from {where}: {said}") from exc
+            self._refuse_if_disk_full(exc, "read", "free some space")
+            damaged = ("failed to parse", "Assert", "malformed", "Load data failed")
+            if self.is_lite and any(sign in said for sign in damaged):
+                raise BackendError(self._damaged_message(f"its records cannot be read: {said[:120]}")) from exc
+            raise BackendError(f"cannot read knowledge base {kb!r} from {self._where()}: {said}") from exc
+
+    def _where(self) -> str:
+        return f"the Milvus Lite file {self.uri}" if self.is_lite else f"Milvus at {display_url(self.uri)}"
+
+    def _refuse_if_disk_full(self, exc: Exception, verb: str, then: str) -> None:
+        """A Lite file's failure on a full disk said as such: the server's own message names neither."""
+        if self.is_lite:
+            free = shutil.disk_usage(Path(self.uri).parent).free
+            if free < DISK_FULL_BYTES:
+                raise BackendError(
+                    f"cannot {verb} {self._where()}: the disk is full ({free // 1024} kB free); {then}"
+                ) from exc
 
     def count(self, kb: str) -> int:
         with self._reading(kb):

@@ -126,6 +126,22 @@ def ingested_home(tmp_path_factory, name: str) -> Path:
     return home
 
 
+def pristine_home(tmp_path_factory, name: str) -> Path:
+    """An ingested home with its graph server stopped, for the tests that damage copies of it."""
+    home = ingested_home(tmp_path_factory, name)
+    run_cli(home, "graph", "stop")
+    return home
+
+
+def copy_of(home: Path, tmp_path: Path) -> Path:
+    """A copy of an ingested home (its server's socket and pid file left behind) for a test to damage."""
+    import shutil
+
+    copy = tmp_path / "home"
+    shutil.copytree(home, copy, ignore=shutil.ignore_patterns("*.sock", "falkordb.pid"))
+    return copy
+
+
 def free_port() -> int:
     import socket
 

@@ -2,31 +2,25 @@
 never "nothing found" or "unknown knowledge base"; a rebuild killed at any stage leaves the old KB answering."""
 
 import os
-import shutil
 import signal
 import subprocess
 import sys
 import time
 
 import pytest
-from conftest import REPO, ingested_home, run_cli
+from conftest import REPO, copy_of, pristine_home, run_cli
 
 NOTHING = ("知识库中没有", "nothing relevant", "nothing found", "relevance_level: NONE")
 
 
 @pytest.fixture(scope="module")
 def pristine(tmp_path_factory):
-    home = ingested_home(tmp_path_factory, "damage-home")
-    run_cli(home, "graph", "stop")
-    return home
+    return pristine_home(tmp_path_factory, "damage-home")
 
 
 @pytest.fixture
 def home(pristine, tmp_path):
-    """A copy of the ingested home for a test to damage."""
-    copy = tmp_path / "home"
-    shutil.copytree(pristine, copy, ignore=shutil.ignore_patterns("*.sock", "falkordb.pid"))
-    return copy
+    return copy_of(pristine, tmp_path)
 
 
 def overwrite_middle(path, size=64 * 1024):

@@ -12,7 +12,7 @@ import time
 import zipfile
 
 import pytest
-from conftest import REPO, free_port, ingested_home, run_cli
+from conftest import REPO, copy_of, free_port, pristine_home, run_cli
 from test_local_servers import INIT, post, start_mcp
 
 from executor.core.errors import redact
@@ -28,16 +28,12 @@ def one_error_line(r, code: int) -> str:
 
 @pytest.fixture(scope="module")
 def pristine(tmp_path_factory):
-    home = ingested_home(tmp_path_factory, "hostile2-home")
-    run_cli(home, "graph", "stop")
-    return home
+    return pristine_home(tmp_path_factory, "hostile2-home")
 
 
 @pytest.fixture
 def home(pristine, tmp_path):
-    """A copy of the ingested home for a test to damage."""
-    copy = tmp_path / "home"
-    shutil.copytree(pristine, copy, ignore=shutil.ignore_patterns("*.sock", "falkordb.pid"))
+    copy = copy_of(pristine, tmp_path)
     yield copy
     run_cli(copy, "graph", "stop")
 
