@@ -531,8 +531,17 @@ class Settings(BaseSettings):
                 parts.port  # noqa: B018 - parsing the port is the check
             except ValueError as exc:
                 raise ValueError(f"not a valid URL ({_url_problem(exc, value)})") from None
-            if not parts.hostname:
+            if not parts.hostname and parts.scheme != "unix":  # unix:///path.sock: FalkorDB's socket, no host
                 raise ValueError("not a valid URL (no host name)")
+        return value
+
+    @field_validator("milvus_uri")
+    @classmethod
+    def _milvus_target(cls, value: str | None) -> str | None:
+        """pymilvus takes a URL, or a path ending in .db as a Milvus Lite file; anything else it refuses later,
+        quoting the value whole (a password in it included)."""
+        if value and "://" not in value and not value.endswith(".db"):
+            raise ValueError("neither a Milvus URL (http://host:19530) nor a Milvus Lite file (a path ending in .db)")
         return value
 
     @field_validator("database_url", "checkpoint_url")
@@ -566,6 +575,8 @@ class Settings(BaseSettings):
         ):
             if url and "://" in url:
                 register_secret(urlsplit(url).password)
+            elif url and "@" in url:  # no scheme ("user:pw@host port"): a driver still echoes it back whole
+                register_secret(url.rpartition("@")[0].partition(":")[2])
         return self
 
     @property

@@ -86,6 +86,7 @@ def _labels(tmp_path):
 
 def test_the_model_written_for_one_kb_grades_that_kb_only(home, tmp_path):
     config = tmp_path / "config.yaml"  # --write for a KB never touches config.yaml (the shared preset's place)
+    config.write_text("", encoding="utf-8")  # EXECUTOR_CONFIG must name a file that exists
     out = run_cli(
         home,
         "calibrate",
@@ -101,7 +102,7 @@ def test_the_model_written_for_one_kb_grades_that_kb_only(home, tmp_path):
     result = json.loads(out.stdout)
     assert result["target"] == "docs" and "catalog" in result["written_to"]
     assert result["held_out"]["by_kb"]["docs"]["all"]["questions"] == len(LABELS)  # k-fold figures on its questions
-    assert not config.exists()
+    assert config.read_text(encoding="utf-8") == ""
 
     stored = KbModel.model_validate(_model(home, "docs"))
     assert _model(home, "other") is None

@@ -56,3 +56,34 @@ def test_thresholds_that_do_not_fit_together_name_the_variable_that_set_them():
 
     with pytest.raises(ConfigError, match="EXECUTOR_REFERENCE_THRESHOLD"):
         Settings(reference_threshold=0.99).thresholds("use-multilingual-v3", "similarity")
+
+
+def test_a_socket_url_needs_no_host_but_a_tcp_url_does(tmp_path):
+    """FalkorDB's `unix:///path.sock` has no host name and is a valid URL; `redis://:6379` is not."""
+    from executor.core.errors import ConfigError
+
+    sock = f"unix://{tmp_path}/falkordb.sock"
+    assert Settings(home=tmp_path / "home", falkordb_url=sock).falkordb_url == sock
+    with pytest.raises((ConfigError, ValueError), match="no host name"):
+        Settings(home=tmp_path / "home2", falkordb_url="redis://:6379")
+
+
+def test_a_password_in_a_url_without_a_scheme_is_never_printed(tmp_path):
+    """A malformed FALKORDB_URL (`redis:pw@host port`) reaches the driver, whose error may quote it whole."""
+    from executor.core.errors import redact
+
+    Settings(home=tmp_path / "home", falkordb_url="redis:FKSECRET4@127.0.0.1 6379")
+    said = redact("ValueError: Redis URL must specify a scheme: redis:FKSECRET4@127.0.0.1 6379")
+    assert "FKSECRET4" not in said and "127.0.0.1" in said
+
+
+@pytest.mark.parametrize("uri", ["not a url", "root:MVSECRET9@127.0.0.1 19530"])
+def test_a_milvus_uri_that_is_neither_a_url_nor_a_lite_file_is_refused_without_its_value(tmp_path, uri):
+    with pytest.raises((ExecutorError, ValueError)) as caught:
+        Settings(home=tmp_path / "home", milvus_uri=uri)
+    assert "Milvus Lite file" in str(caught.value) and "MVSECRET9" not in str(caught.value)
+
+
+def test_a_milvus_lite_file_and_a_milvus_url_are_taken(tmp_path):
+    assert Settings(home=tmp_path / "h1", milvus_uri=str(tmp_path / "m.db")).milvus_uri.endswith("m.db")
+    assert Settings(home=tmp_path / "h2", milvus_uri="http://127.0.0.1:19530").milvus_uri.startswith("http")
