@@ -43,9 +43,9 @@ demo: setup
 test: setup
 	$(PY) -m pytest
 
-# ruff (lint and format) over the code and its tests, pyright (basic) over the product, on the venv's interpreter
+# ruff (lint and format) over the code and its tests, pyright (basic) over the product, on the venv's interpreter; --project: this pyproject.toml, never a pyrightconfig.json found in a folder above the checkout
 lint: setup
-	$(VENV)/bin/ruff check executor evals tests && $(VENV)/bin/ruff format --check executor evals tests && $(VENV)/bin/pyright --pythonpath $(PY)
+	$(VENV)/bin/ruff check executor evals tests && $(VENV)/bin/ruff format --check executor evals tests && $(VENV)/bin/pyright --project pyproject.toml --pythonpath $(PY)
 
 # The ISS-002 suite, scripted, guards on (judged) against guards off; fails if any scenario does.
 eval: setup
