@@ -24,7 +24,6 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.runtime import Runtime as RunContext
 
 from executor.agent import routing
-from executor.core.results import GraphExpansion, LookupResult
 from executor.nodes.answer import fail, make_answer
 from executor.nodes.begin_turn import make_begin_turn
 from executor.nodes.call_tools import make_call_tools
@@ -52,14 +51,13 @@ def build_graph(
     tools: ToolTable,
     catalog: Catalog,
     memory: ActionMemory,
-    expand: Callable[[LookupResult], GraphExpansion],
     read_document: Callable[[str, str], str],
     model: BaseChatModel,
     mode: str,
     checkpointer=None,
 ):
     """`tools`: the LLM's tools (`tools.agent`) and the log of their calls; `catalog`: the knowledge bases;
-    `memory`: the action memory; `expand`: graph expansion of a lookup; `read_document(kb, doc_key)`: a
+    `memory`: the action memory (`tools.expand` widens a lookup through the graph); `read_document(kb, doc_key)`: a
     document's text, for the offline answer; `mode`: "llm" or "offline"."""
     graph = StateGraph(ExecutorState, context_schema=Context, input_schema=ExecutorInput, output_schema=ExecutorOutput)
     graph.add_node("begin_turn", make_begin_turn(catalog))
@@ -68,7 +66,7 @@ def build_graph(
     graph.add_node("settle", make_settle(tools))  # pyright: ignore[reportArgumentType]
     graph.add_node("guard", make_guard(tools))  # pyright: ignore[reportArgumentType]
     graph.add_node("call_tools", make_call_tools(tools, memory))  # pyright: ignore[reportArgumentType]
-    graph.add_node("graph_expand", make_graph_expand(expand, memory))
+    graph.add_node("graph_expand", make_graph_expand(tools.expand, memory))
     graph.add_node("answer", make_answer(model, mode, read_document=read_document))
     graph.add_node("fail", fail)
 

@@ -129,18 +129,16 @@ class ExecutorMCP:
         Returns the text and, for a tool with an output model, its structured content."""
         with self._lock:
             try:
-                out = self.table.invoke(name, ToolCall(session, self.kb), args)
+                answer = self.table.answer(name, ToolCall(session, self.kb), args)
             except ValueError as exc:  # arguments the schema allows but the tool does not (blank query, ...)
                 raise ToolFailed(f"invalid arguments: {exc}") from None
+            out = answer.out
             if out.failure is not None:  # a store failed: "unavailable", never read as "nothing found"
                 raise ToolFailed(out.text)
             if out.error is not None:
                 raise ToolFailed(out.error)
-            text = out.text
-            if out.expandable is not None:  # a REFERENCE or thin lookup in a KB with a graph
-                text += "\n\n" + expansion_text(self.rt.expander.expand(out.expandable))
             structured = out.result.model_dump(mode="json") if self.table.all[name].output is not None else None
-            return text, structured
+            return answer.text, structured
 
     def tools(self) -> list[types.Tool]:
         """The tools as listed, their schemas built once (the SDK also reads them before a host's first call)."""
@@ -174,8 +172,8 @@ class ExecutorMCP:
             try:
                 for query in ("How do I warm up the service?", "服务怎么预热？"):
                     out = self.table.invoke(LOOKUP, ToolCall(session, self.kb), {"query": query})
-                    if out.result is not None and has_graph(row.extract_config):
-                        expansion_text(self.rt.expander.expand(out.result))
+                    if out.result is not None and has_graph(row.extract_config):  # expanded even when not thin
+                        expansion_text(self.table.expand(out.result))
             finally:
                 self.rt.memory.clear(session)
                 self.rt.log.forget(session)

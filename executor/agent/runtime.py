@@ -205,6 +205,7 @@ class Runtime:
             host=tool_map([feedback_tool(lambda: self.feedback)]),
             log=self.log,
             catalog=self.catalog,
+            expand=lambda result: self.expander.expand(result),
         )
 
     def app(self, model=None, mode: str = "llm", checkpointer=None, tools=None):
@@ -219,7 +220,6 @@ class Runtime:
             tools or self.tools,
             self.catalog,
             self.memory,
-            lambda result: self.expander.expand(result),
             lambda kb, doc_key: self.vectors.document_text(kb, doc_key),
             model,
             mode,

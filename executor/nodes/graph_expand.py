@@ -10,7 +10,7 @@ from executor.nodes.call_tools import add_evidence
 from executor.nodes.common import session_of
 from executor.nodes.memory_branch import branch_session
 from executor.nodes.state import ExecutorState
-from executor.prompts.results import expansion_text
+from executor.tools.call import with_expansion
 from executor.tools.registry import LOOKUP
 
 
@@ -35,7 +35,7 @@ def make_graph_expand(expand, memory):
             evidence = add_evidence(evidence, found)
             session_evidence.update({e["doc_key"]: e for e in found})
             paths += [p for p in expansion.paths if p not in paths]
-            text = f"{pending['text']}\n\n{expansion_text(expansion)}"
+            text = with_expansion(pending["text"], expansion)
             messages.append(ToolMessage(text, tool_call_id=pending["id"], name=LOOKUP))
         return {
             "messages": messages,

@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from executor.prompts.results import expansion_text
 from executor.stores.invocation_log import Invocation, InvocationLog
 
 
@@ -43,6 +44,24 @@ class ToolOutput:
     # ... and the row's other fields the handler knows (the cleaned query, level, dedup reason, blocked, partial errors)
     row: dict = field(default_factory=dict)
     result: Any = None  # the service's own result (LookupResult, KGResult), for a caller that prints it whole
+
+
+@dataclass
+class Answer:
+    """A tool's output and, for a lookup the graph widens, its graph expansion: what `ToolTable.answer` gives the
+    command line and an MCP host in one piece (the graph sends the two as one tool message too, from two nodes)."""
+
+    out: ToolOutput
+    expansion: Any = None  # a GraphExpansion
+
+    @property
+    def text(self) -> str:
+        return with_expansion(self.out.text, self.expansion)
+
+
+def with_expansion(text: str, expansion) -> str:
+    """A lookup's text followed by what graph expansion added to it: the one shape every surface shows."""
+    return text if expansion is None else f"{text}\n\n{expansion_text(expansion)}"
 
 
 def log_call(

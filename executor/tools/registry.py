@@ -8,7 +8,9 @@ the lookup budget and the PRECISE stop, and one prompt line per language. The co
 the executor LLM's prompt, guard and eval never see) and hands it to the graph and the MCP server; nothing is
 registered at import. Adding a tool is one entry in `agent_tools` plus its handler.
 `ToolTable.invoke` is the one way a tool runs, and `ToolTable.run` writes its `tool_invocation` row (the
-handlers' services write none: they hand the row's raw scores back in `ToolOutput.details`).
+handlers' services write none: they hand the row's raw scores back in `ToolOutput.details`). `ToolTable.answer`
+is invoke, then graph expansion when the result calls for it: the command line's and the MCP server's lookup; the
+graph runs the same two steps as two nodes (`call_tools`, `graph_expand`), so that a fork can start between them.
 """
 
 from __future__ import annotations
@@ -30,10 +32,11 @@ from executor.prompts.executor import unavailable_message
 from executor.prompts.results import kg_text, lookup_text
 from executor.stores.knowledge_graph import MAX_HOPS, RELATION_TYPES, relation_pattern
 from executor.tools import handlers as _h
-from executor.tools.call import ToolCall, ToolOutput
+from executor.tools.call import Answer, ToolCall, ToolOutput
 from executor.tools.call import log_call as _log_call
 
 if TYPE_CHECKING:
+    from executor.core.results import LookupResult
     from executor.core.settings import Settings
     from executor.retrieval.kg_query import KnowledgeGraphQuery
     from executor.retrieval.lookup import LookupService
@@ -201,12 +204,15 @@ def tool_map(tools: Iterable[Tool]) -> Mapping[str, Tool]:
 @dataclass(frozen=True)
 class ToolTable:
     """The tools of one process: `agent`, the executor LLM's (a host gets them too), and `host`, those only a host
-    gets (MCP). `log` is where every call's `tool_invocation` row goes; `catalog` is read once per call."""
+    gets (MCP). `log` is where every call's `tool_invocation` row goes; `catalog` is read once per call;
+    `expand(result)` widens a lookup through the knowledge graph (`retrieval.expansion.GraphExpander.expand`, which
+    never raises for a graph that is down and records what it sends in the action memory)."""
 
     agent: Mapping[str, Tool]
     host: Mapping[str, Tool]
     log: InvocationLog
     catalog: Catalog
+    expand: Callable[[LookupResult], Any]
 
     @cached_property
     def all(self) -> Mapping[str, Tool]:
@@ -270,6 +276,14 @@ class ToolTable:
                     text=unavailable_message(call.lang, error), error=error, failure=error, trace={"error": error}
                 )
             return ToolOutput(text=f"error: {exc}", error=error, trace={"error": error})
+
+    def answer(self, name: str, call: ToolCall, args, expand: bool = True) -> Answer:
+        """`invoke`, then graph expansion when the result calls for it (a REFERENCE or thin lookup in a KB with a
+        graph, `ToolOutput.expandable`) and `expand` is on: what the CLI's `lookup` and an MCP host get."""
+        out = self.invoke(name, call, args)
+        if expand and out.expandable is not None:
+            return Answer(out, self.expand(out.expandable))
+        return Answer(out)
 
 
 @dataclass(frozen=True)

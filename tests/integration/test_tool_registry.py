@@ -1,5 +1,6 @@
 """Adding a tool is one table entry plus its handler: it is then bound, prompted, guarded, dispatched and logged."""
 
+import dataclasses
 import uuid
 
 import anyio
@@ -47,9 +48,7 @@ def rt(tmp_path_factory):
 @pytest.fixture
 def shout_tools(rt) -> ToolTable:
     """The runtime's table with one more agent tool: a table of this test's own, nothing registered globally."""
-    return ToolTable(
-        agent=tool_map([*rt.tools.agent.values(), SHOUT]), host=rt.tools.host, log=rt.log, catalog=rt.catalog
-    )
+    return dataclasses.replace(rt.tools, agent=tool_map([*rt.tools.agent.values(), SHOUT]))
 
 
 def test_a_tool_in_the_table_is_bound_prompted_dispatched_and_logged(shout_tools, rt):

@@ -165,8 +165,7 @@ def lookup(
     as_json: JsonOpt = False,
 ):
     """Run lookup_knowledge once (and graph_expand when it applies) and print what the LLM would see."""
-    from executor.prompts.results import expansion_text
-    from executor.tools.call import ToolCall
+    from executor.tools.call import ToolCall, with_expansion
     from executor.tools.registry import LOOKUP, lookup_knowledge
 
     with runtime("lookup") as rt:
@@ -176,16 +175,14 @@ def lookup(
         args = lookup_knowledge.model_construct(query=query, missing_dimension=missing_dimension)
         out = rt.tools.run(LOOKUP, ToolCall(session, kb), args)
         # widened as the graph's graph_expand node would: a REFERENCE or thin result, in a KB with a graph
-        expansion = rt.expander.expand(out.expandable) if graph and out.expandable is not None else None
+        expansion = rt.tools.expand(out.expandable) if graph and out.expandable is not None else None
     if as_json:
         data = out.result.model_dump(mode="json")
         data["graph_expansion"] = expansion.model_dump(mode="json") if expansion else None
         print_json(data)
         return
     console.print(f"[dim]session {session}[/]")
-    echo(out.text)
-    if expansion is not None:
-        echo("\n" + expansion_text(expansion))
+    echo(with_expansion(out.text, expansion))
 
 
 @session_app.command("show")
