@@ -3,9 +3,10 @@
 A small model can circle on a call that reads no knowledge (SmolLM2-135M calls list_knowledge_bases again and
 again) until the rounds bound ends the turn with nothing retrieved and nothing to cite. With the rules on,
 `routing.after_executor` sends such a round here instead of to the guard (`stalled`):
-- every call of the round repeats one this turn already proposed (same tool, same arguments) and none reads
-  knowledge (a repeated lookup is the lookup's own dedup and counts against the budget; graph navigation is
-  bounded by the rounds the budget allows), or
+- every call of the round repeats, word for word (same tool, same arguments), one this turn already proposed: its
+  result is already above, and a model that proposes it again has nothing new to ask (a lookup run again would
+  count against the budget and find what it found; a rephrasing is not a repeat here, the lookup's own rules
+  judge it), or
 - from the second round on, still no knowledge has been read this turn and the round proposes no well-formed
   call that reads it.
 The round's calls are answered without running them; when the turn has read no knowledge yet, the lookup of
@@ -73,7 +74,7 @@ def stall_reason(state: ExecutorState) -> str | None:
     sound = [c for c in calls if _well_formed(c, ai)]
     before = {_signature(c) for c in earlier_calls(state)}
     proposes_knowledge = any(reads_knowledge(c["name"]) for c in sound)
-    if all(_signature(c) in before for c in calls) and not proposes_knowledge:
+    if all(_signature(c) in before for c in calls):
         return "repeated_call"
     if state.get("rounds", 0) >= IDLE_ROUNDS and not proposes_knowledge and not read_knowledge(state):
         return "idle_round"

@@ -13,6 +13,7 @@ from executor.agent.session import run_turn
 from executor.nodes.state import Context
 
 QUESTION = "How does API rate limiting work here?"
+BROAD = "what limits apply to API clients"  # graded HIGHLY_RELEVANT on the sample KB
 
 
 class EndlessListing(ScriptedChatModel):
@@ -71,3 +72,28 @@ def test_without_the_rules_a_repeat_runs_as_proposed():
     assert routing.after_executor(state, Context(guards=False)) == "guard"
     # a first round that only lists the knowledge bases is a model finding its way: it runs
     assert routing.after_executor({"messages": repeat[:2], "rounds": 1, "trace": []}, Context()) == "guard"
+
+
+def test_a_lookup_proposed_again_word_for_word_is_not_run_and_the_turn_answers(sample_rt):
+    # what the bundled small model does: the same lookup, round after round; each run would count against the
+    # budget and send nothing new
+    same = raw_call("lookup_knowledge", {"query": BROAD})  # HIGHLY_RELEVANT: the turn may go on (PRECISE stops it)
+    model = ScriptedChatModel(responses=[tool_message(same), tool_message(same), tool_message(same)], answer="ok")
+    _, result = turn(sample_rt, model, BROAD, f"t-{uuid.uuid4().hex[:8]}", InMemorySaver())
+    assert [(t["tool"], t["blocked"], t["dedup_reason"]) for t in result.trace] == [
+        ("lookup_knowledge", False, None),
+        ("lookup_knowledge", True, "repeated_call"),
+    ]
+    assert result.executed_lookups == 1 and result.citations[0]["doc_key"] == "api/rate-limiting.md"
+
+
+def test_a_rephrased_lookup_is_judged_by_the_lookup_not_settled(sample_rt):
+    model = ScriptedChatModel(
+        responses=[
+            tool_message(raw_call("lookup_knowledge", {"query": BROAD})),
+            tool_message(raw_call("lookup_knowledge", {"query": "API rate limits: how are requests throttled?"})),
+        ],
+        answer="ok",
+    )
+    _, result = turn(sample_rt, model, BROAD, f"t-{uuid.uuid4().hex[:8]}", InMemorySaver())
+    assert [t["dedup_reason"] != "repeated_call" for t in result.trace] == [True, True]
