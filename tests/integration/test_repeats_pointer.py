@@ -62,3 +62,17 @@ def test_a_must_run_lookup_blocked_because_every_page_was_already_sent_is_a_fals
     # the report's row for the session says so too
     row = next(line for line in markdown([result], [result], "scripted").splitlines() if line.startswith("| must-run"))
     assert row.split(" | ")[6] == "1"
+
+
+def test_a_rephrasing_sends_no_next_best_page_scoring_clearly_below_the_held_one(sample_rt):
+    lookup, s = sample_rt.lookup_service.lookup, session()
+    first = lookup("Docker Compose 本地开发环境", s, batch="m1")
+    assert first.primary[0].doc_key == "deployment/docker-compose.md" and first.primary[0].content
+
+    again = lookup("本地怎么一次启动 MySQL、Redis 和 Kafka？", s, batch="m2")
+    # its best page is the held one, pointed at again without its text
+    assert again.primary[0].doc_key == "deployment/docker-compose.md" and again.primary[0].already_returned
+    # the slow-query page is the next-best page, scoring below the held one by more than the width of "as relevant"
+    # on the sample KB's own band: it is not about starting services locally, and is not sent
+    assert "troubleshooting/slow-query.md" in again.details["weaker_than_held"]
+    assert "troubleshooting/slow-query.md" not in {k for _, k in sample_rt.memory.sent_documents(s)}
