@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from evals.runner import ScenarioResult, aggregate
+from evals.runner import ScenarioResult, aggregate, is_false_block
 
 ROWS = [
     ("scenarios passed", "scenarios_passed"),
@@ -73,7 +73,7 @@ def markdown(on: list[ScenarioResult], off: list[ScenarioResult], policy: str) -
         lines.append(
             f"| {r.id} | {r.lang} | {r.turns} | {b.executed_lookups if b else '-'} | {r.executed_lookups}"
             f"{' (' + ', '.join(map(str, r.executed_by_turn)) + ')' if r.turns > 1 else ''} | "
-            f"{sum(r.blocked_by_reason.values())} | {sum(f['reason'] != 'doc_retrieved' for f in r.false_blocks)} | "
+            f"{sum(r.blocked_by_reason.values())} | {sum(map(is_false_block, r.false_blocks))} | "
             f"{rephrasings if r.rephrasings else '-'} | "
             f"{b.duplicate_docs_sent if b else '-'} / {r.duplicate_docs_sent} | "
             f"{'yes' if r.passed else 'NO: ' + '; '.join(r.failures)} |"

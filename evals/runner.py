@@ -109,7 +109,8 @@ def false_blocks(
             if e["tool"] == LOOKUP and _ran(e) and j < len(batches) and i < len(batches) and batches[j] != batches[i]
         ]
         against = next((q for q in before if (_key(q), _key(t["query"])) in distinct), None)
-        if (scripted and i in turn.expect.must_allow) or against is not None:
+        must_allow = scripted and i in turn.expect.must_allow
+        if must_allow or against is not None:
             # doc_retrieved that held back new pages it found is the session-pages rule (issue 28) deciding that
             # the session's page answers: a false block like any other, not "every document was already sent"
             reason = (
@@ -117,8 +118,15 @@ def false_blocks(
                 if t["dedup_reason"] == "doc_retrieved" and t.get("withheld")
                 else t["dedup_reason"]
             )
-            out.append({"query": t["query"], "reason": reason, "distinct_from": against})
+            out.append({"query": t["query"], "reason": reason, "distinct_from": against, "must_allow": must_allow})
     return out
+
+
+def is_false_block(f: dict) -> bool:
+    """A blocked lookup the scenario says must run is a false block whatever blocked it (the turn fails on it);
+    one only the repeat labels call distinct is not when every document it found had already been sent: the
+    turn answers from them (`distinct_answered_from_sent_documents`)."""
+    return f.get("must_allow", False) or f["reason"] != "doc_retrieved"
 
 
 def rephrasing_runs(turn: Turn, trace: list[dict], scripted: bool) -> list[dict]:
@@ -352,8 +360,7 @@ def aggregate(results: list[ScenarioResult]) -> dict:
         "mean_executed_lookups": round(mean(r.executed_lookups for r in results), 2),
         "mean_executed_lookups_storms": round(mean(r.executed_lookups for r in storms), 2) if storms else None,
         "storm_scenarios": len(storms),
-        # doc_retrieved found only documents the session already had, and the turn answers from them
-        "false_blocks": sum(f["reason"] != "doc_retrieved" for r in results for f in r.false_blocks),
+        "false_blocks": sum(is_false_block(f) for r in results for f in r.false_blocks),
         # a later turn rephrasing an earlier question: how often it ran no lookup, and what the ones that ran sent
         "rephrasings": sum(r.rephrasings for r in results),
         "rephrasings_answered_from_session": (
@@ -363,9 +370,7 @@ def aggregate(results: list[ScenarioResult]) -> dict:
         ),
         "rephrasing_lookups_run": sum(r.rephrasing_lookups_run for r in results),
         "rephrasing_pages_sent": sum(len(r.rephrasing_pages_sent) for r in results),
-        "distinct_answered_from_sent_documents": sum(
-            f["reason"] == "doc_retrieved" for r in results for f in r.false_blocks
-        ),
+        "distinct_answered_from_sent_documents": sum(not is_false_block(f) for r in results for f in r.false_blocks),
         "multi_turn_scenarios": sum(r.turns > 1 for r in results),
         "min_executed_lookups_storms": min((r.executed_lookups for r in storms), default=None),
         "blocked_by_reason": dict(blocked),

@@ -63,7 +63,7 @@ class RepeatStores(Protocol):
 MIN_PRECISION = 0.95
 FOLDS = 5
 GRID = [round(0.10 + i * 0.01, 2) for i in range(86)]  # 0.10 .. 0.95
-BANDS = (0.0, 0.1, 0.25, 0.5, 0.75, 1.0)  # widths of "about as relevant" reported, in REFERENCE-HR bands
+BANDS = (0.0, 0.05, 0.1, 0.25, 0.5, 0.75, 1.0)  # widths of "about as relevant" reported, in REFERENCE-HR bands
 RULE = (
     f"each threshold: highest recall with precision >= {MIN_PRECISION} on the pairs it is fitted on "
     f"(ties to the higher threshold); figures: {FOLDS}-fold, grouped by earlier query, held out"

@@ -132,7 +132,9 @@ def test_each_turn_is_judged_by_its_own_expect():
     blocked = measure(
         scenario, [result("x", False, ["a.md"]), result("y", True, ["a.md"])], True, True, distinct={("x", "y")}
     )
-    assert blocked.false_blocks == [{"query": "y", "reason": "query_repeated", "distinct_from": "x", "turn": 2}]
+    assert blocked.false_blocks == [
+        {"query": "y", "reason": "query_repeated", "distinct_from": "x", "must_allow": False, "turn": 2}
+    ]
 
 
 def test_rephrasings_are_counted_per_session_and_one_that_sends_an_unrelated_page_fails():
@@ -193,8 +195,8 @@ def test_rephrasings_are_counted_per_session_and_one_that_sends_an_unrelated_pag
 
 
 def test_a_must_allow_lookup_answered_from_the_session_while_new_pages_were_found_is_a_false_block():
-    """doc_retrieved that withheld new pages it found is the session-pages rule blocking a new question: counted in
-    `false_blocks`, not with the lookups whose every document had already been sent."""
+    """doc_retrieved that withheld new pages it found is the session-pages rule blocking a new question: a false block
+    under its own reason (`answered_from_session`), told apart from "every document had already been sent"."""
     from evals.runner import measure
     from executor.agent.session import TurnResult
 
@@ -244,7 +246,8 @@ def test_a_must_allow_lookup_answered_from_the_session_while_new_pages_were_foun
     assert [f["reason"] for f in all_sent.false_blocks] == ["doc_retrieved"]
     assert [f["reason"] for f in withheld.false_blocks] == ["answered_from_session"]
     agg = aggregate([all_sent, withheld])
-    assert (agg["false_blocks"], agg["distinct_answered_from_sent_documents"]) == (1, 1)
+    # a lookup the scenario says must run is a false block whatever blocked it
+    assert (agg["false_blocks"], agg["distinct_answered_from_sent_documents"]) == (2, 0)
 
 
 def test_a_scenario_whose_corpus_is_missing_is_skipped_and_one_whose_kb_is_missing_fails(sample_rt, tmp_path):
