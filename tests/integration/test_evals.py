@@ -4,6 +4,7 @@ import pytest
 from conftest import run_cli
 
 from evals import REPO_ROOT
+from evals.report import markdown
 from evals.runner import aggregate, default_repeat_labels, prepare_knowledge_bases, run_suite
 from evals.scenarios_model import Scenario, load_scenarios
 from executor.core.errors import InputError
@@ -248,6 +249,9 @@ def test_a_must_allow_lookup_answered_from_the_session_while_new_pages_were_foun
     agg = aggregate([all_sent, withheld])
     # a lookup the scenario says must run is a false block whatever blocked it
     assert (agg["false_blocks"], agg["distinct_answered_from_sent_documents"]) == (2, 0)
+    # the report's row for the session says so too
+    row = next(line for line in markdown([all_sent], [all_sent], "scripted").splitlines() if line.startswith("| n "))
+    assert row.split(" | ")[6] == "1"
 
 
 def test_a_scenario_whose_corpus_is_missing_is_skipped_and_one_whose_kb_is_missing_fails(sample_rt, tmp_path):
