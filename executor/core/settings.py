@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 import os
+import sys
 from functools import lru_cache
 from importlib import resources
 from pathlib import Path
@@ -303,6 +304,22 @@ def config_path() -> Path:
     return Path(os.environ.get("EXECUTOR_CONFIG", "config.yaml"))
 
 
+# The settings that say where queries, keys and data go. A ./config.yaml is read from whatever folder a command
+# runs in, a cloned repository's included: when it sets one of these, the user is told (names only, never values).
+WHERE_SETTINGS = (
+    "home",
+    "openai_base_url",
+    "database_url",
+    "checkpoint_url",
+    "milvus_uri",
+    "neo4j_uri",
+    "falkordb_url",
+    "embedder_path",
+    "local_model",
+)
+_ANNOUNCED: set[Path] = set()  # once per process: the settings load more than once (tests, the runtime, Studio)
+
+
 def update_config(path: Path, node: tuple[str, ...], values: dict[str, Any]) -> None:
     """Set `values` under the mapping at `node` of a config.yaml, keeping everything else in the file;
     the file is replaced whole or not at all."""
@@ -339,7 +356,23 @@ class _YamlSource(PydanticBaseSettingsSource):
         if unknown:  # a misspelt key would otherwise be ignored, and its setting silently left at its default
             shown = ", ".join(repr(k[:60]) for k in unknown[:5])
             raise ConfigError(f"{path}: unknown setting{'s' if len(unknown) > 1 else ''} {shown}")
+        if "EXECUTOR_CONFIG" not in os.environ:
+            self._announce(path, {str(k).lower() for k in data})
         return data
+
+    def _announce(self, path: Path, keys: set[str]) -> None:
+        """One line on stderr when the implicit ./config.yaml moves an endpoint or a location."""
+        fields = self.settings_cls.model_fields
+        sets = []
+        for name in WHERE_SETTINGS:
+            alias = fields[name].validation_alias
+            spellings = {name} | ({str(a).lower() for a in alias.choices} if isinstance(alias, AliasChoices) else set())
+            if keys & spellings:
+                sets.append(name)
+        where = path.resolve()
+        if sets and where not in _ANNOUNCED:
+            _ANNOUNCED.add(where)
+            sys.stderr.write(f"executor: ./{path} sets {', '.join(sets)} (set EXECUTOR_CONFIG to choose a file)\n")
 
 
 def read_config(path: Path, error: type[Exception]) -> dict:
