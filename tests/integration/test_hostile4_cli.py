@@ -8,6 +8,8 @@ import sys
 
 from conftest import REPO
 
+from executor.core.errors import redact
+
 
 def one_error_line(r, code: int) -> str:
     assert r.returncode == code, (r.returncode, r.stdout[-2000:], r.stderr[-2000:])
@@ -28,6 +30,7 @@ def run_in(folder, *args: str, **env_extra) -> subprocess.CompletedProcess:
         env={**env, **env_extra},
         timeout=180,
         cwd=folder,
+        stdin=subprocess.DEVNULL,  # no terminal, as under a script or CI
     )
 
 
@@ -51,3 +54,25 @@ def test_a_config_named_by_executor_config_or_one_setting_no_endpoint_is_quiet(t
     named.write_text("openai_base_url: http://127.0.0.1:9/v1\n", encoding="utf-8")
     chosen = run_in(tmp_path, "kb", "list", EXECUTOR_HOME=str(tmp_path / "h"), EXECUTOR_CONFIG=str(named))
     assert chosen.returncode == 0 and "sets" not in chosen.stderr, chosen.stderr
+
+
+# -- 2. a prompt without a terminal, and paths that look like secrets ------------------------------------
+def test_kb_drop_without_a_terminal_is_usage_naming_yes_and_keeps_the_kb(tmp_path):
+    home = {"EXECUTOR_HOME": str(tmp_path / "h")}
+    assert run_in(tmp_path, "kb", "create", "notes", **home).returncode == 0
+    line = one_error_line(run_in(tmp_path, "kb", "drop", "notes", **home), 2)
+    assert "stdin is not a terminal" in line and "--yes" in line and "'notes'" in line, line
+    assert "notes" in run_in(tmp_path, "kb", "list", **home).stdout
+    assert run_in(tmp_path, "kb", "drop", "notes", "--yes", **home).returncode == 0
+
+
+def test_words_like_passwd_or_secret_in_a_path_are_not_masked(tmp_path):
+    for name in ("passwd", "secret", "api_token"):
+        missing = tmp_path / "etc" / name
+        line = one_error_line(run_in(tmp_path, "ingest", str(missing), EXECUTOR_HOME=str(tmp_path / "h")), 2)
+        assert f"{missing}: no such" in line and "***" not in line, line
+    # what is a credential still is, a path before it or not
+    assert redact("password: hunter2") == "password: ***"
+    assert redact("/v1/chat?api_key=sk-9f8e7d") == "/v1/chat?api_key=***"
+    assert redact("postgresql://app:hunter2@db:5432/x") == "postgresql://***@db:5432/x"
+    assert redact("auth failed; token: abc123") == "auth failed; token: ***"
