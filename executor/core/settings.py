@@ -148,7 +148,9 @@ class Thresholds(BaseModel):
 
 
 class ThresholdOverride(BaseModel):
-    model_config = ConfigDict(populate_by_name=True)
+    # extra="forbid" on the retrieval settings: a misspelt key (EXECUTOR_RETRIEVAL or config.yaml) would else be
+    # dropped, and its threshold silently left at the default
+    model_config = ConfigDict(populate_by_name=True, extra="forbid")
 
     max_l2_distance: float | None = Field(default=None, validation_alias="max-l2-distance")
     highly_relevant_threshold: float | None = Field(default=None, validation_alias="highly-relevant-threshold")
@@ -274,7 +276,7 @@ class RepeatThresholds(BaseModel):
 
 
 class RepeatOverride(BaseModel):
-    model_config = ConfigDict(populate_by_name=True)
+    model_config = ConfigDict(populate_by_name=True, extra="forbid")
 
     overlap_threshold: float | None = Field(default=None, validation_alias="overlap-threshold")
     miss_overlap_threshold: float | None = Field(default=None, validation_alias="miss-overlap-threshold")
@@ -292,10 +294,14 @@ REPEAT_THRESHOLD_DEFAULTS: dict[str, RepeatThresholds] = {
 
 
 class Repeats(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
     embedders: dict[str, RepeatOverride] = Field(default_factory=dict)
 
 
 class Retrieval(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
     normalization: Normalization = Field(default_factory=Normalization)
     repeats: Repeats = Field(default_factory=Repeats)
 
@@ -751,8 +757,15 @@ def settings_error(exc: ValidationError) -> ConfigError:
     err = exc.errors()[0]
     loc = [str(p) for p in err.get("loc", ())]
     path = ".".join(loc) or "settings"
-    where = f"{env_name(loc[0])} ({path})" if len(loc) == 1 and loc[0] in Settings.model_fields else path
-    return ConfigError(f"invalid setting {where}: {err['msg'].removeprefix('Value error, ')}")
+    where = path
+    if loc and loc[0] in Settings.model_fields:
+        variable = env_name(loc[0])
+        if len(loc) == 1:
+            where = f"{variable} ({path})"
+        else:  # a key inside a structured setting: the variable holding it, else the config file
+            where = f"{variable if variable in os.environ else config_path()} ({path})"
+    problem = f"unknown key {loc[-1]!r}" if err["type"] == "extra_forbidden" else err["msg"]
+    return ConfigError(f"invalid setting {where}: {problem.removeprefix('Value error, ')}")
 
 
 @lru_cache(maxsize=1)

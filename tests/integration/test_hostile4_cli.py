@@ -6,6 +6,7 @@ import os
 import subprocess
 import sys
 
+import pytest
 from conftest import REPO
 
 from executor.core.errors import redact
@@ -76,3 +77,51 @@ def test_words_like_passwd_or_secret_in_a_path_are_not_masked(tmp_path):
     assert redact("/v1/chat?api_key=sk-9f8e7d") == "/v1/chat?api_key=***"
     assert redact("postgresql://app:hunter2@db:5432/x") == "postgresql://***@db:5432/x"
     assert redact("auth failed; token: abc123") == "auth failed; token: ***"
+
+
+# -- 3. bad input is exit 2 naming it ------------------------------------------------------------------
+@pytest.fixture
+def empty_home(tmp_path):
+    return {"EXECUTOR_HOME": str(tmp_path / "h")}
+
+
+@pytest.mark.parametrize(
+    ("args", "says"),
+    [
+        (("stats", "--source", ""), "--source names no source"),
+        (("stats", "--source", ",,"), "--source names no source"),
+        (("kb", "create", "a" * 312), "(312 characters): a name may have at most 48 characters"),
+        (("kb", "show", "b" * 49), "(49 characters): a name may have at most 48 characters"),
+        (("kb", "create", "x", "--entities", ",,,"), "--entities: no entity types given"),
+        (("kb", "create", "x", "--entities", ""), "--entities: no entity types given"),
+        (("graph", "show", "ComfyUI", "--html", ""), "--html is empty"),
+    ],
+)
+def test_empty_or_overlong_input_is_usage_naming_the_option(tmp_path, empty_home, args, says):
+    line = one_error_line(run_in(tmp_path, *args, **empty_home), 2)
+    assert says in line, line
+    assert "no knowledge bases" in run_in(tmp_path, "kb", "list", **empty_home).stdout  # nothing was created
+
+
+def test_the_graph_commands_on_a_kb_without_a_graph_are_usage(tmp_path, empty_home):
+    assert run_in(tmp_path, "kb", "create", "plain", **empty_home).returncode == 0
+    for args in (("graph", "neighbors", "x"), ("graph", "path", "x", "y"), ("graph", "show", "x", "--html", "p.html")):
+        line = one_error_line(run_in(tmp_path, *args, "--kb", "plain", **empty_home), 2)
+        assert line == (
+            "error: KB 'plain' has no graph; the graph commands need a KB created with --entities "
+            "(`executor kb list` says which have one)"
+        ), line
+
+
+@pytest.mark.parametrize(
+    ("value", "key"),
+    [
+        ('{"normalisation": {}}', "retrieval.normalisation"),
+        ('{"normalization": {"embedders": {"use-multilingual-v3": {"referance-threshold": 0.3}}}}', "referance"),
+        ('{"repeats": {"embedders": {"use-multilingual-v3": {"overlap": 0.5}}}}', "overlap'"),
+    ],
+)
+def test_an_unknown_key_in_executor_retrieval_names_the_variable_and_the_key(tmp_path, empty_home, value, key):
+    line = one_error_line(run_in(tmp_path, "kb", "list", EXECUTOR_RETRIEVAL=value, **empty_home), 2)
+    assert line.startswith("error: invalid setting EXECUTOR_RETRIEVAL (retrieval.") and key in line, line
+    assert "unknown key" in line, line

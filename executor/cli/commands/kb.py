@@ -43,6 +43,8 @@ def kb_create(
     from executor.retrieval.knowledge_bases import graph_config
 
     entity_types = csv_list(entities)
+    if entities is not None and not entity_types:  # ",,," would otherwise make a KB without a graph, silently
+        raise InputError("--entities: no entity types given; name them, e.g. Software,Database, or leave it out")
     config = graph_config(entity_types, csv_list(relations) if relations else None)
     check_grading(grading)
     with runtime() as rt:
