@@ -125,3 +125,39 @@ def test_an_unknown_key_in_executor_retrieval_names_the_variable_and_the_key(tmp
     line = one_error_line(run_in(tmp_path, "kb", "list", EXECUTOR_RETRIEVAL=value, **empty_home), 2)
     assert line.startswith("error: invalid setting EXECUTOR_RETRIEVAL (retrieval.") and key in line, line
     assert "unknown key" in line, line
+
+
+# -- 4. where a home may be, and what ingest reads ---------------------------------------------------------
+@pytest.mark.parametrize(
+    ("home", "system"),
+    [
+        ("/etc/executor-hostile4", "/etc"),
+        ("/usr/executor-hostile4", "/usr"),
+        ("/usr/local/share/executor-hostile4/home", "/usr"),
+        ("/proc/executor-hostile4", "/proc"),
+        ("/sys/executor-hostile4", "/sys"),
+        ("/boot/executor-hostile4", "/boot"),
+    ],
+)
+def test_a_new_home_inside_a_system_folder_is_refused_and_not_created(tmp_path, home, system):
+    line = one_error_line(run_in(tmp_path, "kb", "create", "notes", EXECUTOR_HOME=home), 2)
+    assert line.startswith("error: invalid setting EXECUTOR_HOME") and f"inside the system folder {system}" in line
+    assert not os.path.lexists(home)
+    assert not os.path.lexists(home.split("/executor-hostile4")[0] + "/executor-hostile4")
+
+
+def test_a_new_home_reached_through_a_link_to_a_system_folder_is_refused(tmp_path):
+    (tmp_path / "to-etc").symlink_to("/etc")
+    home = tmp_path / "to-etc" / "executor-hostile4"
+    line = one_error_line(run_in(tmp_path, "kb", "list", EXECUTOR_HOME=str(home)), 2)
+    assert f"{home} (-> /etc/executor-hostile4) is inside the system folder /etc" in line, line
+    assert not os.path.lexists("/etc/executor-hostile4")
+
+
+def test_ingest_of_a_file_says_it_is_a_file_and_what_to_pass(tmp_path):
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    page = docs / "page.md"
+    page.write_text("# A page\n\nSome text.\n", encoding="utf-8")
+    line = one_error_line(run_in(tmp_path, "ingest", str(page), "--kb", "notes", EXECUTOR_HOME=str(tmp_path / "h")), 2)
+    assert line.startswith(f"error: {page}: is a file, not a folder") and f"({docs})" in line, line
