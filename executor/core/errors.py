@@ -36,10 +36,23 @@ def register_secret(value: str | None) -> None:
         _SECRET_PATTERN = re.compile(rf"(?<![A-Za-z0-9])(?:{alternatives})(?![A-Za-z0-9])")
 
 
+# the word a `password:`-style key ends: "/etc/passwd: no such folder" is a path and an error, not a credential
+_WORD_BEFORE = re.compile(r"[^\s'\"`=]*\Z")
+
+
+def _mask_param(m: re.Match) -> str:
+    """`key: ***`, unless the key is the last part of a file path followed by a colon (a query's `token=` is
+    always masked)."""
+    before = _WORD_BEFORE.search(m.string, max(0, m.start() - 500), m.start())
+    if "=" not in m.group("sep") and before is not None and ("/" in before.group() or "\\" in before.group()):
+        return m.group()
+    return f"{m.group('key')}{m.group('sep')}***"
+
+
 def redact(text: str) -> str:
     """`text` without URL credentials, `password=`-style values, bearer tokens, or any registered secret."""
     text = _USERINFO.sub(r"\g<scheme>***@", str(text))
-    text = _SECRET_PARAM.sub(r"\g<key>\g<sep>***", text)
+    text = _SECRET_PARAM.sub(_mask_param, text)
     text = _BEARER.sub(r"\g<key>\g<sep>***", text)
     if _SECRET_PATTERN is not None:
         text = _SECRET_PATTERN.sub("***", text)

@@ -25,12 +25,18 @@ def home_folder(path: Path) -> Path:
     """Where a home named `path` keeps its data: `path` itself, unless that is a folder others may write in
     (/tmp, a group's folder), whose mode is not ours to change: then a folder of this user's own inside it."""
     path = Path(path)
+    real = Path(os.path.realpath(path))
+    shown = str(path) if real == path.absolute() else f"{path} (-> {real})"
     try:
         info = path.stat()
     except OSError:
+        tree = _system_tree(real)
+        if tree is not None:  # as root /etc and /usr are writable: the home would be made among the system's files
+            raise PermissionError(
+                f"{shown} is inside the system folder {tree}, not a place for a home; set EXECUTOR_HOME to a folder "
+                "of this user's"
+            ) from None
         return path  # created private when first needed
-    real = Path(os.path.realpath(path))
-    shown = str(path) if real == path.absolute() else f"{path} (-> {real})"
     if not path.is_dir():
         raise PermissionError(f"{shown} is not a folder; set EXECUTOR_HOME to a folder of this user's")
     if _is_system_folder(real):
@@ -71,12 +77,19 @@ _SYSTEM_FOLDERS = (
     "/usr",
     "/var",
 )
-_SYSTEM_TREES = ("/proc", "/sys", "/dev", "/etc", "/boot", "/usr")
+# nothing below these is a user's: a fixed list, not a permissions check (root may write anywhere). /var and /run
+# are not among them: /var/lib/executor and /run/user/UID are homes a service or a session may use
+_SYSTEM_TREES = ("/proc", "/sys", "/dev", "/etc", "/boot", "/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64")
+
+
+def _system_tree(real: Path) -> str | None:
+    """The system folder that `real` (a resolved path) lies below, if any."""
+    text = str(real)
+    return next((tree for tree in _SYSTEM_TREES if text.startswith(tree + "/")), None)
 
 
 def _is_system_folder(real: Path) -> bool:
-    text = str(real)
-    return text in _SYSTEM_FOLDERS or any(text.startswith(tree + "/") for tree in _SYSTEM_TREES)
+    return str(real) in _SYSTEM_FOLDERS or _system_tree(real) is not None
 
 
 def private_file(path: Path) -> Path:

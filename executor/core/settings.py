@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 import os
+import sys
 from functools import lru_cache
 from importlib import resources
 from pathlib import Path
@@ -147,7 +148,9 @@ class Thresholds(BaseModel):
 
 
 class ThresholdOverride(BaseModel):
-    model_config = ConfigDict(populate_by_name=True)
+    # extra="forbid" on the retrieval settings: a misspelt key (EXECUTOR_RETRIEVAL or config.yaml) would else be
+    # dropped, and its threshold silently left at the default
+    model_config = ConfigDict(populate_by_name=True, extra="forbid")
 
     max_l2_distance: float | None = Field(default=None, validation_alias="max-l2-distance")
     highly_relevant_threshold: float | None = Field(default=None, validation_alias="highly-relevant-threshold")
@@ -273,7 +276,7 @@ class RepeatThresholds(BaseModel):
 
 
 class RepeatOverride(BaseModel):
-    model_config = ConfigDict(populate_by_name=True)
+    model_config = ConfigDict(populate_by_name=True, extra="forbid")
 
     overlap_threshold: float | None = Field(default=None, validation_alias="overlap-threshold")
     miss_overlap_threshold: float | None = Field(default=None, validation_alias="miss-overlap-threshold")
@@ -291,16 +294,36 @@ REPEAT_THRESHOLD_DEFAULTS: dict[str, RepeatThresholds] = {
 
 
 class Repeats(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
     embedders: dict[str, RepeatOverride] = Field(default_factory=dict)
 
 
 class Retrieval(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
     normalization: Normalization = Field(default_factory=Normalization)
     repeats: Repeats = Field(default_factory=Repeats)
 
 
 def config_path() -> Path:
     return Path(os.environ.get("EXECUTOR_CONFIG", "config.yaml"))
+
+
+# The settings that say where queries, keys and data go. A ./config.yaml is read from whatever folder a command
+# runs in, a cloned repository's included: when it sets one of these, the user is told (names only, never values).
+WHERE_SETTINGS = (
+    "home",
+    "openai_base_url",
+    "database_url",
+    "checkpoint_url",
+    "milvus_uri",
+    "neo4j_uri",
+    "falkordb_url",
+    "embedder_path",
+    "local_model",
+)
+_ANNOUNCED: set[Path] = set()  # once per process: the settings load more than once (tests, the runtime, Studio)
 
 
 def update_config(path: Path, node: tuple[str, ...], values: dict[str, Any]) -> None:
@@ -339,7 +362,23 @@ class _YamlSource(PydanticBaseSettingsSource):
         if unknown:  # a misspelt key would otherwise be ignored, and its setting silently left at its default
             shown = ", ".join(repr(k[:60]) for k in unknown[:5])
             raise ConfigError(f"{path}: unknown setting{'s' if len(unknown) > 1 else ''} {shown}")
+        if "EXECUTOR_CONFIG" not in os.environ:
+            self._announce(path, {str(k).lower() for k in data})
         return data
+
+    def _announce(self, path: Path, keys: set[str]) -> None:
+        """One line on stderr when the implicit ./config.yaml moves an endpoint or a location."""
+        fields = self.settings_cls.model_fields
+        sets = []
+        for name in WHERE_SETTINGS:
+            alias = fields[name].validation_alias
+            spellings = {name} | ({str(a).lower() for a in alias.choices} if isinstance(alias, AliasChoices) else set())
+            if keys & spellings:
+                sets.append(name)
+        where = path.resolve()
+        if sets and where not in _ANNOUNCED:
+            _ANNOUNCED.add(where)
+            sys.stderr.write(f"executor: ./{path} sets {', '.join(sets)} (set EXECUTOR_CONFIG to choose a file)\n")
 
 
 def read_config(path: Path, error: type[Exception]) -> dict:
@@ -718,8 +757,15 @@ def settings_error(exc: ValidationError) -> ConfigError:
     err = exc.errors()[0]
     loc = [str(p) for p in err.get("loc", ())]
     path = ".".join(loc) or "settings"
-    where = f"{env_name(loc[0])} ({path})" if len(loc) == 1 and loc[0] in Settings.model_fields else path
-    return ConfigError(f"invalid setting {where}: {err['msg'].removeprefix('Value error, ')}")
+    where = path
+    if loc and loc[0] in Settings.model_fields:
+        variable = env_name(loc[0])
+        if len(loc) == 1:
+            where = f"{variable} ({path})"
+        else:  # a key inside a structured setting: the variable holding it, else the config file
+            where = f"{variable if variable in os.environ else config_path()} ({path})"
+    problem = f"unknown key {loc[-1]!r}" if err["type"] == "extra_forbidden" else err["msg"]
+    return ConfigError(f"invalid setting {where}: {problem.removeprefix('Value error, ')}")
 
 
 @lru_cache(maxsize=1)

@@ -12,10 +12,18 @@ from executor.core.errors import InputError
 
 CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
 SESSION_ID = re.compile(r"^[\w.:\-]{1,128}$")
-KB_NAME = re.compile(r"[a-z][a-z0-9_]{0,47}")  # also a Milvus collection suffix and a graph label value
+MAX_KB_NAME_CHARS = 48
+KB_NAME = re.compile(
+    rf"[a-z][a-z0-9_]{{0,{MAX_KB_NAME_CHARS - 1}}}"
+)  # also a Milvus collection suffix and a graph label value
 
 
 def validate_kb_name(name: str) -> str:
+    if len(name or "") > MAX_KB_NAME_CHARS:
+        raise InputError(
+            f"invalid knowledge base name {name[:40]!r}... ({len(name):,} characters): a name may have at most "
+            f"{MAX_KB_NAME_CHARS} characters"
+        )
     if not KB_NAME.fullmatch(name or ""):
         raise InputError(
             f"invalid knowledge base name {name!r}: use lowercase letters, digits and '_', starting with a letter"

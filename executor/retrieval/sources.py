@@ -132,6 +132,11 @@ def check_root(root: Path) -> Path:
         str(root).encode("utf-8")
     except UnicodeEncodeError as exc:
         raise InputError(f"{_printable(str(root))}: the folder name is not valid UTF-8; rename it") from exc
+    if root.exists() and not root.is_dir():  # ingest reads folders only: say what to pass instead
+        raise InputError(
+            f"{root}: is a file, not a folder; ingest reads a folder of documents: pass the folder that holds it "
+            f"({root.parent}), or a folder of its own"
+        )
     if not root.is_dir():
         raise InputError(f"{root}: no such folder")
     return root.resolve()

@@ -147,6 +147,8 @@ def stats(
 
     if session:
         check_session_id(session)
+    if source is not None and not csv_list(source):  # "" would otherwise mean the default, silently
+        raise InputError("--source names no source; give e.g. chat,ask or all, or leave it out for real use")
     try:
         start = datetime.fromisoformat(since) if since else None
     except ValueError:

@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 
 from executor.cli.commands.common import JsonOpt, KbOpt, csv_list, echo, print_json, runtime, sub_app, write_text
-from executor.core.errors import ExecutorError
+from executor.core.errors import InputError
 
 graph_app = sub_app(help="Explore a knowledge base's graph.")
 
@@ -28,7 +28,10 @@ def _graph_runtime(kb: str):
     try:
         row = rt.catalog.require(kb)
         if not has_graph(row.extract_config):
-            raise ExecutorError(f"knowledge base {kb!r} has no graph config")
+            raise InputError(
+                f"KB {kb!r} has no graph; the graph commands need a KB created with --entities "
+                "(`executor kb list` says which have one)"
+            )
     except BaseException:
         rt.close()
         raise
@@ -90,6 +93,9 @@ def graph_show(
     from executor.agent.knowledge_graph_page import render
     from executor.stores.knowledge_graph import require_entity
 
+    if html.is_dir():  # "" is the current folder: known before any graph work
+        named = "is empty" if str(html) == "." else f"{html} is a folder"
+        raise InputError(f"--html {named}: name the page's file, e.g. graph.html")
     with _graph_runtime(kb) as rt:
         node = require_entity(rt.graph, kb, entity)
         paths = rt.graph.navigate(kb, entity, hops, csv_list(relations), 60, rt.settings.graph_max_nodes_per_hop)

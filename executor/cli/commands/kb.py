@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Annotated
 
@@ -22,7 +23,7 @@ from executor.cli.commands.common import (
     sub_app,
     write_text,
 )
-from executor.core.errors import ExecutorError, printable
+from executor.core.errors import ExecutorError, InputError, printable
 
 kb_app = sub_app(help="Create, list, show and drop knowledge bases.")
 
@@ -42,6 +43,8 @@ def kb_create(
     from executor.retrieval.knowledge_bases import graph_config
 
     entity_types = csv_list(entities)
+    if entities is not None and not entity_types:  # ",,," would otherwise make a KB without a graph, silently
+        raise InputError("--entities: no entity types given; name them, e.g. Software,Database, or leave it out")
     config = graph_config(entity_types, csv_list(relations) if relations else None)
     check_grading(grading)
     with runtime() as rt:
@@ -200,6 +203,10 @@ def kb_drop(
 
     with runtime() as rt:
         rt.catalog.require(name)
+        if not yes and not sys.stdin.isatty():  # a script's empty stdin would read as "no", and look interrupted
+            raise InputError(
+                f"stdin is not a terminal, so dropping {name!r} cannot be confirmed: pass --yes to drop it"
+            )
         if not yes and not typer.confirm(
             f"drop knowledge base {name!r} ({len(rt.catalog.documents(name))} documents)?"
         ):
