@@ -44,6 +44,8 @@ class ToolOutput:
     # ... and the row's other fields the handler knows (the cleaned query, level, dedup reason, blocked, partial errors)
     row: dict = field(default_factory=dict)
     result: Any = None  # the service's own result (LookupResult, KGResult), for a caller that prints it whole
+    # the ExecutorError the call ended in (its text is `error`): a caller that ends in an exit code raises it again
+    raised: Exception | None = None
 
 
 @dataclass

@@ -169,13 +169,24 @@ AGENT_TOOL_NAMES = (LOOKUP, KG_QUERY, NAVIGATE, list_knowledge_bases.__name__)  
 RETRIEVAL_TOOLS = frozenset({LOOKUP, KG_QUERY})  # those of them that count against the lookup budget (`retrieval`)
 
 
+class ArgumentError(InputError, ValueError):
+    """A tool's arguments that its schema refuses: `field` (dotted, "arguments" for the whole) and `problem` read
+    as one line, `field: problem`; `kind` is pydantic's error type ("blank" for a required text of spaces) and
+    `limit` the bound it broke, for a caller that names the field its own way (the command line's options)."""
+
+    def __init__(self, field: str, problem: str, kind: str = "", limit: int | None = None, value=None):
+        super().__init__(f"{field}: {problem}")
+        self.field, self.problem, self.kind, self.limit, self.value = field, problem, kind, limit, value
+
+
 def parse_arguments(schema: type[BaseModel], args) -> BaseModel:
-    """Validated arguments of the tool whose schema is `schema`, or ValueError with one readable line."""
+    """Validated arguments of the tool whose schema is `schema`, or ArgumentError (a ValueError) with one
+    readable line."""
     name = schema.__name__
     if args is None and not schema.model_fields:
         args = {}
     if not isinstance(args, dict):
-        raise ValueError("arguments must be a JSON object")
+        raise ArgumentError("arguments", "must be a JSON object")
     try:
         parsed = schema.model_validate(args)
     except ValidationError as exc:
@@ -183,8 +194,11 @@ def parse_arguments(schema: type[BaseModel], args) -> BaseModel:
         where = ".".join(str(p) for p in err["loc"]) or "arguments"
         if err["type"] == "extra_forbidden":
             takes = ", ".join(schema.model_fields) or "no arguments"
-            raise ValueError(f"{where[:80]}: not an argument of {name} (it takes {takes})") from None
-        raise ValueError(f"{where}: {err['msg'].removeprefix('Value error, ')}") from None
+            raise ArgumentError(where[:80], f"not an argument of {name} (it takes {takes})", err["type"]) from None
+        ctx = err.get("ctx") or {}
+        limit = ctx.get("max_length", ctx.get("min_length"))
+        problem = err["msg"].removeprefix("Value error, ")
+        raise ArgumentError(where, problem, err["type"], limit, err.get("input")) from None
     for field_name, value in parsed.model_dump().items():
         if (
             isinstance(value, str)
@@ -192,7 +206,7 @@ def parse_arguments(schema: type[BaseModel], args) -> BaseModel:
             and schema.model_fields[field_name].is_required()
         ):
             if not value.strip():
-                raise ValueError(f"{field_name}: must not be blank")
+                raise ArgumentError(field_name, "must not be blank", "blank", value=value)
     return parsed
 
 
@@ -273,9 +287,13 @@ class ToolTable:
             error = str(exc)
             if tool.retrieval and not isinstance(exc, InputError):
                 return ToolOutput(
-                    text=unavailable_message(call.lang, error), error=error, failure=error, trace={"error": error}
+                    text=unavailable_message(call.lang, error),
+                    error=error,
+                    failure=error,
+                    trace={"error": error},
+                    raised=exc,
                 )
-            return ToolOutput(text=f"error: {exc}", error=error, trace={"error": error})
+            return ToolOutput(text=f"error: {exc}", error=error, trace={"error": error}, raised=exc)
 
     def answer(self, name: str, call: ToolCall, args, expand: bool = True) -> Answer:
         """`invoke`, then graph expansion when the result calls for it (a REFERENCE or thin lookup in a KB with a

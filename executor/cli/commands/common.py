@@ -120,3 +120,27 @@ def pair_labels(labels: list[Path], kbs: list[str] | None) -> list[tuple[Path, s
     if len(kbs) != len(labels):
         raise InputError(f"{len(labels)} --labels files but {len(kbs)} --kb names: give one name, or one per file")
     return list(zip(labels, kbs))
+
+
+def call_tool(rt, name: str, call, args: dict, names: dict[str, str], expand: bool = False):
+    """A tool run as the graph and MCP run it (`ToolTable.answer`: its argument checks, its `tool_invocation` row,
+    graph expansion when `expand` and the result calls for it), for a person at the command line: an argument
+    the tool refuses is named as the command names it (`names`: the tool's field -> the user's word for it), and
+    the error a call ended in is raised again, for `main` to print with its exit code."""
+    from executor.tools.registry import ArgumentError
+
+    try:
+        answer = rt.tools.answer(name, call, args, expand=expand)
+    except ArgumentError as exc:
+        raise _named(exc, names.get(exc.field, exc.field)) from None
+    if answer.out.raised is not None:
+        raise answer.out.raised
+    return answer
+
+
+def _named(exc, name: str) -> InputError:
+    if exc.kind == "blank" or (exc.kind == "string_too_short" and exc.limit == 1):
+        return InputError(f"{name} is empty")
+    if exc.kind == "string_too_long" and isinstance(exc.value, str):
+        return InputError(f"{name} is {len(exc.value):,} characters long; the limit is {exc.limit:,}")
+    return InputError(f"{name}: {exc.problem}")

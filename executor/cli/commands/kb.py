@@ -13,6 +13,7 @@ from executor.cli.commands.common import (
     JsonOpt,
     KbArg,
     SessionOpt,
+    call_tool,
     check_grading,
     console,
     csv_list,
@@ -228,14 +229,13 @@ def kg(
     """query_knowledge_graph: several knowledge bases at once, with real graph traversal."""
     from executor.agent.knowledge_graph_page import render_graph_data
     from executor.tools.call import ToolCall
-    from executor.tools.registry import KG_QUERY, query_knowledge_graph
+    from executor.tools.registry import KG_QUERY
 
     with runtime("lookup") as rt:  # a person calling the tool directly, like `lookup`
         rt.start_loading()
         session = session_or_new(session, "kg")
-        # the tool's own path (and its tool_invocation row); the service checks the arguments with its own messages
-        args = query_knowledge_graph.model_construct(knowledge_base_ids=csv_list(kb), query=query)
-        out = rt.tools.run(KG_QUERY, ToolCall(session), args)
+        args = {"knowledge_base_ids": csv_list(kb), "query": query}
+        out = call_tool(rt, KG_QUERY, ToolCall(session), args, {"knowledge_base_ids": "--kb", "query": "the query"}).out
         result = out.result
     if result.errors and not result.kb_counts:  # every knowledge base failed: that is not "no results"
         raise ExecutorError("; ".join(f"{e['knowledge_base_id']}: {e['error']}" for e in result.errors))

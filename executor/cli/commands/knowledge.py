@@ -13,6 +13,7 @@ from executor.cli.commands.common import (
     JsonOpt,
     KbOpt,
     SessionArg,
+    call_tool,
     check_grading,
     console,
     echo,
@@ -156,6 +157,10 @@ def _llm_extractor(rt, kb: str, config: dict | None):
     return LLMExtractor(model, rt.settings.model, config.get("entity_types") or [], config.get("relation_types") or [])
 
 
+# lookup_knowledge's fields as `executor lookup` names them, in its error lines
+LOOKUP_NAMES = {"query": "the query", "missing_dimension": "the missing dimension (--missing-dimension)"}
+
+
 def lookup(
     query: Annotated[str, typer.Argument(help="what to look up")],
     session: Annotated[str | None, typer.Option(help="session id; repeat it to see action memory at work")] = None,
@@ -165,24 +170,23 @@ def lookup(
     as_json: JsonOpt = False,
 ):
     """Run lookup_knowledge once (and graph_expand when it applies) and print what the LLM would see."""
-    from executor.tools.call import ToolCall, with_expansion
-    from executor.tools.registry import LOOKUP, lookup_knowledge
+    from executor.tools.call import ToolCall
+    from executor.tools.registry import LOOKUP
 
     with runtime("lookup") as rt:
         rt.start_loading(segmenter=not query.isascii())  # only non-ASCII text is cut by jieba
         session = session_or_new(session, "cli")
-        # the tool's own path (and its tool_invocation row); the lookup checks the arguments with its own messages
-        args = lookup_knowledge.model_construct(query=query, missing_dimension=missing_dimension)
-        out = rt.tools.run(LOOKUP, ToolCall(session, kb), args)
         # widened as the graph's graph_expand node would: a REFERENCE or thin result, in a KB with a graph
-        expansion = rt.tools.expand(out.expandable) if graph and out.expandable is not None else None
+        args = {"query": query, "missing_dimension": missing_dimension}
+        answer = call_tool(rt, LOOKUP, ToolCall(session, kb), args, LOOKUP_NAMES, expand=graph)
+        out, expansion = answer.out, answer.expansion
     if as_json:
         data = out.result.model_dump(mode="json")
         data["graph_expansion"] = expansion.model_dump(mode="json") if expansion else None
         print_json(data)
         return
     console.print(f"[dim]session {session}[/]")
-    echo(with_expansion(out.text, expansion))
+    echo(answer.text)
 
 
 @session_app.command("show")
