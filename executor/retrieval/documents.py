@@ -17,7 +17,7 @@ import yaml
 
 from executor.core import bounded_yaml
 from executor.core.errors import InputError
-from executor.retrieval.chunking import chunk_markdown
+from executor.retrieval.chunking import MAX_SECTIONS, chunk_markdown
 from executor.retrieval.chunking import headings as markdown_headings
 from executor.retrieval.doc_site import clean_doc_site
 from executor.retrieval.sanitize import sanitize_line, sanitize_text
@@ -219,6 +219,8 @@ def parse_text(doc_key: str, text: str, source_format: str = "md", meta_title: s
         at = top.end() if top else 0
         body = f"{body[:at]}{description}\n\n{body[at:]}".strip()
     headings = markdown_headings(body) if source_format != "txt" else []
+    if len(headings) > MAX_SECTIONS:
+        warnings.append(f"{len(headings):,} headings (more than {MAX_SECTIONS:,}): chunked by size, not by heading")
     stem = doc_key.rsplit("/", 1)[-1].rsplit(".", 1)[0]
     first_heading = headings[0] if headings and source_format != "xlsx" else None  # a sheet name is no title
     file_title = sanitize_line(meta_title) if meta_title else None

@@ -42,3 +42,20 @@ def test_identifiers_in_converted_pages_are_stored_and_found_as_written(tmp_path
         assert "\\_" not in r.stdout, r.stdout
     r = run_cli(home, "lookup", "PAY_GATEWAY_DECLINED", "--kb", "pay", "--no-graph")
     assert "2*3*4" in r.stdout and "\\*" not in r.stdout, r.stdout
+
+
+def test_a_page_of_fifty_thousand_headings_ingests_chunked_by_size_with_one_warning(tmp_path):
+    kb = tmp_path / "kb"
+    kb.mkdir()
+    # 540 kB: every heading its own section made 50,000 chunks, each carrying the page's 50,000 keywords
+    (kb / "many.md").write_text("".join(f"# h{i}\ntext\n" for i in range(50_000)))
+    (kb / "ok.md").write_text("# Fine\nA page about Docker.\n")
+    home = tmp_path / "home"
+    r = run_cli(home, "ingest", str(kb), "--kb", "many", "--json", timeout=600)
+    assert r.returncode == 0, r.stderr
+    report = json.loads(r.stdout)
+    warnings = report["warnings"]
+    assert len(warnings) == 1 and warnings[0].startswith("many.md: 50,000 headings"), warnings
+    assert report["documents"] == 2 and report["chunks"] < 2_000, report
+    r = run_cli(home, "lookup", "h49999", "--kb", "many", "--no-graph")
+    assert r.returncode == 0 and "source: many.md" in r.stdout and "h49999" in r.stdout, (r.stdout, r.stderr)
