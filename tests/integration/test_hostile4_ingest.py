@@ -3,9 +3,11 @@ regression tests: identifiers in converted pages are stored as written, a file o
 a --labels file or EXECUTOR_CONFIG that is not a regular file of sane size is one line naming it, exit 2."""
 
 import json
+import os
 
 import docx
 import openpyxl
+import pytest
 from conftest import run_cli
 
 
@@ -59,3 +61,38 @@ def test_a_page_of_fifty_thousand_headings_ingests_chunked_by_size_with_one_warn
     assert report["documents"] == 2 and report["chunks"] < 2_000, report
     r = run_cli(home, "lookup", "h49999", "--kb", "many", "--no-graph")
     assert r.returncode == 0 and "source: many.md" in r.stdout and "h49999" in r.stdout, (r.stdout, r.stderr)
+
+
+def one_error_line(r, code: int) -> str:
+    assert r.returncode == code, (r.returncode, r.stderr[-2000:])
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: ") and "Traceback" not in r.stderr, r.stderr
+    return lines[0]
+
+
+def not_regular_files(tmp_path):
+    """A device that reads forever, a FIFO no one writes to (its open blocks), a folder: each not a file."""
+    fifo = tmp_path / "labels.fifo"
+    os.mkfifo(fifo)
+    folder = tmp_path / "folder"
+    folder.mkdir()
+    return [("/dev/zero", "character device"), (str(fifo), "named pipe"), (str(folder), "folder")]
+
+
+@pytest.mark.parametrize("command", ["calibrate", "eval-retrieval"])
+def test_a_labels_option_that_is_not_a_regular_file_of_sane_size_is_one_line_naming_it(tmp_path, command):
+    big = tmp_path / "big.yaml"
+    with open(big, "wb") as f:  # sparse: 100 MB of zeros that take no disk
+        f.truncate(100 * 1024 * 1024)
+    for path, kind in [*not_regular_files(tmp_path), (str(big), "bytes")]:
+        line = one_error_line(run_cli(tmp_path / "home", command, "--labels", path, timeout=60), 2)
+        assert f"--labels {path}: " in line and kind in line, line
+
+
+def test_an_executor_config_that_is_not_a_regular_file_of_sane_size_is_one_line_naming_it(tmp_path):
+    big = tmp_path / "config.yaml"
+    with open(big, "wb") as f:
+        f.truncate(100 * 1024 * 1024)
+    for path, kind in [*not_regular_files(tmp_path), (str(big), "bytes")]:
+        line = one_error_line(run_cli(tmp_path / "home", "kb", "list", timeout=60, EXECUTOR_CONFIG=path), 2)
+        assert path in line and "EXECUTOR_CONFIG" in line and kind in line, line
