@@ -35,7 +35,7 @@ DOC_KEY = re.compile(r"^[\w][\w.\-/ ]{0,400}$")
 DOMAIN = re.compile(r"^[a-z0-9][a-z0-9_\-]{0,63}$")
 # Part of every content hash: a change to cleaning or chunking re-embeds existing KBs on the
 # next ingest (their documents count as changed), with no --rebuild and no schema change.
-PARSER_VERSION = "2"
+PARSER_VERSION = "3"  # 3: converted pages keep `_` and `*` unescaped; 5,000+ headings chunked by size
 OFFICE_AND_PDF = frozenset({"pdf", "docx", "pptx", "xlsx"})
 _YAML_FRONT = re.compile(r"^---[ \t]*\n(.*?)\n---[ \t]*(?:\n|$)", re.S)
 _TOML_FRONT = re.compile(r"^\+\+\+[ \t]*\n(.*?)\n\+\+\+[ \t]*(?:\n|$)", re.S)
