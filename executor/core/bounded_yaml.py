@@ -8,7 +8,10 @@ aliases are expanded; only a text within the bounds is then loaded, by the same 
 
 from __future__ import annotations
 
+import os
+import stat
 from dataclasses import dataclass
+from pathlib import Path
 
 import yaml
 
@@ -31,6 +34,35 @@ class Bounds:
 FRONT_MATTER = Bounds(max_chars=256 * 1024, max_depth=32, max_expanded=1024 * 1024, aliases=False)
 CONFIG = Bounds(max_chars=1024 * 1024, max_depth=64, max_expanded=4 * 1024 * 1024)
 LABELS = Bounds(max_chars=16 * 1024 * 1024, max_depth=64, max_expanded=64 * 1024 * 1024)
+
+
+_KINDS = {
+    stat.S_ISDIR: "a folder",
+    stat.S_ISCHR: "a character device",
+    stat.S_ISBLK: "a block device",
+    stat.S_ISFIFO: "a named pipe (FIFO)",
+    stat.S_ISSOCK: "a socket",
+}
+
+
+def read_text(path: Path, bounds: Bounds) -> str:
+    """The UTF-8 text of `path`, a regular file within `bounds`; YamlBoundError for anything else, OSError or
+    UnicodeDecodeError if it cannot be read as text. Only the bytes the bound allows are read: /dev/zero read
+    whole ended in a MemoryError, and a FIFO blocked forever (it is opened without waiting for a writer)."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    try:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            kind = next((name for test, name in _KINDS.items() if test(mode)), "not a file")
+            raise YamlBoundError(f"it is {kind}, not a regular file")
+        most = bounds.max_chars * 4  # UTF-8: up to 4 bytes a character
+        with os.fdopen(os.dup(fd), "rb") as f:
+            data = f.read(most + 1)
+    finally:
+        os.close(fd)
+    if len(data) > most:
+        raise YamlBoundError(f"it is over {most:,} bytes; at most {bounds.max_chars:,} characters are read")
+    return data.decode("utf-8")
 
 
 def check(text: str, bounds: Bounds) -> None:

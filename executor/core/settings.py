@@ -387,12 +387,11 @@ def read_config(path: Path, error: type[Exception]) -> dict:
     try:
         if path.is_dir():
             raise error(f"{path}: is a folder, not a config file (EXECUTOR_CONFIG names the file)")
-        if path.stat().st_size > bounded_yaml.CONFIG.max_chars * 4:  # not even read: it cannot be within bounds
-            raise error(
-                f"{path}: {path.stat().st_size:,} bytes; a config file may have at most "
-                f"{bounded_yaml.CONFIG.max_chars:,} characters"
-            )
-        data = bounded_yaml.load(path.read_text(encoding="utf-8"), bounded_yaml.CONFIG) or {}
+        try:
+            text = bounded_yaml.read_text(path, bounded_yaml.CONFIG)
+        except bounded_yaml.YamlBoundError as exc:
+            raise error(f"{path}: {exc} (EXECUTOR_CONFIG names the config file)") from exc
+        data = bounded_yaml.load(text, bounded_yaml.CONFIG) or {}
     except UnicodeDecodeError as exc:
         raise error(f"{path}: not UTF-8 text (byte {exc.start})") from exc
     except bounded_yaml.YamlBoundError as exc:

@@ -21,6 +21,10 @@ OVERLAP_CHARS = 120
 ATOMIC_MAX_CHARS = 3 * MAX_CHUNK_CHARS
 PATH_SEPARATOR = " › "
 MAX_PATH_CHARS = 200
+# A page of more headings than this is chunked by size alone, its headings kept as lines of text: 540 kB of
+# `# h1\ntext` made 50,000 one-line sections, so 50,000 chunks to embed and store (1.6 GB, minutes), where the
+# same bytes of prose make ~700.
+MAX_SECTIONS = 5_000
 _ATOMIC = {"fence", "code_block", "table_open", "html_block"}
 _SENTENCE_END = re.compile(r"(?<=[.!?。！？；;])\s*")
 
@@ -45,9 +49,11 @@ def _parser():
 
 
 def parse_sections(markdown: str) -> list[Section]:
-    """The document as sections (one per heading, plus what precedes the first), in reading order."""
+    """The document as sections (one per heading, plus what precedes the first), in reading order; a document
+    of more than MAX_SECTIONS headings is one section whose blocks include its headings."""
     lines = markdown.splitlines()
     tokens = _parser().parse(markdown)
+    flat = sum(1 for t in tokens if t.type == "heading_open" and t.level == 0) > MAX_SECTIONS
     sections: list[Section] = []
     stack: list[tuple[int, str]] = []
     blocks: list[Block] = []
@@ -59,7 +65,7 @@ def parse_sections(markdown: str) -> list[Section]:
     for i, token in enumerate(tokens):
         if token.level != 0 or token.map is None:
             continue
-        if token.type == "heading_open":
+        if token.type == "heading_open" and not flat:
             close()
             blocks = []
             level = int(token.tag[1])

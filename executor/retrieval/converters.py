@@ -130,8 +130,12 @@ def _markitdown(fmt: str, data: bytes):
             best = from_bytes(data).best()
             charset = best.encoding if best is not None else "latin-1"
     info = StreamInfo(extension=f".{fmt}", charset=charset)
+    # HTML, and Word/PowerPoint/Excel by way of HTML, go through markdownify, which escapes every `_` and `*`:
+    # PAY_GATEWAY_DECLINED was stored as PAY\_GATEWAY\_DECLINED, so an exact lookup missed it and the LLM read
+    # the backslashes. The stored text is searched and quoted, not rendered: it keeps the characters as written.
+    options = {} if fmt == "pdf" else {"escape_underscores": False, "escape_asterisks": False}
     try:
-        return converter.convert(io.BytesIO(data), info)
+        return converter.convert(io.BytesIO(data), info, **options)
     except Exception as exc:  # a damaged file can raise anything from any of five parsers
         raise ConversionError(_reason(fmt, exc)) from exc
 

@@ -17,7 +17,7 @@ import yaml
 
 from executor.core import bounded_yaml
 from executor.core.errors import InputError
-from executor.retrieval.chunking import chunk_markdown
+from executor.retrieval.chunking import MAX_SECTIONS, chunk_markdown
 from executor.retrieval.chunking import headings as markdown_headings
 from executor.retrieval.doc_site import clean_doc_site
 from executor.retrieval.sanitize import sanitize_line, sanitize_text
@@ -35,7 +35,7 @@ DOC_KEY = re.compile(r"^[\w][\w.\-/ ]{0,400}$")
 DOMAIN = re.compile(r"^[a-z0-9][a-z0-9_\-]{0,63}$")
 # Part of every content hash: a change to cleaning or chunking re-embeds existing KBs on the
 # next ingest (their documents count as changed), with no --rebuild and no schema change.
-PARSER_VERSION = "2"
+PARSER_VERSION = "3"  # 3: converted pages keep `_` and `*` unescaped; 5,000+ headings chunked by size
 OFFICE_AND_PDF = frozenset({"pdf", "docx", "pptx", "xlsx"})
 _YAML_FRONT = re.compile(r"^---[ \t]*\n(.*?)\n---[ \t]*(?:\n|$)", re.S)
 _TOML_FRONT = re.compile(r"^\+\+\+[ \t]*\n(.*?)\n\+\+\+[ \t]*(?:\n|$)", re.S)
@@ -219,6 +219,8 @@ def parse_text(doc_key: str, text: str, source_format: str = "md", meta_title: s
         at = top.end() if top else 0
         body = f"{body[:at]}{description}\n\n{body[at:]}".strip()
     headings = markdown_headings(body) if source_format != "txt" else []
+    if len(headings) > MAX_SECTIONS:
+        warnings.append(f"{len(headings):,} headings (more than {MAX_SECTIONS:,}): chunked by size, not by heading")
     stem = doc_key.rsplit("/", 1)[-1].rsplit(".", 1)[0]
     first_heading = headings[0] if headings and source_format != "xlsx" else None  # a sheet name is no title
     file_title = sanitize_line(meta_title) if meta_title else None

@@ -22,7 +22,13 @@ def load_label_list(path: Path, model: type[M], shape: str) -> list[M]:
     if not path.exists():
         raise InputError(f"{path}: no such file")
     try:
-        raw = bounded_yaml.load(path.read_text(encoding="utf-8"), bounded_yaml.LABELS)
+        text = bounded_yaml.read_text(path, bounded_yaml.LABELS)
+    except bounded_yaml.YamlBoundError as exc:
+        raise InputError(f"--labels {path}: {exc}") from exc
+    except OSError as exc:
+        raise InputError(f"--labels {path}: cannot be read ({exc.strerror or exc})") from exc
+    try:
+        raw = bounded_yaml.load(text, bounded_yaml.LABELS)
     except (bounded_yaml.YamlBoundError, UnicodeDecodeError) as exc:
         raise InputError(f"{path}: {exc}") from exc
     except yaml.YAMLError as exc:

@@ -461,14 +461,20 @@ class MilvusVectorStore:
     def upsert(self, kb: str, rows: list[dict], embedder: Embedder, vectors: np.ndarray) -> None:
         lexical = embedder.lexical_weights([r["text"] for r in rows]) if embedder.has_lexical_weights else None
         data = []
+        # a document's keywords once, not once per chunk: a page's headings are its keywords, and 5,000 of them
+        # serialized for each of its chunks grew with the square of its headings
+        keywords: dict[str, str] = {}
         for i, row in enumerate(rows):
+            if row["doc_key"] not in keywords:
+                words = json.dumps(row.get("keywords", []), ensure_ascii=False)
+                keywords[row["doc_key"]] = _truncate_utf8(words, 4000)
             item = {
                 "chunk_id": row["chunk_id"],
                 "doc_key": row["doc_key"],
                 "chunk_index": int(row["chunk_index"]),
                 "domain": row["domain"],
                 "title": _truncate_utf8(row["title"], 2000),
-                "keywords": _truncate_utf8(json.dumps(row.get("keywords", []), ensure_ascii=False), 4000),
+                "keywords": keywords[row["doc_key"]],
                 "text": _truncate_utf8(row["text"], TEXT_MAX - 16),
                 "dense": vectors[i].astype(np.float32).tolist(),
             }
