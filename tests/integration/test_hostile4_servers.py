@@ -1,0 +1,71 @@
+"""Local servers and faults, round two of issue 30 (probe `servers4`): what a web page or a hostile client can
+still send to `executor mcp --http` and `executor llm serve`, and what an interrupted command prints."""
+
+import socket
+import threading
+import time
+
+import pytest
+from conftest import free_port
+
+WS_KEY = "dGhlIHNhbXBsZSBub25jZQ=="
+TOKEN = "t0ken-for-the-tests-0123456789"
+
+
+def handshake(port: int, host_header: str, extra: str = "") -> bytes:
+    """A raw WebSocket upgrade request: the status line of the answer."""
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
+        sock.sendall(
+            f"GET /ws HTTP/1.1\r\nHost: {host_header}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+            f"Sec-WebSocket-Key: {WS_KEY}\r\nSec-WebSocket-Version: 13\r\n{extra}\r\n".encode()
+        )
+        data = b""
+        while b"\r\n" not in data:
+            chunk = sock.recv(4096)
+            if not chunk:
+                break
+            data += chunk
+    return data.split(b"\r\n", 1)[0]
+
+
+@pytest.fixture
+def guarded_websocket_app():
+    """A server with a WebSocket route behind the guard every local server of ours uses: a route added to
+    either server tomorrow is exactly this."""
+    import uvicorn
+    from starlette.applications import Starlette
+    from starlette.routing import WebSocketRoute
+
+    from executor.core.local_http import LocalGuard, own_hosts
+
+    async def echo(ws):
+        await ws.accept()
+        await ws.close()
+
+    def serve(token=None):
+        port = free_port()
+        app = LocalGuard(Starlette(routes=[WebSocketRoute("/ws", echo)]), own_hosts("127.0.0.1", port), token=token)
+        server = uvicorn.Server(uvicorn.Config(app, port=port, log_level="error", lifespan="off"))
+        threading.Thread(target=server.run, daemon=True).start()
+        servers.append(server)
+        deadline = time.monotonic() + 20
+        while not server.started:
+            assert time.monotonic() < deadline, "the test server did not start"
+            time.sleep(0.05)
+        return port
+
+    servers: list = []
+    yield serve
+    for server in servers:
+        server.should_exit = True
+
+
+def test_a_websocket_handshake_passes_the_host_origin_and_token_checks(guarded_websocket_app):
+    port = guarded_websocket_app()
+    assert b" 101 " in handshake(port, f"127.0.0.1:{port}")  # the route works for its own page
+    assert b" 403 " in handshake(port, "evil.example")  # DNS rebinding
+    assert b" 403 " in handshake(port, f"127.0.0.1:{port}@evil.example")
+    assert b" 403 " in handshake(port, f"127.0.0.1:{port}", "Origin: http://evil.example\r\n")  # no CORS for ws
+    port = guarded_websocket_app(token=TOKEN)
+    assert b" 403 " in handshake(port, f"127.0.0.1:{port}")
+    assert b" 101 " in handshake(port, f"127.0.0.1:{port}", f"Authorization: Bearer {TOKEN}\r\n")
