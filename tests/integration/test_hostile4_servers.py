@@ -1,12 +1,17 @@
 """Local servers and faults, round two of issue 30 (probe `servers4`): what a web page or a hostile client can
 still send to `executor mcp --http` and `executor llm serve`, and what an interrupted command prints."""
 
+import os
+import signal
 import socket
+import subprocess
+import sys
 import threading
 import time
+from pathlib import Path
 
 import pytest
-from conftest import free_port
+from conftest import REPO, free_port
 
 WS_KEY = "dGhlIHNhbXBsZSBub25jZQ=="
 TOKEN = "t0ken-for-the-tests-0123456789"
@@ -69,3 +74,26 @@ def test_a_websocket_handshake_passes_the_host_origin_and_token_checks(guarded_w
     port = guarded_websocket_app(token=TOKEN)
     assert b" 403 " in handshake(port, f"127.0.0.1:{port}")
     assert b" 101 " in handshake(port, f"127.0.0.1:{port}", f"Authorization: Bearer {TOKEN}\r\n")
+
+
+# -- Ctrl-C while a command starts ----------------------------------------------------------------------
+@pytest.mark.parametrize("inherited", [signal.SIG_DFL, signal.SIG_IGN], ids=["terminal", "script-background-job"])
+def test_ctrl_c_while_a_command_loads_is_one_line_and_exit_130(tmp_path, inherited):
+    env = {**os.environ, "EXECUTOR_HOME": str(tmp_path / "home")}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "executor.cli.main", "ingest", "--rebuild"],
+        cwd=REPO,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, inherited),
+    )
+    # the command's modules take about 2 s to load; pydantic's extension is among the first of them
+    deadline = time.monotonic() + 60
+    while "pydantic_core" not in Path(f"/proc/{proc.pid}/maps").read_text():
+        assert proc.poll() is None and time.monotonic() < deadline, "the command never started loading"
+        time.sleep(0.01)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130 and err.strip() == "error: interrupted", (proc.returncode, err[-2000:])
