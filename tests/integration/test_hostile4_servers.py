@@ -1,6 +1,7 @@
 """Local servers and faults, round two of issue 30 (probe `servers4`): what a web page or a hostile client can
 still send to `executor mcp --http` and `executor llm serve`, and what an interrupted command prints."""
 
+import json
 import os
 import signal
 import socket
@@ -11,10 +12,11 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import REPO, free_port
+from conftest import REPO, free_port, ingested_home, run_cli, stop_process
 
 WS_KEY = "dGhlIHNhbXBsZSBub25jZQ=="
 TOKEN = "t0ken-for-the-tests-0123456789"
+INIT_PARAMS = {"protocolVersion": "2025-03-26", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}
 
 
 def handshake(port: int, host_header: str, extra: str = "") -> bytes:
@@ -97,3 +99,58 @@ def test_ctrl_c_while_a_command_loads_is_one_line_and_exit_130(tmp_path, inherit
     proc.send_signal(signal.SIGINT)
     _, err = proc.communicate(timeout=120)
     assert proc.returncode == 130 and err.strip() == "error: interrupted", (proc.returncode, err[-2000:])
+
+
+# -- the MCP server over HTTP ---------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def mcp_url(tmp_path_factory):
+    home = ingested_home(tmp_path_factory, "servers4-home")
+    port = free_port()
+    log = open(home / "server.log", "w")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "executor.cli.main", "mcp", "--http", "--port", str(port)],
+        env={**os.environ, "EXECUTOR_HOME": str(home)},
+        cwd=REPO,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
+    deadline = time.monotonic() + 120
+    while True:
+        assert proc.poll() is None and time.monotonic() < deadline, (home / "server.log").read_text()[-2000:]
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            break
+        except OSError:
+            time.sleep(0.3)
+    yield f"http://127.0.0.1:{port}/mcp"
+    stop_process(proc, log)
+    run_cli(home, "graph", "stop")
+
+
+def rpc(client, url: str, body: dict, session: str | None = None) -> dict | None:
+    """One JSON-RPC message over streamable HTTP: the answer (from JSON or the event stream), None for a 202."""
+    headers = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
+    if session is not None:
+        headers["mcp-session-id"] = session
+    r = client.post(url, content=json.dumps(body), headers=headers)
+    if r.status_code == 202:
+        return None
+    data = [line[5:] for line in r.text.splitlines() if line.startswith("data:")]
+    answer = json.loads(data[0] if data else r.text)
+    answer["session"] = r.headers.get("mcp-session-id")
+    return answer
+
+
+def test_an_unknown_method_is_method_not_found(mcp_url):
+    import httpx
+
+    with httpx.Client(timeout=60) as client:
+        init = rpc(client, mcp_url, {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": INIT_PARAMS})
+        assert init is not None
+        session = init["session"]
+        rpc(client, mcp_url, {"jsonrpc": "2.0", "method": "notifications/initialized"}, session)
+        unknown = rpc(client, mcp_url, {"jsonrpc": "2.0", "id": 5, "method": "tools/delete"}, session)
+        known = rpc(client, mcp_url, {"jsonrpc": "2.0", "id": 6, "method": "tools/list"}, session)
+    assert unknown is not None and unknown["id"] == 5, unknown
+    assert unknown["error"]["code"] == -32601 and "tools/delete" in unknown["error"]["message"], unknown
+    assert known is not None and "lookup_knowledge" in {t["name"] for t in known["result"]["tools"]}
