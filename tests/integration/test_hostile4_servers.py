@@ -184,3 +184,11 @@ def test_ctrl_c_while_the_local_model_loads_stops_the_endpoint(tmp_path):
             proc.kill()
             pytest.fail("Ctrl-C while the model loaded: the endpoint hung")
         assert proc.returncode == 130 and err.strip() == "error: interrupted", (proc.returncode, err[-2000:])
+
+
+@pytest.mark.parametrize(("where", "name"), [("env", "EXECUTOR_MCP_TOKEN"), ("option", "--token")])
+def test_a_short_token_is_named_as_it_was_given(tmp_path, where, name):
+    args = ["mcp", "--http", "--host", "0.0.0.0", "--port", str(free_port())]
+    extra = {"EXECUTOR_MCP_TOKEN": "short"} if where == "env" else {}
+    r = run_cli(tmp_path / "home", *args, *(["--token", "short"] if where == "option" else []), timeout=60, **extra)
+    assert r.returncode == 2 and r.stderr.strip() == f"error: {name} must have at least 16 characters", r.stderr
