@@ -22,6 +22,7 @@ import uuid
 import weakref
 from importlib.metadata import PackageNotFoundError
 from importlib.metadata import version as package_version
+from typing import get_args
 
 import anyio
 import mcp.types as types
@@ -30,6 +31,7 @@ from mcp.shared.exceptions import McpError
 from mcp.shared.message import SessionMessage
 from pydantic import AnyUrl
 
+from executor.core.errors import printable
 from executor.core.validation import SESSION_ID, check_session_id
 from executor.prompts.executor import RULES
 from executor.prompts.results import expansion_text
@@ -103,7 +105,7 @@ class ExecutorMCP:
         self._lock = threading.Lock()
         self._connections: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
         self._tools: list[types.Tool] | None = None
-        self.server = Server("executor", version=server_version(), instructions=RULES["en"])
+        self.server = _Server("executor", version=server_version(), instructions=RULES["en"])
         self._register()
 
     # -- sessions -------------------------------------------------------------
@@ -300,6 +302,40 @@ class ExecutorMCP:
             routes=[Route("/mcp", endpoint=StreamableHTTPASGIApp(manager))], lifespan=lambda app: manager.run()
         )
         return LocalGuard(app, hosts, token=token)
+
+
+# the methods a client may call (MCP's ClientRequest union): the SDK validates a request against that union, so an
+# unknown method fails as "Invalid request parameters" (-32602) and logs the union's validation errors
+KNOWN_METHODS = frozenset(
+    get_args(request.model_fields["method"].annotation)[0]
+    for request in get_args(types.ClientRequest.model_fields["root"].annotation)
+)
+
+
+class _Server(Server):
+    """The SDK's server, answering a request for a method MCP does not have as JSON-RPC 2.0 says: -32601 Method
+    not found, naming it (over stdio and HTTP alike: both transports hand their streams to `run`)."""
+
+    async def run(self, read_stream, write_stream, *args, **kwargs):
+        known_send, known = anyio.create_memory_object_stream(0)
+
+        async def answer_unknown_methods():
+            async with known_send:
+                async for item in read_stream:
+                    root = getattr(getattr(item, "message", None), "root", None)
+                    if isinstance(root, types.JSONRPCRequest) and root.method not in KNOWN_METHODS:
+                        error = types.ErrorData(
+                            code=types.METHOD_NOT_FOUND, message=f"Method not found: {printable(root.method)[:100]}"
+                        )
+                        reply = types.JSONRPCError(jsonrpc="2.0", id=root.id, error=error)
+                        await write_stream.send(SessionMessage(types.JSONRPCMessage(reply)))
+                    else:
+                        await known_send.send(item)
+
+        async with anyio.create_task_group() as tasks:
+            tasks.start_soon(answer_unknown_methods)
+            await super().run(known, write_stream, *args, **kwargs)
+            tasks.cancel_scope.cancel()
 
 
 class _ParseError:

@@ -15,28 +15,36 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import sys
 import traceback
 from typing import Annotated, NoReturn
 
-import typer
-from typer.core import TyperGroup
+# Ctrl-C while the modules below load (about 2 s) stops the command as it does later: one line, exit 130, no
+# traceback out of importlib; also in a command a script started with `&` (which inherits SIGINT ignored)
+signal.signal(signal.SIGINT, signal.default_int_handler)
+try:
+    import typer
+    from typer.core import TyperGroup
 
-from executor.cli.commands import (
-    chat,
-    evaluation,
-    feedback,
-    graph,
-    kb,
-    knowledge,
-    llm,
-    mcp,
-    repeats,
-    retrieval_quality,
-    turns,
-)
-from executor.cli.commands.common import sub_app
-from executor.core.errors import EXIT_USAGE, ConfigError, InputError, describe, printable, redact
+    from executor.cli.commands import (
+        chat,
+        evaluation,
+        feedback,
+        graph,
+        kb,
+        knowledge,
+        llm,
+        mcp,
+        repeats,
+        retrieval_quality,
+        turns,
+    )
+    from executor.cli.commands.common import sub_app
+    from executor.core.errors import EXIT_USAGE, ConfigError, InputError, describe, printable, redact
+except KeyboardInterrupt:
+    sys.stderr.write("error: interrupted\n")
+    raise SystemExit(130) from None
 
 
 def _before_dashdash(argv: list[str]) -> list[str]:
@@ -88,8 +96,6 @@ class ExecutorGroup(TyperGroup):
     """Runs the commands with click's own exception handling off, so that `report` sees every failure."""
 
     def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True, **extra):
-        import signal
-
         argv = list(sys.argv[1:] if args is None else args)
         # Ctrl-C stops every command, also one started with `&` by a script (which inherits SIGINT ignored)
         signal.signal(signal.SIGINT, signal.default_int_handler)

@@ -46,7 +46,8 @@ def own_hosts(bind: str, port: int, extra: tuple[str, ...] = ()) -> set[str]:
 class LocalGuard:
     """ASGI middleware: refuse a request whose Host is not `hosts` (421), whose Origin is not one of them (403),
     that lacks the bearer `token` when one is set (401), or whose body exceeds `max_body` bytes (413), before
-    the app sees it and before more than `max_body` bytes of it are read."""
+    the app sees it and before more than `max_body` bytes of it are read. A WebSocket handshake passes the same
+    Host, Origin and token checks (refused with 403)."""
 
     def __init__(self, app, hosts: set[str], token: str | None = None, max_body: int = MAX_BODY_BYTES):
         self.app = app
@@ -56,13 +57,18 @@ class LocalGuard:
         self.max_body = max_body
 
     async def __call__(self, scope, receive, send):
-        if scope["type"] != "http":
+        if scope["type"] not in ("http", "websocket"):  # lifespan: the server's own start and stop
             return await self.app(scope, receive, send)
         headers = {}
         for key, value in scope.get("headers") or []:
             headers.setdefault(key.decode("latin-1").lower(), []).append(value.decode("latin-1"))
         refusal = self._refusal(headers)
         if refusal is not None:
+            if scope["type"] == "websocket":
+                # a WebSocket handshake is not bound by CORS: any page may open one to 127.0.0.1, so it passes the
+                # same checks; closing before accepting is the ASGI way to refuse it (the server answers 403)
+                await receive()  # the handshake's websocket.connect
+                return await send({"type": "websocket.close", "code": 1008})
             return await _reply(send, *refusal)
         # names are case-insensitive (RFC 9110): what passed here reaches the app lower-cased, so that a check of
         # its own (the MCP SDK compares Host and Origin exactly) agrees with this one
@@ -73,6 +79,8 @@ class LocalGuard:
                 for key, value in scope.get("headers") or []
             ],
         }
+        if scope["type"] == "websocket":  # no request body: its frames are the app's to bound
+            return await self.app(scope, receive, send)
         length = headers.get("content-length")
         if length is not None:
             if len(length) != 1 or not length[0].strip().isdigit():

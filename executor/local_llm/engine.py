@@ -7,7 +7,9 @@ its HTTP API (`/completion` with `json_schema`, `/tokenize`).
 from __future__ import annotations
 
 import secrets
+import signal
 import socket
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -45,6 +47,22 @@ class EngineError(Exception):
 
 class LlamaEngine:
     def __init__(self, options: EngineOptions):
+        # a KeyboardInterrupt raised while llama.cpp loads the model and starts its threads (Ctrl-C in that half
+        # second) hung the process for good, 3 times in 4, in the library's constructor or its destructor: while
+        # it starts, Ctrl-C is only noted, and raised once the start is over
+        if threading.current_thread() is not threading.main_thread():  # only the main thread gets signals
+            self._start(options)
+            return
+        came: list[int] = []
+        previous = signal.signal(signal.SIGINT, lambda signum, _frame: came.append(signum))
+        try:
+            self._start(options)
+        finally:
+            signal.signal(signal.SIGINT, previous)
+        if came:
+            raise KeyboardInterrupt
+
+    def _start(self, options: EngineOptions) -> None:
         try:
             import xllamacpp
         except ImportError:

@@ -7,6 +7,7 @@ import logging
 import socket
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import uvicorn
@@ -74,10 +75,12 @@ class LocalEndpoint:
         self.stop()
 
 
-def serve_forever(options: EngineOptions, port: int) -> None:
+def serve_forever(options: EngineOptions, port: int, announce: Callable[[], None]) -> None:
     """Serve until Ctrl-C (uvicorn handles the signal and shuts down cleanly); one line per request on
-    stderr with its tokens and speed."""
+    stderr with its tokens and speed. `announce` says where, once the port is ours: a port in use is the one
+    error line, after no "serving" line (nor, under --json, an object a script takes for the endpoint)."""
     sock = _bind(port)
+    announce()
     logging.basicConfig(format="%(asctime)s %(message)s")
     logging.getLogger("local_llm").setLevel(logging.INFO)
     server, _ = _server(options, sock.getsockname()[1])

@@ -26,21 +26,24 @@ def serve(
 
     options = engine_options(get_settings(), model)
     base_url = f"http://127.0.0.1:{port}/v1"
-    if as_json:
-        print_json(
-            {
-                "base_url": base_url,
-                "model": options.alias,
-                "path": str(options.model),
-                "n_ctx": options.n_ctx,
-                "threads": options.threads,
-            }
-        )
-    else:
-        console.print(
-            f"serving {options.model} as {options.alias!r} on {base_url} "
-            f"(n_ctx {options.n_ctx}, {options.threads} threads); Ctrl-C stops",
-            highlight=False,
-            markup=False,
-        )
-    serve_forever(options, port)
+
+    def announce() -> None:
+        if as_json:
+            print_json(
+                {
+                    "base_url": base_url,
+                    "model": options.alias,
+                    "path": str(options.model),
+                    "n_ctx": options.n_ctx,
+                    "threads": options.threads,
+                }
+            )
+        else:
+            console.print(
+                f"serving {options.model} as {options.alias!r} on {base_url} "
+                f"(n_ctx {options.n_ctx}, {options.threads} threads); Ctrl-C stops",
+                highlight=False,
+                markup=False,
+            )
+
+    serve_forever(options, port, announce)

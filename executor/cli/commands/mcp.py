@@ -69,7 +69,9 @@ def mcp(
             "EXECUTOR_MCP_TOKEN (clients send `Authorization: Bearer TOKEN`), or listen on 127.0.0.1"
         )
     if token is not None and len(token) < 16:
-        raise InputError("--token must have at least 16 characters")
+        # named as the user set it: the variable can sit in a profile, far from the command line
+        name = "EXECUTOR_MCP_TOKEN" if os.environ.get("EXECUTOR_MCP_TOKEN") == token else "--token"
+        raise InputError(f"{name} must have at least 16 characters")
     register_secret(token)
     with Runtime(mcp_settings(), source="mcp") as rt:
         server = ExecutorMCP(rt, kb=kb)
