@@ -71,6 +71,9 @@ class Bars:
     # with it, the answerability model's weak-REFERENCE band starts where this share of off-topic questions
     # still gets a document (None: no band, below the threshold nothing is found)
     weak_max_rate: float | None = None
+    # ranker features held at 0 when fitting (weight 0): ones the questions settle by construction, so the fit
+    # would learn the question generator rather than the KB (`retrieval.self_calibration.BY_CONSTRUCTION`)
+    ranker_without: tuple[str, ...] = ()
 
 
 BARS = Bars()
@@ -181,12 +184,12 @@ def _logistic(x: list[list[float]], y: list[bool], names: tuple[str, ...], **opt
     }
 
 
-def fit_ranker(observed: list[Observed]) -> Ranker:
+def fit_ranker(observed: list[Observed], without: tuple[str, ...] = ()) -> Ranker:
     x, y = [], []
     for o in observed:
         relevant = set(o.label.relevant)
         for c in o.graded.candidates:
-            x.append([c.features[f] for f in FEATURES])
+            x.append([0.0 if f in without else c.features[f] for f in FEATURES])
             y.append(c.doc_key in relevant)
     if len(set(y)) < 2:
         raise InputError("the labels need both relevant and irrelevant documents among the results to fit a model")
@@ -282,7 +285,7 @@ def fit_answerability(
 def fit(observed: list[Observed], max_l2: float, target: str | None = None, bars: Bars = BARS) -> Thresholds:
     """The ranker and the answerability model fitted on every observed question; the thresholds on `target`'s
     questions (None: on all)."""
-    ranker = fit_ranker(observed)
+    ranker = fit_ranker(observed, bars.ranker_without)
     own = [o for o in observed if target is None or o.kb == target]
     hr, hr_other, ref, supplement = choose_thresholds(own, ranker, max_l2, bars)
     return Thresholds(
