@@ -23,10 +23,11 @@ NEVER_RAN = {*BLOCKED, *NOT_RUN}
 
 
 def searched(entry: dict) -> bool:
-    """A call that read the knowledge base: it reached its tool (a lookup the session's memory deduplicated still
-    ran its search, and counts; one the guard blocked never did) and did not fail."""
+    """A call that read the knowledge base: it reached its tool and searched (a lookup the session's memory
+    deduplicated after its search counts; one the guard blocked, or one its tool blocked from the queries alone,
+    `searched` False, never searched) and did not fail."""
     ran = not entry["blocked"] or entry["dedup_reason"] not in NEVER_RAN
-    return reads_knowledge(entry["tool"]) and ran and not entry.get("error")
+    return reads_knowledge(entry["tool"]) and ran and entry.get("searched", True) and not entry.get("error")
 
 
 def run_session(rt, scenario: Scenario, policy: str, model, rounds: int) -> list[Turn]:

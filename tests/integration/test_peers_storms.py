@@ -1,0 +1,51 @@
+"""The peers benchmark's storms on the real stores (Milvus Lite, USE, SQLite): which of Executor's calls searched
+the knowledge base, so that a retrieval call is counted when, and only when, one ran."""
+
+import pytest
+
+from evals import REPO_ROOT, bench_peers
+from evals.peers.executor import run_session
+from evals.scenarios_model import load_scenarios
+
+
+@pytest.fixture(scope="module")
+def scenarios():
+    return {s.id: s for s in load_scenarios([REPO_ROOT / "evals" / "scenarios"])}
+
+
+@pytest.fixture
+def searches(sample_rt, monkeypatch):
+    """The queries the vector store was searched with (dense search: every graded lookup runs one)."""
+    queries: list[str] = []
+    dense = sample_rt.vectors.dense_search
+
+    def counted(kb, vector, limit, *args, **kwargs):
+        queries.append(kb)
+        return dense(kb, vector, limit, *args, **kwargs)
+
+    monkeypatch.setattr(sample_rt.vectors, "dense_search", counted)
+    return queries
+
+
+def test_rephrasings_of_a_miss_are_blocked_before_the_knowledge_base_is_searched(sample_rt, scenarios, searches):
+    # turn 1 asks what the KB cannot answer; turn 2 rephrases it three times (cosines 0.57-0.74 to the miss)
+    turns = run_session(sample_rt, scenarios["mt-miss-then-rephrasing-storm-en"], "scripted", None, 12)
+    assert turns[1].calls == [
+        "lookup_knowledge: holiday allowance (not_found_repeated)",
+        "lookup_knowledge: annual leave (not_found_repeated)",
+        "lookup_knowledge: vacation days (not_found_repeated)",
+    ]
+    assert turns[1].citations == [] and "nothing" in turns[1].delivered[0]
+    # one search, turn 1's: the rephrasings were judged on their queries and never searched, and none is counted
+    assert len(searches) == 1
+    assert [t.retrieval_calls for t in turns] == [1, 0]
+
+
+def test_a_rephrasing_deduplicated_after_its_search_still_counts(sample_rt, scenarios):
+    # 慢 SQL 分析 (cosine 0.49 to 慢查询优化, below the overlap threshold) has to search to find that its best page
+    # is the one the session has: it sends nothing, and it is a retrieval call
+    report = bench_peers.run(sample_rt, [scenarios["storm-slow-query-zh"]], "scripted", None, 12, 4)
+    executor = report["per_scenario"][0]["executor"]
+    assert executor["calls"] == [["lookup_knowledge: 慢查询优化", "lookup_knowledge: 慢 SQL 分析 (doc_retrieved)"]]
+    assert executor["retrieval_calls"] == [2]
+    assert report["agents"]["executor"]["deduplicated_calls"] == 1
