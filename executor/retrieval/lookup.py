@@ -206,6 +206,10 @@ class LookupService:
         # one repeats, whichever rule blocks it
         repeat = self._repeat(vector, chosen[0].doc_key, earlier, batch, missing_dimension, details) if rules else None
         keep = as_relevant(chosen, set(answering), weaker_margin(thresholds)) if rules and not targeted else None
+        if keep is not None and chosen[0].decisive:
+            # the held best page is the one the query names by an identifier only it uses, which outranks any
+            # similarity (grading's decisive_first): a page without it scoring as high is no near tie, a leftover
+            keep = [False] * len(keep)
         if keep is not None:
             # the best page is one the session holds: only new pages about as relevant as it may go out
             details["weaker_than_held"] = [

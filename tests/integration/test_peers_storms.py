@@ -49,3 +49,13 @@ def test_a_rephrasing_deduplicated_after_its_search_still_counts(sample_rt, scen
     assert executor["calls"] == [["lookup_knowledge: 慢查询优化", "lookup_knowledge: 慢 SQL 分析 (doc_retrieved)"]]
     assert executor["retrieval_calls"] == [2]
     assert report["agents"]["executor"]["deduplicated_calls"] == 1
+
+
+def test_an_identifier_of_the_held_page_sends_no_page_without_it(sample_rt, scenarios):
+    # ERR_CERT_EXPIRED is an identifier only the TLS page uses, the page the session already holds; the timeout
+    # page is as similar to the bare code, but does not name it, and was sent as if it answered as well
+    turns = run_session(sample_rt, scenarios["storm-tls-zh"], "scripted", None, 12)
+    assert turns[0].calls[2] == "lookup_knowledge: ERR_CERT_EXPIRED (doc_retrieved)"
+    assert turns[0].retrieval_calls == 3  # it searched to find that: it counts
+    assert turns[0].citations == ["security/tls-certificates.md"]
+    assert not any("err-timeout" in text for text in turns[0].delivered)
