@@ -59,3 +59,23 @@ def test_an_identifier_of_the_held_page_sends_no_page_without_it(sample_rt, scen
     assert turns[0].retrieval_calls == 3  # it searched to find that: it counts
     assert turns[0].citations == ["security/tls-certificates.md"]
     assert not any("err-timeout" in text for text in turns[0].delivered)
+
+
+def test_a_target_is_judged_on_the_means_not_on_the_rounded_ratio():
+    # the storms' characters after the identifier rule: 4,387 against 2,194.5 a question is 1.9991x, printed 2.0x
+    def agent(calls: float, chars: float) -> dict:
+        figures = {"retrieval_calls_per_question": {"mean": calls}, "retrieved_chars_per_question": {"mean": chars}}
+        return (
+            figures
+            | {"llm_calls_per_question": {"mean": 2.0}, "citation_recall": 1.0}
+            | {
+                "resent_documents": 0,
+                "limit_endings": 0,
+            }
+        )
+
+    report = bench_peers.comparison({"executor": agent(2.0, 2194.5), "agentic_rag": agent(6.0, 4387.0)})
+    rag = report["agentic_rag"]
+    assert rag["retrieved_chars_ratio"] == 2.0  # as printed
+    assert not rag["targets"]["retrieved_chars_2x_fewer"]
+    assert rag["targets"]["retrieval_calls_3x_fewer"]  # 6.0 against 2.0: exactly 3x is met
