@@ -137,6 +137,8 @@ def figures(sessions: list[tuple[Scenario, list[Turn]]], chunks: dict[str, Chunk
         out["budget_endings"] = sum(bool(t.extra.get("budget_ending")) for _, _, t in turns)
         out["deduplicated_calls"] = sum(t.extra.get("deduplicated_calls", 0) for _, _, t in turns)
         out["settled_turns"] = sum(bool(t.extra.get("settled")) for _, _, t in turns)
+        # Executor's tool results per question, refusals included (its retrieved characters count only its searches')
+        out["tool_text_chars_per_question"] = _stats([t.extra.get("tool_text_chars", 0) for _, _, t in turns])
     return out
 
 

@@ -35,7 +35,7 @@ def test_rephrasings_of_a_miss_are_blocked_before_the_knowledge_base_is_searched
         "lookup_knowledge: annual leave (not_found_repeated)",
         "lookup_knowledge: vacation days (not_found_repeated)",
     ]
-    assert turns[1].citations == [] and "nothing" in turns[1].delivered[0]
+    assert turns[1].citations == [] and turns[1].delivered == []  # no search, no retrieved text
     # one search, turn 1's: the rephrasings were judged on their queries and never searched, and none is counted
     assert len(searches) == 1
     assert [t.retrieval_calls for t in turns] == [1, 0]
@@ -79,3 +79,16 @@ def test_a_target_is_judged_on_the_means_not_on_the_rounded_ratio():
     assert rag["retrieved_chars_ratio"] == 2.0  # as printed
     assert not rag["targets"]["retrieved_chars_2x_fewer"]
     assert rag["targets"]["retrieval_calls_3x_fewer"]  # 6.0 against 2.0: exactly 3x is met
+
+
+def test_retrieved_characters_are_those_of_the_calls_that_searched(sample_rt, scenarios):
+    # one message of 20 lookups: the budget lets 3 search; the 17 refusals carry no retrieved text (the peers' figure
+    # counts only their retriever's results), and are still reported, as tool text
+    turns = run_session(sample_rt, scenarios["storm-disk-full-en-batch"], "scripted", None, 12)
+    turn = turns[0]
+    assert turn.retrieval_calls == 3 and len(turn.delivered) == 3
+    assert not any("budget" in text for text in turn.delivered)
+    refusals = turn.extra["tool_text_chars"] - sum(map(len, turn.delivered))
+    assert refusals == 17 * len(
+        "Blocked: this turn's lookup budget is spent. Answer from what you have and say what is missing."
+    )
