@@ -23,10 +23,20 @@ NEVER_RAN = {*BLOCKED, *NOT_RUN}
 
 
 def searched(entry: dict) -> bool:
-    """A call that read the knowledge base: it reached its tool (a lookup the session's memory deduplicated still
-    ran its search, and counts; one the guard blocked never did) and did not fail."""
+    """A call that read the knowledge base: it reached its tool and searched (a lookup the session's memory
+    deduplicated after its search counts; one the guard blocked, or one its tool blocked from the queries alone,
+    `searched` False, never searched) and did not fail."""
     ran = not entry["blocked"] or entry["dedup_reason"] not in NEVER_RAN
-    return reads_knowledge(entry["tool"]) and ran and not entry.get("error")
+    return reads_knowledge(entry["tool"]) and ran and entry.get("searched", True) and not entry.get("error")
+
+
+def retrieved(new: list, trace: list[dict]) -> list[str]:
+    """The results of the turn's calls that searched, as the peers' figure counts their retriever's results only: a
+    call the guard or settle refused, or one blocked from its query alone, brought no retrieved text (its refusal is
+    in the turn's `tool_text_chars`). A trace entry answers each call of the turn's AI messages, in order."""
+    ids = [c.get("id") for m in new if isinstance(m, AIMessage) for c in [*m.tool_calls, *m.invalid_tool_calls]]
+    ran = {i for i, t in zip(ids, trace, strict=True) if searched(t)}
+    return [str(m.content) for m in tool_results(new) if m.tool_call_id in ran]
 
 
 def run_session(rt, scenario: Scenario, policy: str, model, rounds: int) -> list[Turn]:
@@ -62,7 +72,7 @@ def run_session(rt, scenario: Scenario, policy: str, model, rounds: int) -> list
             Turn(
                 question=turn.question,
                 answer=result.answer,
-                delivered=[str(m.content) for m in tool_results(new)],
+                delivered=retrieved(new, result.trace),
                 retrieval_calls=sum(map(searched, result.trace)),
                 llm_inputs=counter.since(calls),
                 citations=[c["doc_key"] for c in result.citations],
@@ -79,6 +89,8 @@ def run_session(rt, scenario: Scenario, policy: str, model, rounds: int) -> list
                     "settled": bool(state.get("settled")),
                     "budget_ending": budget_spent and still_calling,
                     "rounds": result.rounds,
+                    # every tool result the turn added, refusals included
+                    "tool_text_chars": sum(len(str(m.content)) for m in tool_results(new)),
                 },
             )
         )

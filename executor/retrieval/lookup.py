@@ -136,6 +136,15 @@ class LookupService:
         lang = language_of(query)
 
         vector = self.embedder.embed_query(query)
+        earlier = self.memory.lookups(session_id, kb, self.embedder.name) if rules else []
+        remembered = EarlierLookup(
+            query=query, vector=vector, level=None, batch=batch, kb=kb, embedder=self.embedder.name
+        )
+        known_miss = self._known_miss(
+            query, vector, earlier, batch, thresholds, session_id, kb, missing_dimension, lang
+        )
+        if known_miss is not None:
+            return self._blocked(known_miss, remembered, session_id, dry_run)
         # graded as the query plus the graph entities a loose name in it means ("comfy" -> ComfyUI); the
         # session's memory keeps the query's own vector
         text, aligned = search_text(self.known_entities, kb, has_graph(kb_row.extract_config), query)
@@ -149,10 +158,7 @@ class LookupService:
         sent = self.memory.sent_documents(session_id) if rules else {}
         domain_levels = self.memory.domain_levels(session_id)
         domains = list(dict.fromkeys([*domain_levels, *(d.domain for d in sent.values())]))
-        earlier = self.memory.lookups(session_id, kb, self.embedder.name) if rules else []
-        remembered = EarlierLookup(
-            query=query, vector=vector, level=level and level.value, batch=batch, kb=kb, embedder=self.embedder.name
-        )
+        remembered.level = level and level.value
 
         details["relevant_docs"] = 0
         held = held_pages(kb, sent)
@@ -200,6 +206,10 @@ class LookupService:
         # one repeats, whichever rule blocks it
         repeat = self._repeat(vector, chosen[0].doc_key, earlier, batch, missing_dimension, details) if rules else None
         keep = as_relevant(chosen, set(answering), weaker_margin(thresholds)) if rules and not targeted else None
+        if keep is not None and chosen[0].decisive:
+            # the held best page is the one the query names by an identifier only it uses, which outranks any
+            # similarity (grading's decisive_first): a page without it scoring as high is no near tie, a leftover
+            keep = [False] * len(keep)
         if keep is not None:
             # the best page is one the session holds: only new pages about as relevant as it may go out
             details["weaker_than_held"] = [
@@ -260,6 +270,21 @@ class LookupService:
                 **base,
             )
         )
+
+    def _known_miss(self, query, vector, earlier, batch, thresholds, session_id, kb, missing_dimension, lang):
+        """A lookup whose nearest earlier lookup of the session found nothing (at `miss-overlap-threshold`), blocked
+        as a repeated miss before anything is searched: the rule reads the queries alone, and with no best document
+        `find_repeat` matches the most (a miss nearest here is nearest whatever a search found), so a search would
+        only have picked the wording of a result that is blocked either way. None: the lookup searches."""
+        details: dict[str, Any] = {"searched": False, "relevant_docs": 0, "thresholds": thresholds.model_dump()}
+        details["embedder"] = self.embedder.name
+        repeat = self._repeat(vector, None, earlier, batch, missing_dimension, details) if earlier else None
+        if repeat is None or repeat.reason != DedupReason.NOT_FOUND_REPEATED:
+            return None
+        sent = self.memory.sent_documents(session_id)
+        domains = list(dict.fromkeys([*self.memory.domain_levels(session_id), *(d.domain for d in sent.values())]))
+        base = dict(query=query, session=session_id, kb=kb, missing_dimension=missing_dimension, details=details)
+        return self._repeated(repeat, kb, sent, lang, domains, base)
 
     def _held_match(self, candidates, held, answering, vector, earlier, batch, t) -> SentDocument | None:
         """After "nothing found", the session's page that answers the query anyway, if any: the best candidate when

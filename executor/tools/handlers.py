@@ -70,6 +70,8 @@ def make_lookup(catalog: Catalog, lookup_service: Callable[[], LookupService], m
                 "sent": [e["doc_key"] for e in sent],
                 "repeat_of": result.details.get("repeat_of"),
                 "withheld": (result.details.get("weaker_than_held") or []) if deduped else [],
+                # False: blocked from the queries alone, before the knowledge base was searched (a repeated miss)
+                "searched": result.details.get("searched", True),
             },
             evidence=sent,
             # the documents it found that the session already had, or those of the lookup it repeats
