@@ -21,7 +21,7 @@ from langgraph.runtime import Runtime as RunContext
 
 from executor.nodes.common import lang_of, session_of
 from executor.nodes.memory_branch import branch_session
-from executor.nodes.state import Context, ExecutorState
+from executor.nodes.state import Context, ExecutorState, PendingExpansion
 from executor.stores.memory import ActionMemory
 from executor.tools.call import ToolCall
 from executor.tools.registry import ToolTable
@@ -56,7 +56,8 @@ def make_call_tools(tools: ToolTable, memory: ActionMemory):
         session_evidence = dict(state.get("session_evidence") or {})
         counts = {k: state.get(k, 0) for k in ("attempted_lookups", "executed_lookups", "blocked_lookups")}
         precise, last_level = bool(state.get("precise")), state.get("last_level")
-        messages, expansions, failure = [], [], None
+        messages, failure = [], None
+        expansions: list[PendingExpansion] = []
 
         for call in state.get("pending", []):
             entry = trace[call["trace_index"]]
@@ -78,14 +79,13 @@ def make_call_tools(tools: ToolTable, memory: ActionMemory):
             if ctx.graph_expansion and out.expandable is not None:
                 result = out.expandable
                 expansions.append(
-                    {
-                        "id": call["id"],
-                        "trace_index": call["trace_index"],
-                        "text": out.text,
-                        "result": result.model_dump(mode="json"),
-                        # the lookup's figures graph expansion reads (excluded from the result's own dump)
-                        "scores": result.scores.model_dump(),
-                    }
+                    PendingExpansion(
+                        id=call["id"],
+                        trace_index=call["trace_index"],
+                        text=out.text,
+                        result=result.model_dump(mode="json"),
+                        scores=result.scores.model_dump(),
+                    )
                 )
             else:
                 messages.append(ToolMessage(out.text, tool_call_id=call["id"], name=call["name"]))

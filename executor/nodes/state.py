@@ -53,6 +53,17 @@ class SessionState(TypedDict, total=False):
     memory: dict
 
 
+class PendingExpansion(TypedDict):
+    """A lookup `call_tools` ran whose result graph expansion widens (`graph_expand`) before its tool message goes
+    out; JSON values only, since the state is checkpointed between the two nodes (a fork can start there)."""
+
+    id: str  # the tool call's id: the tool message answers it
+    trace_index: int  # its entry in `trace`
+    text: str  # the lookup's own text, which the expansion's follows
+    result: dict  # the LookupResult, dumped
+    scores: dict  # its LookupScores (left out of the result's dump), which expansion reads
+
+
 class TurnState(TypedDict, total=False):
     """One turn's counters, evidence and answer; `begin_turn` resets them (TURN_RESET)."""
 
@@ -67,7 +78,7 @@ class TurnState(TypedDict, total=False):
     trace: list[dict]  # one entry per proposed tool call
     graph_paths: list[str]
     pending: list[dict]  # tool calls the guard let through
-    pending_expansions: list[dict]  # lookups waiting for graph_expand before their tool message goes out
+    pending_expansions: list[PendingExpansion]  # lookups waiting for graph_expand
     answer: str
     citations: list[dict]
     # a store or the configuration failed this turn: the turn ends in this error, never in "nothing found"
