@@ -301,7 +301,7 @@ class ExecutorMCP:
         app = Starlette(
             routes=[Route("/mcp", endpoint=StreamableHTTPASGIApp(manager))], lifespan=lambda app: manager.run()
         )
-        return LocalGuard(app, hosts, token=token)
+        return LocalGuard(_ValidIds(app), hosts, token=token)
 
 
 # the methods a client may call (MCP's ClientRequest union): the SDK validates a request against that union, so an
@@ -336,6 +336,61 @@ class _Server(Server):
             tasks.start_soon(answer_unknown_methods)
             await super().run(known, write_stream, *args, **kwargs)
             tasks.cancel_scope.cancel()
+
+
+class _ValidIds:
+    """ASGI middleware: a POSTed message whose `id` is neither a string nor an integer (`{}`, null, 1.5, true) gets
+    JSON-RPC's -32600 Invalid Request. The SDK's model of a request fails on such an id and the message then
+    validates as a notification (it has a method and no valid id), which is answered 202 with nothing: the client
+    would wait for ever. The body it reads is bounded by LocalGuard in front of it."""
+
+    def __init__(self, app):
+        self.app = app
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] != "http" or scope.get("method") != "POST":
+            return await self.app(scope, receive, send)
+        body, more = bytearray(), True
+        while more:
+            message = await receive()
+            if message["type"] == "http.disconnect":
+                return
+            body += message.get("body", b"")
+            more = message.get("more_body", False)
+        try:
+            parsed = json.loads(body)
+        except ValueError:
+            parsed = None  # the SDK answers a parse error itself
+        if isinstance(parsed, dict) and "id" in parsed and not _valid_id(parsed["id"]):
+            return await _invalid_request(send, "Invalid Request: the id must be a string or an integer")
+        replayed = False
+
+        async def replay():
+            nonlocal replayed
+            if replayed:
+                return await receive()
+            replayed = True
+            return {"type": "http.request", "body": bytes(body), "more_body": False}
+
+        return await self.app(scope, replay, send)
+
+
+def _valid_id(value) -> bool:
+    # MCP's RequestId: a string or an integer (JSON-RPC's null is excluded by MCP; a bool is not an integer in JSON)
+    return isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool))
+
+
+async def _invalid_request(send, message: str) -> None:
+    # the id is null, as JSON-RPC 2.0 says when the request's id cannot be read
+    body = json.dumps({"jsonrpc": "2.0", "id": None, "error": {"code": types.INVALID_REQUEST, "message": message}})
+    await send(
+        {
+            "type": "http.response.start",
+            "status": 400,
+            "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())],
+        }
+    )
+    await send({"type": "http.response.body", "body": body.encode()})
 
 
 class _ParseError:

@@ -102,9 +102,10 @@ def mcp(
 
 
 def _listen(host: str, port: int):
+    import errno
     import socket
 
-    from executor.core.errors import ExecutorError
+    from executor.core.errors import ExecutorError, InputError
 
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     sock = socket.socket(family, socket.SOCK_STREAM)
@@ -113,6 +114,10 @@ def _listen(host: str, port: int):
         sock.bind((host.strip("[]"), port))
     except OSError as exc:
         sock.close()
+        # a host that is no address (256.1.1.1, a name that does not resolve) or not one of this machine's is the
+        # user's input to fix; a port in use or refused is the machine's state
+        if isinstance(exc, socket.gaierror) or exc.errno == errno.EADDRNOTAVAIL:
+            raise InputError(f"--host {host}: not an address of this machine ({exc.strerror or exc})") from None
         raise ExecutorError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
     return sock
 
