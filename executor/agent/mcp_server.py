@@ -32,6 +32,7 @@ from mcp.shared.message import SessionMessage
 from pydantic import AnyUrl
 
 from executor.core.errors import printable
+from executor.core.local_http import read_body, replaying
 from executor.core.validation import SESSION_ID, check_session_id
 from executor.prompts.executor import RULES
 from executor.prompts.results import expansion_text
@@ -350,29 +351,16 @@ class _ValidIds:
     async def __call__(self, scope, receive, send):
         if scope["type"] != "http" or scope.get("method") != "POST":
             return await self.app(scope, receive, send)
-        body, more = bytearray(), True
-        while more:
-            message = await receive()
-            if message["type"] == "http.disconnect":
-                return
-            body += message.get("body", b"")
-            more = message.get("more_body", False)
+        body = await read_body(receive)  # bounded by LocalGuard in front
+        if body is None:
+            return
         try:
             parsed = json.loads(body)
         except ValueError:
             parsed = None  # the SDK answers a parse error itself
         if isinstance(parsed, dict) and "id" in parsed and not _valid_id(parsed["id"]):
             return await _invalid_request(send, "Invalid Request: the id must be a string or an integer")
-        replayed = False
-
-        async def replay():
-            nonlocal replayed
-            if replayed:
-                return await receive()
-            replayed = True
-            return {"type": "http.request", "body": bytes(body), "more_body": False}
-
-        return await self.app(scope, replay, send)
+        return await self.app(scope, replaying(body, receive), send)
 
 
 def _valid_id(value) -> bool:

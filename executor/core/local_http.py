@@ -91,25 +91,12 @@ class LocalGuard:
         if scope.get("method") in ("GET", "HEAD", "DELETE", "OPTIONS"):
             return await self.app(scope, receive, send)
         # no length given (chunked): read it here, within the bound, and hand the app what was read
-        body, more = bytearray(), True
-        while more:
-            message = await receive()
-            if message["type"] == "http.disconnect":
-                return
-            body += message.get("body", b"")
-            more = message.get("more_body", False)
-            if len(body) > self.max_body:
-                return await _reply(send, 413, f"the request body exceeds {self.max_body} bytes")
-        replayed = False
-
-        async def replay():
-            nonlocal replayed
-            if replayed:
-                return await receive()
-            replayed = True
-            return {"type": "http.request", "body": bytes(body), "more_body": False}
-
-        return await self.app(scope, replay, send)
+        body = await read_body(receive, self.max_body)
+        if body is None:
+            return
+        if len(body) > self.max_body:
+            return await _reply(send, 413, f"the request body exceeds {self.max_body} bytes")
+        return await self.app(scope, replaying(body, receive), send)
 
     def _refusal(self, headers: dict[str, list[str]]) -> tuple[int, str] | None:
         host = headers.get("host") or []
@@ -141,3 +128,32 @@ async def _reply(send, status: int, message: str) -> None:
         }
     )
     await send({"type": "http.response.body", "body": body})
+
+
+async def read_body(receive, max_body: int | None = None) -> bytes | None:
+    """An ASGI request's whole body, or None when the client went away. Past `max_body` bytes reading stops and
+    what was read (longer than the bound) is returned, for the caller to refuse."""
+    body, more = bytearray(), True
+    while more:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            return None
+        body += message.get("body", b"")
+        more = message.get("more_body", False)
+        if max_body is not None and len(body) > max_body:
+            break
+    return bytes(body)
+
+
+def replaying(body: bytes, receive):
+    """A `receive` that hands the app the body already read, then the connection's own messages."""
+    replayed = False
+
+    async def replay():
+        nonlocal replayed
+        if replayed:
+            return await receive()
+        replayed = True
+        return {"type": "http.request", "body": body, "more_body": False}
+
+    return replay

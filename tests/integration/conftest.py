@@ -1,4 +1,5 @@
 import os
+import socket
 import subprocess
 import sys
 import tempfile
@@ -321,3 +322,16 @@ def npm_package(spec: str) -> Path:
             service_missing(f"{spec} could not be installed with npm: {(done.stderr or done.stdout).strip()[-300:]}")
         (folder / ".installed").write_text(spec)
     return folder
+
+
+def raw_request(port: int, head: str, body: bytes = b"", host: str = "127.0.0.1") -> tuple[int, bytes]:
+    """One HTTP/1.1 request over a plain socket (any Host header, any Content-Length): (status, response)."""
+    with socket.create_connection((host, port), timeout=30) as sock:
+        sock.sendall(head.encode("latin-1") + b"\r\n" + body)
+        data = b""
+        while b"\r\n\r\n" not in data:
+            chunk = sock.recv(65536)
+            if not chunk:
+                break
+            data += chunk
+    return int(data.split(b" ", 2)[1]), data

@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import REPO, free_port, ingested_home, run_cli, stop_process
+from conftest import REPO, free_port, ingested_home, raw_request, run_cli, stop_process
 
 WS_KEY = "dGhlIHNhbXBsZSBub25jZQ=="
 TOKEN = "t0ken-for-the-tests-0123456789"
@@ -21,18 +21,11 @@ INIT_PARAMS = {"protocolVersion": "2025-03-26", "capabilities": {}, "clientInfo"
 
 def handshake(port: int, host_header: str, extra: str = "") -> bytes:
     """A raw WebSocket upgrade request: the status line of the answer."""
-    with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
-        sock.sendall(
-            f"GET /ws HTTP/1.1\r\nHost: {host_header}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
-            f"Sec-WebSocket-Key: {WS_KEY}\r\nSec-WebSocket-Version: 13\r\n{extra}\r\n".encode()
-        )
-        data = b""
-        while b"\r\n" not in data:
-            chunk = sock.recv(4096)
-            if not chunk:
-                break
-            data += chunk
-    return data.split(b"\r\n", 1)[0]
+    head = (
+        f"GET /ws HTTP/1.1\r\nHost: {host_header}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+        f"Sec-WebSocket-Key: {WS_KEY}\r\nSec-WebSocket-Version: 13\r\n{extra}"
+    )
+    return raw_request(port, head)[1].split(b"\r\n", 1)[0]
 
 
 @pytest.fixture

@@ -9,7 +9,7 @@ import sys
 import time
 
 import pytest
-from conftest import REPO, free_port, ingested_home, run_cli, stop_process
+from conftest import REPO, free_port, ingested_home, raw_request, run_cli, stop_process
 
 TOKEN = "t0ken-for-the-tests-0123456789"
 INIT = {
@@ -18,19 +18,6 @@ INIT = {
     "method": "initialize",
     "params": {"protocolVersion": "2025-03-26", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}},
 }
-
-
-def raw_request(port: int, head: str, body: bytes = b"", host: str = "127.0.0.1") -> tuple[int, bytes]:
-    """One HTTP/1.1 request over a plain socket (any Host header, any Content-Length): (status, response)."""
-    with socket.create_connection((host, port), timeout=30) as sock:
-        sock.sendall(head.encode("latin-1") + b"\r\n" + body)
-        data = b""
-        while b"\r\n\r\n" not in data:
-            chunk = sock.recv(65536)
-            if not chunk:
-                break
-            data += chunk
-    return int(data.split(b" ", 2)[1]), data
 
 
 def post(
