@@ -7,8 +7,11 @@ scripted; rules, stores and answers are real; answers are extractive).
 
 from __future__ import annotations
 
+import subprocess
+import tempfile
 import uuid
 from collections import Counter
+from pathlib import Path
 from statistics import mean
 from typing import Any
 
@@ -274,17 +277,28 @@ def prepare_knowledge_bases(
 
     kept, skipped, ingested = [], [], set()
     for s in scenarios:
-        folder = (repo_root / s.corpus).resolve() if s.corpus else None
-        if rt.catalog.get(s.kb) is None and folder is not None:
-            if not folder.is_dir():
-                skipped.append(f"{s.id}: no {s.corpus} here, skipped")
-                continue
-            if s.kb not in ingested:
+        source = (repo_root / s.corpus).resolve() if s.corpus else None
+        if rt.catalog.get(s.kb) is None and source is not None and s.kb not in ingested:
+            with tempfile.TemporaryDirectory(prefix="executor-corpus-") as tmp:
+                folder = built_corpus(source, Path(tmp)) if source.suffix == ".sh" else source
+                if folder is None or not folder.is_dir():
+                    skipped.append(f"{s.id}: no {s.corpus} here, skipped")
+                    continue
                 ingest(rt, folder, s.kb, progress=progress)
                 ingested.add(s.kb)
         rt.catalog.require(s.kb)
         kept.append(s)
     return kept, skipped
+
+
+def built_corpus(script: Path, out: Path) -> Path | None:
+    """The folder a corpus script (`sh SCRIPT OUT_DIR`: documentation installed on the machine, copied out, so that
+    its text stays out of the repository) builds; None when the script is missing or fails (the docs it copies are
+    not installed here)."""
+    if not script.is_file():
+        return None
+    done = subprocess.run(["sh", str(script), str(out / "docs")], capture_output=True, check=False)
+    return out / "docs" if done.returncode == 0 else None
 
 
 def run_suite(

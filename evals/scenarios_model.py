@@ -91,7 +91,8 @@ class Scenario(BaseModel):
     turns: list[Turn] = Field(min_length=1)
     source: str = ""
     # the folder the scenario's knowledge base is ingested from when the catalog lacks it, relative to the
-    # repository (documentation kept outside it, e.g. ../shared/corpora/helm/docs); absent: the scenario is skipped
+    # repository (documentation kept outside it, e.g. ../shared/corpora/helm/docs), or a `.sh` script that builds
+    # that folder (`sh SCRIPT OUT_DIR`, e.g. copying docs installed on the machine); absent: the scenario is skipped
     corpus: str | None = None
 
     @model_validator(mode="before")

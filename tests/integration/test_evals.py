@@ -275,6 +275,20 @@ def test_a_scenario_whose_corpus_is_missing_is_skipped_and_one_whose_kb_is_missi
     assert len(kept) == 2 and not skipped and list(sample_rt.catalog.documents("fromcorpus")) == ["runbook.md"]
 
 
+def test_a_corpus_named_by_a_script_is_built_then_ingested_and_skipped_where_the_script_fails(sample_rt, tmp_path):
+    # the script copies documentation installed on the machine, so that its text stays out of the repository
+    (tmp_path / "build.sh").write_text(
+        'set -eu\nmkdir -p "$1"\nprintf "# Rotating keys\\nRun keyctl rotate.\\n" > "$1/keys.md"\n', encoding="utf-8"
+    )
+    (tmp_path / "broken.sh").write_text("exit 3\n", encoding="utf-8")
+    built = Scenario.model_validate({"id": "b", "lang": "en", "kb": "built", "corpus": "build.sh", "question": "q"})
+    broken = Scenario.model_validate({"id": "x", "lang": "en", "kb": "nodocs", "corpus": "broken.sh", "question": "q"})
+    kept, skipped = prepare_knowledge_bases(sample_rt, [built, broken], tmp_path)
+    assert [s.id for s in kept] == ["b"] and skipped == ["x: no broken.sh here, skipped"]
+    assert list(sample_rt.catalog.documents("built")) == ["keys.md"]
+    assert sample_rt.catalog.get("nodocs") is None
+
+
 def test_scripted_suite_meets_its_targets(sample_rt):
     # a scenario on a corpus outside the repository runs where it is, and is skipped elsewhere (the Helm
     # sessions are held-out measures in evals/review/, not part of the gated suite)
