@@ -17,7 +17,7 @@ from executor.core.validation import check_session_id, clean_query
 from executor.prompts.hints import hint
 from executor.prompts.messages import lookup_message
 from executor.retrieval.alignment import search_text
-from executor.retrieval.grading import Grader
+from executor.retrieval.grading import Grader, chunk_ids
 from executor.retrieval.graph_build import has_graph
 from executor.retrieval.ranking import Candidate
 from executor.retrieval.repeats import (
@@ -48,8 +48,8 @@ if TYPE_CHECKING:
     from executor.stores.vector_store import VectorStore
 
 
-def document_content(chunks, budget: int) -> str:
-    """A document's closest chunks, up to the size budget, in reading order."""
+def closest_chunks(chunks, budget: int) -> list[ChunkHit]:
+    """A document's closest chunks (to the query their distances are to), up to the size budget."""
     picked: list[ChunkHit] = []
     used = 0
     for c in sorted(chunks, key=lambda c: c.distance):
@@ -57,6 +57,12 @@ def document_content(chunks, budget: int) -> str:
             continue
         picked.append(c)
         used += len(c.text)
+    return picked
+
+
+def document_content(chunks, budget: int) -> str:
+    """A document's closest chunks, up to the size budget, in reading order."""
+    picked = closest_chunks(chunks, budget)
     text = "\n\n".join(c.text for c in sorted(picked, key=lambda c: c.chunk_index))
     return text if len(text) <= budget else text[: budget - 1] + "…"
 
@@ -140,8 +146,12 @@ class LookupService:
         remembered = EarlierLookup(
             query=query, vector=vector, level=None, batch=batch, kb=kb, embedder=self.embedder.name
         )
+        # the meaning rule on the queries alone (no best document yet): asked once, it decides both a known miss
+        # before the search and a lookup that finds nothing after it
+        by_query: dict[str, Any] = {}
+        query_repeat = self._repeat(vector, None, earlier, batch, missing_dimension, by_query)
         known_miss = self._known_miss(
-            query, vector, earlier, batch, thresholds, session_id, kb, missing_dimension, lang
+            query, query_repeat, by_query, thresholds, session_id, kb, missing_dimension, lang
         )
         if known_miss is not None:
             return self._blocked(known_miss, remembered, session_id, dry_run)
@@ -167,7 +177,8 @@ class LookupService:
         answered = answered_pages(earlier, batch)
         answering = {p: d for p, d in held.items() if p in answered}
         if level is None:
-            repeat = self._repeat(vector, None, earlier, batch, missing_dimension, details)
+            repeat = query_repeat
+            details.update(by_query)
             if repeat is not None:
                 return self._blocked(
                     self._repeated(repeat, kb, sent, lang, domains, base), remembered, session_id, dry_run
@@ -227,6 +238,23 @@ class LookupService:
                 return self._blocked(result, remembered, session_id, dry_run, withheld, answered_here)
             chosen = [c for c, k in zip(chosen, keep) if k or page_key(c.doc_key) in held]
         out = unique([self._document_out(kb, c, sent, held) for c in chosen])
+        best, ever_answered = page_key(chosen[0].doc_key), answered_pages(earlier, None)
+        if (
+            rules
+            and repeat is None
+            and best in held
+            and chosen[0].score >= thresholds.highly_relevant_threshold
+            and not ever_answered & {page_key(c.doc_key) for c in chosen}
+            and self._unsent_part(kb, chosen[0], earlier)
+        ):
+            # its best page, which answers it well (HIGHLY_RELEVANT on its own score), came only as a weaker supplement
+            # of an earlier lookup (a sibling's too); no page that answered a lookup of the session is among what it
+            # found; and what was sent of the page was cut to another query (`document_content`) without the part
+            # closest to this one: a new question, which gets the page's part for its own query, not "answer from
+            # what you have". From now on the page answers this lookup (a rephrasing of it is then a repeat). A
+            # rephrasing finds the page that answered it, or finds the held page only weakly (REFERENCE): blocked.
+            out[0] = out[0].model_copy(update={"content": self._content(chosen[0]), "already_returned": False})
+            details["resent_part"] = out[0].doc_key
         new = [d for d in out if not d.already_returned]
         # the pages that answer it (a page's translation under the key the session holds it by): what it is
         # remembered by, so that a later lookup whose best page is one of them is a repeat
@@ -271,20 +299,38 @@ class LookupService:
             )
         )
 
-    def _known_miss(self, query, vector, earlier, batch, thresholds, session_id, kb, missing_dimension, lang):
+    def _known_miss(self, query, repeat, by_query, thresholds, session_id, kb, missing_dimension, lang):
         """A lookup whose nearest earlier lookup of the session found nothing (at `miss-overlap-threshold`), blocked
-        as a repeated miss before anything is searched: the rule reads the queries alone, and with no best document
-        `find_repeat` matches the most (a miss nearest here is nearest whatever a search found), so a search would
-        only have picked the wording of a result that is blocked either way. None: the lookup searches."""
-        details: dict[str, Any] = {"searched": False, "relevant_docs": 0, "thresholds": thresholds.model_dump()}
-        details["embedder"] = self.embedder.name
-        repeat = self._repeat(vector, None, earlier, batch, missing_dimension, details) if earlier else None
+        as a repeated miss before anything is searched: the rule reads the queries alone (`repeat`, `by_query`: the
+        meaning rule asked with no best document, and what it logged), and with no best document `find_repeat`
+        matches the most (a miss nearest here is nearest whatever a search found), so a search would only have
+        picked the wording of a result that is blocked either way. None: the lookup searches."""
         if repeat is None or repeat.reason != DedupReason.NOT_FOUND_REPEATED:
             return None
+        details: dict[str, Any] = {"searched": False, "relevant_docs": 0, "thresholds": thresholds.model_dump()}
+        details["embedder"] = self.embedder.name
+        details.update(by_query)
         sent = self.memory.sent_documents(session_id)
         domains = list(dict.fromkeys([*self.memory.domain_levels(session_id), *(d.domain for d in sent.values())]))
         base = dict(query=query, session=session_id, kb=kb, missing_dimension=missing_dimension, details=details)
         return self._repeated(repeat, kb, sent, lang, domains, base)
+
+    def _unsent_part(self, kb: str, doc: Candidate, earlier: list[EarlierLookup]) -> bool:
+        """Whether the chunk of `doc` closest to this query is outside every part of it the session's earlier lookups
+        were sent (each got the page's chunks closest to its own query, up to the size budget: `document_content`,
+        recomputed from the lookup's remembered query vector)."""
+        if not doc.chunks:
+            return False
+        closest = min(doc.chunks.values(), key=lambda c: c.distance).chunk_index
+        row = self.catalog.documents(kb).get(doc.doc_key)
+        ids = chunk_ids(doc.doc_key, row.chunk_count) if row is not None else [c.chunk_id for c in doc.chunks.values()]
+        budget = self.settings.max_chars_per_doc
+        for e in earlier:
+            if e.level in (None, BLOCKED) or e.vector.shape != (self.embedder.dim,):
+                continue  # it sent nothing, or its vector is another embedder's
+            if closest in {c.chunk_index for c in closest_chunks(self.vectors.get_chunks(kb, ids, e.vector), budget)}:
+                return False
+        return True
 
     def _held_match(self, candidates, held, answering, vector, earlier, batch, t) -> SentDocument | None:
         """After "nothing found", the session's page that answers the query anyway, if any: the best candidate when

@@ -191,3 +191,81 @@ def test_a_question_restated_as_its_keywords_after_nothing_found_points_at_the_h
     # the same keywords in a session that holds nothing, and an off-topic question in this one: nothing found
     assert lookup("maxSurge", session()).relevance_level is None
     assert lookup("how to bake sourdough bread", s, batch="m3").relevance_level is None
+
+
+UNITS = """# Cluster services
+
+## Service units
+Every database cluster runs as its own systemd service named after its version and cluster name. A parent service
+starts, stops and reloads all clusters marked auto in their start configuration file, and a generator links the two
+at boot. Logging still goes to the cluster's own log folder rather than to the journal, so look there first when a
+cluster does not come up after a reboot or an upgrade of the packages.
+
+## Logging
+The log folder holds one file per cluster. Log rotation runs weekly through logrotate and keeps four old files,
+compressed. To change the log prefix or the verbosity, edit the cluster's configuration file and reload the
+service; a restart is not needed for these settings.
+
+## Backups
+Two backup timers come with the packages. The base backup timer takes a weekly physical base backup of a cluster
+into the backups folder and keeps three copies; enable it with systemctl enable --now on the base backup timer of
+that cluster. A WAL receiver service archives the write-ahead log next to it, for point in time recovery. A dump
+timer takes a weekly SQL dump instead, also keeping three copies. For large or busy databases use a full backup
+tool instead of these timers.
+"""
+
+UPGRADE = """# Upgrading clusters
+
+To move a cluster to a new major version, install the new server version, drop the empty default cluster the new
+version created, then run the upgrade command with the old version and the cluster name. The old cluster stays on
+disk, stopped, until you drop it yourself. Check the new cluster's port afterwards: the first cluster ever created
+listens on the default port and each new cluster gets the next free one.
+"""
+
+
+def test_a_new_question_whose_page_came_only_cut_as_a_supplement_gets_that_page_for_its_own_query(sample_rt, tmp_path):
+    # on Debian's postgresql docs: an upgrade question sent the systemd page as a weaker supplement, cut (1,200
+    # characters) to the upgrade query; "schedule weekly base backups" then found only held pages and was told to
+    # answer from what it had, which held nothing on backups
+    from executor.retrieval.ingest import ingest
+    from executor.stores.memory import EarlierLookup, SentDocument
+
+    (tmp_path / "units.md").write_text(UNITS, encoding="utf-8")
+    (tmp_path / "upgrade.md").write_text(UPGRADE, encoding="utf-8")
+    ingest(sample_rt, tmp_path, "clusters", progress=False)
+    lookup, memory, embedder = sample_rt.lookup_service.lookup, sample_rt.memory, sample_rt.embedder
+    assert len(UNITS) > sample_rt.settings.max_chars_per_doc  # the supplement was cut
+
+    def after_upgrade_question(sid: str) -> None:
+        q = "How do I upgrade a cluster to a new major version?"
+        memory.record(
+            sid,
+            "general",
+            "HIGHLY_RELEVANT",
+            [
+                SentDocument("clusters", "upgrade.md", "general", "Upgrading clusters"),
+                SentDocument("clusters", "units.md", "general", "Cluster services"),
+            ],
+        )
+        memory.record_lookup(
+            sid,
+            EarlierLookup(
+                query=q,
+                vector=embedder.embed_query(q),
+                level="HIGHLY_RELEVANT",
+                batch="m1",
+                kb="clusters",
+                embedder=embedder.name,
+                domain="general",
+                doc_keys=["upgrade.md"],
+            ),
+        )
+
+    s = session()
+    after_upgrade_question(s)
+    backups = lookup("How do I schedule weekly base backups of a cluster?", s, kb="clusters", batch="m2")
+    assert backups.relevance_level != "DEDUPED" and backups.primary[0].doc_key == "units.md"
+    assert not backups.primary[0].already_returned and "base backup timer" in backups.primary[0].content
+    # it now answers this lookup: the same question reworded is answered from the session
+    again = lookup("weekly base backup timer", s, kb="clusters", batch="m3")
+    assert again.relevance_level == "DEDUPED" and not any(d.content for d in again.documents)
