@@ -239,21 +239,25 @@ class LookupService:
             chosen = [c for c, k in zip(chosen, keep) if k or page_key(c.doc_key) in held]
         out = unique([self._document_out(kb, c, sent, held) for c in chosen])
         best, ever_answered = page_key(chosen[0].doc_key), answered_pages(earlier, None)
-        if (
-            rules
+        unsent = (
+            self._unsent_chunks(kb, chosen[0], earlier)
+            if rules
             and repeat is None
             and best in held
             and chosen[0].score >= thresholds.highly_relevant_threshold
             and not ever_answered & {page_key(c.doc_key) for c in chosen}
-            and self._unsent_part(kb, chosen[0], earlier)
-        ):
+            else []
+        )
+        if unsent:
             # its best page, which answers it well (HIGHLY_RELEVANT on its own score), came only as a weaker supplement
             # of an earlier lookup (a sibling's too); no page that answered a lookup of the session is among what it
             # found; and what was sent of the page was cut to another query (`document_content`) without the part
             # closest to this one: a new question, which gets the page's part for its own query, not "answer from
             # what you have". From now on the page answers this lookup (a rephrasing of it is then a repeat). A
             # rephrasing finds the page that answered it, or finds the held page only weakly (REFERENCE): blocked.
-            out[0] = out[0].model_copy(update={"content": self._content(chosen[0]), "already_returned": False})
+            # Only chunks the session was not sent go out: no text twice.
+            content = document_content(unsent, self.settings.max_chars_per_doc)
+            out[0] = out[0].model_copy(update={"content": content, "already_returned": False})
             details["resent_part"] = out[0].doc_key
         new = [d for d in out if not d.already_returned]
         # the pages that answer it (a page's translation under the key the session holds it by): what it is
@@ -315,22 +319,22 @@ class LookupService:
         base = dict(query=query, session=session_id, kb=kb, missing_dimension=missing_dimension, details=details)
         return self._repeated(repeat, kb, sent, lang, domains, base)
 
-    def _unsent_part(self, kb: str, doc: Candidate, earlier: list[EarlierLookup]) -> bool:
-        """Whether the chunk of `doc` closest to this query is outside every part of it the session's earlier lookups
+    def _unsent_chunks(self, kb: str, doc: Candidate, earlier: list[EarlierLookup]) -> list[ChunkHit]:
+        """The chunks `doc` came with for this query that are outside every part of it the session's earlier lookups
         were sent (each got the page's chunks closest to its own query, up to the size budget: `document_content`,
-        recomputed from the lookup's remembered query vector)."""
+        recomputed from the lookup's remembered query vector); none when the chunk closest to this query was sent."""
         if not doc.chunks:
-            return False
-        closest = min(doc.chunks.values(), key=lambda c: c.distance).chunk_index
+            return []
         row = self.catalog.documents(kb).get(doc.doc_key)
         ids = chunk_ids(doc.doc_key, row.chunk_count) if row is not None else [c.chunk_id for c in doc.chunks.values()]
-        budget = self.settings.max_chars_per_doc
+        budget, sent = self.settings.max_chars_per_doc, set()
         for e in earlier:
             if e.level in (None, BLOCKED) or e.vector.shape != (self.embedder.dim,):
                 continue  # it sent nothing, or its vector is another embedder's
-            if closest in {c.chunk_index for c in closest_chunks(self.vectors.get_chunks(kb, ids, e.vector), budget)}:
-                return False
-        return True
+            sent |= {c.chunk_index for c in closest_chunks(self.vectors.get_chunks(kb, ids, e.vector), budget)}
+        if min(doc.chunks.values(), key=lambda c: c.distance).chunk_index in sent:
+            return []
+        return [c for c in doc.chunks.values() if c.chunk_index not in sent]
 
     def _held_match(self, candidates, held, answering, vector, earlier, batch, t) -> SentDocument | None:
         """After "nothing found", the session's page that answers the query anyway, if any: the best candidate when

@@ -266,6 +266,18 @@ def test_a_new_question_whose_page_came_only_cut_as_a_supplement_gets_that_page_
     backups = lookup("How do I schedule weekly base backups of a cluster?", s, kb="clusters", batch="m2")
     assert backups.relevance_level != "DEDUPED" and backups.primary[0].doc_key == "units.md"
     assert not backups.primary[0].already_returned and "base backup timer" in backups.primary[0].content
+    # only what the session was not sent of it: no chunk of the part the upgrade question got goes out again
+    from executor.retrieval.grading import chunk_ids
+    from executor.retrieval.lookup import closest_chunks
+
+    count, budget = (
+        sample_rt.catalog.documents("clusters")["units.md"].chunk_count,
+        sample_rt.settings.max_chars_per_doc,
+    )
+    upgrade = embedder.embed_query("How do I upgrade a cluster to a new major version?")
+    part = closest_chunks(sample_rt.vectors.get_chunks("clusters", chunk_ids("units.md", count), upgrade), budget)
+    assert part and count > len(part)
+    assert not any(c.text in backups.primary[0].content for c in part)
     # it now answers this lookup: the same question reworded is answered from the session
     again = lookup("weekly base backup timer", s, kb="clusters", batch="m3")
     assert again.relevance_level == "DEDUPED" and not any(d.content for d in again.documents)
