@@ -383,6 +383,10 @@ def invalid_message(message) -> tuple[int, str] | None:
         return types.INVALID_REQUEST, 'Invalid Request: a message is a JSON object with "jsonrpc": "2.0"'
     if "id" in message and not _valid_id(message["id"]):
         return types.INVALID_REQUEST, "Invalid Request: the id must be a string or an integer"
+    if "method" in message and not isinstance(message["method"], str):
+        return types.INVALID_REQUEST, "Invalid Request: the method must be a string"
+    if "params" in message and not isinstance(message["params"], dict):  # MCP's params are by name
+        return types.INVALID_REQUEST, "Invalid Request: params must be an object"
     return None
 
 

@@ -63,8 +63,10 @@ def post_raw(port: int, body: bytes, session: str) -> tuple[int, dict]:
         (DEEP, -32700),
         (b'[{"jsonrpc": "2.0", "id": 4, "method": "tools/list"}]', -32600),  # a batch
         (b'{"id": 5, "method": "tools/list"}', -32600),  # no "jsonrpc": "2.0"
+        (b'{"jsonrpc": "2.0", "id": 6, "method": 5}', -32600),
+        (b'{"jsonrpc": "2.0", "id": 6, "method": "tools/list", "params": [1]}', -32600),
     ],
-    ids=["invalid-utf8", "deep", "batch", "no-jsonrpc"],
+    ids=["invalid-utf8", "deep", "batch", "no-jsonrpc", "method-no-string", "params-array"],
 )
 def test_a_body_that_is_no_json_rpc_request_gets_json_rpcs_error_over_http(http_server, body, code):
     session = http_session(http_server)
