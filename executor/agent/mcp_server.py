@@ -29,10 +29,10 @@ import mcp.types as types
 from mcp.server.lowlevel import Server
 from mcp.shared.exceptions import McpError
 from mcp.shared.message import SessionMessage
-from pydantic import AnyUrl
+from pydantic import AnyUrl, ValidationError
 
 from executor.core.errors import printable
-from executor.core.local_http import read_body, replaying
+from executor.core.local_http import json_body, read_body, replaying
 from executor.core.validation import SESSION_ID, check_session_id
 from executor.prompts.executor import RULES
 from executor.prompts.results import expansion_text
@@ -112,6 +112,8 @@ class ExecutorMCP:
     # -- sessions -------------------------------------------------------------
     def session_id(self, explicit: str | None) -> str:
         if explicit is not None:
+            if not isinstance(explicit, str):  # what a regex says of an int is Python's, not the host's
+                raise ToolFailed("session: must be a string")
             try:
                 return check_session_id(explicit)
             except Exception as exc:
@@ -163,7 +165,7 @@ class ExecutorMCP:
         first search, the KB's keyword index, vocabulary and profiles, the database statements of the action
         memory and the log, and (a KB with a graph) graph expansion and its store. These are real calls (an
         English and a Chinese lookup, each expanded) in a session of their own, which is forgotten afterwards:
-        its memory and its log rows, since no host made them."""
+        its memory and its log rows, since no host made them. A store that fails raises its error (ExecutorError)."""
         from executor.retrieval.graph_build import has_graph
 
         session = f"mcp-warm-up-{uuid.uuid4().hex[:12]}"
@@ -175,6 +177,10 @@ class ExecutorMCP:
             try:
                 for query in ("How do I warm up the service?", "服务怎么预热？"):
                     out = self.table.invoke(LOOKUP, ToolCall(session, self.kb), {"query": query})
+                    if out.failure is not None and out.raised is not None:
+                        # a store this process cannot use (another server holds the Milvus Lite file, it is
+                        # damaged): one error now, not a server that says it is ready and fails every lookup
+                        raise out.raised
                     if out.result is not None and has_graph(row.extract_config):  # expanded even when not thin
                         expansion_text(self.table.expand(out.result))
             finally:
@@ -265,12 +271,15 @@ class ExecutorMCP:
 
             async def answer_unparsable_lines():
                 # the SDK hands a line that is not JSON-RPC on as an exception, which its server answers with
-                # a log notification ("Internal Server Error") and a multi-line warning on stderr; JSON-RPC 2.0
-                # says: a -32700 error whose id is null
+                # a log notification ("Internal Server Error") and a multi-line warning on stderr, and a request
+                # whose id is of the wrong type on as a notification (an id is all it lacks), which nobody
+                # answers: the host would wait for ever. JSON-RPC 2.0 says: an error whose id is null, -32700
+                # for a line that is not JSON, -32600 for JSON that is no request
                 async with parsed_send:
                     async for item in read:
-                        if isinstance(item, Exception):
-                            await write.send(SessionMessage(_ParseError()))  # type: ignore[arg-type]
+                        error = _stdio_error(item)
+                        if error is not None:
+                            await write.send(SessionMessage(_NullIdError(*error)))  # type: ignore[arg-type]
                         else:
                             await parsed_send.send(item)
 
@@ -340,10 +349,13 @@ class _Server(Server):
 
 
 class _ValidIds:
-    """ASGI middleware: a POSTed message whose `id` is neither a string nor an integer (`{}`, null, 1.5, true) gets
-    JSON-RPC's -32600 Invalid Request. The SDK's model of a request fails on such an id and the message then
-    validates as a notification (it has a method and no valid id), which is answered 202 with nothing: the client
-    would wait for ever. The body it reads is bounded by LocalGuard in front of it."""
+    """ASGI middleware: a POSTed body that is not JSON-RPC gets JSON-RPC's own error, as over stdio: one that is not
+    UTF-8 JSON (or nests too deeply for the parser) -32700 Parse error, where the SDK answers 500 and logs a
+    traceback; a batch, a message without `"jsonrpc": "2.0"` or one whose `id` is neither a string nor an integer
+    (`{}`, null, 1.5, true) -32600 Invalid Request. The SDK answers the first two -32602 with pydantic's dump, and
+    the last it takes for a notification (a method and no valid id), answered 202 with nothing: the client would
+    wait for ever. The SDK's transport parses the body again: it has no hook between its parse and its answer
+    (a notification's 202 is sent before the message reaches the server). The body is bounded by LocalGuard."""
 
     def __init__(self, app):
         self.app = app
@@ -355,12 +367,27 @@ class _ValidIds:
         if body is None:
             return
         try:
-            parsed = json.loads(body)
+            error = invalid_message(json_body(body))
         except ValueError:
-            parsed = None  # the SDK answers a parse error itself
-        if isinstance(parsed, dict) and "id" in parsed and not _valid_id(parsed["id"]):
-            return await _invalid_request(send, "Invalid Request: the id must be a string or an integer")
+            error = (types.PARSE_ERROR, "Parse error: the body is not a JSON-RPC 2.0 message")
+        if error is not None:
+            return await _invalid_request(send, *error)
         return await self.app(scope, replaying(body, receive), send)
+
+
+def invalid_message(message) -> tuple[int, str] | None:
+    """JSON-RPC's error for a parsed message that is no JSON-RPC 2.0 message MCP takes, or None."""
+    if isinstance(message, list):  # MCP 2025-06-18 dropped batches; the SDK never took them
+        return types.INVALID_REQUEST, "Invalid Request: batches are not supported, send one message per request"
+    if not isinstance(message, dict) or message.get("jsonrpc") != "2.0":
+        return types.INVALID_REQUEST, 'Invalid Request: a message is a JSON object with "jsonrpc": "2.0"'
+    if "id" in message and not _valid_id(message["id"]):
+        return types.INVALID_REQUEST, "Invalid Request: the id must be a string or an integer"
+    if "method" in message and not isinstance(message["method"], str):
+        return types.INVALID_REQUEST, "Invalid Request: the method must be a string"
+    if "params" in message and not isinstance(message["params"], dict):  # MCP's params are by name
+        return types.INVALID_REQUEST, "Invalid Request: params must be an object"
+    return None
 
 
 def _valid_id(value) -> bool:
@@ -368,9 +395,9 @@ def _valid_id(value) -> bool:
     return isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool))
 
 
-async def _invalid_request(send, message: str) -> None:
+async def _invalid_request(send, code: int, message: str) -> None:
     # the id is null, as JSON-RPC 2.0 says when the request's id cannot be read
-    body = json.dumps({"jsonrpc": "2.0", "id": None, "error": {"code": types.INVALID_REQUEST, "message": message}})
+    body = json.dumps({"jsonrpc": "2.0", "id": None, "error": {"code": code, "message": message}})
     await send(
         {
             "type": "http.response.start",
@@ -381,10 +408,26 @@ async def _invalid_request(send, message: str) -> None:
     await send({"type": "http.response.body", "body": body.encode()})
 
 
-class _ParseError:
-    """The JSON-RPC answer to a line that is not a JSON-RPC message, as the SDK's stdio writer serialises a message
-    (`model_dump_json`); the SDK's own model cannot hold the null id a parse error must carry."""
+def _stdio_error(item) -> tuple[int, str] | None:
+    """The error a line read over stdio gets (the SDK's parse of it, or the exception it raised), or None."""
+    if isinstance(item, ValidationError):
+        if any(e["type"] == "json_invalid" for e in item.errors()):
+            return types.PARSE_ERROR, "Parse error: the line is not JSON"
+        return types.INVALID_REQUEST, "Invalid Request: the line is JSON but not a JSON-RPC 2.0 message MCP takes"
+    if isinstance(item, Exception):
+        return types.PARSE_ERROR, "Parse error: the line is not a JSON-RPC 2.0 message"
+    root = item.message.root
+    if isinstance(root, types.JSONRPCNotification) and "id" in (root.model_extra or {}):
+        return types.INVALID_REQUEST, "Invalid Request: the id must be a string or an integer"
+    return None
+
+
+class _NullIdError:
+    """A JSON-RPC error whose id is null, as the SDK's stdio writer serialises a message (`model_dump_json`); the
+    SDK's own model cannot hold the null id an error about an unreadable request must carry."""
+
+    def __init__(self, code: int, message: str):
+        self.code, self.message = code, message
 
     def model_dump_json(self, **_: object) -> str:
-        error = {"code": types.PARSE_ERROR, "message": "Parse error: the line is not a JSON-RPC 2.0 message"}
-        return json.dumps({"jsonrpc": "2.0", "id": None, "error": error})
+        return json.dumps({"jsonrpc": "2.0", "id": None, "error": {"code": self.code, "message": self.message}})

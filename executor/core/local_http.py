@@ -6,6 +6,9 @@ to 127.0.0.1, so the Host header is that name) and through "simple" cross-site P
 with an Origin header). So the Host must be one of the server's own names with its own port, compared whole
 (`127.0.0.1:8765@evil.example` is not `127.0.0.1:8765`), and an Origin, when a browser sends one, must be one of
 them too. A plain ASGI middleware: no dependency, and the app behind it is unchanged.
+
+Below the app, `server_config` is how both serve HTTP: uvicorn's h11 protocol, whose request head is bounded
+(uvicorn's default httptools protocol buffers any header), with a deadline for reading each request.
 """
 
 from __future__ import annotations
@@ -15,6 +18,8 @@ import json
 import re
 
 MAX_BODY_BYTES = 4 * 1024 * 1024
+MAX_HEAD_BYTES = 64 * 1024  # a request line and headers; a browser sends a few kB
+READ_TIMEOUT_S = 10.0  # to receive a whole request (head and body): a loopback client needs milliseconds
 LOOPBACK_NAMES = ("127.0.0.1", "localhost", "[::1]")
 _HOST = re.compile(r"(?:[a-z0-9.\-]+|\[[0-9a-f:.]+\]):\d{1,5}")
 
@@ -49,10 +54,19 @@ class LocalGuard:
     the app sees it and before more than `max_body` bytes of it are read. A WebSocket handshake passes the same
     Host, Origin and token checks (refused with 403)."""
 
-    def __init__(self, app, hosts: set[str], token: str | None = None, max_body: int = MAX_BODY_BYTES):
+    def __init__(
+        self,
+        app,
+        hosts: set[str],
+        token: str | None = None,
+        max_body: int = MAX_BODY_BYTES,
+        origins: tuple[str, ...] = (),
+    ):
+        """`origins`: pages of other sites the server answers too (LangGraph Studio's, for `langgraph dev`)."""
         self.app = app
         self.hosts = {h.lower() for h in hosts}
         self.origins = {f"http://{h}" for h in self.hosts} | {f"https://{h}" for h in self.hosts}
+        self.origins |= {o.lower() for o in origins}
         self.token = token
         self.max_body = max_body
 
@@ -87,10 +101,11 @@ class LocalGuard:
                 return await _reply(send, 400, "invalid Content-Length")
             if int(length[0]) > self.max_body:
                 return await _reply(send, 413, f"the request body exceeds {self.max_body} bytes")
+        elif scope.get("method") in ("GET", "HEAD", "DELETE", "OPTIONS"):
             return await self.app(scope, receive, send)
-        if scope.get("method") in ("GET", "HEAD", "DELETE", "OPTIONS"):
-            return await self.app(scope, receive, send)
-        # no length given (chunked): read it here, within the bound, and hand the app what was read
+        # read here, within the bound (a chunked body declares no length), and hand the app what was read: a client
+        # that goes away mid-body (or is cut off by the server's read deadline) ends the request here, quietly,
+        # not as the app's ClientDisconnect traceback
         body = await read_body(receive, self.max_body)
         if body is None:
             return
@@ -157,3 +172,57 @@ def replaying(body: bytes, receive):
         return {"type": "http.request", "body": body, "more_body": False}
 
     return replay
+
+
+def json_body(body: bytes):
+    """A request body parsed as JSON, or ValueError when it is not UTF-8 JSON or nests beyond what Python's parser
+    recurses into (`[[[[...` of a few MB is a RecursionError, not a JSONDecodeError)."""
+    try:
+        return json.loads(body)
+    except RecursionError:
+        raise ValueError("the JSON nests too deeply") from None
+
+
+def server_config(app, **options):
+    """The uvicorn configuration our servers run `app` with: the request head bounded to MAX_HEAD_BYTES and each
+    request read within READ_TIMEOUT_S."""
+    import uvicorn
+
+    return uvicorn.Config(app, http=_bounded_h11(), h11_max_incomplete_event_size=MAX_HEAD_BYTES, **options)
+
+
+def _bounded_h11():
+    """uvicorn's h11 protocol with a deadline for receiving a request. uvicorn waits for ever for the rest of a
+    head or a body, so a client that sends a byte now and then (slowloris) holds a connection for as long as it
+    likes, and a few thousand of them hold every file descriptor the server has. Once the deadline has passed
+    with a request still arriving, the connection is closed (the app, if it was reading the body, sees the
+    client go away); one that is idle between requests is uvicorn's keep-alive timeout's to close."""
+    import h11
+    from uvicorn.protocols.http.h11_impl import H11Protocol
+
+    class BoundedH11(H11Protocol):
+        _deadline = None
+
+        def connection_made(self, transport):
+            super().connection_made(transport)
+            self._arm()
+
+        def on_response_complete(self):
+            super().on_response_complete()
+            self._arm()  # the next request on this connection gets a deadline of its own
+
+        def connection_lost(self, exc):
+            if self._deadline is not None:
+                self._deadline.cancel()
+            super().connection_lost(exc)
+
+        def _arm(self):
+            if self._deadline is not None:
+                self._deadline.cancel()
+            self._deadline = self.loop.call_later(READ_TIMEOUT_S, self._expire)
+
+        def _expire(self):
+            if self.conn.their_state in (h11.IDLE, h11.SEND_BODY) and not self.transport.is_closing():
+                self.transport.close()
+
+    return BoundedH11

@@ -10,6 +10,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from executor.core.errors import validation_line
+from executor.core.local_http import json_body
 
 
 class FunctionCall(BaseModel):
@@ -108,8 +109,8 @@ class RequestError(ValueError):
 
 def parse_request(body: bytes) -> ChatRequest:
     try:
-        data = json.loads(body)
-    except (UnicodeDecodeError, json.JSONDecodeError):
+        data = json_body(body)
+    except ValueError:  # not UTF-8, not JSON, or nested too deeply to parse
         raise RequestError("the request body is not JSON") from None
     if not isinstance(data, dict):
         raise RequestError("the request body must be a JSON object")

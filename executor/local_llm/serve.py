@@ -13,7 +13,7 @@ from pathlib import Path
 import uvicorn
 
 from executor.core.errors import ExecutorError
-from executor.core.local_http import LocalGuard, own_hosts
+from executor.core.local_http import LocalGuard, own_hosts, server_config
 from executor.local_llm.app import ChatService, create_app
 from executor.local_llm.engine import EngineOptions, LlamaEngine
 from executor.local_llm.model_file import resolve_model
@@ -37,7 +37,7 @@ def _server(options: EngineOptions, port: int) -> tuple[uvicorn.Server, ChatServ
     # the Host and Origin a local page could forge (DNS rebinding, cross-site POSTs) and the body's size are
     # checked before the app reads anything (executor/core/local_http.py)
     app = LocalGuard(create_app(service), own_hosts("127.0.0.1", port))
-    config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="on")
+    config = server_config(app, log_level="warning", access_log=False, lifespan="on")
     return uvicorn.Server(config), service
 
 

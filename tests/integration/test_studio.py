@@ -41,6 +41,7 @@ def studio(tmp_path_factory):
     config = json.loads((REPO / "langgraph.json").read_text())
     config["dependencies"] = [str(REPO)]
     config["graphs"] = {name: str(REPO / spec.removeprefix("./")) for name, spec in config["graphs"].items()}
+    config["http"]["app"] = str(REPO / config["http"]["app"].removeprefix("./"))
     (workdir / "langgraph.json").write_text(json.dumps(config))
     log = open(home / "langgraph-dev.log", "w")
     proc = subprocess.Popen(

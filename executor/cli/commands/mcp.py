@@ -52,7 +52,7 @@ def mcp(
     from executor.agent.runtime import Runtime
     from executor.core.errors import InputError, register_secret
     from executor.core.fs import private_file
-    from executor.core.local_http import is_loopback
+    from executor.core.local_http import is_loopback, server_config
 
     if not http:
         # the transport options mean nothing on stdio: a token given there would protect nothing, silently
@@ -94,7 +94,7 @@ def mcp(
             print(f"executor MCP server on {url} ({where}; its log: {log}); Ctrl-C stops it", file=sys.stderr)
         # what uvicorn and the MCP library log (a malformed request, a stream cut by Ctrl-C) goes to a file:
         # a person's terminal gets one line per problem of theirs, not the server's tracebacks
-        config = uvicorn.Config(
+        config = server_config(
             server.http_app(host, port, token), log_config=_log_config(log), access_log=False, log_level="warning"
         )
         with _root_log_to(log):
