@@ -40,8 +40,13 @@ def endpoint():
             self.rfile.read(int(self.headers.get("Content-Length") or 0))
             key = self.headers.get("Authorization", "").partition(" ")[2]
             message = replies["reply"](key)
-            payload = json.dumps({"error": {"message": message, "type": "invalid_request_error"}}).encode()
-            self.send_response(401)
+            if replies.get("status", 401) == 200:  # one JSON answer, whatever the request asked for
+                choice = {"index": 0, "message": {"role": "assistant", "content": message}, "finish_reason": "stop"}
+                answer = {"id": "x", "object": "chat.completion", "created": 0, "model": "m", "choices": [choice]}
+                payload = json.dumps(answer).encode()
+            else:
+                payload = json.dumps({"error": {"message": message, "type": "invalid_request_error"}}).encode()
+            self.send_response(replies.get("status", 401))
             self.send_header("Content-Type", "application/json")
             self.send_header("Content-Length", str(len(payload)))
             self.end_headers()
@@ -77,6 +82,15 @@ def test_a_debug_traceback_shows_the_escape_sequences_an_endpoint_sends(sample_h
     assert r.returncode == 1 and "Traceback" in r.stderr, r.stderr
     assert "\x1b" not in r.stderr and "\x07" not in r.stderr, r.stderr
     assert "\\x1b]52;c;cHduZWQ=" in r.stderr, r.stderr
+
+
+def test_an_endpoint_that_ignores_streaming_is_named_not_a_class_name(sample_home, endpoint):
+    replies, url = endpoint
+    replies.update(status=200, reply=lambda key: "an answer, not streamed")
+    r = run_cli(sample_home, "ask", "ERR_TIMEOUT 是什么？", OPENAI_BASE_URL=url, OPENAI_API_KEY="sk-x1")
+    line = one_error_line(r, 1)
+    assert "the LLM endpoint sent no streamed answer" in line and "OPENAI_BASE_URL" in line, line
+    assert "ValueError" not in line, line
 
 
 def test_json_output_escapes_c1_controls_from_a_description(tmp_path):
