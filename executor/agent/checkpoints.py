@@ -5,7 +5,7 @@ from __future__ import annotations
 import sqlite3
 from contextlib import contextmanager
 
-from executor.core.errors import BackendError
+from executor.core.errors import BackendError, ConfigError
 from executor.core.fs import private_file
 from executor.core.settings import Settings
 
@@ -26,7 +26,7 @@ def open_checkpointer(settings: Settings):
             raise
         return
     if url:
-        raise BackendError(
+        raise ConfigError(  # a setting to change, not a backend down: exit 2
             "EXECUTOR_CHECKPOINT_URL must be a postgresql:// URL (SQLite under EXECUTOR_HOME is the default)"
         )
     from langgraph.checkpoint.sqlite import SqliteSaver

@@ -41,7 +41,7 @@ try:
         turns,
     )
     from executor.cli.commands.common import sub_app
-    from executor.core.errors import EXIT_USAGE, ConfigError, InputError, describe, printable, redact
+    from executor.core.errors import EXIT_USAGE, ConfigError, InputError, describe, printable, redact, terminal_safe
 except KeyboardInterrupt:
     sys.stderr.write("error: interrupted\n")
     raise SystemExit(130) from None
@@ -59,8 +59,8 @@ def report(exc: BaseException, argv: list[str]) -> int:
         return EXIT_USAGE
     message, code = describe(exc)
     flags = _before_dashdash(argv)
-    if debugging(argv):  # what users paste into bug reports: redacted like every other line
-        sys.stderr.write(redact("".join(traceback.format_exception(exc))))
+    if debugging(argv):  # what users paste into bug reports: redacted like every other line, its escapes shown
+        sys.stderr.write(terminal_safe(redact("".join(traceback.format_exception(exc)))))
     line = printable(redact(message))  # click echoes option values, which may hold a secret
     if "--json" in flags:
         sys.stdout.write(json.dumps({"error": line, "code": code}, ensure_ascii=False) + "\n")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import re
 from urllib.parse import urlsplit, urlunsplit
 
@@ -17,6 +18,8 @@ _SECRET_PARAM = re.compile(
 # values the settings hold (passwords, tokens, API keys): never printed, wherever a library puts them
 _SECRETS: set[str] = set()
 _TERMINAL_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+# what json.dumps(ensure_ascii=False) leaves as it is, but a terminal may obey: DEL and the C1 controls (CSI \x9b)
+_JSON_CONTROL = re.compile(r"[\x7f-\x9f]")
 
 
 _SECRET_PATTERN: re.Pattern | None = None
@@ -30,6 +33,9 @@ def register_secret(value: str | None) -> None:
     global _SECRET_PATTERN
     if value and value.strip() and value not in _SECRETS:
         _SECRETS.add(value)
+        # as an endpoint may echo it back in base64 too (a Basic header decoded, a key re-encoded)
+        encoded = base64.b64encode(value.encode("utf-8")).decode("ascii")
+        _SECRETS.update({encoded, encoded.rstrip("=")})
         # a secret is removed where it stands as a token of its own, never from inside a longer word: a password
         # "neo4" must not turn /var/lib/neo4j into /var/lib/***j
         alternatives = "|".join(re.escape(v) for v in sorted(_SECRETS, key=len, reverse=True))
@@ -74,6 +80,12 @@ def terminal_safe(text: str) -> str:
     """Text from documents as a terminal may show it: escape sequences (OSC, CSI) and other control
     characters are shown as visible escapes instead of being obeyed. Newlines and tabs stay."""
     return _TERMINAL_CONTROL.sub(lambda m: repr(m.group())[1:-1], str(text))
+
+
+def json_safe(text: str) -> str:
+    """JSON text for a terminal: DEL and C1 controls as \\u escapes (json.dumps escapes only those below 0x20).
+    Outside its strings JSON has no such character, so the result is the same JSON."""
+    return _JSON_CONTROL.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
 
 
 def first_line(exc, limit: int = 300) -> str:

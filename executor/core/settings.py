@@ -306,6 +306,12 @@ class Retrieval(BaseModel):
     repeats: Repeats = Field(default_factory=Repeats)
 
 
+GRAPH_URL_SCHEMES = {
+    "falkordb_url": ("redis", "rediss", "unix"),
+    "neo4j_uri": ("bolt", "bolt+s", "bolt+ssc", "neo4j", "neo4j+s", "neo4j+ssc", "http", "https"),
+}
+
+
 def config_path() -> Path:
     return Path(os.environ.get("EXECUTOR_CONFIG", "config.yaml"))
 
@@ -548,6 +554,8 @@ class Settings(BaseSettings):
     def _home_given(cls, value: Any) -> Any:
         if isinstance(value, str) and not value.strip():  # Path("") is the current folder: never meant
             raise ValueError("is empty: set it to a folder, or unset it for ./.executor")
+        if isinstance(value, (str, Path)):  # a quoted "~/x" (or home: ~/x in config.yaml) is no folder named "~"
+            return Path(value).expanduser()
         return value
 
     @field_validator("home")
@@ -573,6 +581,16 @@ class Settings(BaseSettings):
                 raise ValueError("not a valid URL (no host name)")
         return value
 
+    @field_validator("falkordb_url", "neo4j_uri")
+    @classmethod
+    def _url_scheme(cls, value: str | None, info) -> str | None:
+        """A scheme the driver takes (redis' and neo4j's own errors come later, as a bare ValueError, or as a
+        "graph unavailable" that sounds like a server down)."""
+        schemes = GRAPH_URL_SCHEMES[info.field_name]
+        if value and value.partition("://")[0].lower() not in schemes:
+            raise ValueError(f"not a URL this driver takes: use {', '.join(s + '://' for s in schemes)}")
+        return value
+
     @field_validator("milvus_uri")
     @classmethod
     def _milvus_target(cls, value: str | None) -> str | None:
@@ -587,10 +605,13 @@ class Settings(BaseSettings):
     def _database_url_parses(cls, value: str | None) -> str | None:
         if value:
             from sqlalchemy.engine import make_url
-            from sqlalchemy.exc import ArgumentError
+            from sqlalchemy.exc import ArgumentError, NoSuchModuleError
 
             try:
-                make_url(value)
+                make_url(value).get_dialect()  # an unknown dialect ("nope://") is a setting to fix, not a crash
+            except NoSuchModuleError:
+                kind = value.partition(":")[0]  # the scheme alone: what follows may hold a password
+                raise ValueError(f"unknown database kind {kind!r} (sqlite, postgresql, mysql)") from None
             except (ArgumentError, ValueError) as exc:
                 problem = "not a database URL (such as sqlite:///PATH or postgresql+psycopg://HOST:5432/DB)"
                 if not isinstance(exc, ArgumentError):
@@ -751,6 +772,16 @@ def env_name(field: str) -> str:
     return f"EXECUTOR_{field.upper()}"
 
 
+def _from_env(field: str) -> bool:
+    """Whether one of the environment variables a settings field is read from is set (case-insensitively, as
+    pydantic-settings reads them)."""
+    info = Settings.model_fields.get(field)
+    alias = info.validation_alias if info is not None else None
+    names = [str(a) for a in alias.choices] if isinstance(alias, AliasChoices) else [f"EXECUTOR_{field}"]
+    present = {k.upper() for k in os.environ}
+    return any(name.upper() in present for name in names)
+
+
 def settings_error(exc: ValidationError) -> ConfigError:
     """A pydantic error as one line that names the setting (never its value: it may be a secret)."""
     err = exc.errors()[0]
@@ -759,8 +790,8 @@ def settings_error(exc: ValidationError) -> ConfigError:
     where = path
     if loc and loc[0] in Settings.model_fields:
         variable = env_name(loc[0])
-        if len(loc) == 1:
-            where = f"{variable} ({path})"
+        if len(loc) == 1:  # the variable that set it, else the config file (a value there is no variable's)
+            where = f"{variable if _from_env(loc[0]) or not config_path().is_file() else config_path()} ({path})"
         else:  # a key inside a structured setting: the variable holding it, else the config file
             where = f"{variable if variable in os.environ else config_path()} ({path})"
     problem = f"unknown key {loc[-1]!r}" if err["type"] == "extra_forbidden" else err["msg"]

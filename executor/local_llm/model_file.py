@@ -36,6 +36,8 @@ def resolve_model(spec: str | Path | None) -> Path:
     if spec is None or str(spec) == BUNDLED:
         return bundled_model_path()
     path = Path(spec).expanduser()
+    if path.is_dir():
+        raise ConfigError(f"{path} is a folder: name the .gguf file in it")
     if not path.is_file():
         raise ConfigError(f"model file not found: {path}")  # --model or EXECUTOR_LOCAL_MODEL: exit 2
     if path.suffix.lower() != ".gguf":

@@ -80,6 +80,12 @@ def invoke_llm(model, messages):
     try:
         return model.invoke(messages)
     except Exception as exc:
+        if isinstance(exc, ValueError) and "No generations found in stream" in str(exc):
+            # an endpoint (or a proxy) that ignores `stream: true` and answers with one JSON body: langchain reads
+            # no event from it
+            raise BackendError(
+                "the LLM endpoint sent no streamed answer (it ignores `stream: true`; OPENAI_BASE_URL names it)"
+            ) from exc
         if not any(c.__module__.split(".")[0] in _LLM_TRANSPORT_MODULES for c in type(exc).__mro__):
             raise
         raise BackendError(f"the LLM is unavailable: {exc.__class__.__name__}: {first_line(exc)}") from exc

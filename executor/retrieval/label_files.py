@@ -25,6 +25,8 @@ def load_label_list(path: Path, model: type[M], shape: str) -> list[M]:
         text = bounded_yaml.read_text(path, bounded_yaml.LABELS)
     except bounded_yaml.YamlBoundError as exc:
         raise InputError(f"--labels {path}: {exc}") from exc
+    except UnicodeDecodeError as exc:
+        raise InputError(f"--labels {path}: not UTF-8 text (byte {exc.start})") from exc
     except OSError as exc:
         raise InputError(f"--labels {path}: cannot be read ({exc.strerror or exc})") from exc
     try:
@@ -34,7 +36,8 @@ def load_label_list(path: Path, model: type[M], shape: str) -> list[M]:
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 1}" if mark else ""
-        raise InputError(f"{path}: not valid YAML{where} ({exc.__class__.__name__})") from exc
+        problem = getattr(exc, "problem", None) or exc.__class__.__name__
+        raise InputError(f"{path}: not valid YAML{where} ({problem})") from exc
     if not isinstance(raw, list) or not raw:
         raise InputError(f"{path}: expected a list of {shape}")
     try:

@@ -69,12 +69,16 @@ def test_a_socket_url_needs_no_host_but_a_tcp_url_does(tmp_path):
 
 
 def test_a_password_in_a_url_without_a_scheme_is_never_printed(tmp_path):
-    """A malformed FALKORDB_URL (`redis:pw@host port`) reaches the driver, whose error may quote it whole."""
+    """A malformed FALKORDB_URL (`redis:pw@host port`) is refused by the settings, which never quote it (the
+    driver's own error quoted it whole); a Milvus URI of that shape is still taken, and redacted."""
     from executor.core.errors import redact
 
-    Settings(home=tmp_path / "home", falkordb_url="redis:FKSECRET4@127.0.0.1 6379")
-    said = redact("ValueError: Redis URL must specify a scheme: redis:FKSECRET4@127.0.0.1 6379")
-    assert "FKSECRET4" not in said and "127.0.0.1" in said
+    with pytest.raises(ValueError) as caught:
+        Settings(home=tmp_path / "home", falkordb_url="redis:FKSECRET4@127.0.0.1 6379")
+    assert "redis://" in str(caught.value) and "FKSECRET4" not in str(caught.value)
+    Settings(home=tmp_path / "home", database_url="sqlite:///" + str(tmp_path / "x.db"), milvus_uri="m:MVS4@h.db")
+    said = redact("ValueError: cannot open m:MVS4@h.db")
+    assert "MVS4" not in said
 
 
 @pytest.mark.parametrize("uri", ["not a url", "root:MVSECRET9@127.0.0.1 19530"])

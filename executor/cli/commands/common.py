@@ -12,7 +12,7 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
-from executor.core.errors import ExecutorError, InputError, terminal_safe
+from executor.core.errors import ExecutorError, InputError, json_safe, terminal_safe
 
 console = Console()
 err_console = Console(stderr=True)
@@ -97,7 +97,7 @@ def config_to_write() -> None:
 
 
 def print_json(data) -> None:
-    typer.echo(json.dumps(data, ensure_ascii=False, indent=2, default=str))
+    typer.echo(json_safe(json.dumps(data, ensure_ascii=False, indent=2, default=str)))
 
 
 def write_text(path: Path, text: str) -> None:
@@ -106,6 +106,27 @@ def write_text(path: Path, text: str) -> None:
         path.write_text(text, encoding="utf-8")
     except OSError as exc:
         raise ExecutorError(f"cannot write {path}: {exc.strerror or exc}") from exc
+
+
+def output_file(option: str, path: Path | None, suffix: str = "") -> None:
+    """A file the command was asked to write, checked before the work that fills it: a folder is bad input (it
+    would fail only at the end, or a plot be written beside it as FOLDER.png), and a plot needs its `.png` name
+    (matplotlib appends one to a bare name, or refuses another)."""
+    if path is None:
+        return
+    if path.is_dir():
+        named = "is empty" if str(path) == "." else f"{path} is a folder"  # "" is the current folder
+        raise InputError(f"{option} {named}: name the file to write, e.g. report{suffix or '.md'}")
+    if suffix and path.suffix.lower() != suffix:
+        raise InputError(f"{option} {path}: the file name must end in {suffix}")
+
+
+def write_plot(option: str, path: Path, draw) -> None:
+    """`draw(path)` writes a plot the user asked for; an unwritable path is one line naming the option."""
+    try:
+        draw(path)
+    except OSError as exc:
+        raise ExecutorError(f"{option}: cannot write {path}: {exc.strerror or exc}") from exc
 
 
 def csv_list(value: str | None) -> list[str]:

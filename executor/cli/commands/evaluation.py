@@ -8,7 +8,17 @@ from typing import Annotated
 
 import typer
 
-from executor.cli.commands.common import JsonOpt, SessionOpt, console, csv_list, print_json, runtime, write_text
+from executor.cli.commands.common import (
+    JsonOpt,
+    SessionOpt,
+    console,
+    csv_list,
+    output_file,
+    print_json,
+    runtime,
+    write_plot,
+    write_text,
+)
 from executor.core.errors import ExecutorError, InputError
 
 
@@ -59,6 +69,9 @@ def eval_(
 
     scenarios = load_scenarios(paths or [REPO_ROOT / "evals" / "scenarios"])
     labels = load_repeat_labels(repeat_labels) if repeat_labels else default_repeat_labels(REPO_ROOT)
+    output_file("--report-json", report_json)
+    output_file("--markdown", markdown)
+    output_file("--plot", plot, ".png")
     for out in (report_json, markdown, plot):  # a suite can run for minutes: a report it cannot write fails now
         if out is not None:
             try:
@@ -89,7 +102,7 @@ def eval_(
     if markdown:
         write_text(markdown, report.markdown(on, off, policy))
     if plot:
-        report.plot(on, off, plot)
+        write_plot("--plot", plot, lambda path: report.plot(on, off, path))
     agg = aggregate(judged)
     failed = [r for r in judged if (not r.within_budget if judge == "bound" else not r.passed)]
     if as_json:
@@ -153,13 +166,14 @@ def stats(
         start = datetime.fromisoformat(since) if since else None
     except ValueError:
         raise InputError(f"--since {since!r} is not a date (YYYY-MM-DD) or an ISO time") from None
+    output_file("--plot", plot, ".png")
     with runtime() as rt:
         t = rt.settings.thresholds(embedder_name(rt.settings.embedder, rt.settings.embedder_path))
         thresholds = {"highly_relevant": t.highly_relevant_threshold, "reference": t.reference_threshold}
         data = invocation_stats(rt.db, session=session, since=start, sources=csv_list(source), thresholds=thresholds)
         data["traversal_cache"] = traversal_cache_stats(rt.db, session=session, since=start)
     if plot:
-        plot_stats(data, plot)
+        write_plot("--plot", plot, lambda path: plot_stats(data, path))
     if as_json:
         print_json(data)
         return

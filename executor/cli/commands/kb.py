@@ -18,6 +18,7 @@ from executor.cli.commands.common import (
     console,
     csv_list,
     echo,
+    output_file,
     print_json,
     runtime,
     session_or_new,
@@ -231,6 +232,7 @@ def kg(
     from executor.tools.call import ToolCall
     from executor.tools.registry import KG_QUERY
 
+    output_file("--html", html)
     with runtime("lookup") as rt:  # a person calling the tool directly, like `lookup`
         rt.start_loading()
         session = session_or_new(session, "kg")

@@ -10,7 +10,7 @@ from typing import Annotated
 import typer
 
 from evals.quality_report import quality_table, write_markdown
-from executor.cli.commands.common import JsonOpt, KbsOpt, config_to_write, console, print_json, runtime
+from executor.cli.commands.common import JsonOpt, KbsOpt, config_to_write, console, output_file, print_json, runtime
 from executor.cli.commands.common import pair_labels as _pair
 from executor.core.errors import InputError
 
@@ -80,6 +80,7 @@ def eval_retrieval(
     from executor.retrieval.calibration import regrade
     from executor.retrieval.quality import measure
 
+    output_file("--markdown", markdown)
     observed, sources, t, embedder = _observe(_pair(labels, kb), "eval")
     quality = measure(regrade(observed, t))
     if markdown is not None:
