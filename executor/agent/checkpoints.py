@@ -5,9 +5,10 @@ from __future__ import annotations
 import sqlite3
 from contextlib import contextmanager
 
-from executor.core.errors import BackendError
+from executor.core.errors import BackendError, DamagedError
 from executor.core.fs import private_file
 from executor.core.settings import Settings
+from executor.stores.integrity import sqlite_damage
 
 
 @contextmanager
@@ -32,7 +33,16 @@ def open_checkpointer(settings: Settings):
     from langgraph.checkpoint.sqlite import SqliteSaver
 
     settings.ensure_home()
-    path = private_file(settings.home / "checkpoints.sqlite")
+    path = settings.home / "checkpoints.sqlite"
+    # SQLite reads only the pages a query touches: a damaged file would serve (and be written) as if whole
+    damage = sqlite_damage(path)
+    if damage is not None:
+        raise DamagedError(
+            f"the checkpoint database {path} is damaged ({damage}): restore it from a backup, or move it away "
+            "(the sessions' conversations start over; what they retrieved stays in executor.db)",
+            path,
+        )
+    path = private_file(path)
     conn = sqlite3.connect(path, check_same_thread=False)
     try:
         conn.execute("PRAGMA journal_mode=WAL")

@@ -102,6 +102,15 @@ class FalkorDBServer:
 
     def ensure_running(self) -> Path:
         """Start the server unless a healthy one already listens; returns the socket path."""
+        try:
+            return self._ensure_running()
+        except PermissionError as exc:  # the folder's mode or owner (EXECUTOR_HOME copied as another user)
+            raise BackendError(
+                f"cannot use the graph folder {self.folder}: {exc.strerror} ({exc.filename}); give this user "
+                "read and write access to it"
+            ) from exc
+
+    def _ensure_running(self) -> Path:
         if self.ping():
             return self.socket_path
         try:

@@ -6,11 +6,14 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
+from executor.core.errors import BackendError
+
 SQLITE_HEADER = b"SQLite format 3\x00"
 
 
 def sqlite_damage(path: Path) -> str | None:
-    """Why the SQLite file at `path` is damaged (one line), or None when it is whole or missing.
+    """Why the SQLite file at `path` is damaged (one line), or None when it is whole or missing. A file this
+    user may not read is no damage: BackendError says so.
 
     `PRAGMA quick_check` reads every page and checks the b-trees (not the indexes' contents): a few ms for
     the files a home holds, and it finds a truncated file or overwritten pages, which SQLite itself reports
@@ -23,6 +26,8 @@ def sqlite_damage(path: Path) -> str | None:
         return None
     except IsADirectoryError:
         return "it is a folder, not a file"
+    except PermissionError as exc:  # its mode or owner, not its bytes: moving it away would mend nothing
+        raise BackendError(f"cannot read {path}: {exc.strerror}; give this user read and write access to it") from exc
     except OSError as exc:
         return f"it cannot be read ({exc.strerror})"
     if not header:

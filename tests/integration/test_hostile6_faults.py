@@ -143,3 +143,147 @@ def test_append_only_files_without_their_manifest_are_not_written_over(home):
     assert r.returncode == 1
     assert "damaged" in r.stderr and str(manifest) in r.stderr, r.stderr
     assert {p.name: p.read_bytes() for p in aof_files(home).iterdir()} == before
+
+
+# -- the other stores ------------------------------------------------------------------------------------
+
+
+def test_the_graph_holding_nothing_is_one_line_with_the_repair(home):
+    import shutil
+
+    shutil.rmtree(aof_files(home))  # redis starts an empty graph: every read is "empty key"
+    r = run_cli(home, "graph", "neighbors", "ComfyUI")
+    assert r.returncode == 1
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and "is empty" in lines[0] and "ingest --rebuild" in lines[0], r.stderr
+    assert "empty key" not in r.stderr
+
+
+def test_a_damaged_checkpoint_file_is_reported_as_damaged(home):
+    first = run_cli(home, "ask", "ERR_TIMEOUT", "--session", "s1")
+    assert first.returncode == 0, first.stderr
+    checkpoints = home / "checkpoints.sqlite"
+    overwrite(checkpoints, checkpoints.stat().st_size // 2, b"\xa5" * 16384)
+    for args in (["ask", "what about rate limits", "--session", "s1"], ["session", "clear", "s1"]):
+        r = run_cli(home, *args)
+        assert r.returncode == 1, (args, r.stdout, r.stderr)
+        lines = r.stderr.strip().splitlines()
+        assert len(lines) == 1 and "damaged" in lines[0] and str(checkpoints) in lines[0], r.stderr
+
+
+def test_damaged_embedder_state_is_rebuilt_not_read_as_nothing_found(home):
+    weights = next((home / "cache").glob("use-*/w1.00.npy"))
+    overwrite(weights, weights.stat().st_size // 2, b"\xff" * 4096)  # NaN weights
+    r = run_cli(home, "lookup", "ERR_TIMEOUT", "--json")
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["relevance_level"] == "PRECISE", r.stdout
+
+
+@pytest.fixture(scope="module")
+def docs(tmp_path_factory):
+    """The sample's documents in a folder of their own, to ingest as a second KB and then change."""
+    import shutil
+
+    from executor.core.settings import SAMPLE_KB_PATH
+
+    folder = tmp_path_factory.mktemp("docs")
+    for path in SAMPLE_KB_PATH.rglob("*.md"):
+        shutil.copy(path, folder / path.name)
+    return folder
+
+
+def test_a_first_ingest_killed_before_its_catalog_leaves_no_half_kb(home, tmp_path, docs):
+    from test_damage import run_signalled
+
+    r = run_signalled(
+        home, tmp_path, "SIGKILL", "executor.stores.catalog:Catalog.apply_ingest", "ingest", str(docs), "--kb", "other"
+    )
+    assert r.returncode == -9, r.stderr
+    listed = run_cli(home, "kb", "list", "--json")
+    assert listed.returncode == 0 and "other" not in listed.stdout, listed.stdout
+    assert run_cli(home, "lookup", "ERR_TIMEOUT", "--kb", "other").returncode == 2  # unknown, not answering
+    again = run_cli(home, "ingest", str(docs), "--kb", "other", "--json")
+    assert again.returncode == 0, again.stderr
+    assert (
+        json.loads(again.stdout)["chunks"]
+        == json.loads(run_cli(home, "kb", "show", "sample", "--json").stdout)["chunks"]
+    )
+
+
+def test_an_incremental_ingest_killed_at_the_upsert_keeps_the_changed_document_findable(home, tmp_path, docs):
+    from test_damage import run_signalled
+
+    changed = tmp_path / "changed"
+    changed.mkdir()
+    for path in docs.iterdir():
+        (changed / path.name).write_bytes(path.read_bytes())
+    first = run_cli(home, "ingest", str(changed), "--kb", "other")
+    assert first.returncode == 0, first.stderr
+    # one document edited: the next ingest is incremental (the others unchanged)
+    with open(changed / "err-timeout.md", "a", encoding="utf-8") as fh:
+        fh.write("\nERR_TIMEOUT also appears when an upstream proxy drops the connection.\n")
+    r = run_signalled(
+        home,
+        tmp_path,
+        "SIGKILL",
+        "executor.stores.vectors:MilvusVectorStore.upsert",
+        "ingest",
+        str(changed),
+        "--kb",
+        "other",
+    )
+    assert r.returncode == -9, r.stderr
+    after = run_cli(home, "lookup", "ERR_TIMEOUT 请求超时", "--kb", "other", "--json")
+    assert after.returncode == 0, after.stderr
+    data = json.loads(after.stdout)
+    assert data["relevance_level"] == "PRECISE" and data["primary"][0]["doc_key"] == "err-timeout.md", data
+    again = run_cli(home, "ingest", str(changed), "--kb", "other", "--json")
+    assert again.returncode == 0 and json.loads(again.stdout)["changed"] == 1, again.stdout
+
+
+def run_unprivileged(home, *args):
+    """`executor ...` for which a file's mode counts: root only without its override capabilities (setpriv)."""
+    import shutil
+    import subprocess
+    import sys
+
+    from conftest import REPO
+
+    prefix = []
+    if os.geteuid() == 0:
+        if shutil.which("setpriv") is None:
+            pytest.skip("root reads any file, and setpriv is not here to drop that")
+        prefix = ["setpriv", "--bounding-set=-dac_override,-dac_read_search"]
+    env = {**os.environ, "EXECUTOR_HOME": str(home)}
+    return subprocess.run(
+        [*prefix, sys.executable, "-m", "executor.cli.main", *args],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
+
+
+@pytest.mark.parametrize(("name", "args"), [("milvus.db", ["lookup", "ERR_TIMEOUT"]), ("executor.db", ["kb", "list"])])
+def test_a_store_this_user_may_not_read_is_not_called_damaged(home, name, args):
+    store = home / name
+    store.chmod(0)
+    try:
+        r = run_unprivileged(home, *args)
+    finally:
+        store.chmod(0o600)
+    assert r.returncode == 1, (r.stdout, r.stderr)
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and f"cannot read {store}" in lines[0] and "damaged" not in lines[0], r.stderr
+
+
+def test_a_graph_folder_this_user_may_not_enter_is_one_line(home):
+    (home / "graph").chmod(0)
+    try:
+        r = run_unprivileged(home, "graph", "neighbors", "ComfyUI")
+    finally:
+        (home / "graph").chmod(0o700)
+    assert r.returncode == 1
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and str(home / "graph") in lines[0] and "PermissionError" not in lines[0], r.stderr
