@@ -8,7 +8,7 @@ from contextlib import contextmanager
 from executor.core.errors import BackendError, DamagedError
 from executor.core.fs import private_file
 from executor.core.settings import Settings
-from executor.stores.integrity import sqlite_damage
+from executor.stores.integrity import disk_full, sqlite_damage
 
 
 @contextmanager
@@ -48,6 +48,6 @@ def open_checkpointer(settings: Settings):
         conn.execute("PRAGMA journal_mode=WAL")
         yield SqliteSaver(conn)
     except sqlite3.DatabaseError as exc:  # a damaged file, a full disk, a lock held too long
-        raise BackendError(f"checkpoint database {path} unusable: {exc}") from exc
+        raise BackendError(f"checkpoint database {path} unusable: {disk_full(path.parent, str(exc)) or exc}") from exc
     finally:
         conn.close()

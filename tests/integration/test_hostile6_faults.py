@@ -287,3 +287,39 @@ def test_a_graph_folder_this_user_may_not_enter_is_one_line(home):
     assert r.returncode == 1
     lines = r.stderr.strip().splitlines()
     assert len(lines) == 1 and str(home / "graph") in lines[0] and "PermissionError" not in lines[0], r.stderr
+
+
+@pytest.fixture
+def full_disk(pristine, tmp_path):
+    """A copy of the home (its embedder state left out: rebuilt in memory) on a small tmpfs, filled up. Needs mount
+    rights (root)."""
+    import shutil
+    import subprocess
+
+    where = tmp_path / "disk"
+    where.mkdir()
+    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", str(where)], capture_output=True)
+    if mounted.returncode != 0:
+        pytest.skip("cannot mount a small tmpfs here (needs root)")
+    home = where / "home"
+    try:
+        shutil.copytree(pristine, home, ignore=shutil.ignore_patterns("*.sock", "falkordb.pid", "cache"))
+        # a session that has its checkpoints already: SQLite then says only "disk I/O error"
+        assert run_cli(home, "ask", "ERR_TIMEOUT", "--session", "s1").returncode == 0
+        with open(where / "filler", "wb") as fh:
+            try:
+                while True:
+                    fh.write(b"\0" * 65536)
+            except OSError:
+                pass
+        yield home
+    finally:
+        run_cli(home, "graph", "stop")
+        subprocess.run(["umount", "-l", str(where)], check=True)
+
+
+def test_ask_on_a_full_disk_says_the_disk_is_full(full_disk):
+    r = run_cli(full_disk, "ask", "how do I roll back a deployment", "--session", "s1")
+    assert r.returncode == 1, (r.stdout, r.stderr)
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and "disk is full" in lines[0], r.stderr
