@@ -5,9 +5,10 @@ from __future__ import annotations
 import sqlite3
 from contextlib import contextmanager
 
-from executor.core.errors import BackendError, ConfigError
+from executor.core.errors import BackendError, ConfigError, DamagedError
 from executor.core.fs import private_file
 from executor.core.settings import Settings
+from executor.stores.integrity import disk_full, sqlite_damage
 
 
 @contextmanager
@@ -32,12 +33,21 @@ def open_checkpointer(settings: Settings):
     from langgraph.checkpoint.sqlite import SqliteSaver
 
     settings.ensure_home()
-    path = private_file(settings.home / "checkpoints.sqlite")
+    path = settings.home / "checkpoints.sqlite"
+    # SQLite reads only the pages a query touches: a damaged file would serve (and be written) as if whole
+    damage = sqlite_damage(path)
+    if damage is not None:
+        raise DamagedError(
+            f"the checkpoint database {path} is damaged ({damage}): restore it from a backup, or move it away "
+            "(the sessions' conversations start over; what they retrieved stays in executor.db)",
+            path,
+        )
+    path = private_file(path)
     conn = sqlite3.connect(path, check_same_thread=False)
     try:
         conn.execute("PRAGMA journal_mode=WAL")
         yield SqliteSaver(conn)
     except sqlite3.DatabaseError as exc:  # a damaged file, a full disk, a lock held too long
-        raise BackendError(f"checkpoint database {path} unusable: {exc}") from exc
+        raise BackendError(f"checkpoint database {path} unusable: {disk_full(path.parent, str(exc)) or exc}") from exc
     finally:
         conn.close()

@@ -148,3 +148,12 @@ class ConfigError(ExecutorError):
 
 class BackendError(ExecutorError):
     """A store could not be reached, is locked, or holds incompatible data."""
+
+
+class DamagedError(BackendError):
+    """A store's files are damaged (truncated, overwritten, removed): `path` names them. Not a server that is
+    merely down: what a rebuild or a backup mends, so a caller that goes on without the store still says so."""
+
+    def __init__(self, message: str, path):
+        super().__init__(message)
+        self.path = str(path)

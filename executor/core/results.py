@@ -63,6 +63,9 @@ class GraphExpansion(BaseModel):
     seeds: list[str] = Field(default_factory=list)
     paths: list[str] = Field(default_factory=list)
     documents: list[DocumentOut] = Field(default_factory=list)
+    # the graph's folder when it is unavailable because its files are damaged (not merely a server down): the
+    # lookup still answers, and every surface says the graph needs mending (`executor lookup` on stderr)
+    damaged: str | None = None
     details: dict = Field(default_factory=dict, exclude=True)
 
 

@@ -30,6 +30,8 @@ def make_graph_expand(expand, memory):
             expansion = expand(result)  # never raises for a graph that is down
             entry = trace[pending["trace_index"]]
             entry["graph"] = expansion.status
+            if expansion.damaged:  # the answer goes on without the graph; `ask` and `chat` say it needs mending
+                entry["graph_damaged"] = expansion.damaged
             entry["sent"] = entry.get("sent", []) + [d.doc_key for d in expansion.documents]
             found = [{**d.model_dump(exclude={"already_returned"}), "source": "graph"} for d in expansion.documents]
             evidence = add_evidence(evidence, found)

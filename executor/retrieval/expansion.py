@@ -13,7 +13,8 @@ HIGHLY_RELEVANT or better / REFERENCE / below: the weaker the semantic match,
 the more the graph is trusted. A document the grader scores below REFERENCE
 is never added, however connected (the graph widens a lookup, it does not
 overrule the grader). Documents already sent in the session are skipped. A
-graph that is down never fails the turn: the expansion says "graph unavailable".
+graph that is down never fails the turn: the expansion says "graph unavailable",
+and names the graph's folder (`damaged`) when its files are damaged.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING
 
-from executor.core.errors import BackendError
+from executor.core.errors import BackendError, DamagedError
 from executor.core.relevance import Level, language_of, similarity
 from executor.core.results import DocumentOut, GraphExpansion, LookupResult
 from executor.core.settings import Thresholds
@@ -112,7 +113,9 @@ class GraphExpander:
                 expansion = self._expand(result, hops, zh)
             except BackendError as exc:
                 message = str(exc) if str(exc).startswith("graph unavailable") else f"graph unavailable: {exc}"
-                expansion = GraphExpansion(status="unavailable", message=message, details={"error": message})
+                damaged = exc.path if isinstance(exc, DamagedError) else None
+                details = {"error": message, **({"damaged": damaged} if damaged else {})}
+                expansion = GraphExpansion(status="unavailable", message=message, damaged=damaged, details=details)
         return expansion
 
     def _expand(self, result: LookupResult, hops: int, zh: bool) -> GraphExpansion:

@@ -218,19 +218,24 @@ def ingest(
         if warning:
             warnings.append(warning)
     stale = [d.doc_key for d in changed if d.doc_key in existing and not full] + removed
-    if stale and target == kb:
-        vectors.delete_docs(kb, stale)
     if rows:
         vectors.upsert(target, rows, embedder, matrix)
+    # only after the new chunks are in: an ingest killed before this leaves a changed document findable (its old
+    # or new chunks, and the catalog's old state, so the next ingest does it again), never gone from the vectors
+    if stale and target == kb:
+        vectors.delete_docs(kb, stale, keep={r["chunk_id"] for r in rows})
     vectors.flush_and_load(target)
     if target != kb:
         vectors.promote(kb, target)
 
+    new = None  # a new KB's row is written with its documents, in one transaction
     if kb_row is None:
         bundled = Path(path).resolve() == SAMPLE_KB_PATH.resolve()
-        rt.catalog.create(
-            kb, description=description, extract_config=config, grading=grading or (SAMPLE_GRADING if bundled else None)
-        )
+        new = {
+            "description": description,
+            "extract_config": config,
+            "grading": grading or (SAMPLE_GRADING if bundled else None),
+        }
     elif grading is not None:
         rt.catalog.set_grading(kb, grading)
     states = loaded.states
@@ -265,6 +270,7 @@ def ingest(
         embedder=embedder.name,
         dim=embedder.dim,
         source=str(Path(path).resolve()),
+        new=new,
     )
     added = sum(1 for d in changed if d.doc_key not in existing)
     calibration = after_ingest(rt, kb, len(changed) + len(removed), progress)

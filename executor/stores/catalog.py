@@ -204,10 +204,24 @@ class Catalog:
         dim: int,
         source: str,
         refreshed: list[FileRefresh] | None = None,
+        new: dict | None = None,
     ) -> int:
-        """Record one ingest in a single transaction; returns the new revision."""
+        """Record one ingest in a single transaction; returns the new revision. `new`: the first ingest of a KB
+        (its description, extract_config and grading) creates its row in the same transaction, so an ingest killed
+        before this point leaves no KB behind that lists no documents yet answers from its vectors."""
         with self.db.session() as s:
             row = s.get(KnowledgeBase, kb)
+            if row is None and new is not None:
+                validate_kb_name(kb)
+                check_description(new.get("description") or "")
+                row = KnowledgeBase(
+                    name=kb,
+                    description=new.get("description") or "",
+                    extract_config=new.get("extract_config") or {},
+                    grading=new.get("grading"),
+                    revision=0,
+                )
+                s.add(row)
             if row is None:  # dropped while the ingest ran (`kb drop` in another process)
                 raise InputError(f"unknown knowledge base {kb!r}: it was dropped during the ingest")
             row.embedder, row.dim, row.source_path = embedder, dim, source

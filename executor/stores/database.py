@@ -7,7 +7,6 @@ index is built from them), the per-session action memory and the
 
 from __future__ import annotations
 
-import shutil
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from functools import lru_cache
@@ -33,9 +32,7 @@ from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column, sess
 
 from executor.core.errors import BackendError
 from executor.core.fs import private_file
-from executor.stores.integrity import milvus_lite_collections, sqlite_damage
-
-DISK_FULL_BYTES = 4 << 20  # less free than this where SQLite reported an I/O error: the disk is full
+from executor.stores.integrity import disk_full, milvus_lite_collections, sqlite_damage
 
 
 def utcnow() -> datetime:
@@ -191,11 +188,7 @@ class Database:
         """What SQLite said, or, when its "disk I/O error" comes from a full disk, that the disk is full."""
         said = str(exc.orig)
         path = self.url[len("sqlite:///") :] if self.url.startswith("sqlite:///") else ""
-        if path and ("disk I/O error" in said or "disk is full" in said):
-            free = shutil.disk_usage(Path(path).parent).free
-            if free < DISK_FULL_BYTES:
-                return f"the disk is full ({free // 1024} kB free under {Path(path).parent}); free some space"
-        return said
+        return (disk_full(Path(path).parent, said) if path else None) or said
 
     @contextmanager
     def session(self):

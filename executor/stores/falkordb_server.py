@@ -19,7 +19,7 @@ import time
 from contextlib import contextmanager
 from pathlib import Path
 
-from executor.core.errors import BackendError
+from executor.core.errors import BackendError, DamagedError
 from executor.core.fs import private_dir
 
 # AF_UNIX paths are limited to 108 bytes; a deep EXECUTOR_HOME gets a socket in the temp dir.
@@ -102,6 +102,15 @@ class FalkorDBServer:
 
     def ensure_running(self) -> Path:
         """Start the server unless a healthy one already listens; returns the socket path."""
+        try:
+            return self._ensure_running()
+        except PermissionError as exc:  # the folder's mode or owner (EXECUTOR_HOME copied as another user)
+            raise BackendError(
+                f"cannot use the graph folder {self.folder}: {exc.strerror} ({exc.filename}); give this user "
+                "read and write access to it"
+            ) from exc
+
+    def _ensure_running(self) -> Path:
         if self.ping():
             return self.socket_path
         try:
@@ -118,6 +127,7 @@ class FalkorDBServer:
                 )
             self.socket_path.unlink(missing_ok=True)
             self._reap_orphans()
+            self._check_files()
             self._spawn()
         return self.socket_path
 
@@ -195,26 +205,48 @@ class FalkorDBServer:
         raise BackendError(f"FalkorDB did not come up within {START_TIMEOUT_S:.0f} s; see {self.log_path}")
 
     def _check_loading(self, seen: int) -> None:
-        """A damaged append-only file: redis says so in its log and exits; that is the error, not a timeout."""
+        """A damaged append-only file, RDB base or manifest: redis says so in its log and exits; that is the
+        error (DamagedError, naming the file), not a timeout. A server that exited for another reason is one
+        line with redis's own last word."""
         try:
             with open(self.log_path, "rb") as fh:
                 fh.seek(seen)
                 said = fh.read(1 << 20).decode("utf-8", "replace")
         except OSError:
-            return
-        damage = _AOF_DAMAGE.search(said)
-        if damage is not None or "Unrecoverable error" in said:
-            name = damage.group("file") if damage is not None and damage.group("file") else None
-            where = self.folder / "appendonlydir" / name if name else self.folder / "appendonlydir"
-            why = (
-                "is truncated"
-                if damage is not None and damage.group("why").startswith("Unexpected end")
-                else ("cannot be read")
-            )
+            said = ""
+        damage = _LOAD_FAILURE.search(said)
+        if damage is not None:
+            raise self._damaged(*_what_is_damaged(damage.group("said"), self.folder / "appendonlydir"))
+        if self._exited():
+            last = [line.split(" # ", 1)[1].strip() for line in said.splitlines() if " # " in line]
+            last = [line for line in last if line and not line.startswith("WARNING")]
             raise BackendError(
-                f"the graph under {self.folder} is damaged: its append-only file {where} {why} (see "
-                f"{self.log_path}); restore the folder from a backup, or move it away and run `executor ingest` again"
+                f"FalkorDB exited while starting under {self.folder}: {last[-1][:200] if last else 'no reason given'} "
+                f"(see {self.log_path})"
             )
+
+    def _damaged(self, file: str | None, why: str) -> DamagedError:
+        where = self.folder / "appendonlydir" / file if file else self.folder / "appendonlydir"
+        return DamagedError(
+            f"the graph under {self.folder} is damaged: {where} {why} (see {self.log_path}); restore the folder "
+            f"from a backup, or move it away and run `executor ingest --rebuild`",
+            self.folder,
+        )
+
+    def _check_files(self) -> None:
+        """Append-only files without their manifest: redis would start an empty graph and write a new base and
+        increment over them, so what a backup or `redis-check-aof` could still recover would be lost."""
+        files = self.folder / "appendonlydir"
+        if files.is_dir() and not any(files.glob("*.manifest")) and any(files.glob("*.aof*")):
+            raise self._damaged(f"{_AOF_NAME}.manifest", "is missing (the files beside it are left as they are)")
+
+    def _exited(self) -> bool:
+        """Whether the server redis forked wrote its pid file and is gone (it exits when it cannot load)."""
+        try:
+            os.kill(int(self.pid_path.read_text().strip()), 0)
+        except (OSError, ValueError) as exc:
+            return isinstance(exc, ProcessLookupError)
+        return False
 
     def stop(self, timeout_s: float = 10.0) -> bool:
         """Shut the server down (the AOF is flushed); returns whether one was running."""
@@ -247,11 +279,31 @@ class FalkorDBServer:
                 fcntl.flock(fh, fcntl.LOCK_UN)
 
 
-# what redis logs, then exits, on an append-only file it cannot load (with aof-load-truncated off)
-_AOF_DAMAGE = re.compile(
-    r"(?P<why>Unexpected end of file|Bad file format|Unrecoverable error)[^\n]*?append only file"
-    r"(?: (?P<file>[\w.\-]+?))?\.?(?=\s|$)"
+# what redis 8 logs, then exits, on an append-only file, RDB base or manifest it cannot load (with
+# aof-load-truncated off), as a user damaged them in tests/integration/test_hostile6_faults.py
+_LOAD_FAILURE = re.compile(
+    r" # (?P<said>(?:Unexpected end of file|Bad file format|Unrecoverable error) reading the append only file[^\n]*"
+    r"|Short read[^\n]*|Internal error in RDB reading[^\n]*|Wrong signature trying to load[^\n]*"
+    r"|Unable to obtain the AOF file[^\n]*|Invalid AOF manifest[^\n]*|Found an empty AOF manifest[^\n]*"
+    r"|Fatal error loading[^\n]*)"
 )
+_FILE_NAMED = re.compile(r"(?:append only file|AOF file) (?P<file>[\w.\-]+?)\.?(?=[\s:]|$)")
+_AOF_NAME = "appendonly.aof"  # redis's default appendfilename, which the server keeps
+
+
+def _what_is_damaged(said: str, files: Path) -> tuple[str | None, str]:
+    """(the file under appendonlydir `files`, or None for the folder; what is wrong with it) from redis's log
+    line (an RDB error names no file: it is the base the manifest lists)."""
+    named = _FILE_NAMED.search(said)
+    if "manifest" in said:
+        return f"{_AOF_NAME}.manifest", "cannot be read"
+    if said.startswith("Unable to obtain"):
+        return (named.group("file") if named else None), "is missing"
+    if said.startswith(("Short read", "Internal error in RDB", "Wrong signature")):
+        bases = sorted(p.name for p in files.glob("*.base.rdb"))
+        return (bases[0] if len(bases) == 1 else None), "cannot be read (a damaged RDB base)"
+    truncated = said.startswith("Unexpected end")
+    return (named.group("file") if named else None), ("is truncated" if truncated else "cannot be read")
 
 
 def _redis_server_path() -> str:

@@ -3,14 +3,30 @@ damaged file is reported as damaged, never read as an empty or unknown knowledge
 
 from __future__ import annotations
 
+import shutil
 import sqlite3
 from pathlib import Path
 
+from executor.core.errors import BackendError
+
 SQLITE_HEADER = b"SQLite format 3\x00"
+DISK_FULL_BYTES = 4 << 20  # less free than this where SQLite reported an I/O error: the disk is full
+
+
+def disk_full(folder: Path, said: str) -> str | None:
+    """ "the disk is full (N kB free under FOLDER); free some space" when SQLite's error (`said`) came from a full
+    disk (it often says only "disk I/O error"), else None."""
+    if "disk I/O error" not in said and "disk is full" not in said:
+        return None
+    free = shutil.disk_usage(folder).free
+    if free >= DISK_FULL_BYTES:
+        return None
+    return f"the disk is full ({free // 1024} kB free under {folder}); free some space"
 
 
 def sqlite_damage(path: Path) -> str | None:
-    """Why the SQLite file at `path` is damaged (one line), or None when it is whole or missing.
+    """Why the SQLite file at `path` is damaged (one line), or None when it is whole or missing. A file this
+    user may not read is no damage: BackendError says so.
 
     `PRAGMA quick_check` reads every page and checks the b-trees (not the indexes' contents): a few ms for
     the files a home holds, and it finds a truncated file or overwritten pages, which SQLite itself reports
@@ -23,6 +39,8 @@ def sqlite_damage(path: Path) -> str | None:
         return None
     except IsADirectoryError:
         return "it is a folder, not a file"
+    except PermissionError as exc:  # its mode or owner, not its bytes: moving it away would mend nothing
+        raise BackendError(f"cannot read {path}: {exc.strerror}; give this user read and write access to it") from exc
     except OSError as exc:
         return f"it cannot be read ({exc.strerror})"
     if not header:

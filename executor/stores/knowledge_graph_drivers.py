@@ -204,6 +204,11 @@ class FalkorDriver:
             message = first_line(exc)
             if "timed out" in message.lower():
                 raise BackendError(f"graph query timed out after {self.timeout_ms} ms") from exc
+            if "empty key" in message:  # what FalkorDB answers a read on a graph that holds nothing at all
+                raise BackendError(
+                    f"the {self.description} is empty: it was never built, or its files were removed or emptied; "
+                    "run `executor ingest --rebuild`"
+                ) from exc
             raise BackendError(f"graph query failed: {message}") from exc
         except redis.ConnectionError:
             raise  # _retrying() decides: restart the embedded server, or report it unavailable

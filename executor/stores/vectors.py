@@ -451,10 +451,15 @@ class MilvusVectorStore:
                 self.client.drop_collection(name)
 
     # -- writes -------------------------------------------------------------
-    def delete_docs(self, kb: str, doc_keys: list[str]) -> None:
+    def delete_docs(self, kb: str, doc_keys: list[str], keep: set[str] | None = None) -> None:
+        keep = keep or set()
         for i in range(0, len(doc_keys), 200):
             batch = doc_keys[i : i + 200]
             expr = f"doc_key in [{', '.join(_literal(k) for k in batch)}]"
+            in_batch = set(batch)
+            kept = sorted(c for c in keep if c.rpartition("#")[0] in in_batch)
+            if kept:  # the chunks just rewritten stay: only what the new text no longer has goes
+                expr += f" and chunk_id not in [{', '.join(_literal(c) for c in kept)}]"
             with self._writing(kb):
                 self.client.delete(self.collection_name(kb), filter=expr, **self._kw())
 

@@ -16,7 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from executor.cli.commands.common import KbOpt, SessionOpt, console, err_console, session_or_new
+from executor.cli.commands.common import KbOpt, SessionOpt, console, err_console, session_or_new, warn_damaged_graph
 from executor.cli.commands.turns import LiveTrace, Turns, summary_lines
 from executor.core.errors import ExecutorError, describe, printable, terminal_safe
 
@@ -297,6 +297,7 @@ def _one_turn(state: Chat, question: str) -> None:
         assert result is not None  # the turn ended, neither cancelled nor failed
         shown.finish(result.answer)
     state.last_result = result
+    warn_damaged_graph(e.get("graph_damaged") for e in result.trace)
     for line in summary_lines(result):
         state.say(line)
 

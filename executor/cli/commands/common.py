@@ -46,6 +46,24 @@ SessionArg = Annotated[str, typer.Argument(help="the session id (as given to --s
 KbArg = Annotated[str, typer.Argument(help="knowledge base name")]
 
 
+def warn_damaged_graph(folders) -> None:
+    """One stderr line per damaged graph folder a lookup went on without (its answer stands, exit 0): the graph
+    expansion was skipped, which must not pass unnoticed."""
+    import sys
+
+    from executor.core.errors import printable
+
+    for folder in dict.fromkeys(f for f in folders if f):
+        sys.stderr.write(
+            printable(
+                f"warning: the knowledge graph under {folder} is damaged, so this answer has no graph expansion: "
+                f"restore the folder from a backup, or move it away and run `executor ingest --rebuild`"
+            )
+            + "\n"
+        )
+    sys.stderr.flush()
+
+
 def session_or_new(session: str | None, prefix: str) -> str:
     """The session given, or a new one when none was; an empty `--session ""` is a mistake, not "new"."""
     if session is None:

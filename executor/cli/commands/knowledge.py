@@ -21,6 +21,7 @@ from executor.cli.commands.common import (
     runtime,
     session_or_new,
     sub_app,
+    warn_damaged_graph,
 )
 
 session_app = sub_app(help="Inspect or clear a session's action memory.")
@@ -180,6 +181,7 @@ def lookup(
         args = {"query": query, "missing_dimension": missing_dimension}
         answer = call_tool(rt, LOOKUP, ToolCall(session, kb), args, LOOKUP_NAMES, expand=graph)
         out, expansion = answer.out, answer.expansion
+    warn_damaged_graph([expansion.damaged] if expansion else [])
     if as_json:
         data = out.result.model_dump(mode="json")
         data["graph_expansion"] = expansion.model_dump(mode="json") if expansion else None

@@ -6,7 +6,17 @@ from typing import Annotated
 
 import typer
 
-from executor.cli.commands.common import JsonOpt, KbOpt, SessionOpt, console, echo, print_json, runtime, session_or_new
+from executor.cli.commands.common import (
+    JsonOpt,
+    KbOpt,
+    SessionOpt,
+    console,
+    echo,
+    print_json,
+    runtime,
+    session_or_new,
+    warn_damaged_graph,
+)
 from executor.core.errors import terminal_safe
 from executor.tools.registry import KG_QUERY, LOOKUP, NAVIGATE
 
@@ -169,6 +179,7 @@ def ask(
             result = turns.run(question, session, kb)
         else:
             result = turns.run(question, session, kb, on_update=LiveTrace(), on_token=_echo_into(streamed))
+    warn_damaged_graph(e.get("graph_damaged") for e in result.trace)
     if as_json:
         print_json(result.model_dump())
         return
