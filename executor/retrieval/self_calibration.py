@@ -38,6 +38,7 @@ from executor.core.settings import KbModel, Thresholds
 from executor.retrieval.calibration import FOLDS, Bars, Label, Observed, cross_validate, fit
 from executor.retrieval.chunking import PATH_SEPARATOR
 from executor.retrieval.documents import Document
+from executor.retrieval.glossary import to_chinese
 from executor.retrieval.keywords import TOKEN, normalize
 from executor.retrieval.off_topic import POOL
 from executor.retrieval.quality import measure
@@ -60,7 +61,7 @@ SEED = 2026
 # for a user's paraphrase in other words ("怎么快速跳到合并冲突的位置？": its page first, score 0.01, "nothing
 # found"). Whether the KB answers at all stays the answerability model's call, which keeps them.
 BY_CONSTRUCTION = ("kb_coverage", "unknown_names")
-SELF_BARS = Bars(hr_min_precision=0.95, weak_max_rate=0.1, ranker_without=BY_CONSTRUCTION)
+SELF_BARS = Bars(hr_min_precision=0.95, weak_max_rate=0.1, ranker_without=BY_CONSTRUCTION, near_ties=True)
 
 # an identifier: a code, key, flag or command word with something no prose word has (`_`, a dot or dash inside,
 # an inner capital, a digit, a leading `--`)
@@ -141,6 +142,9 @@ def _ask(
     """One question about `subject` in the page's language, or (`other`) in the other one."""
     en, zh = (templates_same, templates_other) if page_language == "en" else (templates_other, templates_same)
     asked_in = ("zh" if page_language == "en" else "en") if other else page_language
+    if asked_in == "zh" and page_language == "en" and templates_same is SUBJECT_EN:
+        # a heading asked in Chinese: in Chinese words where the glossary has them, as a Chinese user asks
+        subject = to_chinese(subject) or subject
     return rng.choice(en if asked_in == "en" else zh).format(s=subject)
 
 
