@@ -112,11 +112,6 @@ class Thresholds(BaseModel):
     # this score; unset, REFERENCE. On a bilingual KB the page's translation and its neighbours answer too and
     # often score below REFERENCE, which guards only whether the KB answers at all (off-topic questions).
     supplement_threshold: float | None = Field(default=None, validation_alias="supplement-threshold", ge=0, le=1)
-    # A document after the first is also sent when its score is at least this share of the best's: a near tie,
-    # about as likely to be the answer. On a KB where a question has one answering page (no translations), the
-    # 2nd-4th pages are rarely relevant, so no absolute bar reaches the supplements' precision and every answer
-    # was one page, also when the right page was a hair behind a wrong one. Unset: no such rule.
-    supplement_share: float | None = Field(default=None, validation_alias="supplement-share", gt=0, le=1)
     # HIGHLY_RELEVANT for a best document in another language than the question; unset, the same as for one in
     # its language. Calibrated apart because the ranker is surer than it should be across languages (Helm, held
     # out: 0.78 precision at the threshold that gives same-language pages 0.92): it sees no shared word there.
@@ -150,11 +145,6 @@ class Thresholds(BaseModel):
     def supplement(self) -> float:
         """The score a document after the first needs to be sent."""
         return self.reference_threshold if self.supplement_threshold is None else self.supplement_threshold
-
-    def sends(self, score: float, best: float) -> bool:
-        """Whether a document after the first, scoring `score` where the best scores `best`, is sent."""
-        share = self.supplement_share
-        return score >= self.supplement or (share is not None and best > 0 and score >= share * best)
 
 
 class ThresholdOverride(BaseModel):

@@ -74,8 +74,6 @@ class Bars:
     # ranker features held at 0 when fitting (weight 0): ones the questions settle by construction, so the fit
     # would learn the question generator rather than the KB (`retrieval.self_calibration.BY_CONSTRUCTION`)
     ranker_without: tuple[str, ...] = ()
-    # also choose `Thresholds.supplement_share` (near ties sent as supplements) at the supplements' precision
-    near_ties: bool = False
 
 
 BARS = Bars()
@@ -248,33 +246,6 @@ def choose_thresholds(
     return hr, None if hr_other is None else max(hr_other, ref), ref, supplement
 
 
-MIN_ADDED = 5
-SHARES = [round(0.3 + i * 0.05, 2) for i in range(14)]  # 0.30 .. 0.95 of the best document's score
-
-
-def choose_share(observed: list[Observed], supplement: float) -> float | None:
-    """The lowest share of the best score at which the 2nd-4th documents it would add (those under the
-    supplements' bar) to answerable questions are relevant at least SUPPLEMENT_MIN_PRECISION of the time, on at
-    least MIN_ADDED of them; None when no share is. (Off-topic questions are left out: all their candidates tie
-    near 0, and most of them get no level, so nothing is added to them.) The candidates must be scored by the
-    model in force (`choose_thresholds` leaves them so)."""
-    added: list[tuple[float, bool]] = []  # (score over the best's, relevant)
-    for o in observed:
-        cands = o.graded.candidates
-        if o.label.relevant and cands and cands[0].score > 0:
-            added += [
-                (c.score / cands[0].score, c.doc_key in o.label.relevant)
-                for c in cands[1:DOCUMENTS_SENT]
-                if c.score < supplement
-            ]
-
-    def ok(share: float) -> bool:
-        kept = [rel for r, rel in added if r >= share]
-        return len(kept) >= MIN_ADDED and sum(kept) / len(kept) >= SUPPLEMENT_MIN_PRECISION
-
-    return next((share for share in SHARES if ok(share)), None)
-
-
 def fit_answerability(
     observed: list[Observed], own: list[Observed], ranker: Ranker, bars: Bars = BARS
 ) -> Answerability | None:
@@ -317,9 +288,7 @@ def fit(observed: list[Observed], max_l2: float, target: str | None = None, bars
     ranker = fit_ranker(observed, bars.ranker_without)
     own = [o for o in observed if target is None or o.kb == target]
     hr, hr_other, ref, supplement = choose_thresholds(own, ranker, max_l2, bars)
-    share = choose_share(own, supplement) if bars.near_ties else None
     return Thresholds(
-        supplement_share=share,
         max_l2_distance=max_l2,
         highly_relevant_threshold=hr,
         reference_threshold=ref,

@@ -94,12 +94,10 @@ class Graded:
 
     def relevant(self, t: Thresholds) -> list[Candidate]:
         """The documents worth sending: the best one whenever there is a level (its score is what says the KB
-        answers at all), then every one at the supplements' bar or above (REFERENCE unless calibrated lower), or
-        a near tie with the best (`Thresholds.sends`)."""
+        answers at all), then every one at the supplements' bar or above (REFERENCE unless calibrated lower)."""
         if self.level is None:
             return []
-        best = self.candidates[0].score
-        return [c for i, c in enumerate(self.candidates) if i == 0 or t.sends(c.score, best)]
+        return [c for i, c in enumerate(self.candidates) if i == 0 or c.score >= t.supplement]
 
     def details(self) -> dict:
         top = self.candidates[0] if self.candidates else None

@@ -61,7 +61,7 @@ SEED = 2026
 # for a user's paraphrase in other words ("怎么快速跳到合并冲突的位置？": its page first, score 0.01, "nothing
 # found"). Whether the KB answers at all stays the answerability model's call, which keeps them.
 BY_CONSTRUCTION = ("kb_coverage", "unknown_names")
-SELF_BARS = Bars(hr_min_precision=0.95, weak_max_rate=0.1, ranker_without=BY_CONSTRUCTION, near_ties=True)
+SELF_BARS = Bars(hr_min_precision=0.95, weak_max_rate=0.1, ranker_without=BY_CONSTRUCTION)
 
 # an identifier: a code, key, flag or command word with something no prose word has (`_`, a dot or dash inside,
 # an inner capital, a digit, a leading `--`)
