@@ -38,6 +38,7 @@ from executor.core.settings import KbModel, Thresholds
 from executor.retrieval.calibration import FOLDS, Bars, Label, Observed, cross_validate, fit
 from executor.retrieval.chunking import PATH_SEPARATOR
 from executor.retrieval.documents import Document
+from executor.retrieval.glossary import to_chinese
 from executor.retrieval.keywords import TOKEN, normalize
 from executor.retrieval.off_topic import POOL
 from executor.retrieval.quality import measure
@@ -141,6 +142,9 @@ def _ask(
     """One question about `subject` in the page's language, or (`other`) in the other one."""
     en, zh = (templates_same, templates_other) if page_language == "en" else (templates_other, templates_same)
     asked_in = ("zh" if page_language == "en" else "en") if other else page_language
+    if asked_in == "zh" and page_language == "en" and templates_same is SUBJECT_EN:
+        # a heading asked in Chinese: in Chinese words where the glossary has them, as a Chinese user asks
+        subject = to_chinese(subject) or subject
     return rng.choice(en if asked_in == "en" else zh).format(s=subject)
 
 

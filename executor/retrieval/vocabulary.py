@@ -24,6 +24,7 @@ from pathlib import Path
 
 from executor.core.fs import private_dir, private_file
 from executor.retrieval.keywords import normalize
+from executor.stores.embedders import use_words
 
 ASCII_TERM = re.compile(r"[a-z0-9_]+(?:[.\-][a-z0-9_]+)*")
 RAW_ASCII_TERM = re.compile(r"[A-Za-z0-9_]+(?:[.\-][A-Za-z0-9_]+)*")
@@ -153,20 +154,39 @@ def query_terms(query: str, vocabulary: Vocabulary) -> QueryTerms:
     return QueryTerms(weights, coverage, unknown_names(query, vocabulary), "zh" if CJK_RUN.search(query) else "en")
 
 
+# capitalised as every date is, and no product: a month or weekday (and its short form) is never a name
+CALENDAR = frozenset(
+    "january february march april may june july august september october november december "
+    "jan feb mar apr jun jul aug sep sept oct nov dec "
+    "monday tuesday wednesday thursday friday saturday sunday mon tue tues wed thu thur thurs fri sat sun".split()
+)
+SENTENCE_END = re.compile(r"(?:^|[.!?:;。！？：；\n])[\s\"'(\[“‘]*$")
+
+
 def unknown_names(query: str, vocabulary: Vocabulary) -> list[str]:
-    """Name-like words of the query that the KB never uses: `Terraform`, `cert-manager`, `k8s`,
-    or any Latin word inside a Chinese sentence (there, Latin script is a name)."""
+    """Name-like words of the query that the KB never uses: `Terraform`, `cert-manager`, `k8s`, `max_conn`,
+    or any Latin word inside a Chinese sentence (there, Latin script is a name). A capital alone makes a name
+    only mid-sentence (a sentence's first word is capitalised anyway), and only for a word that is neither a
+    common English word (USE's vocabulary: "Which", "Bonus") nor a month or weekday ("since January")."""
     chinese = bool(CJK_RUN.search(query))
     found = []
-    for i, word in enumerate(RAW_ASCII_TERM.findall(query)):
+    for match in RAW_ASCII_TERM.finditer(query):
+        word = match.group()
         low = normalize(word)
         if low in STOPWORDS or vocabulary.known(low):
             continue
+        capitalised = (
+            word[0].isupper()
+            and not SENTENCE_END.search(query[: match.start()])
+            and low not in CALENDAR
+            and low not in use_words()
+        )
         name_like = (
             chinese
             or any(ch.isdigit() for ch in word)
             or "-" in word
-            or (i > 0 and word[0].isupper())
+            or "_" in word
+            or capitalised
             or any(ch.isupper() for ch in word[1:])
         )
         if name_like:

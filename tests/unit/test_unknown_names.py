@@ -1,0 +1,36 @@
+"""Which words of a question are names the KB never uses (the answerability model's `unknown_names`).
+
+A capital alone makes a name only mid-sentence, and only for a word that is neither common English (USE's
+own lower-case vocabulary) nor a month or weekday; an underscore makes a name as a digit or a dash does.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from executor.retrieval.vocabulary import Vocabulary, unknown_names
+
+KB = Vocabulary.build([("a.md", "Helm hooks run jobs; hook-delete-policy"), ("b.md", "Helm charts and releases")])
+
+
+@pytest.mark.parametrize(
+    "query, names",
+    [
+        ("Does Helm work with Terraform and k8s?", ["Terraform", "k8s"]),  # unknown product, digit
+        ("Can I pin the version with cert-manager here?", ["cert-manager"]),  # a dash
+        ("Redis 缓存怎么配置", ["Redis"]),  # Latin script inside Chinese
+        ("How do I raise max_connections for the release?", ["max_connections"]),  # an underscore
+        ("Which weekday was release 3 cut on?", ["3"]),  # the first word of the question is no name
+        ("My charts fail. Terraform keeps the old state?", []),  # nor the first word after a full stop
+        ("Where do I set the Bonus Rate for jobs?", []),  # capitalised common English words
+        ("What changed in the hooks since January?", []),  # a month
+        ("Do hooks run on Sunday or Mon by default?", []),  # a weekday and its short form
+        ("Is the Grafana dashboard for releases kept?", ["Grafana"]),  # mid-sentence, no English word
+    ],
+)
+def test_unknown_names(query, names):
+    assert unknown_names(query, KB) == names
+
+
+def test_a_word_the_kb_uses_is_never_unknown():
+    assert unknown_names("Does the Helm_hooks page cover Hook-delete-policy?", KB) == ["Helm_hooks"]
