@@ -13,7 +13,7 @@ from executor.core.errors import BackendError
 from executor.nodes.common import invoke_llm, lang_of, last_ai, last_human, text_of, unread_blocks
 from executor.nodes.state import ExecutorState
 from executor.prompts.executor import ANSWER, NO_QUESTION, unread_note
-from executor.prompts.framing import one_line, quoted
+from executor.prompts.framing import quoted_document
 from executor.retrieval.extractive import cited, extractive_answer
 from executor.tools.registry import LOOKUP, NAVIGATE
 
@@ -21,7 +21,9 @@ from executor.tools.registry import LOOKUP, NAVIGATE
 def material(evidence: list[dict]) -> str:
     if not evidence:
         return "(no material)"
-    return "\n\n".join(f"[{d['doc_key']}] {one_line(d['title'])}\n{quoted(d['content'])}" for d in evidence)
+    # the title and key are the document's (front matter, file names): inside its fence, with its text
+    blocks = [quoted_document(d["title"], d["doc_key"], d.get("domain") or "-", d["content"]) for d in evidence]
+    return "\n\n".join(blocks)
 
 
 def fail(state: ExecutorState) -> ExecutorState:

@@ -50,6 +50,8 @@ def decode_text(data: bytes) -> str:
     """UTF-8 (with or without BOM); anything else by charset detection, never a crash. Bytes that are not
     text at all (an image, an archive, random data under a .md name) are a ConversionError: parsed as text,
     1 MB of them made thousands of chunks and "entities"."""
+    if data.startswith((b"\xff\xfe\x00\x00", b"\x00\x00\xfe\xff")):  # UTF-32 (its BOM starts like UTF-16's)
+        return _text_or_binary(data, data.decode("utf-32", errors="replace"), MAX_CONTROL_SHARE)
     if data.startswith((b"\xff\xfe", b"\xfe\xff")):  # UTF-16 with its BOM: text whose bytes hold NULs
         return _text_or_binary(data, data.decode("utf-16", errors="replace"), MAX_CONTROL_SHARE)
     try:
@@ -58,6 +60,10 @@ def decode_text(data: bytes) -> str:
         return _text_or_binary(data, data.decode("utf-8-sig"), MAX_CONTROL_SHARE_UTF8)
     except UnicodeDecodeError:
         pass
+    # UTF-8 with a few stray bytes (a pasted Latin-1 line): charset detection took a Chinese page for binary
+    text = data.decode("utf-8", errors="replace")
+    if text.count("\ufffd") <= len(text) * MAX_CONTROL_SHARE and b"\x00" not in data[:BINARY_SNIFF]:
+        return _text_or_binary(data, text, MAX_CONTROL_SHARE)
     if b"\x00" in data[:BINARY_SNIFF]:  # not UTF-8 and holding NUL bytes: binary, as git decides
         raise ConversionError(f"binary content{_kind(data)}, not text; skipped")
     from charset_normalizer import from_bytes
@@ -120,15 +126,9 @@ def _markitdown(fmt: str, data: bytes):
         "xlsx": XlsxConverter,
     }[fmt]()
     charset = None
-    if fmt == "html":
+    if fmt == "html":  # text under an .html name: 300 kB of random bytes were converted into 307 chunks
+        data = decode_text(data).encode("utf-8")
         charset = "utf-8"
-        try:
-            data.decode("utf-8")
-        except UnicodeDecodeError:
-            from charset_normalizer import from_bytes
-
-            best = from_bytes(data).best()
-            charset = best.encoding if best is not None else "latin-1"
     info = StreamInfo(extension=f".{fmt}", charset=charset)
     # HTML, and Word/PowerPoint/Excel by way of HTML, go through markdownify, which escapes every `_` and `*`:
     # PAY_GATEWAY_DECLINED was stored as PAY\_GATEWAY\_DECLINED, so an exact lookup missed it and the LLM read

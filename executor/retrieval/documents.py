@@ -169,7 +169,7 @@ def _list_field(meta: dict, key: str, warnings: list[str]) -> list[str]:
     else:
         warnings.append(f"front matter '{key}' should be a list of words, not a {type(value).__name__}; ignored")
         return []
-    return [clean for clean in (sanitize_line(v) for v in items) if clean]
+    return [_bounded(clean) for clean in (sanitize_line(v) for v in items) if clean]
 
 
 def _records(meta: dict, key: str, warnings: list[str], name_only: bool) -> list[dict]:
@@ -183,12 +183,47 @@ def _records(meta: dict, key: str, warnings: list[str], name_only: bool) -> list
     out: list[dict] = []
     for item in value:
         if isinstance(item, dict):
-            out.append(_sanitized(item))
+            record = _record(_sanitized(item), key, warnings)
+            if record is not None:
+                out.append(record)
         elif name_only and isinstance(item, (str, int, float)) and not isinstance(item, bool):
-            out.append({"name": str(item)})
+            out.append({"name": _bounded(sanitize_line(str(item)))})
         elif item is not None:
             warnings.append(f"front matter '{key}' holds a {type(item).__name__} item; ignored")
     return out
+
+
+_TEXT_FIELDS = {"entities": ("name", "type"), "relations": ("source", "target", "type")}
+
+
+def _record(item: dict, key: str, warnings: list[str]) -> dict | None:
+    """An entity or relation whose names are text and whose aliases a list of text: `aliases: 5` stopped the whole
+    ingest with a TypeError, `type: [a, b]` too (unhashable), and `aliases: k8` became the aliases `k` and `8`."""
+    for name in _TEXT_FIELDS[key]:
+        value = item.get(name)
+        if value is not None and not (isinstance(value, (str, int, float)) and not isinstance(value, bool)):
+            warnings.append(f"front matter '{key}': '{name}' should be text, not a {type(value).__name__}; ignored")
+            return None
+        if value is not None:
+            item[name] = _bounded(str(value))
+    aliases = item.get("aliases")
+    if isinstance(aliases, str):
+        item["aliases"] = [aliases]
+    elif aliases is not None and not (
+        isinstance(aliases, list) and all(isinstance(a, (str, int, float)) and not isinstance(a, bool) for a in aliases)
+    ):
+        warnings.append(f"front matter '{key}': 'aliases' should be a list of names; ignored")
+        item.pop("aliases")
+    if isinstance(item.get("aliases"), list):
+        item["aliases"] = [_bounded(str(a)) for a in item["aliases"]]
+    return item
+
+
+MAX_LINE_CHARS = 300  # a title, keyword or name: a 250 k-character title went in front of every embedded chunk
+
+
+def _bounded(text: str) -> str:
+    return text[:MAX_LINE_CHARS]
 
 
 def _sanitized(value):
@@ -233,6 +268,9 @@ def parse_text(doc_key: str, text: str, source_format: str = "md", meta_title: s
         or next((t for t in by_file if t), None)
         or stem
     )
+    if len(title) > MAX_LINE_CHARS:
+        warnings.append(f"title of {len(title):,} characters cut to {MAX_LINE_CHARS}")
+        title = title[:MAX_LINE_CHARS].rstrip()
     domain = folder_domain(doc_key)
     declared = _text_field(meta, "domain", warnings)
     if declared:

@@ -21,6 +21,7 @@ from executor.core.errors import ExecutorError, InputError
 from executor.core.relevance import Level, language_of, page_key
 from executor.core.results import KGHit, KGResult
 from executor.core.validation import check_session_id, clean_query, validate_kb_name
+from executor.prompts.framing import quoted_value
 from executor.prompts.hints import hint
 from executor.retrieval.graph_build import has_graph
 from executor.retrieval.lookup import document_content
@@ -385,4 +386,4 @@ class _Ranked:
 
 
 def _pages(hits: list[KGHit]) -> str:
-    return "; ".join(f"{h.title} ({h.doc_key})" for h in hits) or "-"
+    return "; ".join(f"{quoted_value(h.title)} ({quoted_value(h.doc_key)})" for h in hits) or "-"  # as page_list

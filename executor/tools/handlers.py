@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 from executor.core.errors import BackendError, ConfigError, InputError
 from executor.core.relevance import Level
 from executor.core.results import LookupResult
+from executor.prompts.framing import quoted
 from executor.retrieval.expansion import should_expand
 from executor.retrieval.graph_build import has_graph
 from executor.retrieval.knowledge_bases import knowledge_bases
@@ -172,17 +173,23 @@ def make_navigate(
         kb = call.kb
         if args.target:  # unreachable within the bound: the summary names the nearest pair the two sides reach
             hops = args.hops or max(3, default_hops)
-            return ToolOutput(
-                text=graph().navigate_between(kb, args.entity, args.target, hops, args.relations, 5).summary(hops)
-            )
+            between = graph().navigate_between(kb, args.entity, args.target, hops, args.relations, 5)
+            return ToolOutput(text=_graph_text(between.summary(hops)))
         hops, tally = args.hops or default_hops, new_tally()
         paths = traversals().navigate(kb, args.entity, hops, args.relations, 15, max_nodes_per_hop, tally)
         paths = [p for p in paths if p.forward] if args.outgoing else paths  # "what X depends on", not what on X
         related = f"{', '.join(args.relations)} relations" if args.relations else "related entities"
-        text = "\n".join(p.summary() for p in paths) or f"{args.entity} has no {related} in the graph."
-        return ToolOutput(text=text, details={"traversal_cache": tally})
+        text = "\n".join(p.summary() for p in paths)
+        if not text:
+            return ToolOutput(text=f"{args.entity} has no {related} in the graph.", details={"traversal_cache": tally})
+        return ToolOutput(text=_graph_text(text), details={"traversal_cache": tally})
 
     return navigate
+
+
+def _graph_text(text: str) -> str:
+    """Paths for the LLM: entity names come from documents (front matter anyone writes), so they are quoted."""
+    return "paths:\n" + quoted(text)
 
 
 def make_list_kbs(catalog: Catalog) -> Handler:

@@ -503,7 +503,8 @@ def inspector_session(version: str, target: list[str], cwd, session: str, transp
         "relations=DEPENDS_ON",
         cwd=cwd,
     )
-    assert not walked.get("isError") and walked["content"][0]["text"] == "ComfyUI -DEPENDS_ON-> Docker"
+    walked_paths = walked["content"][0]["text"].splitlines()[2:-1]  # inside the fence: entity names are data
+    assert not walked.get("isError") and walked_paths == ["ComfyUI -DEPENDS_ON-> Docker"]
     bad = inspector(
         version, target, *call, "--tool-name", "navigate_graph", "--tool-arg", "entity=ComfyUI", "hops=9", cwd=cwd
     )

@@ -124,7 +124,9 @@ def test_the_agent_discovers_knowledge_bases_and_navigates_with_relations_and_ho
     messages = app.get_state({"configurable": {"thread_id": sid}}).values["messages"]
     kbs, paths = [m.content for m in messages if isinstance(m, ToolMessage)][-2:]
     assert "- sample: 42 documents, knowledge graph" in kbs.splitlines()  # other tests add KBs to the shared home
-    assert paths.splitlines() and all(line.startswith("ComfyUI -DEPENDS_ON-> ") for line in paths.splitlines())
+    lines = paths.splitlines()  # "paths:", the fence, the paths, its end: entity names are document data
+    assert lines[0] == "paths:" and lines[1].startswith("<<<quoted ") and lines[-1].startswith("<<<end ")
+    assert lines[2:-1] and all(line.startswith("ComfyUI -DEPENDS_ON-> ") for line in lines[2:-1])
     assert (
         turn.trace[2]["dedup_reason"] == "invalid_arguments"
         and "unknown relation type 'LIKES'" in turn.trace[2]["error"]
