@@ -295,7 +295,9 @@ def _what_is_damaged(said: str, files: Path) -> tuple[str | None, str]:
     """(the file under appendonlydir `files`, or None for the folder; what is wrong with it) from redis's log
     line (an RDB error names no file: it is the base the manifest lists)."""
     named = _FILE_NAMED.search(said)
-    if "manifest" in said:
+    if said.startswith(("Invalid AOF manifest", "Found an empty AOF manifest")):
+        # only these name the manifest as the damage: redis's advice after a truncated increment names it too
+        # ("use ./redis-check-aof --fix <filename.manifest>")
         return f"{_AOF_NAME}.manifest", "cannot be read"
     if said.startswith("Unable to obtain"):
         return (named.group("file") if named else None), "is missing"

@@ -285,7 +285,7 @@ def test_stdio_garbage_gets_a_json_rpc_parse_error(pristine):
     assert answers[0] == {
         "jsonrpc": "2.0",
         "id": None,
-        "error": {"code": -32700, "message": "Parse error: the line is not a JSON-RPC 2.0 message"},
+        "error": {"code": -32700, "message": "Parse error: the line is not JSON"},
     }, answers
     assert answers[1]["id"] == 1 and "result" in answers[1], answers
     assert b"validation error" not in proc.stderr and b"Received exception" not in proc.stderr, proc.stderr

@@ -84,10 +84,10 @@ def test_a_session_resumes_from_a_postgres_checkpointer(sample_rt):
 
 def test_a_bad_checkpoint_url_is_a_clear_error(tmp_path):
     from executor.agent.checkpoints import open_checkpointer
-    from executor.core.errors import BackendError
+    from executor.core.errors import BackendError, ConfigError
     from executor.core.settings import Settings
 
-    with pytest.raises(BackendError, match="postgresql://"):
+    with pytest.raises(ConfigError, match="postgresql://"):  # a setting to change: exit 2
         with open_checkpointer(Settings(home=tmp_path, checkpoint_url="mysql://x")):
             pass
     with pytest.raises(BackendError, match="checkpoint database unavailable"):
