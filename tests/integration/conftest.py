@@ -335,3 +335,12 @@ def raw_request(port: int, head: str, body: bytes = b"", host: str = "127.0.0.1"
                 break
             data += chunk
     return int(data.split(b" ", 2)[1]), data
+
+
+def last_error_line(r, code: int) -> str:
+    """The command's last stderr line, its one error: exit `code`, `error: ...`, no traceback."""
+    assert r.returncode == code, (r.returncode, r.stdout[-2000:], r.stderr[-2000:])
+    lines = r.stderr.strip().splitlines()
+    assert lines and lines[-1].startswith("error: "), r.stderr
+    assert "Traceback" not in r.stderr, r.stderr
+    return lines[-1]

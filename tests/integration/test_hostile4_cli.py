@@ -7,17 +7,9 @@ import subprocess
 import sys
 
 import pytest
-from conftest import REPO
+from conftest import REPO, last_error_line
 
 from executor.core.errors import redact
-
-
-def one_error_line(r, code: int) -> str:
-    assert r.returncode == code, (r.returncode, r.stdout[-2000:], r.stderr[-2000:])
-    lines = r.stderr.strip().splitlines()
-    assert lines and lines[-1].startswith("error: "), r.stderr
-    assert "Traceback" not in r.stderr, r.stderr
-    return lines[-1]
 
 
 def run_in(folder, *args: str, **env_extra) -> subprocess.CompletedProcess:
@@ -61,7 +53,7 @@ def test_a_config_named_by_executor_config_or_one_setting_no_endpoint_is_quiet(t
 def test_kb_drop_without_a_terminal_is_usage_naming_yes_and_keeps_the_kb(tmp_path):
     home = {"EXECUTOR_HOME": str(tmp_path / "h")}
     assert run_in(tmp_path, "kb", "create", "notes", **home).returncode == 0
-    line = one_error_line(run_in(tmp_path, "kb", "drop", "notes", **home), 2)
+    line = last_error_line(run_in(tmp_path, "kb", "drop", "notes", **home), 2)
     assert "stdin is not a terminal" in line and "--yes" in line and "'notes'" in line, line
     assert "notes" in run_in(tmp_path, "kb", "list", **home).stdout
     assert run_in(tmp_path, "kb", "drop", "notes", "--yes", **home).returncode == 0
@@ -70,7 +62,7 @@ def test_kb_drop_without_a_terminal_is_usage_naming_yes_and_keeps_the_kb(tmp_pat
 def test_words_like_passwd_or_secret_in_a_path_are_not_masked(tmp_path):
     for name in ("passwd", "secret", "api_token"):
         missing = tmp_path / "etc" / name
-        line = one_error_line(run_in(tmp_path, "ingest", str(missing), EXECUTOR_HOME=str(tmp_path / "h")), 2)
+        line = last_error_line(run_in(tmp_path, "ingest", str(missing), EXECUTOR_HOME=str(tmp_path / "h")), 2)
         assert f"{missing}: no such" in line and "***" not in line, line
     # what is a credential still is, a path before it or not
     assert redact("password: hunter2") == "password: ***"
@@ -98,7 +90,7 @@ def empty_home(tmp_path):
     ],
 )
 def test_empty_or_overlong_input_is_usage_naming_the_option(tmp_path, empty_home, args, says):
-    line = one_error_line(run_in(tmp_path, *args, **empty_home), 2)
+    line = last_error_line(run_in(tmp_path, *args, **empty_home), 2)
     assert says in line, line
     assert "no knowledge bases" in run_in(tmp_path, "kb", "list", **empty_home).stdout  # nothing was created
 
@@ -106,7 +98,7 @@ def test_empty_or_overlong_input_is_usage_naming_the_option(tmp_path, empty_home
 def test_the_graph_commands_on_a_kb_without_a_graph_are_usage(tmp_path, empty_home):
     assert run_in(tmp_path, "kb", "create", "plain", **empty_home).returncode == 0
     for args in (("graph", "neighbors", "x"), ("graph", "path", "x", "y"), ("graph", "show", "x", "--html", "p.html")):
-        line = one_error_line(run_in(tmp_path, *args, "--kb", "plain", **empty_home), 2)
+        line = last_error_line(run_in(tmp_path, *args, "--kb", "plain", **empty_home), 2)
         assert line == (
             "error: KB 'plain' has no graph; the graph commands need a KB created with --entities "
             "(`executor kb list` says which have one)"
@@ -122,7 +114,7 @@ def test_the_graph_commands_on_a_kb_without_a_graph_are_usage(tmp_path, empty_ho
     ],
 )
 def test_an_unknown_key_in_executor_retrieval_names_the_variable_and_the_key(tmp_path, empty_home, value, key):
-    line = one_error_line(run_in(tmp_path, "kb", "list", EXECUTOR_RETRIEVAL=value, **empty_home), 2)
+    line = last_error_line(run_in(tmp_path, "kb", "list", EXECUTOR_RETRIEVAL=value, **empty_home), 2)
     assert line.startswith("error: invalid setting EXECUTOR_RETRIEVAL (retrieval.") and key in line, line
     assert "unknown key" in line, line
 
@@ -140,7 +132,7 @@ def test_an_unknown_key_in_executor_retrieval_names_the_variable_and_the_key(tmp
     ],
 )
 def test_a_new_home_inside_a_system_folder_is_refused_and_not_created(tmp_path, home, system):
-    line = one_error_line(run_in(tmp_path, "kb", "create", "notes", EXECUTOR_HOME=home), 2)
+    line = last_error_line(run_in(tmp_path, "kb", "create", "notes", EXECUTOR_HOME=home), 2)
     assert line.startswith("error: invalid setting EXECUTOR_HOME") and f"inside the system folder {system}" in line
     assert not os.path.lexists(home)
     assert not os.path.lexists(home.split("/executor-hostile4")[0] + "/executor-hostile4")
@@ -149,7 +141,7 @@ def test_a_new_home_inside_a_system_folder_is_refused_and_not_created(tmp_path, 
 def test_a_new_home_reached_through_a_link_to_a_system_folder_is_refused(tmp_path):
     (tmp_path / "to-etc").symlink_to("/etc")
     home = tmp_path / "to-etc" / "executor-hostile4"
-    line = one_error_line(run_in(tmp_path, "kb", "list", EXECUTOR_HOME=str(home)), 2)
+    line = last_error_line(run_in(tmp_path, "kb", "list", EXECUTOR_HOME=str(home)), 2)
     assert f"{home} (-> /etc/executor-hostile4) is inside the system folder /etc" in line, line
     assert not os.path.lexists("/etc/executor-hostile4")
 
@@ -159,5 +151,5 @@ def test_ingest_of_a_file_says_it_is_a_file_and_what_to_pass(tmp_path):
     docs.mkdir()
     page = docs / "page.md"
     page.write_text("# A page\n\nSome text.\n", encoding="utf-8")
-    line = one_error_line(run_in(tmp_path, "ingest", str(page), "--kb", "notes", EXECUTOR_HOME=str(tmp_path / "h")), 2)
+    line = last_error_line(run_in(tmp_path, "ingest", str(page), "--kb", "notes", EXECUTOR_HOME=str(tmp_path / "h")), 2)
     assert line.startswith(f"error: {page}: is a file, not a folder") and f"({docs})" in line, line

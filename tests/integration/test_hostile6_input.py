@@ -9,15 +9,7 @@ import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
-from conftest import ingested_home, run_cli
-
-
-def one_error_line(r, code: int) -> str:
-    assert r.returncode == code, (r.returncode, r.stdout[-2000:], r.stderr[-2000:])
-    lines = r.stderr.strip().splitlines()
-    assert lines and lines[-1].startswith("error: "), r.stderr
-    assert "Traceback" not in r.stderr, r.stderr
-    return lines[-1]
+from conftest import ingested_home, last_error_line, run_cli
 
 
 @pytest.fixture(scope="module")
@@ -88,7 +80,7 @@ def test_an_endpoint_that_ignores_streaming_is_named_not_a_class_name(sample_hom
     replies, url = endpoint
     replies.update(status=200, reply=lambda key: "an answer, not streamed")
     r = run_cli(sample_home, "ask", "ERR_TIMEOUT 是什么？", OPENAI_BASE_URL=url, OPENAI_API_KEY="sk-x1")
-    line = one_error_line(r, 1)
+    line = last_error_line(r, 1)
     assert "the LLM endpoint sent no streamed answer" in line and "OPENAI_BASE_URL" in line, line
     assert "ValueError" not in line, line
 
@@ -118,17 +110,17 @@ def test_a_plot_or_report_named_as_a_folder_is_bad_input_before_any_work(tmp_pat
         (["kg", "x", "--html", str(folder)], "--html"),
         (["eval-retrieval", "--labels", str(tmp_path / "l.yaml"), "--markdown", str(folder)], "--markdown"),
     ):
-        line = one_error_line(run_cli(home, *args, timeout=60), 2)
+        line = last_error_line(run_cli(home, *args, timeout=60), 2)
         assert f"{option} {folder} is a folder" in line, line
     assert not (tmp_path / "out.png").exists()  # matplotlib wrote FOLDER.png beside it, and the command said 0
 
 
 def test_a_plot_needs_a_png_name_and_an_unwritable_one_is_one_line(tmp_path):
     home = tmp_path / "h"
-    line = one_error_line(run_cli(home, "stats", "--plot", str(tmp_path / "stats")), 2)
+    line = last_error_line(run_cli(home, "stats", "--plot", str(tmp_path / "stats")), 2)
     assert "--plot" in line and "must end in .png" in line, line
     assert not (tmp_path / "stats.png").exists()
-    line = one_error_line(run_cli(home, "stats", "--plot", str(tmp_path / "missing" / "stats.png")), 1)
+    line = last_error_line(run_cli(home, "stats", "--plot", str(tmp_path / "missing" / "stats.png")), 1)
     assert line.startswith("error: --plot: cannot write") and "No such file or directory" in line, line
 
 
@@ -136,11 +128,11 @@ def test_a_plot_needs_a_png_name_and_an_unwritable_one_is_one_line(tmp_path):
 def test_a_wrongly_typed_value_in_config_yaml_names_the_file_not_a_variable(tmp_path):
     config = tmp_path / "team.yaml"
     config.write_text("lookup_budget: lots\n", encoding="utf-8")
-    line = one_error_line(run_cli(tmp_path / "h", "kb", "list", EXECUTOR_CONFIG=str(config)), 2)
+    line = last_error_line(run_cli(tmp_path / "h", "kb", "list", EXECUTOR_CONFIG=str(config)), 2)
     assert f"invalid setting {config} (lookup_budget)" in line and "EXECUTOR_LOOKUP_BUDGET" not in line, line
     # the variable, when it is the variable that set it
     env = {"EXECUTOR_CONFIG": str(config), "EXECUTOR_LOOKUP_BUDGET": "many"}
-    line = one_error_line(run_cli(tmp_path / "h", "kb", "list", **env), 2)
+    line = last_error_line(run_cli(tmp_path / "h", "kb", "list", **env), 2)
     assert "invalid setting EXECUTOR_LOOKUP_BUDGET (lookup_budget)" in line, line
 
 
@@ -163,14 +155,14 @@ def test_a_home_with_a_tilde_is_in_the_users_home_not_a_folder_named_tilde(tmp_p
     ],
 )
 def test_a_url_its_driver_cannot_take_is_a_bad_setting_named(tmp_path, env, named):
-    line = one_error_line(run_cli(tmp_path / "h", "kb", "list", **env), 2)
+    line = last_error_line(run_cli(tmp_path / "h", "kb", "list", **env), 2)
     assert line.startswith(f"error: invalid setting {named}"), line
     assert "s3cretPw6" not in line and "Error" not in line, line
 
 
 def test_a_checkpoint_url_that_is_not_postgres_is_a_bad_setting(sample_home):
     r = run_cli(sample_home, "ask", "ERR_TIMEOUT 是什么？", EXECUTOR_CHECKPOINT_URL="mysql://u@h/x")
-    line = one_error_line(r, 2)
+    line = last_error_line(r, 2)
     assert "EXECUTOR_CHECKPOINT_URL must be a postgresql:// URL" in line, line
 
 
@@ -182,12 +174,12 @@ def test_a_labels_file_not_utf8_or_nested_too_deep_is_one_line_naming_it(tmp_pat
     deep = tmp_path / "deep.yaml"
     deep.write_text("[" * 5000 + "]" * 5000 + "\n", encoding="utf-8")
     for command in ("eval-retrieval", "calibrate", "calibrate-repeats"):
-        line = one_error_line(run_cli(home, command, "--labels", str(binary)), 2)
+        line = last_error_line(run_cli(home, command, "--labels", str(binary)), 2)
         assert f"--labels {binary}: not UTF-8 text (byte 0)" in line, line
-        line = one_error_line(run_cli(home, command, "--labels", str(deep)), 2)
+        line = last_error_line(run_cli(home, command, "--labels", str(deep)), 2)
         assert str(deep) in line and "Error)" not in line and "depth" in line, line
 
 
 def test_a_model_named_as_a_folder_says_so(tmp_path):
-    line = one_error_line(run_cli(tmp_path / "h", "llm", "serve", "--model", str(tmp_path)), 2)
+    line = last_error_line(run_cli(tmp_path / "h", "llm", "serve", "--model", str(tmp_path)), 2)
     assert line == f"error: {tmp_path} is a folder: name the .gguf file in it", line
