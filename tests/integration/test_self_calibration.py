@@ -108,3 +108,55 @@ def test_a_unique_error_code_is_precise_on_its_page(home):
         result = _lookup(home, query)
         assert result["relevance_level"] == "PRECISE", query
         assert result["primary"][0]["doc_key"] == "queue/worker-queue-full.md", query
+
+
+# A product every page names: BM25 on a Chinese question's one Latin word favours the page richest in it
+GATEWAY = {
+    "acme/overview.md": (
+        "# Acme overview\n\nAcme is the team's gateway. Acme routes requests, Acme terminates connections and Acme "
+        "keeps a log of every request. Acme runs on three hosts; the Acme dashboard shows Acme's traffic.\n\n## Acme "
+        "components\n\nThe Acme router, the Acme admin API and the Acme log shipper make up Acme.\n"
+    ),
+    "acme/plugins.md": (
+        "# Acme plugins\n\nAcme loads plugins at start-up. An Acme plugin is a shared library in the Acme plugin "
+        "folder; Acme lists the loaded plugins in its admin API.\n\n## Writing an Acme plugin\n\nStart from the Acme "
+        "plugin template and rebuild Acme.\n"
+    ),
+    "acme/certificates.md": (
+        "# Rotating TLS certificates\n\nCertificates expire after one year. Thirty days before expiry, request a new "
+        "certificate from the internal CA, place the key and chain in the secrets vault and reload the gateway; the "
+        "old certificate stays valid until the reload. The gateway is Acme.\n"
+    ),
+    "acme/rate-limits.md": (
+        "# Rate limits\n\nEach client may send 100 requests per second; above that the gateway answers 429 Too Many "
+        "Requests. Raise a client's limit in the limits table and wait one minute for it to apply. The gateway "
+        "is Acme.\n"
+    ),
+    "ops/deploy.md": PAGES["ops/deploy.md"],
+    "ops/on-call.md": (
+        "# On-call handbook\n\nThe on-call engineer acknowledges a page within 5 minutes, opens an incident channel "
+        "and posts updates every 30 minutes until the incident is resolved.\n"
+    ),
+    "ops/disk-space.md": (
+        "# Running out of disk space\n\nWhen a host's disk is over 90% full, find the largest directories with du, "
+        "rotate or delete old logs, and clean the container image cache.\n"
+    ),
+    "db/backup-restore.md": (
+        "# Backups and restore\n\nA nightly base backup is taken and WAL is archived every five minutes. To "
+        "restore, unpack the base backup and replay WAL up to the target time.\n"
+    ),
+}
+
+
+def test_a_chinese_question_naming_a_product_every_page_names_finds_the_page_that_answers(tmp_path):
+    root = write_kb(tmp_path / "docs", GATEWAY)
+    home = tmp_path / "home"
+    r = run_cli(home, "ingest", str(root), "--kb", "team", "--json")
+    assert r.returncode == 0, r.stderr
+    for query, page in (
+        ("Acme 的请求太多被限流了怎么办？", "acme/rate-limits.md"),
+        ("Acme 的数据库怎么恢复到某个时间点？", "db/backup-restore.md"),
+    ):
+        result = _lookup(home, query)
+        assert result["relevance_level"] is not None, query
+        assert result["primary"][0]["doc_key"] == page, query
