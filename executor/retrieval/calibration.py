@@ -273,7 +273,9 @@ def fit_answerability(
     )
 
     def above(rate: float) -> float:
-        allowed = min(int(rate * len(off)), len(off) - 1)  # how many off-topic questions may still get a document
+        # how many off-topic questions may still get a document: the share rounded to the nearest count, so that
+        # the edge does not jump a whole question down when the pool's size moves by one
+        allowed = min(round(rate * len(off)), len(off) - 1)
         # just above the first off-topic question that must not pass (rounded up, so it stays above when stored)
         return min(math.ceil((off[allowed] + 1e-9) * 10_000) / 10_000, 1.0)
 
