@@ -272,15 +272,16 @@ def fit_answerability(
         reverse=True,
     )
 
-    def above(rate: float) -> float:
-        # how many off-topic questions may still get a document: the share rounded to the nearest count, so that
-        # the edge does not jump a whole question down when the pool's size moves by one
-        allowed = min(round(rate * len(off)), len(off) - 1)
+    def above(rate: float, nearest: bool = False) -> float:
+        # how many off-topic questions may still get a document: at most the share (the "nothing found" bar); or
+        # the share rounded to the nearest count (the weak band, a hedged grade: so that its edge does not jump a
+        # whole question down when the pool's size moves by one)
+        allowed = min(round(rate * len(off)) if nearest else int(rate * len(off)), len(off) - 1)
         # just above the first off-topic question that must not pass (rounded up, so it stays above when stored)
         return min(math.ceil((off[allowed] + 1e-9) * 10_000) / 10_000, 1.0)
 
     threshold = above(bars.off_topic_max_rate)
-    weak = None if bars.weak_max_rate is None else min(above(bars.weak_max_rate), threshold)
+    weak = None if bars.weak_max_rate is None else min(above(bars.weak_max_rate, nearest=True), threshold)
     return gate.model_copy(update={"threshold": threshold, "weak_threshold": weak})
 
 
