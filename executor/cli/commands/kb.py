@@ -236,7 +236,10 @@ def kg(
     with runtime("lookup") as rt:  # a person calling the tool directly, like `lookup`
         rt.start_loading()
         session = session_or_new(session, "kg")
-        args = {"knowledge_base_ids": csv_list(kb), "query": query}
+        names = csv_list(kb)
+        for name in names:  # a name typed wrong is bad input (exit 2), as for every other command; the MCP tool
+            rt.catalog.require(name)  # keeps its partial results for a host that asked for several
+        args = {"knowledge_base_ids": names, "query": query}
         out = call_tool(rt, KG_QUERY, ToolCall(session), args, {"knowledge_base_ids": "--kb", "query": "the query"}).out
         result = out.result
     if result.errors and not result.kb_counts:  # every knowledge base failed: that is not "no results"

@@ -1,0 +1,38 @@
+"""Round seven of the hostile pass, text that reaches a terminal: the invisible characters that reorder or hide
+text (bidi overrides and isolates, zero-width space, word joiner, BOM) in a document's title are shown escaped by
+`lookup`, in its text and its JSON, as control characters already were; the joiners other scripts need stay."""
+
+import json
+
+from conftest import run_cli
+
+TITLE = "Pool \u202etuoemit\u202c limits\u200b \u2066x\u2069"
+INVISIBLE = ("\u202e", "\u202c", "\u200b", "\u2066", "\u2069")
+
+
+def test_bidi_and_zero_width_characters_in_a_title_are_shown_escaped(tmp_path):
+    kb = tmp_path / "kb"
+    kb.mkdir()
+    (kb / "pool.md").write_text(
+        f'---\ntitle: "{TITLE}"\n---\n\n# Pool\n\nThe pool of frobnicator sessions holds 40 slots; '
+        "a frobnicator beyond them waits for a free slot.\n",
+        encoding="utf-8",
+    )
+    home = tmp_path / "home"
+    assert run_cli(home, "ingest", str(kb), "--kb", "t").returncode == 0
+    text = run_cli(home, "lookup", "frobnicator pool", "--kb", "t")
+    assert text.returncode == 0, text.stderr
+    assert "\\u202e" in text.stdout and not any(c in text.stdout for c in INVISIBLE), text.stdout
+    as_json = run_cli(home, "lookup", "frobnicator pool", "--kb", "t", "--json")
+    assert as_json.returncode == 0, as_json.stderr
+    assert not any(c in as_json.stdout for c in INVISIBLE)
+    assert TITLE in json.dumps(json.loads(as_json.stdout), ensure_ascii=False)  # the data itself is kept
+
+
+def test_the_joiners_other_scripts_need_are_kept():
+    from executor.core.errors import terminal_safe
+
+    persian = "\u0645\u06cc\u200c\u062e\u0648\u0627\u0647\u0645"  # a zero-width non-joiner inside a word
+    family = "\U0001f468\u200d\U0001f469\u200d\U0001f467"
+    assert terminal_safe(persian) == persian and terminal_safe(family) == family
+    assert terminal_safe("a\u202eb") == "a\\u202eb"
