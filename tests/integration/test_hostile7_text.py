@@ -36,3 +36,16 @@ def test_the_joiners_other_scripts_need_are_kept():
     family = "\U0001f468\u200d\U0001f469\u200d\U0001f467"
     assert terminal_safe(persian) == persian and terminal_safe(family) == family
     assert terminal_safe("a\u202eb") == "a\\u202eb"
+
+
+def test_a_front_matter_key_given_twice_is_one_warning_naming_the_file_and_the_key(tmp_path):
+    kb = tmp_path / "kb"
+    kb.mkdir()
+    (kb / "twice.md").write_text(
+        "---\ntitle: First title\nkeywords: [pool]\ntitle: Second title\n---\n\n# Pool\n\nThe pool holds 40 slots.\n",
+        encoding="utf-8",
+    )
+    r = run_cli(tmp_path / "home", "ingest", str(kb), "--kb", "t")
+    assert r.returncode == 0, r.stderr
+    lines = [line for line in (r.stdout + r.stderr).splitlines() if "given twice" in line]
+    assert len(lines) == 1 and "twice.md" in lines[0] and "'title'" in lines[0], r.stdout + r.stderr
