@@ -117,6 +117,11 @@ def describe(exc: BaseException) -> tuple[str, int]:
         return str(exc), EXIT_USAGE
     if isinstance(exc, ExecutorError):
         return str(exc), EXIT_FAILED
+    if isinstance(exc, OSError) and exc.filename is not None and exc.strerror:
+        # a file of the home that is a folder, one this user may not read, ...: the path and what is wrong with
+        # it is what a person can act on, not the exception's class
+        target = f" -> {exc.filename2}" if exc.filename2 is not None else ""
+        return printable(f"{exc.filename}{target}: {exc.strerror}"), EXIT_FAILED
     return f"{exc.__class__.__name__}: {first_line(exc)} (run 'executor --debug ...' for the traceback)", EXIT_FAILED
 
 

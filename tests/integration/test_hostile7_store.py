@@ -1,0 +1,29 @@
+"""Round seven of the hostile pass on the home's own files: a lock, log or cache file that is a folder (or that
+this user may not open) is one line naming the path and exit 1, not the exception's class name."""
+
+import shutil
+
+import pytest
+from conftest import copy_of, pristine_home, run_cli
+
+
+@pytest.fixture(scope="module")
+def pristine(tmp_path_factory):
+    home = pristine_home(tmp_path_factory, "hostile7-store")
+    assert run_cli(home, "lookup", "connection pool").returncode == 0  # writes the caches
+    return home
+
+
+@pytest.mark.parametrize("name", [".milvus.db.executor.lock", "milvus.db.log", "cache/vocabulary-sample.json"])
+def test_a_file_of_the_home_that_is_a_folder_is_one_line_naming_it(pristine, tmp_path, name):
+    home = copy_of(pristine, tmp_path)
+    path = home / name
+    assert path.is_file()
+    path.unlink()
+    path.mkdir()
+    (path / "x").write_text("x")
+    r = run_cli(home, "lookup", "connection pool")
+    assert r.returncode == 1, (r.returncode, r.stdout[:300])
+    assert r.stderr.count("\n") == 1 and str(path) in r.stderr and "Is a directory" in r.stderr, r.stderr
+    assert "IsADirectoryError" not in r.stderr and r.stdout == ""
+    shutil.rmtree(path)
