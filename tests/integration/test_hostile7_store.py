@@ -55,3 +55,18 @@ def test_kb_show_json_over_a_damaged_vector_store_is_the_error_as_json(pristine,
     r = run_cli(home, "kb", "show", "sample", "--json")
     assert r.returncode == 1 and "damaged" in r.stderr and str(store) in r.stderr, r.stderr
     assert json.loads(r.stdout) == {"error": r.stderr.removeprefix("error: ").strip(), "code": 1}
+
+
+def test_a_session_whose_checkpoints_were_emptied_says_its_conversation_starts_over(pristine, tmp_path):
+    home = copy_of(pristine, tmp_path)
+    first = run_cli(home, "ask", "connection pool exhausted", "--session", "s1")
+    assert first.returncode == 0 and "warning" not in first.stderr, first.stderr
+    (home / "checkpoints.sqlite").write_bytes(b"")  # emptied, as a careless `> file` or a bad restore leaves it
+    again = run_cli(home, "ask", "and the timeout?", "--session", "s1")
+    assert again.returncode == 0, again.stderr
+    lines = [line for line in again.stderr.splitlines() if "starts over" in line]
+    assert len(lines) == 1 and "s1" in lines[0] and str(home / "checkpoints.sqlite") in lines[0], again.stderr
+    later = run_cli(home, "ask", "and the pool size?", "--session", "s1")  # resumed from the new start: no word
+    assert later.returncode == 0 and "starts over" not in later.stderr
+    fresh = run_cli(home, "ask", "connection pool exhausted", "--session", "s2")  # a new session: no word either
+    assert fresh.returncode == 0 and "starts over" not in fresh.stderr
