@@ -25,3 +25,14 @@ def test_a_negative_number_as_an_argument_says_to_put_double_dash_before_it(home
     assert r.returncode == 2 and "put -- before the arguments" in r.stderr, r.stderr
     after = run_cli(home, "feedback", "--", "s1", "-1", "good")
     assert after.returncode == 2 and "a turn is a number from 1" in after.stderr, after.stderr
+
+
+@pytest.mark.parametrize("line", ["max_file_mb: true", "top_k: false", "graph_hops: yes"])
+def test_true_or_false_in_config_yaml_where_a_number_is_asked_for_is_bad_input(home, tmp_path, line):
+    config = tmp_path / "config.yaml"
+    config.write_text(line + "\n")
+    r = run_cli(home, "kb", "list", EXECUTOR_CONFIG=str(config))
+    key = line.split(":")[0]
+    assert r.returncode == 2 and f"{key} is a number" in r.stderr and str(config) in r.stderr, r.stderr
+    config.write_text("self_calibrate: true\n")  # where true/false is the setting, it is one
+    assert run_cli(home, "kb", "list", EXECUTOR_CONFIG=str(config)).returncode == 0
