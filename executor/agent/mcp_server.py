@@ -17,6 +17,7 @@ a prompt and a resource.
 from __future__ import annotations
 
 import json
+import sys
 import threading
 import uuid
 import weakref
@@ -32,7 +33,7 @@ from mcp.shared.message import SessionMessage
 from pydantic import AnyUrl, ValidationError
 
 from executor.core.errors import printable
-from executor.core.local_http import json_body, read_body, replaying
+from executor.core.local_http import MAX_BODY_BYTES, json_body, read_body, replaying
 from executor.core.validation import SESSION_ID, check_session_id
 from executor.prompts.executor import RULES
 from executor.prompts.results import expansion_text
@@ -266,7 +267,8 @@ class ExecutorMCP:
     async def run_stdio(self) -> None:
         from mcp.server.stdio import stdio_server
 
-        async with stdio_server() as (read, write):
+        # stdin through a reader of bounded lines: the SDK's own reads a line whole, however long
+        async with stdio_server(stdin=_BoundedLines(sys.stdin.buffer, MAX_BODY_BYTES)) as (read, write):  # type: ignore[arg-type]
             parsed_send, parsed = anyio.create_memory_object_stream(0)
 
             async def answer_unparsable_lines():
@@ -408,9 +410,40 @@ async def _invalid_request(send, code: int, message: str) -> None:
     await send({"type": "http.response.body", "body": body.encode()})
 
 
+# what `_BoundedLines` hands on for a line past its bound: no JSON, so the SDK's parse fails on it, and
+# `_stdio_error` finds it in the error's input
+TOO_LONG = "\x00a line past the bound\n"
+
+
+class _BoundedLines:
+    """A binary stream's lines as text, for the SDK's stdio transport, each read within `limit` bytes: a longer
+    one is read on to its end in pieces of that size and handed on as TOO_LONG (answered -32600, as HTTP answers
+    a body past the same bound 413), so no line is ever held whole. The host is trusted, but a stuck or broken
+    one must not grow this process without bound."""
+
+    def __init__(self, stream, limit: int):
+        self._stream, self._limit = stream, limit
+
+    def __aiter__(self):
+        return self._lines()
+
+    async def _lines(self):
+        while line := await anyio.to_thread.run_sync(self._stream.readline, self._limit + 1):
+            if len(line) > self._limit and not line.endswith(b"\n"):
+                while (rest := await anyio.to_thread.run_sync(self._stream.readline, self._limit)) and not (
+                    rest.endswith(b"\n")
+                ):
+                    pass
+                yield TOO_LONG
+                continue
+            yield line.decode("utf-8", errors="replace")  # as the SDK's own reader decodes stdin
+
+
 def _stdio_error(item) -> tuple[int, str] | None:
     """The error a line read over stdio gets (the SDK's parse of it, or the exception it raised), or None."""
     if isinstance(item, ValidationError):
+        if any(e.get("input") == TOO_LONG for e in item.errors()):
+            return types.INVALID_REQUEST, f"Invalid Request: the line exceeds {MAX_BODY_BYTES} bytes"
         if any(e["type"] == "json_invalid" for e in item.errors()):
             return types.PARSE_ERROR, "Parse error: the line is not JSON"
         return types.INVALID_REQUEST, "Invalid Request: the line is JSON but not a JSON-RPC 2.0 message MCP takes"

@@ -104,3 +104,25 @@ def load(text: str, bounds: Bounds):
     """The data of `text` (safe types only), once `check` found it within `bounds`."""
     check(text, bounds)
     return yaml.load(text, Loader=LOADER)
+
+
+def duplicate_keys(text: str) -> list[str]:
+    """The keys a mapping of `text` gives twice (`a.b` for one nested under `a`), which the safe loader keeps
+    the last of without a word; for a text `check` found within bounds (its depth bounds the walk)."""
+    found: list[str] = []
+
+    def walk(node, path: list[str]) -> None:
+        if isinstance(node, yaml.MappingNode):
+            seen: set[str] = set()
+            for key, value in node.value:
+                name = key.value if isinstance(key, yaml.ScalarNode) else "?"
+                if name in seen:
+                    found.append(".".join([*path, name]))
+                seen.add(name)
+                walk(value, [*path, name])
+        elif isinstance(node, yaml.SequenceNode):
+            for i, value in enumerate(node.value):
+                walk(value, [*path, str(i)])
+
+    walk(yaml.compose(text, Loader=LOADER), [])
+    return found

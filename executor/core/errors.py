@@ -17,9 +17,13 @@ _SECRET_PARAM = re.compile(
 )
 # values the settings hold (passwords, tokens, API keys): never printed, wherever a library puts them
 _SECRETS: set[str] = set()
-_TERMINAL_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+# C0 and C1 controls, and the invisible ones that reorder or hide text ("Trojan Source"): the bidi embeddings,
+# overrides and isolates, the zero-width space, the word joiner and a stray BOM. Joiners (U+200C/D) and the
+# direction marks stay: Persian, Indic and emoji text needs them, and they reorder nothing around them.
+_INVISIBLE = "\u200b\u202a-\u202e\u2060\u2066-\u2069\ufeff"
+_TERMINAL_CONTROL = re.compile(f"[\x00-\x08\x0b-\x1f\x7f-\x9f{_INVISIBLE}]")
 # what json.dumps(ensure_ascii=False) leaves as it is, but a terminal may obey: DEL and the C1 controls (CSI \x9b)
-_JSON_CONTROL = re.compile(r"[\x7f-\x9f]")
+_JSON_CONTROL = re.compile(f"[\x7f-\x9f{_INVISIBLE}]")
 
 
 _SECRET_PATTERN: re.Pattern | None = None
@@ -104,6 +108,8 @@ def describe(exc: BaseException) -> tuple[str, int]:
         # click's exceptions (which Typer vendors): usage errors carry exit code 2 and the command's context
         ctx = getattr(exc, "ctx", None)
         where = f" (see '{ctx.command_path} -h')" if code == EXIT_USAGE and ctx is not None else ""
+        if re.fullmatch(r"-\d[\d.]*", str(getattr(exc, "option_name", ""))):  # `feedback s1 -1`
+            where = f"; a negative number is read as an option: put -- before the arguments{where}"
         return str(format_message()) + where, code
     if isinstance(exc, KeyboardInterrupt) or type(exc).__name__ == "Abort":
         return "interrupted", EXIT_INTERRUPTED
@@ -111,13 +117,18 @@ def describe(exc: BaseException) -> tuple[str, int]:
         return str(exc), EXIT_USAGE
     if isinstance(exc, ExecutorError):
         return str(exc), EXIT_FAILED
+    if isinstance(exc, OSError) and exc.filename is not None and exc.strerror:
+        # a file of the home that is a folder, one this user may not read, ...: the path and what is wrong with
+        # it is what a person can act on, not the exception's class
+        target = f" -> {exc.filename2}" if exc.filename2 is not None else ""
+        return printable(f"{exc.filename}{target}: {exc.strerror}"), EXIT_FAILED
     return f"{exc.__class__.__name__}: {first_line(exc)} (run 'executor --debug ...' for the traceback)", EXIT_FAILED
 
 
 def printable(text: str) -> str:
     """One line a terminal shows as it is: control characters (ESC, OSC, ...) and lone surrogates escaped."""
     flat = " ".join(str(text).split())
-    flat = "".join(c if c.isprintable() else f"\\x{ord(c):02x}" for c in flat)
+    flat = "".join(c if c.isprintable() else repr(c)[1:-1] for c in flat)  # \\x1b, \\u202e
     return flat.encode("utf-8", "backslashreplace").decode("utf-8")
 
 

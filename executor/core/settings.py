@@ -14,7 +14,7 @@ import sys
 from functools import lru_cache
 from importlib import resources
 from pathlib import Path
-from typing import Any, ClassVar, Literal
+from typing import Any, ClassVar, Literal, get_args
 from urllib.parse import urlsplit
 
 import yaml
@@ -368,6 +368,10 @@ class _YamlSource(PydanticBaseSettingsSource):
         if unknown:  # a misspelt key would otherwise be ignored, and its setting silently left at its default
             shown = ", ".join(repr(k[:60]) for k in unknown[:5])
             raise ConfigError(f"{path}: unknown setting{'s' if len(unknown) > 1 else ''} {shown}")
+        for key, value in data.items():  # YAML's true/false would pass as 1/0 where a number is asked for
+            info = self.settings_cls.model_fields.get(_field_name(self.settings_cls, str(key)))
+            if isinstance(value, bool) and info is not None and _numeric(info.annotation):
+                raise ConfigError(f"{path}: {key} is a number, not {str(value).lower()}")
         if "EXECUTOR_CONFIG" not in os.environ:
             self._announce(path, {str(k).lower() for k in data})
         return data
@@ -385,6 +389,23 @@ class _YamlSource(PydanticBaseSettingsSource):
         if sets and where not in _ANNOUNCED:
             _ANNOUNCED.add(where)
             sys.stderr.write(f"executor: ./{path} sets {', '.join(sets)} (set EXECUTOR_CONFIG to choose a file)\n")
+
+
+def _field_name(settings_cls, key: str) -> str:
+    """The field a config.yaml key sets (its name or one of its aliases)."""
+    for name, info in settings_cls.model_fields.items():
+        alias = info.validation_alias
+        if key.lower() == name or (
+            isinstance(alias, AliasChoices) and key.lower() in {str(a).lower() for a in alias.choices}
+        ):
+            return name
+    return key
+
+
+def _numeric(annotation) -> bool:
+    """Whether a field takes a number (an int or float, optional or not) and no true/false."""
+    kinds = set(get_args(annotation)) or {annotation}
+    return bool(kinds & {int, float}) and bool not in kinds
 
 
 def read_config(path: Path, error: type[Exception]) -> dict:

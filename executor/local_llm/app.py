@@ -17,6 +17,10 @@ from executor.local_llm.protocol import RequestError, error_body, parse_request
 
 log = logging.getLogger("local_llm")
 MAX_FIT_STEPS = 64
+# More characters than one token of this model spans (its longest tokens are runs of spaces or of one symbol): a
+# turn longer than the context's tokens times this cannot fit, so it is cut to that before anything is counted.
+# Counting a multi-MB prompt, again on every step of `fit`, held the one engine for minutes.
+MAX_CHARS_PER_TOKEN = 32
 CUT = "\n[...]"
 _END = "<|im_end|>\n"
 
@@ -35,7 +39,8 @@ class ChatService:
         shorter memory, not into an error."""
         limit = self.engine.options.n_ctx - n_predict
         first_user = next((i for i, t in enumerate(turns) if t.startswith("<|im_start|>user")), 0)
-        turns = list(turns)
+        cap = limit * MAX_CHARS_PER_TOKEN
+        turns = [t if len(t) <= cap else t[:cap] + CUT + _END for t in turns]
         for _ in range(MAX_FIT_STEPS):
             prompt = build_prompt(turns)
             tokens = await self.engine.count_tokens(prompt)

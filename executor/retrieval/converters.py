@@ -36,6 +36,10 @@ class ConversionError(Exception):
     """A file that cannot be turned into text; the message is the one-line reason."""
 
 
+class NoText(ConversionError):
+    """A file read whole that holds no text: what it says now (emptied, or a PDF of images), not a failed read."""
+
+
 @dataclass(frozen=True)
 class Converted:
     markdown: str
@@ -110,7 +114,7 @@ def convert(path: Path, fmt: str, data: bytes, max_unzipped_bytes: int) -> Conve
     result = _markitdown(fmt, data)
     markdown = result.markdown or ""
     if not markdown.strip():
-        raise ConversionError("no extractable text (an image-only or scanned PDF?)" if fmt == "pdf" else "no text")
+        raise NoText("no extractable text (an image-only or scanned PDF?)" if fmt == "pdf" else "no text")
     return Converted(markdown=markdown, title=title or result.title)
 
 

@@ -140,7 +140,13 @@ def split_front_matter(text: str) -> tuple[dict, str, list[str]]:
             return {}, text[match.end() :], [f"front matter is not valid {kind} ({_parse_problem(exc)}); ignored"]
         if not isinstance(meta, dict):
             return {}, text[match.end() :], [f"front matter is a {type(meta).__name__}, not a mapping; ignored"]
-        return meta, text[match.end() :], []
+        # TOML refuses a key given twice; YAML's loader keeps the last one, silently
+        twice = bounded_yaml.duplicate_keys(match.group(1)) if kind == "YAML" else []
+        return (
+            meta,
+            text[match.end() :],
+            [f"front matter key {k!r} is given twice; the last one is kept" for k in twice],
+        )
     return {}, text, []
 
 

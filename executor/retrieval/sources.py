@@ -34,7 +34,15 @@ from pathlib import Path
 from executor.core.errors import InputError
 from executor.retrieval import documents as parser  # its PARSER_VERSION read at each use, not copied at import
 from executor.retrieval.conversion_worker import BoundedConverter
-from executor.retrieval.converters import READ_AS_TEXT, SUPPORTED, ConversionError, convert, decode_text, format_of
+from executor.retrieval.converters import (
+    READ_AS_TEXT,
+    SUPPORTED,
+    ConversionError,
+    NoText,
+    convert,
+    decode_text,
+    format_of,
+)
 from executor.retrieval.documents import Document, check_doc_key, parse_text
 from executor.retrieval.sanitize import sanitize_text
 
@@ -244,7 +252,7 @@ def parse_source(source: SourceFile, data: bytes, limits: SourceLimits, converte
             f"(EXECUTOR_MAX_DOCUMENT_MB)"
         )
     if not text.strip():
-        raise ConversionError("no text")
+        raise NoText("no text")
     return parse_text(source.doc_key, text, source.format, meta_title)
 
 
@@ -270,6 +278,7 @@ def _load(found: Discovery, limits: SourceLimits, known: dict[str, Known], conve
     warnings = [f"{name}: {reason}" for name, reason in found.skipped]
     docs: list[Document] = []
     failed: set[str] = set()
+    empty = 0  # files read whole with no text: skipped, and not kept from before
     unchanged: set[str] = set()
     states: dict[str, FileState] = {}
     bytes_read = 0
@@ -287,6 +296,13 @@ def _load(found: Discovery, limits: SourceLimits, known: dict[str, Known], conve
                 unchanged.add(source.doc_key)
             else:
                 doc = parse_source(source, data, limits, converter)
+        except NoText as exc:
+            # read whole, and empty now: the page is gone (an author emptying a file to take its text out must
+            # not find the old text still answering); a read that failed keeps the version ingested before
+            gone = "; the version ingested before is removed" if before is not None else ""
+            warnings.append(f"{source.doc_key}: {exc}{gone}")
+            empty += 1
+            continue
         except (ConversionError, OSError) as exc:
             warnings.append(f"{source.doc_key}: {exc if isinstance(exc, ConversionError) else _os_reason(exc)}")
             failed.add(source.doc_key)
@@ -307,7 +323,7 @@ def _load(found: Discovery, limits: SourceLimits, known: dict[str, Known], conve
         documents=docs,
         warnings=warnings,
         formats=dict(Counter([d.source_format for d in docs] + kept)),
-        skipped=len(found.skipped) + len(failed),
+        skipped=len(found.skipped) + len(failed) + empty,
         unsupported=dict(found.unsupported),
         failed=failed,
         unchanged=unchanged,

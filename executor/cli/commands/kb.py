@@ -79,12 +79,22 @@ def _kb_info(rt, name: str, with_graph: bool = True) -> dict:
         "grading_model": _model_summary(row.grading_model),
         "created_at": row.created_at.isoformat(timespec="seconds"),
     }
+    # what the vector store holds, which also opens it: a damaged store is an error here (exit 1, naming the file),
+    # not a listing that looks healthy over a KB that cannot answer
+    info["chunks_stored"] = rt.vectors.count(name) if rt.vectors.has(name) else 0
     if with_graph and info["has_graph_config"]:
         try:
             info["graph"] = rt.graph.stats(name)
         except ExecutorError as exc:
             info["graph"] = {"error": str(exc)}
     return info
+
+
+def _stored_text(info: dict) -> str:
+    """What the vector store holds when it is not what the catalog says (an ingest killed half-way, a store
+    replaced by hand): lookups search what is stored."""
+    stored = info.get("chunks_stored")
+    return "" if stored is None or stored == info["chunks"] else f"; {stored} stored in the vector store"
 
 
 def _model_summary(raw) -> dict | None:
@@ -181,7 +191,7 @@ def _print_kb(info: dict) -> None:
     table.add_column(style="bold")
     table.add_column()
     for key, value in (
-        ("documents", f"{info['documents']} ({info['chunks']} chunks)"),
+        ("documents", f"{info['documents']} ({info['chunks']} chunks)" + _stored_text(info)),
         ("domains", ", ".join(info["domains"]) or "-"),
         ("embedder", info["embedder"] or "- (not ingested yet)"),
         ("entity types", ", ".join(config.get("entity_types") or []) or "-"),
@@ -236,7 +246,10 @@ def kg(
     with runtime("lookup") as rt:  # a person calling the tool directly, like `lookup`
         rt.start_loading()
         session = session_or_new(session, "kg")
-        args = {"knowledge_base_ids": csv_list(kb), "query": query}
+        names = csv_list(kb)
+        for name in names:  # a name typed wrong is bad input (exit 2), as for every other command; the MCP tool
+            rt.catalog.require(name)  # keeps its partial results for a host that asked for several
+        args = {"knowledge_base_ids": names, "query": query}
         out = call_tool(rt, KG_QUERY, ToolCall(session), args, {"knowledge_base_ids": "--kb", "query": "the query"}).out
         result = out.result
     if result.errors and not result.kb_counts:  # every knowledge base failed: that is not "no results"

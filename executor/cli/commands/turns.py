@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from typing import Annotated
 
 import typer
@@ -17,7 +18,7 @@ from executor.cli.commands.common import (
     session_or_new,
     warn_damaged_graph,
 )
-from executor.core.errors import terminal_safe
+from executor.core.errors import printable, terminal_safe
 from executor.tools.registry import KG_QUERY, LOOKUP, NAVIGATE
 
 # what the executor's decisions mean, for a person; the code name follows in brackets
@@ -117,6 +118,7 @@ class Turns:
 
     def __init__(self, source: str):
         self.rt = runtime(source, serve_model=True)
+        self._checked: set[str] = set()  # sessions whose conversation was looked for in the checkpoints
         try:
             self.mode = self.rt.chat_model[1]
             self.app = self.rt.app(checkpointer=self.rt.checkpointer)
@@ -139,6 +141,7 @@ class Turns:
         from executor.nodes.state import Context
 
         context = Context(kb=kb, lookup_budget=self.rt.settings.lookup_budget)
+        self._warn_lost_conversation(session)
         return run_turn(
             self.app,
             question,
@@ -147,6 +150,26 @@ class Turns:
             self.mode,
             max_query_chars=self.rt.settings.max_query_chars,
             **callbacks,
+        )
+
+    def _warn_lost_conversation(self, session: str) -> None:
+        """One stderr line when a session the action memory knows has no conversation in the checkpoints (the
+        file emptied, replaced or moved away): the turn starts the conversation over, which must not pass
+        unnoticed. Its lookups still count: what was sent is not sent again."""
+        if session in self._checked:
+            return
+        self._checked.add(session)
+        config = {"configurable": {"thread_id": session}}
+        if self.app.get_state(config).values.get("messages") or not self.rt.memory.lookups(session):
+            return
+        settings = self.rt.settings  # a checkpoint URL may hold a password: it is named, not printed
+        where = "the Postgres checkpoint database" if settings.checkpoint_url else settings.home / "checkpoints.sqlite"
+        sys.stderr.write(
+            printable(
+                f"warning: session {session}'s conversation is not in {where} although its lookups are in "
+                "executor.db: it starts over (restore the checkpoints from a backup to resume it)"
+            )
+            + "\n"
         )
 
     def cancel(self, session: str) -> None:
