@@ -159,7 +159,9 @@ class Turns:
         if session in self._checked:
             return
         self._checked.add(session)
-        config = {"configurable": {"thread_id": session}}
+        from langchain_core.runnables import RunnableConfig
+
+        config: RunnableConfig = {"configurable": {"thread_id": session}}
         if self.app.get_state(config).values.get("messages") or not self.rt.memory.lookups(session):
             return
         settings = self.rt.settings  # a checkpoint URL may hold a password: it is named, not printed
