@@ -358,19 +358,14 @@ class _YamlSource(PydanticBaseSettingsSource):
                 raise ConfigError(f"{path}: no such config file (named by EXECUTOR_CONFIG)")
             return {}
         data = read_config(path, ConfigError)
-        known = set()
-        for name, info in self.settings_cls.model_fields.items():
-            known.add(name)
-            alias = info.validation_alias
-            if isinstance(alias, AliasChoices):
-                known |= {str(a).lower() for a in alias.choices}
-        unknown = sorted(str(k) for k in data if str(k).lower() not in known)
+        fields = self.settings_cls.model_fields
+        field_of = {spelling: name for name, info in fields.items() for spelling in _spellings(name, info)}
+        unknown = sorted(str(k) for k in data if str(k).lower() not in field_of)
         if unknown:  # a misspelt key would otherwise be ignored, and its setting silently left at its default
             shown = ", ".join(repr(k[:60]) for k in unknown[:5])
             raise ConfigError(f"{path}: unknown setting{'s' if len(unknown) > 1 else ''} {shown}")
         for key, value in data.items():  # YAML's true/false would pass as 1/0 where a number is asked for
-            info = self.settings_cls.model_fields.get(_field_name(self.settings_cls, str(key)))
-            if isinstance(value, bool) and info is not None and _numeric(info.annotation):
+            if isinstance(value, bool) and _numeric(fields[field_of[str(key).lower()]].annotation):
                 raise ConfigError(f"{path}: {key} is a number, not {str(value).lower()}")
         if "EXECUTOR_CONFIG" not in os.environ:
             self._announce(path, {str(k).lower() for k in data})
@@ -381,9 +376,7 @@ class _YamlSource(PydanticBaseSettingsSource):
         fields = self.settings_cls.model_fields
         sets = []
         for name in WHERE_SETTINGS:
-            alias = fields[name].validation_alias
-            spellings = {name} | ({str(a).lower() for a in alias.choices} if isinstance(alias, AliasChoices) else set())
-            if keys & spellings:
+            if keys & _spellings(name, fields[name]):
                 sets.append(name)
         where = path.resolve()
         if sets and where not in _ANNOUNCED:
@@ -391,15 +384,10 @@ class _YamlSource(PydanticBaseSettingsSource):
             sys.stderr.write(f"executor: ./{path} sets {', '.join(sets)} (set EXECUTOR_CONFIG to choose a file)\n")
 
 
-def _field_name(settings_cls, key: str) -> str:
-    """The field a config.yaml key sets (its name or one of its aliases)."""
-    for name, info in settings_cls.model_fields.items():
-        alias = info.validation_alias
-        if key.lower() == name or (
-            isinstance(alias, AliasChoices) and key.lower() in {str(a).lower() for a in alias.choices}
-        ):
-            return name
-    return key
+def _spellings(name: str, info) -> set[str]:
+    """The keys of config.yaml that set a field: its name and its aliases, lower-cased."""
+    alias = info.validation_alias
+    return {name} | ({str(a).lower() for a in alias.choices} if isinstance(alias, AliasChoices) else set())
 
 
 def _numeric(annotation) -> bool:

@@ -118,7 +118,6 @@ class Turns:
 
     def __init__(self, source: str):
         self.rt = runtime(source, serve_model=True)
-        self._checked: set[str] = set()  # sessions whose conversation was looked for in the checkpoints
         try:
             self.mode = self.rt.chat_model[1]
             self.app = self.rt.app(checkpointer=self.rt.checkpointer)
@@ -155,10 +154,8 @@ class Turns:
     def _warn_lost_conversation(self, session: str) -> None:
         """One stderr line when a session the action memory knows has no conversation in the checkpoints (the
         file emptied, replaced or moved away): the turn starts the conversation over, which must not pass
-        unnoticed. Its lookups still count: what was sent is not sent again."""
-        if session in self._checked:
-            return
-        self._checked.add(session)
+        unnoticed. Its lookups still count: what was sent is not sent again. After the first turn the conversation
+        is there again, so it is said once."""
         from langchain_core.runnables import RunnableConfig
 
         config: RunnableConfig = {"configurable": {"thread_id": session}}
