@@ -67,7 +67,7 @@ class Chunks:
     def __init__(self, rows):
         self.rows = [
             (doc, f"{doc}:{_norm(text)[:PREFIX]}", _norm(text)[:PREFIX], len(_norm(text)))
-            for doc, _, text in rows
+            for _, doc, _, text in rows
             if text.strip()
         ]
 

@@ -173,6 +173,11 @@ def regrade(observed: list[Observed], t: Thresholds | Mapping[str, Thresholds]) 
     return out
 
 
+def load_fitter() -> None:
+    """Import scikit-learn now (~1 s), e.g. on a thread while an ingest embeds, before it self-calibrates."""
+    import sklearn.linear_model  # noqa: F401
+
+
 def _logistic(x: list[list[float]], y: list[bool], names: tuple[str, ...], **options) -> dict:
     """A logistic regression's bias and weights, named and rounded as a stored model keeps them."""
     from sklearn.linear_model import LogisticRegression  # only calibration needs it

@@ -13,6 +13,7 @@ reads it from the catalog (`document.body`), as `parse_text` made it then.
 
 from __future__ import annotations
 
+import threading
 import time
 from dataclasses import asdict, dataclass, field
 from functools import cached_property
@@ -25,6 +26,7 @@ from tqdm import tqdm
 from executor.core.errors import BackendError
 from executor.core.settings import SAMPLE_KB_PATH
 from executor.core.validation import validate_kb_name
+from executor.retrieval.calibration import load_fitter
 from executor.retrieval.documents import Document
 from executor.retrieval.graph_build import build_graph_data, has_graph
 from executor.retrieval.self_calibration import after_ingest
@@ -159,6 +161,8 @@ def ingest(
     # an unchanged file's own warnings, as when it was read (the folder's are in loaded.warnings)
     warnings = list(loaded.warnings) + [f"{k}: {w}" for k in kept for w in records[k].warnings]
 
+    if changed and rt.settings.self_calibrate:  # its import overlaps the embedding instead of following it
+        threading.Thread(target=load_fitter, name="load-sklearn", daemon=True).start()
     rows, texts = [], []
     for doc in changed:
         for chunk in doc.chunks():

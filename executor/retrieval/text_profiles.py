@@ -135,11 +135,11 @@ class TextProfiles:
 
     # -- building ---------------------------------------------------------------
     @staticmethod
-    def build(path: Path, version: str, rows: Iterable[tuple[str, str, str]]) -> None:
-        """From every chunk's (doc_key, title, text), as the vocabulary is built."""
+    def build(path: Path, version: str, rows: Iterable[tuple[str, str, str, str]]) -> None:
+        """From every chunk's (chunk_id, doc_key, title, text) (`VectorStore.texts`), as the vocabulary is built."""
         pieces: dict[str, Piece] = {}
         by_doc: dict[str, tuple[str, list[str]]] = {}
-        for doc_key, title, text in rows:
+        for _, doc_key, title, text in rows:
             for piece in (title, text):
                 key = piece_key(piece)
                 if key not in pieces:

@@ -71,18 +71,28 @@ class VectorStore(Protocol):
 
     def dense_search(self, kb: str, vector: np.ndarray, limit: int) -> list[ChunkHit]: ...
 
+    def dense_search_many(self, kb: str, vectors: list[np.ndarray], limit: int) -> list[list[ChunkHit]]:
+        """`dense_search` for each vector, in one request."""
+        ...
+
     def lexical_search(
         self, kb: str, query: str, vector: np.ndarray, embedder: Embedder, limit: int
     ) -> list[tuple[ChunkHit, float]]:
         """The lexical layer alone with its raw scores (empty when the KB has none)."""
         ...
 
+    def lexical_search_many(
+        self, kb: str, queries: list[str], vectors: list[np.ndarray], embedder: Embedder, limit: int
+    ) -> list[list[tuple[ChunkHit, float]]]:
+        """`lexical_search` for each query (with its vector), in one request."""
+        ...
+
     def get_chunks(self, kb: str, chunk_ids: list[str], vector: np.ndarray) -> list[ChunkHit]: ...
 
     def document_text(self, kb: str, doc_key: str) -> str: ...
 
-    def texts(self, kb: str, batch_size: int = 1000) -> Iterator[tuple[str, str, str]]:
-        """Every chunk's (doc_key, title, text)."""
+    def texts(self, kb: str, batch_size: int = 1000) -> Iterator[tuple[str, str, str, str]]:
+        """Every chunk's (chunk_id, doc_key, title, text)."""
         ...
 
     def open_in_background(self) -> None:

@@ -574,12 +574,18 @@ class MilvusVectorStore:
     ) -> list[tuple[ChunkHit, float]]:
         """The lexical layer alone (BM25, or bge-m3's lexical weights) with its raw scores, which
         hybrid search's RRF would replace by ranks; each hit still carries its dense distance."""
-        if not self.has_lexical(kb):  # a dense-only collection (an old server): no lexical layer to ask
-            return []
+        return self.lexical_search_many(kb, [query], [vector], embedder, limit)[0]
+
+    def lexical_search_many(
+        self, kb: str, queries: list[str], vectors: list[np.ndarray], embedder: Embedder, limit: int
+    ) -> list[list[tuple[ChunkHit, float]]]:
+        """`lexical_search` for many queries in one request (self-calibration grades hundreds at ingest)."""
+        if not queries or not self.has_lexical(kb):  # a dense-only collection (an old server): no lexical layer
+            return [[] for _ in queries]
         if embedder.has_lexical_weights:
-            data, metric = [embedder.lexical_weights([query])[0] or {0: 0.0}], "IP"
+            data, metric = [w or {0: 0.0} for w in embedder.lexical_weights(queries)], "IP"
         else:
-            data, metric = [query], "BM25"
+            data, metric = list(queries), "BM25"
         with self._reading(kb):
             result = self.client.search(
                 self.collection_name(kb),
@@ -590,10 +596,13 @@ class MilvusVectorStore:
                 search_params={"metric_type": metric},
                 **self._kw(),
             )
-        return [(self._hit(h["entity"], vector, rank), float(h["distance"])) for rank, h in enumerate(result[0])]
+        return [
+            [(self._hit(h["entity"], v, rank), float(h["distance"])) for rank, h in enumerate(hits)]
+            for v, hits in zip(vectors, result, strict=True)
+        ]
 
     def texts(self, kb: str, batch_size: int = 1000):
-        """Every chunk's (doc_key, title, text), in batches, for statistics over the whole KB."""
+        """Every chunk's (chunk_id, doc_key, title, text), in batches, for statistics over the whole KB."""
         import logging
 
         # Lite has no MVCC timestamp to give; pymilvus warns and reads with the client's clock, which is fine here
@@ -602,28 +611,37 @@ class MilvusVectorStore:
             iterator = self.client.query_iterator(
                 self.collection_name(kb),
                 batch_size=batch_size,
-                output_fields=["doc_key", "title", "text"],
+                output_fields=["chunk_id", "doc_key", "title", "text"],
                 **self._kw(),
             )
             try:
                 while batch := iterator.next():
                     for row in batch:
-                        yield row["doc_key"], row["title"], row["text"]
+                        yield row["chunk_id"], row["doc_key"], row["title"], row["text"]
             finally:
                 iterator.close()
 
     def dense_search(self, kb: str, vector: np.ndarray, limit: int) -> list[ChunkHit]:
+        return self.dense_search_many(kb, [vector], limit)[0]
+
+    def dense_search_many(self, kb: str, vectors: list[np.ndarray], limit: int) -> list[list[ChunkHit]]:
+        """`dense_search` for many vectors in one request."""
+        if not vectors:
+            return []
         with self._reading(kb):
             result = self.client.search(
                 self.collection_name(kb),
-                data=[vector.tolist()],
+                data=[v.tolist() for v in vectors],
                 anns_field="dense",
                 limit=limit,
                 output_fields=OUTPUT_FIELDS,
                 search_params={"metric_type": "L2"},
                 **self._kw(),
             )
-        return self._check_loaded([self._hit(h["entity"], vector, rank) for rank, h in enumerate(result[0])])
+        return [
+            self._check_loaded([self._hit(h["entity"], v, rank) for rank, h in enumerate(hits)])
+            for v, hits in zip(vectors, result, strict=True)
+        ]
 
     def document_text(self, kb: str, doc_key: str) -> str:
         """A document's chunks in order, joined (for quoting a sentence the chunk sent did not hold)."""

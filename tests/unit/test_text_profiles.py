@@ -47,9 +47,14 @@ def test_assembled_profile_is_the_joined_texts_profile():
 @pytest.fixture
 def kb_rows():
     return [
-        ("rollback.md", "发布回滚流程", "发布回滚流程\n回滚前先确认版本号"),
-        ("rollback.md", "发布回滚流程", "发布回滚流程 › 步骤\n执行 helm rollback 命令"),
-        ("timeout.md", "ERR_TIMEOUT 请求超时", "ERR_TIMEOUT 请求超时\n`ERR_TIMEOUT` means the request timed out."),
+        ("rollback.md#0", "rollback.md", "发布回滚流程", "发布回滚流程\n回滚前先确认版本号"),
+        ("rollback.md#1", "rollback.md", "发布回滚流程", "发布回滚流程 › 步骤\n执行 helm rollback 命令"),
+        (
+            "timeout.md#0",
+            "timeout.md",
+            "ERR_TIMEOUT 请求超时",
+            "ERR_TIMEOUT 请求超时\n`ERR_TIMEOUT` means the request timed out.",
+        ),
     ]
 
 
@@ -60,9 +65,9 @@ def test_saved_profiles_answer_without_segmenting(tmp_path, kb_rows, monkeypatch
     assert TextProfiles.load(path, "3@2026-02-01T00:00:00") is None  # dropped and re-created: rebuilt
     profiles = TextProfiles.load(path, "3@2026-01-01T00:00:00")
     candidates = [
-        ["发布回滚流程", kb_rows[1][2], kb_rows[0][2]],
-        ["发布回滚流程", kb_rows[0][2]],
-        ["ERR_TIMEOUT 请求超时", kb_rows[2][2]],
+        ["发布回滚流程", kb_rows[1][3], kb_rows[0][3]],
+        ["发布回滚流程", kb_rows[0][3]],
+        ["ERR_TIMEOUT 请求超时", kb_rows[2][3]],
     ]
     expected = [profile_of(texts) for texts in candidates]
 
