@@ -24,6 +24,9 @@ class Scored(Protocol):
     def named(self) -> bool: ...  # the query names this page alone (`retrieval.ranking.Candidate.named`)
 
     @property
+    def spelled(self) -> bool: ...  # a keyword lookup whose every term this page uses (`Candidate.spelled`)
+
+    @property
     def group(self) -> str: ...  # the page counted with its translations (`page_key`)
 
 
@@ -76,18 +79,20 @@ def grade(candidates: Sequence[Scored], t: Thresholds) -> Level | None:
     if t.ranker is not None and first.named and len(named) == 1 and best >= t.reference_threshold:
         return Level.PRECISE
     highly_relevant = t.highly_relevant(candidates[0].features.get("other_language") == 1.0)
+    # a keyword lookup the best page spells out is never "nothing found", only a reference at best
+    floor = Level.REFERENCE if first.spelled else None
     if t.answerability is not None:
         # the answerability model decides whether anything is found; the best score only how well
         if weak(candidates, t):
             return Level.REFERENCE
         if t.answerability.probability(answer_features(candidates)) < t.answerability.threshold:
-            return None
+            return floor
         return Level.HIGHLY_RELEVANT if best >= highly_relevant else Level.REFERENCE
     if best >= highly_relevant:
         return Level.HIGHLY_RELEVANT
     if best >= t.reference_threshold:
         return Level.REFERENCE
-    return None
+    return floor
 
 
 def weak(candidates: Sequence[Scored], t: Thresholds) -> bool:

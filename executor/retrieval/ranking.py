@@ -38,7 +38,7 @@ Features (all in [0, 1] or small integers, so weights stay comparable):
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from executor.core.relevance import document_language, page_key
@@ -48,6 +48,10 @@ from executor.retrieval.vocabulary import QueryTerms, terms
 from executor.stores.vector_hits import ChunkHit
 
 BACKGROUND_RANKS = slice(3, 10)
+# a lookup of this many terms or fewer is a keyword lookup ("rollback", "eviction policy"): a short text's
+# embedding is far from every page's (on the sample KB "pagination" is 0.24 from its own page, below REFERENCE)
+KEYWORD_TERMS = 2
+COMPOUND = re.compile(r"[_.\-]")
 IDENTIFIER = re.compile(r"[a-z0-9]*(?:[_.\-][a-z0-9]+|[0-9])[a-z0-9_.\-]*")  # one token with `_ . -` or a digit
 
 
@@ -72,6 +76,9 @@ class Candidate:
     # of those, a name that is the page's own: its title, or a rare identifier (a heading names a section, and
     # another page may answer better: a sync how-to over the repository page holding a "Google Cloud Storage" heading)
     titled: bool = False
+    # the query is a bare keyword lookup (`KEYWORD_TERMS` terms at most) and this page's text uses every one of
+    # them: whatever the dense similarity of one or two words says, the KB holds a page on it (never "nothing")
+    spelled: bool = False
     similarity: float = 0.0
     features: dict[str, float] = field(default_factory=dict)
     score: float = 0.0
@@ -120,6 +127,7 @@ def features(
     held = rare & text_terms
     if any(IDENTIFIER.fullmatch(t) for t in held):
         c.named = c.titled = True
+    c.spelled = 0 < len(q.weights) <= KEYWORD_TERMS and spells(text_terms, q.weights)
     coverage = q.coverage_of(text_terms)
     lexical = c.lexical / top_lexical if top_lexical > 0 else 0.0
     same = 0.0 if language != q.language else 1.0
@@ -138,6 +146,16 @@ def features(
         "similarity_other_language": c.similarity * (1.0 - same),
         "lift_other_language": (c.similarity - floor) * (1.0 - same),
     }
+
+
+def spells(text_terms: frozenset[str], words: Iterable[str]) -> bool:
+    """Whether a text uses every word, as a term of its own or as a part of a compound one (`disk` and `full`
+    in `err_disk_full`: the page spells them out)."""
+    missing = [w for w in words if w not in text_terms]
+    if not missing:
+        return True
+    parts = {p for t in text_terms if COMPOUND.search(t) for p in COMPOUND.split(t)}
+    return all(w in parts for w in missing)
 
 
 def describe(

@@ -30,6 +30,30 @@ def test_unique_error_code_is_precise(sample_rt):
     assert r.completeness_hint.startswith("知识库中不存在")  # hint in the query's language
 
 
+@pytest.mark.parametrize(
+    ("query", "page"),
+    [
+        ("pagination", "api/pagination.md"),
+        ("eviction", "infrastructure/redis-eviction-policy.md"),
+        ("tracing", "observability/distributed-tracing.md"),
+        ("rollback", "deployment/rollback.md"),
+        ("disk full", "troubleshooting/err-disk-full.md"),  # its page spells them in ERR_DISK_FULL
+    ],
+)
+def test_a_one_word_lookup_a_page_spells_out_sends_that_page(sample_rt, query, page):
+    # a bare word's embedding is far from every page (0.19-0.28 here, below REFERENCE): it was "nothing found"
+    r = sample_rt.lookup_service.lookup(query, new_session())
+    assert r.relevance_level is not None, r.completeness_hint
+    assert r.primary[0].doc_key == page
+
+
+@pytest.mark.parametrize("query", ["lasagna", "photosynthesis", "菜谱"])
+def test_a_one_word_lookup_no_page_uses_finds_nothing(sample_rt, query):
+    r = sample_rt.lookup_service.lookup(query, new_session())
+    assert r.relevance_level is None
+    assert r.primary == []
+
+
 def test_pool_question_lands_in_infrastructure_and_repeat_is_deduped(sample_rt):
     s = new_session()
     first = tool_lookup(sample_rt, "数据库连接池怎么配置？", s).result

@@ -103,6 +103,14 @@ def test_a_near_domain_off_topic_question_finds_nothing(home):
     assert result["primary"] == []
 
 
+def test_a_one_word_lookup_a_page_spells_out_is_found_and_one_no_page_uses_is_not(home):
+    for query, page in (("rollback", "ops/deploy.md"), ("handover", "ops/on-call.md"), ("backoff", "queue/retries.md")):
+        result = _lookup(home, query)
+        assert result["relevance_level"] is not None, (query, result["completeness_hint"])
+        assert result["primary"][0]["doc_key"] == page, query
+    assert _lookup(home, "lasagna")["relevance_level"] is None
+
+
 def test_a_unique_error_code_is_precise_on_its_page(home):
     for query in ("ERR_QUEUE_FULL", "ERR_QUEUE_FULL 怎么排查"):
         result = _lookup(home, query)
