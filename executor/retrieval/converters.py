@@ -15,6 +15,7 @@ import io
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
+from xml.parsers import expat
 
 # extension -> format; Markdown and text are read directly, the rest go through markitdown
 MARKDOWN_FORMATS = {".md": "md", ".markdown": "md", ".mdx": "mdx", ".txt": "txt"}
@@ -213,13 +214,46 @@ def _bomb(size: int, bound: int) -> str:
 INFLATE_STEP = 1 << 20
 
 
-def _refuse_doctype(name: str, head: bytes) -> None:
-    """Office XML never declares a DOCTYPE; one that does defines entities (expansion bombs, external files), which
-    the parsers refuse with a bare ExpatError: the file is refused here, saying why. The declaration comes before
-    the root element, so the first inflated step holds it."""
-    text = head[:4096].decode("utf-8", "replace").replace("\0", "")  # UTF-16 XML: its ASCII bytes are still there
-    if "<!DOCTYPE" in text.upper() or "<!ENTITY" in text.upper():
-        raise ConversionError(f"refused: its {name} declares a DOCTYPE (XML entities), which Office files never do")
+class _Prolog:
+    """One archive member's XML prolog, read with expat as the member is inflated, up to its root element. Office
+    XML never declares a DOCTYPE; one that does defines entities (expansion bombs, external files), which the
+    parsers refuse with a bare error or silently drop (python-pptx: a slide title that was an entity vanished):
+    the file is refused here, saying why. Every member that starts like XML is read, whatever its name (a part is
+    found by its content type, so a slide named slide1.dat is parsed too) and however long its prolog (a 5 kB
+    comment before the DOCTYPE hid it from a look at the first 4 kB)."""
+
+    class _Root(Exception):
+        """The root element began: the prolog, the only place a DOCTYPE can be, is over."""
+
+    def __init__(self, name: str, first: bytes):
+        start = first.removeprefix(b"\xef\xbb\xbf").lstrip()
+        # UTF-8 or UTF-16 (with its BOM, or its NUL bytes around the "<"): what expat reads, and what Office writes
+        self.active = start.startswith((b"<", b"\xff\xfe", b"\xfe\xff", b"\x00<"))
+        self.name = name
+        self.parser = expat.ParserCreate()
+        self.parser.StartDoctypeDeclHandler = self._doctype
+        self.parser.StartElementHandler = self._root
+
+    def _doctype(self, *_args) -> None:
+        raise ConversionError(
+            f"refused: its {self.name} declares a DOCTYPE (XML entities), which Office files never do"
+        )
+
+    def _root(self, *_args) -> None:
+        raise self._Root
+
+    def feed(self, chunk: bytes) -> None:
+        if not self.active:
+            return
+        try:
+            self.parser.Parse(chunk, False)
+        except self._Root:
+            self.active = False
+        except expat.ExpatError as exc:  # a prolog the parsers could read in their own ways, never Office's own
+            raise ConversionError(
+                f"refused: its {self.name} is not well-formed XML before its root element "
+                f"({expat.ErrorString(exc.code)})"
+            ) from exc
 
 
 def _inflate_within(archive: zipfile.ZipFile, bound: int) -> None:
@@ -229,11 +263,10 @@ def _inflate_within(archive: zipfile.ZipFile, bound: int) -> None:
         for info in archive.infolist():
             with archive.open(info) as member:
                 try:
-                    first = True
+                    prolog = None
                     while chunk := member.read(INFLATE_STEP):
-                        if first and info.filename.endswith((".xml", ".rels")):
-                            _refuse_doctype(info.filename, chunk)
-                        first = False
+                        prolog = prolog or _Prolog(info.filename, chunk)
+                        prolog.feed(chunk)
                         total += len(chunk)
                         if total > bound:
                             raise ConversionError(_bomb(total, bound).replace("uncompressed size", "inflates past"))

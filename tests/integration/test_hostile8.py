@@ -1,9 +1,12 @@
 """Round eight of the hostile pass (issue 30): the round-seven leftovers. A threshold of 0 (or below 0, or above 1)
 in config.yaml is bad input naming the key and the file; a page in Latin-1 or in UTF-16 without a BOM is read in its
-charset, while binary is still refused."""
+charset, while binary is still refused; an Office file whose part declares a DOCTYPE is refused by name whatever the
+part is called and however far into it the DOCTYPE comes."""
 
+import io
 import json
 import re
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -102,3 +105,86 @@ def test_text_in_another_charset_decodes_to_what_was_written(text, charset):
     from executor.retrieval.converters import decode_text
 
     assert decode_text(text.encode(charset)) == text
+
+
+def _office(fmt: str) -> tuple[bytes, str, bytes]:
+    """A small real Office file of `fmt`, the part that holds its text, and that text."""
+    out = io.BytesIO()
+    if fmt == "docx":
+        import docx
+
+        doc = docx.Document()
+        doc.add_paragraph("PLACEHOLDER")
+        doc.save(out)
+        return out.getvalue(), "word/document.xml", b"PLACEHOLDER"
+    if fmt == "pptx":
+        from pptx import Presentation
+
+        deck = Presentation()
+        deck.slides.add_slide(deck.slide_layouts[5]).shapes.title.text = "PLACEHOLDER"
+        deck.save(out)
+        return out.getvalue(), "ppt/slides/slide1.xml", b"PLACEHOLDER"
+    import openpyxl
+
+    book = openpyxl.Workbook()
+    book.active["A1"] = "PLACEHOLDER"
+    book.save(out)
+    return out.getvalue(), "xl/worksheets/sheet1.xml", b"PLACEHOLDER"
+
+
+def _hostile(fmt: str, secret: Path, hidden: str) -> tuple[bytes, str]:
+    """`fmt` with a DOCTYPE in its text part, hidden from a look at a part's first 4 kB (`comment`: after a 5 kB
+    comment) or at the parts named .xml (`renamed`: the part is slide1.dat, found by its content type); an external
+    entity that reads `secret`, and a billion-laughs one. Returns the file and the part's name."""
+    data, part, marker = _office(fmt)
+    entities = "".join(f'<!ENTITY e{i} "{f"&e{i - 1};" * 10}">' for i in range(1, 9))
+    doctype = f'<!DOCTYPE x [<!ENTITY leak SYSTEM "file://{secret}"><!ENTITY e0 "lol">{entities}]>'
+    with zipfile.ZipFile(io.BytesIO(data)) as src:
+        files = {name: src.read(name) for name in src.namelist()}
+    xml = files[part]
+    head, rest = (xml.split(b"?>", 1)[0] + b"?>", xml.split(b"?>", 1)[1]) if xml.startswith(b"<?xml") else (b"", xml)
+    prolog = ("<!--" + "x" * 5000 + "-->" if hidden == "comment" else "") + doctype
+    files[part] = head + prolog.encode() + rest.replace(marker, b"&leak; &e8;")
+    if hidden == "renamed":
+        new = part.replace(".xml", ".dat")
+        old_name, new_name = part.rsplit("/", 1)[1], new.rsplit("/", 1)[1]
+        files[new] = files.pop(part)
+        rels = f"{part.rsplit('/', 1)[0]}/_rels/{old_name}.rels"
+        if rels in files:
+            files[f"{new.rsplit('/', 1)[0]}/_rels/{new_name}.rels"] = files.pop(rels)
+        for name in files:
+            if name.endswith(".rels") or name == "[Content_Types].xml":
+                files[name] = files[name].replace(f"/{old_name}".encode(), f"/{new_name}".encode())
+                files[name] = files[name].replace(f'"{old_name}'.encode(), f'"{new_name}'.encode())
+        part = new
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as z:
+        for name, body in files.items():
+            z.writestr(name, body)
+    return out.getvalue(), part
+
+
+def test_an_office_part_declaring_a_doctype_is_refused_by_name_wherever_it_hides(tmp_path):
+    secret = tmp_path / "secret.txt"
+    secret.write_text("SECRET-HOST-FILE-4711\n")
+    kb = tmp_path / "kb"
+    kb.mkdir()
+    (kb / "ok.md").write_text("# Fine\n\nA page about the frobnicator.\n")
+    parts = {}
+    for fmt in ("docx", "pptx", "xlsx"):
+        for hidden in ("comment", "renamed"):
+            data, part = _hostile(fmt, secret, hidden)
+            (kb / f"{hidden}.{fmt}").write_bytes(data)
+            parts[f"{hidden}.{fmt}"] = part
+    r = run_cli(tmp_path / "home", "ingest", str(kb), "--kb", "xxe", "--json")
+    assert r.returncode == 0, r.stderr
+    report = json.loads(r.stdout)
+    assert report["documents"] == 1 and "SECRET-HOST-FILE" not in r.stdout + r.stderr, report
+    for name, part in parts.items():
+        about = [w for w in report["warnings"] if w.startswith(f"{name}:")]
+        assert about == [
+            f"{name}: refused: its {part} declares a DOCTYPE (XML entities), which Office files never do"
+        ], (
+            name,
+            report["warnings"],
+        )
