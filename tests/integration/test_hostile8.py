@@ -1,7 +1,8 @@
 """Round eight of the hostile pass (issue 30): the round-seven leftovers. A threshold of 0 (or below 0, or above 1)
 in config.yaml is bad input naming the key and the file; a page in Latin-1 or in UTF-16 without a BOM is read in its
 charset, while binary is still refused; an Office file whose part declares a DOCTYPE is refused by name whatever the
-part is called and however far into it the DOCTYPE comes."""
+part is called and however far into it the DOCTYPE comes; a home's SQLite file made read-only is one line, exit 1,
+before anything opens it (no stray `-shm`/`-wal`, its mode left as the user set it)."""
 
 import io
 import json
@@ -10,7 +11,8 @@ import zipfile
 from pathlib import Path
 
 import pytest
-from conftest import run_cli
+from conftest import ingested_home, run_cli
+from test_hostile6_faults import run_unprivileged
 
 NESTED = "retrieval:\n  normalization:\n"
 
@@ -188,3 +190,25 @@ def test_an_office_part_declaring_a_doctype_is_refused_by_name_wherever_it_hides
             name,
             report["warnings"],
         )
+
+
+@pytest.fixture(scope="module")
+def home(tmp_path_factory):
+    return ingested_home(tmp_path_factory, "hostile8")
+
+
+@pytest.mark.parametrize("name", ["executor.db", "milvus.db"])
+@pytest.mark.parametrize("who", ["root", "unprivileged"])
+def test_a_read_only_sqlite_file_of_the_home_is_one_line_and_left_as_it_was(home, name, who):
+    store = home / name
+    store.chmod(0o444)
+    try:
+        r = (run_cli if who == "root" else run_unprivileged)(home, "lookup", "--kb", "sample", "ERR_TIMEOUT")
+        beside = sorted(p.name for p in home.iterdir() if p.name.startswith(name + "-"))
+        mode = store.stat().st_mode & 0o777
+    finally:
+        store.chmod(0o600)
+    assert r.returncode == 1, (r.returncode, r.stdout[-300:], r.stderr[-300:])
+    assert r.stderr.count("\n") == 1 and f"cannot write {store}: it is read-only (mode 0444)" in r.stderr, r.stderr
+    assert beside == [] and mode == 0o444, (beside, oct(mode))
+    assert run_cli(home, "lookup", "--kb", "sample", "ERR_TIMEOUT").returncode == 0
