@@ -2,7 +2,8 @@
 in config.yaml is bad input naming the key and the file; a page in Latin-1 or in UTF-16 without a BOM is read in its
 charset, while binary is still refused; an Office file whose part declares a DOCTYPE is refused by name whatever the
 part is called and however far into it the DOCTYPE comes; a home's SQLite file made read-only is one line, exit 1,
-before anything opens it (no stray `-shm`/`-wal`, its mode left as the user set it)."""
+before anything opens it (no stray `-shm`/`-wal`, its mode left as the user set it); an MCP request whose params
+have the wrong shape gets -32602 naming the field."""
 
 import io
 import json
@@ -13,6 +14,7 @@ from pathlib import Path
 import pytest
 from conftest import ingested_home, run_cli
 from test_hostile6_faults import run_unprivileged
+from test_hostile6_servers import stdio_mcp
 
 NESTED = "retrieval:\n  normalization:\n"
 
@@ -212,3 +214,25 @@ def test_a_read_only_sqlite_file_of_the_home_is_one_line_and_left_as_it_was(home
     assert r.stderr.count("\n") == 1 and f"cannot write {store}: it is read-only (mode 0444)" in r.stderr, r.stderr
     assert beside == [] and mode == 0o444, (beside, oct(mode))
     assert run_cli(home, "lookup", "--kb", "sample", "ERR_TIMEOUT").returncode == 0
+
+
+@pytest.mark.parametrize(
+    ("params", "field"),
+    [
+        (
+            {"name": "lookup_knowledge", "arguments": "query=pool"},
+            "params.arguments: Input should be a valid dictionary",
+        ),
+        ({"name": 5, "arguments": {"query": "pool"}}, "params.name: Input should be a valid string"),
+        ({"arguments": {"query": "pool"}}, "params.name: Field required"),
+    ],
+    ids=["arguments-a-string", "name-a-number", "name-missing"],
+)
+def test_an_mcp_call_whose_params_have_the_wrong_shape_names_the_field(home, params, field):
+    with stdio_mcp(home) as ask:
+        answer = ask(json.dumps({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": params}).encode())
+        assert answer["id"] == 3 and answer["error"]["code"] == -32602, answer
+        assert answer["error"]["message"] == f"Invalid params: {field}", answer
+        answer = ask(b'{"jsonrpc": "2.0", "id": 4, "method": "no/such"}')  # an unknown method stays -32601
+        assert answer["error"] == {"code": -32601, "message": "Method not found: no/such"}, answer
+        assert "lookup_knowledge" in json.dumps(ask(b'{"jsonrpc": "2.0", "id": 5, "method": "tools/list"}'))
