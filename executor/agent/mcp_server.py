@@ -316,37 +316,53 @@ class ExecutorMCP:
         return LocalGuard(_ValidIds(app), hosts, token=token)
 
 
-# the methods a client may call (MCP's ClientRequest union): the SDK validates a request against that union, so an
-# unknown method fails as "Invalid request parameters" (-32602) and logs the union's validation errors
-KNOWN_METHODS = frozenset(
-    get_args(request.model_fields["method"].annotation)[0]
+# the methods a client may call, each with its request model (MCP's ClientRequest union): the SDK validates a request
+# against that union, so an unknown method, or a known one with params of the wrong shape (`arguments` not an object,
+# `name` not a string), fails as a bare "Invalid request parameters" (-32602) naming nothing, and logs the union's
+# validation errors
+REQUEST_MODELS = {
+    get_args(request.model_fields["method"].annotation)[0]: request
     for request in get_args(types.ClientRequest.model_fields["root"].annotation)
-)
+}
+
+
+def request_error(root: types.JSONRPCRequest) -> types.ErrorData | None:
+    """JSON-RPC's error for a request the SDK would refuse without a word on why, or None: -32601 Method not found
+    naming the method, -32602 Invalid params naming the field and what it should be."""
+    model = REQUEST_MODELS.get(root.method)
+    if model is None:
+        return types.ErrorData(code=types.METHOD_NOT_FOUND, message=f"Method not found: {printable(root.method)[:100]}")
+    try:  # the SDK's own validation, on the one model the method names (the union's errors name every model)
+        model.model_validate(root.model_dump(by_alias=True, mode="json", exclude_none=True))
+    except ValidationError as exc:
+        err = exc.errors()[0]  # pydantic's message names the type wanted, never the value sent
+        where = printable(".".join(str(p) for p in err["loc"]))[:100]
+        return types.ErrorData(code=types.INVALID_PARAMS, message=f"Invalid params: {where}: {err['msg']}")
+    return None
 
 
 class _Server(Server):
-    """The SDK's server, answering a request for a method MCP does not have as JSON-RPC 2.0 says: -32601 Method
-    not found, naming it (over stdio and HTTP alike: both transports hand their streams to `run`)."""
+    """The SDK's server, answering a request it would refuse with a bare "Invalid request parameters" as JSON-RPC
+    2.0 says, naming what is wrong (`request_error`; over stdio and HTTP alike: both transports hand their streams
+    to `run`)."""
 
     async def run(self, read_stream, write_stream, *args, **kwargs):
-        known_send, known = anyio.create_memory_object_stream(0)
+        valid_send, valid = anyio.create_memory_object_stream(0)
 
-        async def answer_unknown_methods():
-            async with known_send:
+        async def answer_invalid_requests():
+            async with valid_send:
                 async for item in read_stream:
                     root = getattr(getattr(item, "message", None), "root", None)
-                    if isinstance(root, types.JSONRPCRequest) and root.method not in KNOWN_METHODS:
-                        error = types.ErrorData(
-                            code=types.METHOD_NOT_FOUND, message=f"Method not found: {printable(root.method)[:100]}"
-                        )
+                    error = request_error(root) if isinstance(root, types.JSONRPCRequest) else None
+                    if root is not None and error is not None:
                         reply = types.JSONRPCError(jsonrpc="2.0", id=root.id, error=error)
                         await write_stream.send(SessionMessage(types.JSONRPCMessage(reply)))
                     else:
-                        await known_send.send(item)
+                        await valid_send.send(item)
 
         async with anyio.create_task_group() as tasks:
-            tasks.start_soon(answer_unknown_methods)
-            await super().run(known, write_stream, *args, **kwargs)
+            tasks.start_soon(answer_invalid_requests)
+            await super().run(valid, write_stream, *args, **kwargs)
             tasks.cancel_scope.cancel()
 
 

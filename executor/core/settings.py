@@ -152,12 +152,18 @@ class ThresholdOverride(BaseModel):
     # dropped, and its threshold silently left at the default
     model_config = ConfigDict(populate_by_name=True, extra="forbid")
 
-    max_l2_distance: float | None = Field(default=None, validation_alias="max-l2-distance")
-    highly_relevant_threshold: float | None = Field(default=None, validation_alias="highly-relevant-threshold")
-    reference_threshold: float | None = Field(default=None, validation_alias="reference-threshold")
-    supplement_threshold: float | None = Field(default=None, validation_alias="supplement-threshold")
+    # A threshold a user sets (a share, a similarity, a probability; here, flat in Settings, in RepeatOverride) is
+    # above 0 and at most 1: a hand-set 0 is never meant (every page HIGHLY_RELEVANT, "nothing found" never said,
+    # every name aligned), so it is refused naming the key, like -0.1 or 1.5. The thresholds the code builds itself
+    # (calibration's probes, `Thresholds`) may be 0.
+    max_l2_distance: float | None = Field(default=None, validation_alias="max-l2-distance", gt=0)
+    highly_relevant_threshold: float | None = Field(
+        default=None, validation_alias="highly-relevant-threshold", gt=0, le=1
+    )
+    reference_threshold: float | None = Field(default=None, validation_alias="reference-threshold", gt=0, le=1)
+    supplement_threshold: float | None = Field(default=None, validation_alias="supplement-threshold", gt=0, le=1)
     highly_relevant_other_language_threshold: float | None = Field(
-        default=None, validation_alias="highly-relevant-other-language-threshold"
+        default=None, validation_alias="highly-relevant-other-language-threshold", gt=0, le=1
     )
     ranker: Ranker | None = None
     answerability: Answerability | None = None
@@ -278,8 +284,8 @@ class RepeatThresholds(BaseModel):
 class RepeatOverride(BaseModel):
     model_config = ConfigDict(populate_by_name=True, extra="forbid")
 
-    overlap_threshold: float | None = Field(default=None, validation_alias="overlap-threshold")
-    miss_overlap_threshold: float | None = Field(default=None, validation_alias="miss-overlap-threshold")
+    overlap_threshold: float | None = Field(default=None, validation_alias="overlap-threshold", gt=0, le=1)
+    miss_overlap_threshold: float | None = Field(default=None, validation_alias="miss-overlap-threshold", gt=0, le=1)
 
     def set_values(self) -> dict[str, float]:
         return {k: v for k, v in self.model_dump().items() if v is not None}
@@ -481,10 +487,10 @@ class Settings(BaseSettings):
     # entity alignment of query terms with graph names (executor/retrieval/alignment.py), from
     # `python -m evals.entity_linking`
     entity_fuzzy_cutoff: float = Field(
-        default=0.8, ge=0, le=1, description="rapidfuzz ratio a misspelt name must reach"
+        default=0.8, gt=0, le=1, description="rapidfuzz ratio a misspelt name must reach"
     )
     entity_embedding_threshold: float = Field(
-        default=0.9, ge=0, le=1, description="cosine a phrase must reach to a name"
+        default=0.9, gt=0, le=1, description="cosine a phrase must reach to a name"
     )
     kg_timeout_s: float = Field(
         default=20.0, gt=0, description="query_knowledge_graph: each knowledge base's time limit"
@@ -547,10 +553,10 @@ class Settings(BaseSettings):
     # Flat env overrides beat config.yaml: EXECUTOR_HIGHLY_RELEVANT_THRESHOLD=0.6
     # (bounded here, so that an error names the variable that set it)
     max_l2_distance: float | None = Field(default=None, gt=0)
-    highly_relevant_threshold: float | None = Field(default=None, ge=0, le=1)
-    reference_threshold: float | None = Field(default=None, ge=0, le=1)
-    repeat_overlap_threshold: float | None = Field(default=None, ge=0, le=1)
-    repeat_miss_overlap_threshold: float | None = Field(default=None, ge=0, le=1)
+    highly_relevant_threshold: float | None = Field(default=None, gt=0, le=1)
+    reference_threshold: float | None = Field(default=None, gt=0, le=1)
+    repeat_overlap_threshold: float | None = Field(default=None, gt=0, le=1)
+    repeat_miss_overlap_threshold: float | None = Field(default=None, gt=0, le=1)
 
     @classmethod
     def settings_customise_sources(

@@ -15,6 +15,7 @@ import io
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
+from xml.parsers import expat
 
 # extension -> format; Markdown and text are read directly, the rest go through markitdown
 MARKDOWN_FORMATS = {".md": "md", ".markdown": "md", ".mdx": "mdx", ".txt": "txt"}
@@ -51,30 +52,53 @@ def format_of(path: Path) -> str | None:
 
 
 def decode_text(data: bytes) -> str:
-    """UTF-8 (with or without BOM); anything else by charset detection, never a crash. Bytes that are not
-    text at all (an image, an archive, random data under a .md name) are a ConversionError: parsed as text,
+    """UTF-8 (with or without BOM), UTF-16/32 with a BOM; anything else by charset detection, never a crash. Bytes
+    that are not text at all (an image, an archive, random data under a .md name) are a ConversionError: parsed as text,
     1 MB of them made thousands of chunks and "entities"."""
     if data.startswith((b"\xff\xfe\x00\x00", b"\x00\x00\xfe\xff")):  # UTF-32 (its BOM starts like UTF-16's)
         return _text_or_binary(data, data.decode("utf-32", errors="replace"), MAX_CONTROL_SHARE)
     if data.startswith((b"\xff\xfe", b"\xfe\xff")):  # UTF-16 with its BOM: text whose bytes hold NULs
         return _text_or_binary(data, data.decode("utf-16", errors="replace"), MAX_CONTROL_SHARE)
+    nul = b"\x00" in data[:BINARY_SNIFF]
     try:
+        text = data.decode("utf-8-sig")
         # valid UTF-8 is text unless it is mostly control characters (a file of zeros): a stray NUL or escape
-        # sequence is cleaned later (executor/retrieval/sanitize.py)
-        return _text_or_binary(data, data.decode("utf-8-sig"), MAX_CONTROL_SHARE_UTF8)
+        # sequence is cleaned later (executor/retrieval/sanitize.py). ASCII in UTF-16 without a BOM is valid UTF-8
+        # too, every other byte a NUL: detection tells it from binary.
+        if not nul or not _binary(text, MAX_CONTROL_SHARE_UTF8):
+            return _text_or_binary(data, text, MAX_CONTROL_SHARE_UTF8)
     except UnicodeDecodeError:
-        pass
-    # UTF-8 with a few stray bytes (a pasted Latin-1 line): charset detection took a Chinese page for binary
-    text = data.decode("utf-8", errors="replace")
-    if text.count("\ufffd") <= len(text) * MAX_CONTROL_SHARE and b"\x00" not in data[:BINARY_SNIFF]:
-        return _text_or_binary(data, text, MAX_CONTROL_SHARE)
-    if b"\x00" in data[:BINARY_SNIFF]:  # not UTF-8 and holding NUL bytes: binary, as git decides
-        raise ConversionError(f"binary content{_kind(data)}, not text; skipped")
-    from charset_normalizer import from_bytes
+        # UTF-8 with a few stray bytes (a pasted Latin-1 line): charset detection took a Chinese page for binary,
+        # and reads an English one as mojibake ("cafÃĐ"). It is UTF-8 when some of its non-ASCII characters are; a
+        # page none of whose are (Latin-1 "caf\xe9") is in another charset, and "café" must not become "caf\ufffd".
+        text = data.decode("utf-8", errors="replace")
+        utf8 = any(ord(c) > 127 and c != "\ufffd" for c in text)
+        if utf8 and text.count("\ufffd") <= len(text) * MAX_CONTROL_SHARE and not nul:
+            return _text_or_binary(data, text, MAX_CONTROL_SHARE)
+    return _text_or_binary(data, _detected(data), MAX_CONTROL_SHARE)
 
-    best = from_bytes(data).best()
-    text = str(best) if best is not None else data.decode("utf-8", errors="replace")
-    return _text_or_binary(data, text, MAX_CONTROL_SHARE)
+
+def _detected(data: bytes) -> str:
+    """Text that is not UTF-8, in the charset charset_normalizer finds: a legacy code page (Latin-1, GBK, Shift
+    JIS, cp1251) or UTF-16/32 without a BOM (whose ASCII characters hold NUL bytes, which otherwise mean binary,
+    as git decides)."""
+    from charset_normalizer import from_bytes
+    from charset_normalizer.utils import any_specified_encoding, is_multi_byte_encoding
+
+    matches = from_bytes(data)
+    best = matches.best()
+    if b"\x00" in data[:BINARY_SNIFF] and (best is None or not best.encoding.startswith(("utf_16", "utf_32"))):
+        raise ConversionError(f"binary content{_kind(data)}, not text; skipped")
+    if best is None:  # neither text in a charset it knows nor plainly binary: the control-character share decides
+        return data.decode("utf-8", errors="replace")
+    if not is_multi_byte_encoding(best.encoding) and any_specified_encoding(data) is None:
+        # A short Western page decodes without a wrong-looking character in a dozen code pages, so detection
+        # picks among them by a hair ("Crème" read as cp1257's "Crčme"). Among those that fit a language as well,
+        # windows-1252 wins: the default a browser gives a page that does not say, and Latin-1's letters.
+        fits = [m for m in matches if "cp1252" in m.could_be_from_charset and m.coherence >= best.coherence]
+        if fits:
+            return str(fits[0])
+    return str(best)
 
 
 BINARY_SNIFF = 64 * 1024  # the characters looked at to tell text from binary
@@ -92,11 +116,15 @@ _MAGIC = {
 
 
 def _text_or_binary(data: bytes, text: str, max_share: float) -> str:
-    sample = text[:BINARY_SNIFF]
-    controls = sum(1 for c in sample if (ord(c) < 32 and c not in "\t\n\r\f") or c == "\ufffd")
-    if sample and controls / len(sample) > max_share:
+    if _binary(text, max_share):
         raise ConversionError(f"binary content{_kind(data)}, not text; skipped")
     return text
+
+
+def _binary(text: str, max_share: float) -> bool:
+    sample = text[:BINARY_SNIFF]
+    controls = sum(1 for c in sample if (ord(c) < 32 and c not in "\t\n\r\f") or c == "\ufffd")
+    return bool(sample) and controls / len(sample) > max_share
 
 
 def _kind(data: bytes) -> str:
@@ -186,13 +214,46 @@ def _bomb(size: int, bound: int) -> str:
 INFLATE_STEP = 1 << 20
 
 
-def _refuse_doctype(name: str, head: bytes) -> None:
-    """Office XML never declares a DOCTYPE; one that does defines entities (expansion bombs, external files), which
-    the parsers refuse with a bare ExpatError: the file is refused here, saying why. The declaration comes before
-    the root element, so the first inflated step holds it."""
-    text = head[:4096].decode("utf-8", "replace").replace("\0", "")  # UTF-16 XML: its ASCII bytes are still there
-    if "<!DOCTYPE" in text.upper() or "<!ENTITY" in text.upper():
-        raise ConversionError(f"refused: its {name} declares a DOCTYPE (XML entities), which Office files never do")
+class _Prolog:
+    """One archive member's XML prolog, read with expat as the member is inflated, up to its root element. Office
+    XML never declares a DOCTYPE; one that does defines entities (expansion bombs, external files), which the
+    parsers refuse with a bare error or silently drop (python-pptx: a slide title that was an entity vanished):
+    the file is refused here, saying why. Every member that starts like XML is read, whatever its name (a part is
+    found by its content type, so a slide named slide1.dat is parsed too) and however long its prolog (a 5 kB
+    comment before the DOCTYPE hid it from a look at the first 4 kB)."""
+
+    class _Root(Exception):
+        """The root element began: the prolog, the only place a DOCTYPE can be, is over."""
+
+    def __init__(self, name: str, first: bytes):
+        start = first.removeprefix(b"\xef\xbb\xbf").lstrip()
+        # UTF-8 or UTF-16 (with its BOM, or its NUL bytes around the "<"): what expat reads, and what Office writes
+        self.active = start.startswith((b"<", b"\xff\xfe", b"\xfe\xff", b"\x00<"))
+        self.name = name
+        self.parser = expat.ParserCreate()
+        self.parser.StartDoctypeDeclHandler = self._doctype
+        self.parser.StartElementHandler = self._root
+
+    def _doctype(self, *_args) -> None:
+        raise ConversionError(
+            f"refused: its {self.name} declares a DOCTYPE (XML entities), which Office files never do"
+        )
+
+    def _root(self, *_args) -> None:
+        raise self._Root
+
+    def feed(self, chunk: bytes) -> None:
+        if not self.active:
+            return
+        try:
+            self.parser.Parse(chunk, False)
+        except self._Root:
+            self.active = False
+        except expat.ExpatError as exc:  # a prolog the parsers could read in their own ways, never Office's own
+            raise ConversionError(
+                f"refused: its {self.name} is not well-formed XML before its root element "
+                f"({expat.ErrorString(exc.code)})"
+            ) from exc
 
 
 def _inflate_within(archive: zipfile.ZipFile, bound: int) -> None:
@@ -202,11 +263,10 @@ def _inflate_within(archive: zipfile.ZipFile, bound: int) -> None:
         for info in archive.infolist():
             with archive.open(info) as member:
                 try:
-                    first = True
+                    prolog = None
                     while chunk := member.read(INFLATE_STEP):
-                        if first and info.filename.endswith((".xml", ".rels")):
-                            _refuse_doctype(info.filename, chunk)
-                        first = False
+                        prolog = prolog or _Prolog(info.filename, chunk)
+                        prolog.feed(chunk)
                         total += len(chunk)
                         if total > bound:
                             raise ConversionError(_bomb(total, bound).replace("uncompressed size", "inflates past"))

@@ -3,8 +3,10 @@ damaged file is reported as damaged, never read as an empty or unknown knowledge
 
 from __future__ import annotations
 
+import os
 import shutil
 import sqlite3
+import stat
 from pathlib import Path
 
 from executor.core.errors import BackendError
@@ -43,6 +45,7 @@ def sqlite_damage(path: Path) -> str | None:
         raise BackendError(f"cannot read {path}: {exc.strerror}; give this user read and write access to it") from exc
     except OSError as exc:
         return f"it cannot be read ({exc.strerror})"
+    _refuse_read_only(path)
     if not header:
         return None  # an empty file: the caller decides whether that is new or damaged
     if header != SQLITE_HEADER:
@@ -57,6 +60,18 @@ def sqlite_damage(path: Path) -> str | None:
         return str(exc)
     said = rows[0][0] if rows else "no answer to an integrity check"
     return None if said == "ok" else " ".join(str(said).replace("*** in database main ***", "").split())
+
+
+def _refuse_read_only(path: Path) -> None:
+    """A file made read-only (chmod 0444) is refused before anything opens it: the check's read-only connection
+    left a 0444 `-shm` and `-wal` beside it (SQLite in WAL mode gives them the file's mode and a reader cannot remove
+    them), and then the file was silently made 0600 again (root may write it all the same)."""
+    mode = path.stat().st_mode
+    if not mode & (stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH) or not os.access(path, os.W_OK):
+        raise BackendError(
+            f"cannot write {path}: it is read-only (mode {stat.S_IMODE(mode):04o}) and executor writes to it; "
+            f"give this user write access to it (chmod u+w {path})"
+        )
 
 
 def milvus_lite_collections(path: Path) -> list[str]:
