@@ -111,7 +111,9 @@ def answer_features(candidates: Sequence[Scored]) -> dict[str, float]:
     - `best_similarity`: the highest dense similarity of any candidate (a query that shares meaning with
       nothing in the KB stays low whatever the ranker says);
     - `kb_coverage`, `unknown_names`: how much of the query's term weight the KB's vocabulary knows, and how
-      many name-like words it never uses (the same for every candidate: they describe the query).
+      many name-like words it never uses (the same for every candidate: they describe the query);
+    - `passing_names`: how many name-like words it uses only in passing, never in a title, heading, keyword or
+      code (`retrieval.vocabulary.passing_names`; 0 for a model's candidates described before it existed).
     """
     first = candidates[0]
     return {
@@ -119,6 +121,7 @@ def answer_features(candidates: Sequence[Scored]) -> dict[str, float]:
         "best_similarity": max(c.similarity for c in candidates),
         "kb_coverage": first.features.get("kb_coverage", 0.0),
         "unknown_names": first.features.get("unknown_names", 0.0),
+        "passing_names": first.features.get("passing_names", 0.0),
     }
 
 

@@ -103,6 +103,11 @@ class Observed:
     label: Label
     kb: str
     graded: Graded
+    # evidence on whether the KB answers at all, not on which page does: it trains the answerability model only
+    # (self-calibration's questions on products the KB only mentions name a page's subject on purpose, so as the
+    # ranker's negatives they would teach it that a page named is no answer, and their scores would lift
+    # REFERENCE and HIGHLY_RELEVANT above every real answer)
+    gate_only: bool = False
 
     @property
     def question(self) -> Question:
@@ -191,7 +196,7 @@ def _logistic(x: list[list[float]], y: list[bool], names: tuple[str, ...], **opt
 
 def fit_ranker(observed: list[Observed], without: tuple[str, ...] = ()) -> Ranker:
     x, y = [], []
-    for o in observed:
+    for o in (o for o in observed if not o.gate_only):
         relevant = set(o.label.relevant)
         for c in o.graded.candidates:
             x.append([0.0 if f in without else c.features[f] for f in FEATURES])
@@ -212,7 +217,7 @@ def choose_thresholds(
     sent: list[tuple[float, bool]] = []  # every candidate: (score, relevant)
     after: list[tuple[float, float, bool]] = []  # 2nd-4th candidates: (best score of the question, score, relevant)
     probe = Thresholds(max_l2_distance=max_l2, highly_relevant_threshold=1.0, reference_threshold=0.0, ranker=ranker)
-    for o in observed:
+    for o in (o for o in observed if not o.gate_only):
         o.graded.regrade(probe)
         relevant = set(o.label.relevant)
         top = o.graded.candidates[0] if o.graded.candidates else None
@@ -251,23 +256,66 @@ def choose_thresholds(
     return hr, None if hr_other is None else max(hr_other, ref), ref, supplement
 
 
+PASSING = "passing_names"
+
+
+def _offset_weight(fitted: dict, rows: list[tuple[list[float], bool, bool]]) -> float:
+    """The weight of `passing_names` that fits `rows` best with the other weights held (`fitted`), penalised as
+    `_logistic` penalises every weight (L2, C=1) and with its balanced classes."""
+    from scipy.optimize import minimize_scalar  # only calibration needs it
+
+    at = ANSWER_FEATURES.index(PASSING)
+    x = np.asarray([r[0][at] for r in rows])
+    if not x.any():
+        return 0.0
+    z = np.asarray(
+        [
+            fitted["bias"] + sum(fitted["weights"][f] * v for f, v in zip(ANSWER_FEATURES, r[0]) if f != PASSING)
+            for r in rows
+        ]
+    )
+    sign = np.asarray([1.0 if r[1] else -1.0 for r in rows])
+    positives = float((sign > 0).sum())
+    weight = np.where(sign > 0, len(rows) / (2 * positives), len(rows) / (2 * (len(rows) - positives)))
+
+    def loss(w: float) -> float:
+        return 0.5 * w * w + float((weight * np.logaddexp(0.0, -sign * (z + w * x))).sum())
+
+    best = minimize_scalar(loss, bounds=(-20.0, 20.0), method="bounded")
+    return round(float(best["x"]), 4)  # an OptimizeResult: a dict whose keys are also attributes
+
+
 def fit_answerability(
     observed: list[Observed], own: list[Observed], ranker: Ranker, bars: Bars = BARS
 ) -> Answerability | None:
     """Whether the KB answers at all, fitted on every observed question (answerable against off-topic, the two
     weighted equally: off-topic labels are few); its threshold the lowest probability at which at most
-    OFF_TOPIC_MAX_RATE of `own`'s off-topic questions still get a document. None without off-topic labels
-    in `own` (nothing to place the threshold on) or in `observed`."""
+    OFF_TOPIC_MAX_RATE of `own`'s off-topic questions (not `gate_only`: the bar stays on the labels or the pool)
+    still get a document. None without off-topic labels in `own` (nothing to place the threshold on) or in
+    `observed`."""
     probe = Thresholds(highly_relevant_threshold=1.0, reference_threshold=0.0, ranker=ranker)
-    x, y = [], []
+    rows: list[tuple[list[float], bool, bool]] = []  # (features, answerable, gate_only)
     for o in observed:
         if o.graded.regrade(probe).candidates:  # a question nothing was found for says nothing here
             features = answer_features(o.graded.candidates)
-            x.append([features[f] for f in ANSWER_FEATURES])
-            y.append(bool(o.label.relevant))
-    if len(set(y)) < 2 or not any(not o.label.relevant and o.graded.candidates for o in own):
+            rows.append(([features[f] for f in ANSWER_FEATURES], bool(o.label.relevant), o.gate_only))
+    own = [o for o in own if not o.gate_only]
+    if len({a for _, a, g in rows if not g}) < 2 or not any(not o.label.relevant and o.graded.candidates for o in own):
         return None
-    gate = Answerability(**_logistic(x, y, ANSWER_FEATURES, class_weight="balanced"), threshold=0.0)
+    # every feature but `passing_names` on the questions that are not `gate_only`; then `passing_names` alone on all
+    # of them, the others held: the gate-only questions name a page's subject on purpose, so their best scores are
+    # no user's, and fitted jointly they taught the gate that a high best score means little (on the Helm docs two
+    # answerable questions with no passing name fell to "nothing found")
+    rest = [f for f in ANSWER_FEATURES if f != PASSING]
+    base = [(x, a) for x, a, g in rows if not g]
+    fitted = _logistic(
+        [[v for f, v in zip(ANSWER_FEATURES, x) if f != PASSING] for x, _ in base],
+        [a for _, a in base],
+        tuple(rest),
+        class_weight="balanced",
+    )
+    passing = _offset_weight(fitted, rows)
+    gate = Answerability(bias=fitted["bias"], weights={**fitted["weights"], PASSING: passing}, threshold=0.0)
     off = sorted(
         (
             gate.probability(answer_features(o.graded.candidates))
@@ -323,14 +371,19 @@ def folds_of(observed: list[Observed], k: int, seed: int = 7) -> list[int]:
 def cross_validate(
     observed: list[Observed], max_l2: float, k: int = FOLDS, target: str | None = None, seed: int = 7, bars: Bars = BARS
 ) -> list[Question]:
-    """Every question graded by a model fitted without its fold (with `target`: that KB's questions only);
-    `seed` shuffles the folds (another seed: how much of a figure is the folds' luck)."""
+    """Every question graded by a model fitted without its fold (with `target`: that KB's questions only; never a
+    `gate_only` one, which is training evidence, not a user's question); `seed` shuffles the folds (another seed:
+    how much of a figure is the folds' luck)."""
     fold = folds_of(observed, k, seed)
     out: list[Question | None] = [None] * len(observed)
     for f in range(k):
         train = [o for o, g in zip(observed, fold) if g != f]
         t = fit(train, max_l2, target, bars)
-        held = [(i, o) for i, (o, g) in enumerate(zip(observed, fold)) if g == f and (target is None or o.kb == target)]
+        held = [
+            (i, o)
+            for i, (o, g) in enumerate(zip(observed, fold))
+            if g == f and (target is None or o.kb == target) and not o.gate_only
+        ]
         for (i, _), q in zip(held, regrade([o for _, o in held], t)):
             out[i] = q
     return [q for q in out if q is not None]

@@ -21,7 +21,7 @@ from executor.core.settings import Thresholds
 from executor.retrieval.keywords import TOKEN, KeywordIndex, normalize
 from executor.retrieval.ranking import IDENTIFIER, Candidate, Profile, background, describe, rank
 from executor.retrieval.text_profiles import TextProfiles
-from executor.retrieval.vocabulary import QueryTerms, Vocabulary, query_terms, terms
+from executor.retrieval.vocabulary import QueryTerms, Vocabulary, query_terms, subject_texts, terms
 from executor.stores.catalog import Catalog
 from executor.stores.embedders import Embedder
 from executor.stores.vector_hits import ChunkHit
@@ -117,6 +117,7 @@ class Graded:
             "doc_scores": {c.doc_key: round(c.score, 4) for c in self.candidates},
             "kb_coverage": round(self.query_terms.coverage, 4),
             "unknown_names": self.query_terms.unknown_names,
+            "passing_names": self.query_terms.passing_names,
             "features": {c.doc_key: {f: round(v, 4) for f, v in c.features.items()} for c in self.candidates[:5]},
             # what the answerability model (if the KB's grading has one) decided "nothing found" on
             "answer_features": {f: round(v, 4) for f, v in answer_features(self.candidates).items()} if top else {},
@@ -144,7 +145,11 @@ class Grader:
             vocabulary = Vocabulary.load(path, version)
             if vocabulary is None:
                 rows = list(self.vectors.texts(kb))
-                vocabulary = Vocabulary.build((k, f"{title}\n{text}") for _, k, title, text in rows)
+                keywords = [k for d in self.catalog.documents(kb).values() for k in d.keywords]
+                vocabulary = Vocabulary.build(
+                    ((k, f"{title}\n{text}") for _, k, title, text in rows),
+                    [*keywords, *(s for _, _, title, text in rows for s in (title, *subject_texts(text)))],
+                )
                 vocabulary.save(path, version)
                 self._build_profiles(kb, version, rows)  # the same rows, read once
             cached = (version, vocabulary)

@@ -12,7 +12,9 @@ nobody labelled was graded on someone else's scale. Here the KB supplies its own
   since that is how a bilingual team asks;
 - **the bundled null pool** (`retrieval.off_topic`): off-topic questions in both languages, far from any team's
   documentation and near it, scored against this KB, so "nothing found" is placed on this KB's own scale. A pool
-  question whose words the KB names (an L0 match on a title or keyword) is left out: this KB may answer it.
+  question whose words the KB names (an L0 match on a title or keyword) is left out: this KB may answer it;
+- **questions on the products the KB only links to** (`mentioned`), asked about the subject of the page linking
+  to them: off-topic, and evidence for the answerability model alone (`Observed.gate_only`).
 
 Then exactly what `executor calibrate --for KB` does (`retrieval.calibration.fit`: the ranker, the thresholds, the
 answerability model), with 5-fold held-out figures on the generated questions, stored as the KB's own model
@@ -28,7 +30,7 @@ import random
 import re
 import time
 from collections import defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC
 
 from tqdm import tqdm
@@ -42,8 +44,9 @@ from executor.retrieval.glossary import to_chinese
 from executor.retrieval.keywords import TOKEN, normalize
 from executor.retrieval.off_topic import POOL
 from executor.retrieval.quality import measure
-from executor.retrieval.vocabulary import UNKNOWN_COVERAGE
+from executor.retrieval.vocabulary import CODE, RAW_ASCII_TERM, UNKNOWN_COVERAGE, Vocabulary, product_like
 from executor.stores.catalog import version
+from executor.stores.embedders import use_words
 
 MAX_GENERATED = 160  # answerable questions at most: bounds the extra ingest time (about 40 ms each)
 MIN_DOCUMENTS = 5  # fewer documents than this: too little evidence, the KB keeps the shared preset
@@ -111,6 +114,15 @@ IDENT_ZH = ("{s} 是什么意思？", "{s} 怎么用？", "遇到 {s} 怎么办�
 CONTENT_EN = ("{s} - how do I handle that?", "The docs say something like: {s}. Where is that?", "{s}?")
 CONTENT_ZH = ("{s}，这个怎么处理？", "有没有讲这个的：{s}", "{s}？")
 MARKUP = re.compile(r"[*`>#|\[\]]|\(http[^)]*\)")
+# near-field off-topic questions on a product the KB names only in passing (`vocabulary.passing_names`): the pool's
+# near-field questions name products this KB never uses, so without these the answerability model never saw a
+# question about a product it merely lists (Django in Starlette's list of ORMs) and took it for its own subject
+MAX_MENTIONED = 24
+# and on the subject of the page that mentions it: a near-field question shares the KB's words (Django and data
+# migrations, on a page about databases that lists Django), so its dense similarity and scores alone are a user's
+MENTIONED_EN = ("How does {n} handle {s}?", "{s} in {n}: how do I set it up?", "What does {n} offer for {s}?")
+MENTIONED_ZH = ("{n} 里的{s}怎么配置？", "{n} 的{s}怎么用？", "用 {n} 的话，{s}要怎么做？")
+EXTERNAL_LINK = re.compile(r"\[([^\]\n]{2,60})\]\(\s*(?:https?:)?//")  # a link's text, to another site
 
 
 @dataclass(frozen=True)
@@ -285,6 +297,43 @@ def generate(sources: list[Source], limit: int = MAX_GENERATED, seed: int = SEED
     return [(q, c) for q, c in out if not (q.query in seen or seen.add(q.query))][:limit]
 
 
+def mentioned(sources: list[Source], vocabulary: Vocabulary, limit: int = MAX_MENTIONED, seed: int = SEED) -> list[str]:
+    """Off-topic questions, each on a product the KB links to and no title, heading, keyword or code of it names
+    (`vocabulary.passing_names`), asked about the subject of a page linking to it, at most `limit`, in English and
+    Chinese. A product is the one capitalised word of a link's text that is no common English word (`[Django](…)`,
+    `[SQLAlchemy](…)`; not `[Deployment](…)`, nor a person's `[Carl Meyer](…)`) and no identifier or acronym."""
+    found: dict[str, tuple[str, str]] = {}  # name -> (the name as written, the title of a page linking to it)
+    for s in sources:
+        for text in EXTERNAL_LINK.findall(CODE.sub(" ", s.body)):
+            words = RAW_ASCII_TERM.findall(text)
+            for word in words[:1] if len(words) == 1 else ():  # a link named by one word: a product's, not a person's
+                low = normalize(word)
+                if (
+                    word[0].isupper()
+                    and (low not in use_words() or any(ch.isupper() for ch in word[1:]))
+                    and product_like(word)
+                    and low in vocabulary.df
+                    and not vocabulary.documented(low)
+                ):
+                    found.setdefault(low, (word, s.title))
+    rng = random.Random(seed)
+    products = rng.sample(sorted(found.values()), min(limit, len(found)))
+    # every name once in English and once in Chinese, then again in the other templates, up to `limit`: a KB that
+    # links to few products still gives the answerability model enough of them to learn from
+    asked = [
+        ((MENTIONED_EN, MENTIONED_ZH)[(round_ + j) % 2][round_ // 2], n)
+        for round_ in range(2 * len(MENTIONED_EN))
+        for j, n in enumerate(products)
+    ]
+    out = []
+    for template, (name, title) in asked[:limit]:
+        subject = _subject(title, rng)
+        if template in MENTIONED_ZH:  # the page's subject in Chinese words where the glossary has them
+            subject = to_chinese(subject) or subject
+        out.append(template.format(n=name, s=subject))
+    return out
+
+
 @dataclass
 class SelfCalibration:
     """What `kb show` and the ingest report say about a self-calibration."""
@@ -345,12 +394,15 @@ def observe_all(
 def evidence(
     grader, catalog, embedder, kb: str, t: Thresholds, limit: int = MAX_GENERATED, progress: bool = False
 ) -> list[Observed]:
-    """The KB's generated questions and the null pool's questions it does not name, graded once."""
-    generated = generate(sources_of(catalog, grader.vectors, kb), limit)
-    observed = observe_all(
-        grader, catalog, embedder, kb, generated + [(Label(query=q), None) for q in POOL], t, progress
-    )
-    if not grader.vocabulary(kb, version(catalog.require(kb))).chinese:
+    """The KB's generated questions, the null pool's questions it does not name and questions on the names it only
+    mentions (`mentioned`), graded once."""
+    sources = sources_of(catalog, grader.vectors, kb)
+    generated = generate(sources, limit)
+    vocabulary = grader.vocabulary(kb, version(catalog.require(kb)))
+    near = mentioned(sources, vocabulary)
+    questions = generated + [(Label(query=q), None) for q in (*POOL, *near)]
+    observed = observe_all(grader, catalog, embedder, kb, questions, t, progress)
+    if not vocabulary.chinese:
         # a Chinese question on a KB with no Chinese text: its vocabulary cannot tell (`UNKNOWN_COVERAGE`), but a
         # generated one names its subject in the page's English words, which a Chinese user mostly does not; so
         # the answerability model saw "cannot tell" only on the pool's questions, and sent a Chinese paraphrase
@@ -359,8 +411,15 @@ def evidence(
             if o.label.relevant and language_of(o.label.query) == "zh":
                 for c in o.graded.candidates:
                     c.features["kb_coverage"] = UNKNOWN_COVERAGE
-    # a pool question naming a title or keyword of this KB may be answered here: it is no off-topic evidence
-    return [o for o in observed if o.label.relevant or not o.graded.l0]
+    # a pool question naming a title or keyword of this KB may be answered here: it is no off-topic evidence; a
+    # question on a product the KB only mentions names the KB's subject on purpose, and says only whether the KB
+    # answers at all (`Observed.gate_only`)
+    asked = set(near)
+    return [
+        replace(o, gate_only=True) if o.label.query in asked else o
+        for o in observed
+        if o.label.relevant or not o.graded.l0 or o.label.query in asked
+    ]
 
 
 def calibrate_kb(

@@ -70,12 +70,25 @@ def terms(text: str) -> set[str]:
     return out
 
 
+# what a page is about is written in its titles, headings, keywords and code; a name found only elsewhere (a list
+# of other frameworks, a link, a release note) is mentioned in passing
+CODE = re.compile(r"```.*?(?:```|\Z)|`[^`\n]+`", re.S)
+
+
+def subject_texts(chunk: str) -> list[str]:
+    """The parts of a chunk's text (`heading path\\nbody`, as ingest stores it) that name what it documents: its
+    heading path and its code, fenced or inline."""
+    return [chunk.split("\n", 1)[0], *CODE.findall(chunk)]
+
+
 @dataclass
 class Vocabulary:
-    """Document frequencies of a KB's terms; `documents` is the number of documents counted."""
+    """Document frequencies of a KB's terms; `documents` is the number of documents counted; `subjects`: the terms
+    its titles, headings, keywords and code use (`subject_texts`), what its pages document rather than mention."""
 
     documents: int
     df: dict[str, int]
+    subjects: frozenset[str] = frozenset()
     _compounds: list[str] = field(default_factory=list, repr=False)
 
     def __post_init__(self) -> None:
@@ -86,15 +99,22 @@ class Vocabulary:
         self.chinese = sum(1 for t in self.df if CJK_RUN.search(t)) >= max(20, 0.02 * len(self.df))
 
     @classmethod
-    def build(cls, documents: Iterable[tuple[str, str]]) -> Vocabulary:
-        """From (doc_key, text) pairs; a document may come in several pieces (its chunks)."""
+    def build(cls, documents: Iterable[tuple[str, str]], subjects: Iterable[str] = ()) -> Vocabulary:
+        """From (doc_key, text) pairs; a document may come in several pieces (its chunks). `subjects`: the texts
+        that name what the pages document (titles, headings, keywords, code)."""
         per_doc: dict[str, set[str]] = {}
         for doc_key, text in documents:
             per_doc.setdefault(doc_key, set()).update(terms(text))
-        return cls(len(per_doc), dict(Counter(t for ts in per_doc.values() for t in ts)))
+        named = frozenset(t for text in subjects for t in terms(text))
+        return cls(len(per_doc), dict(Counter(t for ts in per_doc.values() for t in ts)), named)
 
     def known(self, term: str) -> bool:
         return term in self.df or (term.isascii() and any(term in c for c in self._compounds))
+
+    def documented(self, term: str) -> bool:
+        """Whether a title, heading, keyword or code of the KB names `term` (as written, or its plural or singular:
+        "ConfigMaps" in prose, `ConfigMap` in code)."""
+        return bool({term, f"{term}s", term.removesuffix("s")} & self.subjects)
 
     def idf(self, term: str) -> float:
         return math.log((self.documents + 1) / (self.df.get(term, 0) + 0.5))
@@ -113,7 +133,10 @@ class Vocabulary:
         private_dir(path.parent)
         tmp = private_file(path.with_suffix(".tmp"))  # under EXECUTOR_HOME: 0600, like every data file
         tmp.write_text(
-            json.dumps({"version": version, "documents": self.documents, "df": self.df}, ensure_ascii=False),
+            json.dumps(
+                {"version": version, "documents": self.documents, "df": self.df, "subjects": sorted(self.subjects)},
+                ensure_ascii=False,
+            ),
             encoding="utf-8",
         )
         tmp.replace(path)
@@ -125,20 +148,21 @@ class Vocabulary:
             data = json.loads(path.read_text(encoding="utf-8"))
         except (OSError, ValueError):
             return None
-        if not isinstance(data, dict) or data.get("version") != version:
-            return None
-        return cls(int(data["documents"]), {str(k): int(v) for k, v in data["df"].items()})
+        if not isinstance(data, dict) or data.get("version") != version or "subjects" not in data:
+            return None  # stale, or cached before subjects were kept
+        return cls(int(data["documents"]), {str(k): int(v) for k, v in data["df"].items()}, frozenset(data["subjects"]))
 
 
 @dataclass(frozen=True)
 class QueryTerms:
     """A query's terms against a KB: their IDF weights, how much of that weight the KB knows,
-    and the name-like terms it has never seen."""
+    the name-like terms it has never seen, and those it only mentions in passing."""
 
     weights: dict[str, float]
     coverage: float
     unknown_names: list[str]
     language: str = "en"
+    passing_names: list[str] = field(default_factory=list)
 
     def coverage_of(self, text_terms: Set[str]) -> float:
         total = sum(self.weights.values())
@@ -158,7 +182,13 @@ def query_terms(query: str, vocabulary: Vocabulary) -> QueryTerms:
         coverage = 1.0 if not weights else UNKNOWN_COVERAGE
     else:
         coverage = sum(w for t, w in counted.items() if vocabulary.known(t)) / total
-    return QueryTerms(weights, coverage, unknown_names(query, vocabulary), "zh" if CJK_RUN.search(query) else "en")
+    return QueryTerms(
+        weights,
+        coverage,
+        unknown_names(query, vocabulary),
+        "zh" if CJK_RUN.search(query) else "en",
+        passing_names(query, vocabulary),
+    )
 
 
 # capitalised as every date is, and no product: a month or weekday (and its short form) is never a name
@@ -170,32 +200,57 @@ CALENDAR = frozenset(
 SENTENCE_END = re.compile(r"(?:^|[.!?:;。！？：；\n])[\s\"'(\[“‘]*$")
 
 
-def unknown_names(query: str, vocabulary: Vocabulary) -> list[str]:
-    """Name-like words of the query that the KB never uses: `Terraform`, `cert-manager`, `k8s`, `max_conn`,
-    or any Latin word inside a Chinese sentence (there, Latin script is a name). A capital alone makes a name
-    only mid-sentence (a sentence's first word is capitalised anyway), and only for a word that is neither a
-    common English word (USE's vocabulary: "Which", "Bonus") nor a month or weekday ("since January")."""
-    chinese = bool(CJK_RUN.search(query))
+def names(text: str) -> list[tuple[str, str]]:
+    """The name-like words of a text, each as written and normalised: a word with a digit, dash or underscore
+    (`k8s`, `cert-manager`), an inner capital (`FastAPI`), any Latin word inside a Chinese sentence (there, Latin
+    script is a name), or a capitalised word mid-sentence (a sentence's first word is capitalised anyway) that is
+    neither a common English word (USE's vocabulary: "Which", "Bonus") nor a month or weekday ("since January")."""
+    chinese = bool(CJK_RUN.search(text))
     found = []
-    for match in RAW_ASCII_TERM.finditer(query):
+    for match in RAW_ASCII_TERM.finditer(text):
         word = match.group()
         low = normalize(word)
-        if low in STOPWORDS or vocabulary.known(low):
+        if low in STOPWORDS:
             continue
         capitalised = (
             word[0].isupper()
-            and not SENTENCE_END.search(query[: match.start()])
+            and not SENTENCE_END.search(text[: match.start()])
             and low not in CALENDAR
             and low not in use_words()
         )
-        name_like = (
-            chinese
-            or any(ch.isdigit() for ch in word)
-            or "-" in word
-            or "_" in word
-            or capitalised
-            or any(ch.isupper() for ch in word[1:])
-        )
-        if name_like:
-            found.append(word)
+        if chinese or identifier_like(word) or capitalised or any(ch.isupper() for ch in word[1:]):
+            found.append((word, low))
     return found
+
+
+def identifier_like(word: str) -> bool:
+    return any(ch.isdigit() for ch in word) or "-" in word or "_" in word
+
+
+ACRONYM = re.compile(r"[A-Z]+s?")
+
+
+def product_like(word: str) -> bool:
+    """A name that may be a product's (`Django`, `FastAPI`): no identifier, file name nor acronym (`IP`, `PVCs`,
+    `OK` name concepts every field shares)."""
+    return not identifier_like(word) and "." not in word and not ACRONYM.fullmatch(word)
+
+
+def unknown_names(query: str, vocabulary: Vocabulary) -> list[str]:
+    """Name-like words of the query (`names`) that the KB never uses: `Terraform`, `cert-manager`, `k8s`,
+    `max_conn`, or any Latin word inside a Chinese question."""
+    return [word for word, low in names(query) if not vocabulary.known(low)]
+
+
+def passing_names(query: str, vocabulary: Vocabulary) -> list[str]:
+    """Product-like names of the query (`names`, `product_like`) that the KB uses but only in passing: never in a
+    title, heading, keyword or code (`Vocabulary.documented`). Starlette's docs name Django in a list of ORMs and a
+    quoted endorsement, and document nothing of it; "How do I write a Django data migration?" is not theirs to
+    answer, though every word of it is known there."""
+    if not vocabulary.subjects:
+        return []  # built without them: cannot tell
+    return [
+        word
+        for word, low in names(query)
+        if product_like(word) and low in vocabulary.df and not vocabulary.documented(low)
+    ]

@@ -2,7 +2,7 @@
 leaves the off-topic questions it was placed on "nothing found"."""
 
 from executor.core.relevance import answer_features
-from executor.core.settings import Ranker
+from executor.core.settings import ANSWER_FEATURES, RANKER_FEATURES, Ranker
 from executor.retrieval.calibration import Label, Observed, fit_answerability
 from executor.retrieval.grading import Graded
 from executor.retrieval.ranking import Candidate
@@ -32,7 +32,7 @@ def _questions(off_topic: bool = True) -> list[Observed]:
 def test_the_threshold_leaves_every_off_topic_question_it_was_placed_on_with_nothing():
     observed = _questions()
     gate = fit_answerability(observed, observed, RANKER)
-    assert gate is not None and set(gate.weights) == {"best_score", "best_similarity", "kb_coverage", "unknown_names"}
+    assert gate is not None and set(gate.weights) == set(ANSWER_FEATURES)
     off = [o for o in observed if not o.label.relevant]
     answerable = [o for o in observed if o.label.relevant]
     assert all(gate.probability(answer_features(o.graded.candidates)) < gate.threshold for o in off)
@@ -71,3 +71,27 @@ def test_highly_relevant_is_chosen_apart_for_pages_in_another_language():
         ]
         is None
     )  # no page across languages: one threshold
+
+
+def test_questions_that_only_say_whether_the_kb_answers_train_the_gate_alone():
+    """Self-calibration's questions on products a KB only mentions (`gate_only`) score high on the page they name:
+    they teach the answerability model what `passing_names` means, but no ranker pair, REFERENCE, HIGHLY_RELEVANT
+    or gate threshold is placed on them."""
+    from dataclasses import replace
+
+    from executor.retrieval.calibration import choose_thresholds, fit_ranker
+
+    observed = _questions()
+    near = []
+    for i in range(12):
+        o = _observed(200 + i, 0.55, 0.9, 0.0, False)
+        o.graded.candidates[0].features["passing_names"] = 1.0
+        near.append(replace(o, gate_only=True))
+    gate = fit_answerability(observed + near, observed + near, RANKER)
+    assert gate is not None and gate.weights["passing_names"] < 0
+    assert all(gate.probability(answer_features(o.graded.candidates)) < gate.threshold for o in near)
+    assert choose_thresholds(observed + near, RANKER, 2.0) == choose_thresholds(observed, RANKER, 2.0)
+    for o in observed + near:
+        c = o.graded.candidates[0]
+        c.features = {**dict.fromkeys(RANKER_FEATURES, 0.0), **c.features}
+    assert fit_ranker(observed + near) == fit_ranker(observed)
