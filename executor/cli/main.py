@@ -20,6 +20,10 @@ import sys
 import traceback
 from typing import Annotated, NoReturn
 
+# gRPC's C core (pymilvus's transport) logs to stderr on its own, below our one-line errors: a Ctrl-C racing its
+# poller printed "E1203 ... epoll_wait error: Bad file descriptor" before "error: interrupted". Its failures reach
+# us as exceptions anyway; GRPC_VERBOSITY set by hand (to debug) still wins
+os.environ.setdefault("GRPC_VERBOSITY", "NONE")
 # Ctrl-C while the modules below load (about 2 s) stops the command as it does later: one line, exit 130, no
 # traceback out of importlib; also in a command a script started with `&` (which inherits SIGINT ignored)
 signal.signal(signal.SIGINT, signal.default_int_handler)

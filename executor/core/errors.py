@@ -41,9 +41,9 @@ def register_secret(value: str | None) -> None:
         encoded = base64.b64encode(value.encode("utf-8")).decode("ascii")
         _SECRETS.update({encoded, encoded.rstrip("=")})
         # a secret is removed where it stands as a token of its own, never from inside a longer word: a password
-        # "neo4" must not turn /var/lib/neo4j into /var/lib/***j
+        # "neo4" must not turn /var/lib/neo4j into /var/lib/***j, nor a key "k" the argument `top_k` into `top_***`
         alternatives = "|".join(re.escape(v) for v in sorted(_SECRETS, key=len, reverse=True))
-        _SECRET_PATTERN = re.compile(rf"(?<![A-Za-z0-9])(?:{alternatives})(?![A-Za-z0-9])")
+        _SECRET_PATTERN = re.compile(rf"(?<![A-Za-z0-9_])(?:{alternatives})(?![A-Za-z0-9_])")
 
 
 # the word a `password:`-style key ends: "/etc/passwd: no such folder" is a path and an error, not a credential

@@ -317,6 +317,8 @@ def test_redaction_leaves_ordinary_paths_alone():
     text = redact("/var/lib/neo4j/data /srv/secret/file /home/pwd/x /tmp/k9Zcache password=neo4 Bearer k9Z")
     assert "/var/lib/neo4j/data /srv/secret/file /home/pwd/x /tmp/k9Zcache" in text
     assert "neo4 " not in text and "k9Z" not in text.split("cache", 1)[1]
+    register_secret("k")  # an API key of one letter: the argument top_k is no echo of it
+    assert redact("top_k must be at most 50; key k refused") == "top_k must be at most 50; key *** refused"
 
 
 def big_sheet(path, rows: int):
