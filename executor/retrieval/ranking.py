@@ -50,8 +50,9 @@ from executor.retrieval.vocabulary import QueryTerms, terms
 from executor.stores.vector_hits import ChunkHit
 
 BACKGROUND_RANKS = slice(3, 10)
-# a lookup of this many terms or fewer is a keyword lookup ("rollback", "eviction policy"): a short text's
-# embedding is far from every page's (on the sample KB "pagination" is 0.24 from its own page, below REFERENCE)
+# a lookup of this many words and terms or fewer is a keyword lookup ("rollback", "eviction policy"; not "my service
+# restarts over and over", two terms in six words): a short text's embedding is far from every page's (on the
+# sample KB "pagination" is 0.24 from its own page, below REFERENCE)
 KEYWORD_TERMS = 2
 COMPOUND = re.compile(r"[_.\-]")
 IDENTIFIER = re.compile(r"[a-z0-9]*(?:[_.\-][a-z0-9]+|[0-9])[a-z0-9_.\-]*")  # one token with `_ . -` or a digit
@@ -129,7 +130,7 @@ def features(
     held = rare & text_terms
     if any(IDENTIFIER.fullmatch(t) for t in held):
         c.named = c.titled = True
-    c.spelled = 0 < len(q.weights) <= KEYWORD_TERMS and spells(text_terms, q.weights)
+    c.spelled = q.words <= KEYWORD_TERMS and 0 < len(q.weights) <= KEYWORD_TERMS and spells(text_terms, q.weights)
     coverage = q.coverage_of(text_terms)
     lexical = c.lexical / top_lexical if top_lexical > 0 else 0.0
     same = 0.0 if language != q.language else 1.0

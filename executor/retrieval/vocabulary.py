@@ -163,6 +163,7 @@ class QueryTerms:
     unknown_names: list[str]
     language: str = "en"
     passing_names: list[str] = field(default_factory=list)
+    words: int = 0  # the query's words as written, stopwords too ("my service restarts over and over": 6)
 
     def coverage_of(self, text_terms: Set[str]) -> float:
         total = sum(self.weights.values())
@@ -188,6 +189,7 @@ def query_terms(query: str, vocabulary: Vocabulary) -> QueryTerms:
         unknown_names(query, vocabulary),
         "zh" if CJK_RUN.search(query) else "en",
         passing_names(query, vocabulary),
+        len(query.split()),
     )
 
 

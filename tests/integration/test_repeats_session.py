@@ -183,14 +183,21 @@ def test_a_question_restated_as_its_keywords_after_nothing_found_points_at_the_h
     first = lookup("How is a rolling update of a Kubernetes deployment configured?", s, batch="m1")
     assert first.primary[0].doc_key == "deployment/kubernetes-rolling-update.md"
 
-    keywords = lookup("maxSurge", s, batch="m2")
+    keywords = lookup("surge pods rollout", s, batch="m2")
     assert keywords.dedup_reason == "doc_retrieved" and keywords.details.get("answered_from_session")
     assert [d.doc_key for d in keywords.documents] == ["deployment/kubernetes-rolling-update.md"]
     assert keywords.found and "deployment/kubernetes-rolling-update.md" in keywords.completeness_hint
 
     # the same keywords in a session that holds nothing, and an off-topic question in this one: nothing found
-    assert lookup("maxSurge", session()).relevance_level is None
+    assert lookup("surge pods rollout", session()).relevance_level is None
     assert lookup("how to bake sourdough bread", s, batch="m3").relevance_level is None
+    # a key the page spells out is found on its own (a bare keyword: `ranking.Candidate.spelled`), and in this
+    # session it is that page, already sent
+    assert lookup("maxSurge", session()).primary[0].doc_key == "deployment/kubernetes-rolling-update.md"
+    again = lookup("maxSurge", s, batch="m4")
+    assert again.dedup_reason == "doc_retrieved" and [d.doc_key for d in again.documents] == [
+        "deployment/kubernetes-rolling-update.md"
+    ]
 
 
 UNITS = """# Cluster services
