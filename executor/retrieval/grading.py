@@ -28,6 +28,7 @@ from executor.stores.vector_hits import ChunkHit
 from executor.stores.vector_store import VectorStore
 
 MAX_CHUNKS_PER_DOC = 20  # chunks fetched for a document found by keyword or by the graph
+NAMED_SHARE = 0.25  # a name whose rarest word more of the pages use than this names no one page
 
 
 def name_length(term: str) -> float:
@@ -304,9 +305,12 @@ class Grader:
                         IDENTIFIER.fullmatch(term) and vocabulary.document_frequency(term) <= groups[c.group]
                         for term in matched
                     )
-                    # a name of two words or more that only this page (or its translation) has: its own subject
+                    # a name of two words or more that only this page (or its translation) has: its own subject;
+                    # not when most pages' text uses its words too (pip's docs: `pip install`, one page's keyword)
                     c.named = any(
-                        name_length(term) >= 2 and len({page_key(d) for d in index.documents(term)}) == 1
+                        name_length(term) >= 2
+                        and len({page_key(d) for d in index.documents(term)}) == 1
+                        and vocabulary.document_frequency(term) <= NAMED_SHARE * vocabulary.documents
                         for term in matched
                     )
 
