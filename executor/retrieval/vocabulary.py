@@ -226,7 +226,18 @@ def names(text: str) -> list[tuple[str, str]]:
 
 
 def identifier_like(word: str) -> bool:
-    return any(ch.isdigit() for ch in word) or "-" in word or "_" in word
+    return (any(ch.isdigit() for ch in word) or "-" in word or "_" in word) and not derived(word)
+
+
+# English prefixes written with a dash: "non-interactively", "re-signs", "self-hosted" are words, not names (on pip's
+# docs each of those sent an answerable question to "nothing found" as a name the KB never uses)
+PREFIXES = frozenset("non re pre un co sub self multi semi anti post de inter over under cross mis out".split())
+
+
+def derived(word: str) -> bool:
+    """An English word made with a dashed prefix: the prefix, a dash, and a lower-case word of letters."""
+    prefix, dash, rest = word.partition("-")
+    return bool(dash) and prefix.lower() in PREFIXES and rest.isalpha() and rest.islower()
 
 
 ACRONYM = re.compile(r"[A-Z]+s?")

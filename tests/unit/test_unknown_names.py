@@ -26,6 +26,9 @@ KB = Vocabulary.build([("a.md", "Helm hooks run jobs; hook-delete-policy"), ("b.
         ("What changed in the hooks since January?", []),  # a month
         ("Do hooks run on Sunday or Mon by default?", []),  # a weekday and its short form
         ("Is the Grafana dashboard for releases kept?", ["Grafana"]),  # mid-sentence, no English word
+        ("Why do hooks fail when run non-interactively?", []),  # an English word with a dashed prefix
+        ("Do re-signed charts keep their releases?", []),
+        ("Can pre-commit-hooks check the chart?", ["pre-commit-hooks"]),  # two dashes: a name
     ],
 )
 def test_unknown_names(query, names):
