@@ -57,9 +57,10 @@ PAGES = {
 }
 
 
-@pytest.fixture(scope="module")
-def home(tmp_path_factory):
-    root = write_kb(tmp_path_factory.mktemp("docs"), PAGES)
+def ingest_team(tmp_path_factory, pages: dict[str, str]):
+    """A fresh home with `pages` ingested as the KB `team` through the command line; its ingest report (JSON) is
+    kept as `report.json` beside the home's data."""
+    root = write_kb(tmp_path_factory.mktemp("docs"), pages)
     home = tmp_path_factory.mktemp("home")
     r = run_cli(home, "ingest", str(root), "--kb", "team", "--json")
     assert r.returncode == 0, r.stderr
@@ -67,10 +68,15 @@ def home(tmp_path_factory):
     return home
 
 
-def _lookup(home, query: str) -> dict:
+def team_lookup(home, query: str) -> dict:
     r = run_cli(home, "lookup", query, "--kb", "team", "--no-graph", "--json")
     assert r.returncode == 0, r.stderr
     return json.loads(r.stdout)
+
+
+@pytest.fixture(scope="module")
+def home(tmp_path_factory):
+    return ingest_team(tmp_path_factory, PAGES)
 
 
 def test_ingest_self_calibrates_stores_the_model_and_kb_show_says_so(home):
@@ -92,28 +98,28 @@ def test_ingest_self_calibrates_stores_the_model_and_kb_show_says_so(home):
 
 
 def test_a_chinese_paraphrase_of_an_english_pages_subject_is_found(home):
-    result = _lookup(home, "主库和从库之间复制延迟很高怎么办？")
+    result = team_lookup(home, "主库和从库之间复制延迟很高怎么办？")
     assert result["relevance_level"] is not None, result["completeness_hint"]
     assert result["primary"][0]["doc_key"] == "db/postgres-replication-lag.md"
 
 
 def test_a_near_domain_off_topic_question_finds_nothing(home):
-    result = _lookup(home, "How do I add a shard to a MongoDB cluster without downtime?")
+    result = team_lookup(home, "How do I add a shard to a MongoDB cluster without downtime?")
     assert result["relevance_level"] is None
     assert result["primary"] == []
 
 
 def test_a_one_word_lookup_a_page_spells_out_is_found_and_one_no_page_uses_is_not(home):
     for query, page in (("rollback", "ops/deploy.md"), ("handover", "ops/on-call.md"), ("backoff", "queue/retries.md")):
-        result = _lookup(home, query)
+        result = team_lookup(home, query)
         assert result["relevance_level"] is not None, (query, result["completeness_hint"])
         assert result["primary"][0]["doc_key"] == page, query
-    assert _lookup(home, "lasagna")["relevance_level"] is None
+    assert team_lookup(home, "lasagna")["relevance_level"] is None
 
 
 def test_a_unique_error_code_is_precise_on_its_page(home):
     for query in ("ERR_QUEUE_FULL", "ERR_QUEUE_FULL 怎么排查"):
-        result = _lookup(home, query)
+        result = team_lookup(home, query)
         assert result["relevance_level"] == "PRECISE", query
         assert result["primary"][0]["doc_key"] == "queue/worker-queue-full.md", query
 
@@ -165,6 +171,6 @@ def test_a_chinese_question_naming_a_product_every_page_names_finds_the_page_tha
         ("Acme 的请求太多被限流了怎么办？", "acme/rate-limits.md"),
         ("Acme 的数据库怎么恢复到某个时间点？", "db/backup-restore.md"),
     ):
-        result = _lookup(home, query)
+        result = team_lookup(home, query)
         assert result["relevance_level"] is not None, query
         assert result["primary"][0]["doc_key"] == page, query

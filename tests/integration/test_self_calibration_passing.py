@@ -8,8 +8,7 @@ shipped embedder, through the command line."""
 import json
 
 import pytest
-from conftest import run_cli
-from doc_fixtures import write_kb
+from test_self_calibration import ingest_team, team_lookup
 
 PAGES = {
     "web/databases.md": (
@@ -56,28 +55,19 @@ PAGES = {
 
 @pytest.fixture(scope="module")
 def home(tmp_path_factory):
-    root = write_kb(tmp_path_factory.mktemp("docs"), PAGES)
-    home = tmp_path_factory.mktemp("home")
-    r = run_cli(home, "ingest", str(root), "--kb", "team", "--json")
-    assert r.returncode == 0, r.stderr
-    assert json.loads(r.stdout)["calibration"]["stored"]
+    home = ingest_team(tmp_path_factory, PAGES)
+    assert json.loads(home.joinpath("report.json").read_text())["calibration"]["stored"]
     return home
-
-
-def _lookup(home, query: str) -> dict:
-    r = run_cli(home, "lookup", query, "--kb", "team", "--no-graph", "--json")
-    assert r.returncode == 0, r.stderr
-    return json.loads(r.stdout)
 
 
 @pytest.mark.parametrize("query", ["How do I write a Django data migration?", "Django 的数据迁移怎么写？"])
 def test_a_question_on_a_product_the_kb_only_lists_finds_nothing(home, query):
-    result = _lookup(home, query)
+    result = team_lookup(home, query)
     assert result["relevance_level"] is None, result["primary"]
     assert result["primary"] == []
 
 
 def test_a_question_on_a_pages_own_subject_still_gets_its_page(home):
-    result = _lookup(home, "How are schema migrations applied when we deploy?")
+    result = team_lookup(home, "How are schema migrations applied when we deploy?")
     assert result["relevance_level"] is not None, result["completeness_hint"]
     assert result["primary"][0]["doc_key"] == "web/databases.md"
