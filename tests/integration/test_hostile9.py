@@ -9,7 +9,7 @@ import shutil
 
 import pytest
 from conftest import copy_of, pristine_home, run_cli
-from test_hostile6_faults import THIN, WIDEN, one_warning
+from test_hostile6_faults import THIN, WIDEN, one_warning, run_unprivileged
 
 
 @pytest.fixture(scope="module")
@@ -77,3 +77,35 @@ def test_a_kb_never_given_entities_and_never_built_is_still_not_called_damaged(t
         assert "damaged" not in kg.stderr, kg.stderr
     finally:
         run_cli(home, "graph", "stop")
+
+
+def _one_line_naming(r, folder) -> None:
+    assert r.returncode in (1, 2), (r.returncode, r.stdout[-300:], r.stderr[-300:])
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and str(folder) in lines[0] and "Traceback" not in r.stderr, r.stderr
+
+
+@pytest.mark.parametrize("args", [["ingest"], ["lookup", "ERR_TIMEOUT"], ["kb", "list"]])
+@pytest.mark.parametrize("fresh", [False, True], ids=["ingested", "fresh"])
+def test_a_home_folder_this_user_may_not_write_is_one_line_naming_it(home, tmp_path, args, fresh):
+    folder = tmp_path / "fresh" if fresh else home
+    folder.mkdir(exist_ok=True)
+    before = sorted(p.name for p in folder.iterdir())
+    folder.chmod(0o555)
+    try:
+        r = run_unprivileged(folder, *args)
+    finally:
+        folder.chmod(0o700)
+    _one_line_naming(r, folder)
+    assert sorted(p.name for p in folder.iterdir()) == before
+
+
+def test_kg_over_a_graph_folder_this_user_may_not_write_names_it_at_once(home):
+    graph = home / "graph"
+    graph.chmod(0o555)
+    try:
+        r = run_unprivileged(home, "kg", "ERR_TIMEOUT")
+    finally:
+        graph.chmod(0o700)
+    _one_line_naming(r, graph)
+    assert "Permission denied" in r.stderr and "did not come up" not in r.stderr, r.stderr
