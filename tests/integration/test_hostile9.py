@@ -8,8 +8,11 @@ import json
 import shutil
 
 import pytest
-from conftest import copy_of, pristine_home, run_cli
+from conftest import copy_of, make_runtime, pristine_home, run_cli
 from test_hostile6_faults import THIN, WIDEN, one_warning, run_unprivileged
+
+import executor.retrieval.sources as sources
+from executor.retrieval.ingest import ingest
 
 
 @pytest.fixture(scope="module")
@@ -109,3 +112,65 @@ def test_kg_over_a_graph_folder_this_user_may_not_write_names_it_at_once(home):
         graph.chmod(0o700)
     _one_line_naming(r, graph)
     assert "Permission denied" in r.stderr and "did not come up" not in r.stderr, r.stderr
+
+
+PAGES = {
+    f"p{i}.md": f"# Page {i}\n\nThe quuxgateway page number {i}: restart it when ERR_QUUX_{i} appears.\n"
+    for i in range(6)
+}
+
+
+def _change_while_read(path, what: str) -> None:
+    if what == "removed":
+        path.unlink()
+    elif what == "truncated":
+        path.write_bytes(b"")
+    else:  # replaced by a folder
+        path.unlink()
+        path.mkdir()
+
+
+@pytest.mark.parametrize("stage", ["listed", "opened"])
+@pytest.mark.parametrize("what", ["removed", "truncated", "a folder"])
+def test_a_file_that_changes_while_ingest_reads_the_folder_is_one_warning_and_the_rest_is_ingested(
+    tmp_path, monkeypatch, stage, what
+):
+    """`listed`: changed right after os.walk listed it (before its lstat); `opened`: after the walk, before it
+    is opened. Either way one warning naming it, the other pages ingested, catalog and vectors agreeing."""
+    kb = tmp_path / "kb"
+    kb.mkdir()
+    for name, text in PAGES.items():
+        (kb / name).write_text(text)
+    victim = kb / "p3.md"
+    if stage == "listed":
+        walk = sources.os.walk
+
+        def racing_walk(*args, **kwargs):
+            for entry in walk(*args, **kwargs):
+                if entry[0] == str(kb):  # the top folder is listed: change the page before it is looked at
+                    _change_while_read(victim, what)
+                yield entry
+
+        monkeypatch.setattr(sources.os, "walk", racing_walk)
+    else:
+        read = sources.read_regular_file
+
+        def racing_read(path, max_bytes):
+            if path == victim:
+                _change_while_read(victim, what)
+            return read(path, max_bytes)
+
+        monkeypatch.setattr(sources, "read_regular_file", racing_read)
+    rt = make_runtime(tmp_path / "home")
+    try:
+        report = ingest(rt, kb, "race", progress=False)
+        monkeypatch.undo()
+        assert report.documents == len(PAGES) - 1, report.to_dict()
+        assert len(report.warnings) == 1 and report.warnings[0].startswith("p3.md: "), report.warnings
+        docs = rt.catalog.documents("race")
+        assert sorted(docs) == sorted(set(PAGES) - {"p3.md"}), sorted(docs)
+        assert rt.vectors.count("race") == sum(d.chunk_count for d in docs.values()) > 0
+        found = rt.lookup_service.lookup("quuxgateway ERR_QUUX_4", "race-session", kb="race")
+        assert found.documents[0].doc_key == "p4.md", found
+    finally:
+        rt.close()
