@@ -161,6 +161,15 @@ class BackendError(ExecutorError):
     """A store could not be reached, is locked, or holds incompatible data."""
 
 
+class EmptyGraphError(BackendError):
+    """The graph backend holds nothing at all: never built, or its files were removed. `where` names the graph;
+    whoever knows the KB's documents tells "not built yet" from damage (their entities say a graph was built)."""
+
+    def __init__(self, message: str, where: str):
+        super().__init__(message)
+        self.where = where
+
+
 class DamagedError(BackendError):
     """A store's files are damaged (truncated, overwritten, removed): `path` names them. Not a server that is
     merely down: what a rebuild or a backup mends, so a caller that goes on without the store still says so."""

@@ -434,8 +434,16 @@ class Settings(BaseSettings):
     # allow_inf_nan: EXECUTOR_GRAPH_TIMEOUT_S=1e309 is infinity, which no timeout or threshold means
     # hide_input_in_errors: a wrongly typed setting may hold a password; its error (and a --debug traceback)
     # names the setting, never its value
+    # env_ignore_empty: a variable set to "" (`MILVUS_URI= executor ...`, compose's `${VAR:-}`) is unset, for
+    # every setting alike; before, an empty URL meant unset, an empty number was an error and an empty home
+    # was refused
     model_config = SettingsConfigDict(
-        env_prefix="EXECUTOR_", extra="ignore", populate_by_name=True, allow_inf_nan=False, hide_input_in_errors=True
+        env_prefix="EXECUTOR_",
+        extra="ignore",
+        populate_by_name=True,
+        allow_inf_nan=False,
+        hide_input_in_errors=True,
+        env_ignore_empty=True,
     )
 
     home: Path = Path(".executor")
@@ -568,7 +576,8 @@ class Settings(BaseSettings):
     @classmethod
     def _home_given(cls, value: Any) -> Any:
         if isinstance(value, str) and not value.strip():  # Path("") is the current folder: never meant
-            raise ValueError("is empty: set it to a folder, or unset it for ./.executor")
+            # (an empty variable is unset, its default; this is `home: ""` in config.yaml, or blanks)
+            raise ValueError("is empty: set it to a folder, or leave it out for ./.executor")
         if isinstance(value, (str, Path)):  # a quoted "~/x" (or home: ~/x in config.yaml) is no folder named "~"
             return Path(value).expanduser()
         return value
@@ -793,7 +802,7 @@ def _from_env(field: str) -> bool:
     info = Settings.model_fields.get(field)
     alias = info.validation_alias if info is not None else None
     names = [str(a) for a in alias.choices] if isinstance(alias, AliasChoices) else [f"EXECUTOR_{field}"]
-    present = {k.upper() for k in os.environ}
+    present = {k.upper() for k, v in os.environ.items() if v}  # an empty one is unset (env_ignore_empty)
     return any(name.upper() in present for name in names)
 
 

@@ -27,7 +27,7 @@ from executor.core.relevance import Level, language_of, similarity
 from executor.core.results import DocumentOut, GraphExpansion, LookupResult
 from executor.core.settings import Thresholds
 from executor.retrieval.grading import chunk_ids
-from executor.retrieval.graph_build import has_graph
+from executor.retrieval.graph_build import graph_failure, has_graph
 from executor.retrieval.lookup import document_content
 from executor.retrieval.ranking import Candidate, features, rank
 from executor.retrieval.traversal_cache import new_tally
@@ -111,7 +111,8 @@ class GraphExpander:
         else:
             try:
                 expansion = self._expand(result, hops, zh)
-            except BackendError as exc:
+            except BackendError as failed:
+                exc = graph_failure(failed, self.catalog, result.kb)
                 message = str(exc) if str(exc).startswith("graph unavailable") else f"graph unavailable: {exc}"
                 damaged = exc.path if isinstance(exc, DamagedError) else None
                 details = {"error": message, **({"damaged": damaged} if damaged else {})}

@@ -13,12 +13,14 @@ from collections import Counter
 from itertools import combinations
 from typing import TYPE_CHECKING
 
+from executor.core.errors import BackendError, DamagedError, EmptyGraphError
 from executor.retrieval.documents import Document
 from executor.retrieval.extraction import EntityExtractor
 from executor.stores.knowledge_graph import DEFAULT_WEIGHT, RELATION_TYPES, GraphData, entity_key
 
 if TYPE_CHECKING:
     from executor.retrieval.llm_extraction import Extraction
+    from executor.stores.catalog import Catalog
 
 # Co-occurrence is weaker evidence than a relation someone wrote down.
 CO_OCCURS_SCALE = 0.5
@@ -28,6 +30,21 @@ MAX_ENTITIES_PER_DOC_FOR_CO_OCCURS = 12
 def has_graph(extract_config: dict | None) -> bool:
     config = extract_config or {}
     return bool(config.get("entity_types") or config.get("relation_types"))
+
+
+def graph_failure(exc: BackendError, catalog: Catalog, kb: str) -> BackendError:
+    """An empty graph whose KB's documents name entities was built and then lost (its files removed or emptied):
+    damage, said so, where "empty, never built" would read as a KB not ingested yet."""
+    if not isinstance(exc, EmptyGraphError):
+        return exc
+    named = sum(len(d.entities or []) for d in catalog.documents(kb).values())
+    if not named:
+        return exc
+    return DamagedError(
+        f"the graph of knowledge base {kb!r} is damaged: its documents name {named} entities, the graph at "
+        f"{exc.where} holds none (its files were removed or emptied); run `executor ingest --rebuild`",
+        exc.where,
+    )
 
 
 def build_graph_data(

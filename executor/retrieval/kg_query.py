@@ -17,13 +17,13 @@ from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from executor.core.errors import ExecutorError, InputError
+from executor.core.errors import BackendError, ExecutorError, InputError
 from executor.core.relevance import Level, language_of, page_key
 from executor.core.results import KGHit, KGResult
 from executor.core.validation import check_session_id, clean_query, validate_kb_name
 from executor.prompts.framing import quoted_value
 from executor.prompts.hints import hint
-from executor.retrieval.graph_build import has_graph
+from executor.retrieval.graph_build import graph_failure, has_graph
 from executor.retrieval.lookup import document_content
 from executor.retrieval.repeats import (
     BLOCKED,
@@ -126,7 +126,9 @@ class KnowledgeGraphQuery:
             try:
                 hits, graph, timings[kb] = future.result()
                 per_kb[kb] = hits, graph
-            except Exception as exc:  # one knowledge base failing must not fail the others
+            except BackendError as exc:  # one knowledge base failing must not fail the others
+                out.add_error(kb, graph_failure(exc, self.catalog, kb))
+            except Exception as exc:
                 out.add_error(kb, exc)
         for kb in ids:  # report in the order asked
             if kb not in known:

@@ -169,8 +169,12 @@ def discover(root: Path, limits: SourceLimits = SourceLimits()) -> Discovery:
                 found.skipped.append((rel + "/", "a symbolic link; not followed"))
         dirnames.sort()
         for name in sorted(filenames):
-            if not name.startswith("."):
+            if name.startswith("."):
+                continue
+            try:
                 _classify(here / name, base, limits, found)
+            except OSError as exc:  # removed (or made unreadable) between the listing and its lstat
+                found.skipped.append((_printable((here / name).relative_to(base).as_posix()), _os_reason(exc)))
     return found
 
 
@@ -358,4 +362,6 @@ def plan(root: Path, limits: SourceLimits = SourceLimits()) -> dict:
 def _os_reason(exc: OSError) -> str:
     if exc.errno == errno.ELOOP:  # O_NOFOLLOW met a link
         return "a symbolic link; not followed"
+    if exc.errno == errno.ENOENT:  # listed, then removed before it was read
+        return "removed while the folder was being read; skipped"
     return f"cannot be read ({exc.strerror or exc})"

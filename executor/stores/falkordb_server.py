@@ -8,6 +8,7 @@ reuses it (`executor graph stop` ends it).
 
 from __future__ import annotations
 
+import errno
 import fcntl
 import hashlib
 import os
@@ -117,6 +118,8 @@ class FalkorDBServer:
             private_dir(self.folder)
         except OSError as exc:
             raise BackendError(f"cannot start FalkorDB: cannot create {self.folder}: {exc.strerror}") from exc
+        if not os.access(self.folder, os.W_OK | os.X_OK):  # redis would start, fail to write, and time out in 15 s
+            raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), str(self.folder))
         with self._start_lock():
             if self.ping():  # another process started it while we waited
                 return self.socket_path

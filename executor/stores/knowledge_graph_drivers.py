@@ -13,9 +13,10 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, LiteralString, Protocol, cast
 
-from executor.core.errors import BackendError, display_url, first_line
+from executor.core.errors import BackendError, EmptyGraphError, display_url, first_line
 
 
 @dataclass(frozen=True)
@@ -205,9 +206,10 @@ class FalkorDriver:
             if "timed out" in message.lower():
                 raise BackendError(f"graph query timed out after {self.timeout_ms} ms") from exc
             if "empty key" in message:  # what FalkorDB answers a read on a graph that holds nothing at all
-                raise BackendError(
+                raise EmptyGraphError(
                     f"the {self.description} is empty: it was never built, or its files were removed or emptied; "
-                    "run `executor ingest --rebuild`"
+                    "run `executor ingest --rebuild`",
+                    str(Path(self._socket_path).parent) if self._socket_path else self.description,
                 ) from exc
             raise BackendError(f"graph query failed: {message}") from exc
         except redis.ConnectionError:

@@ -83,8 +83,13 @@ def _kb_info(rt, name: str, with_graph: bool = True) -> dict:
     # not a listing that looks healthy over a KB that cannot answer
     info["chunks_stored"] = rt.vectors.count(name) if rt.vectors.has(name) else 0
     if with_graph and info["has_graph_config"]:
+        from executor.core.errors import BackendError
+        from executor.retrieval.graph_build import graph_failure
+
         try:
             info["graph"] = rt.graph.stats(name)
+        except BackendError as exc:  # a lost graph of a KB whose documents name entities: damaged, not "empty"
+            info["graph"] = {"error": str(graph_failure(exc, rt.catalog, name))}
         except ExecutorError as exc:
             info["graph"] = {"error": str(exc)}
     return info
