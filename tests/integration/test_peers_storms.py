@@ -17,13 +17,13 @@ def scenarios():
 def searches(sample_rt, monkeypatch):
     """The queries the vector store was searched with (dense search: every graded lookup runs one)."""
     queries: list[str] = []
-    dense = sample_rt.vectors.dense_search
+    dense = sample_rt.vectors.dense_search_many
 
-    def counted(kb, vector, limit, *args, **kwargs):
-        queries.append(kb)
-        return dense(kb, vector, limit, *args, **kwargs)
+    def counted(kb, vectors, limit, *args, **kwargs):
+        queries.extend([kb] * len(vectors))
+        return dense(kb, vectors, limit, *args, **kwargs)
 
-    monkeypatch.setattr(sample_rt.vectors, "dense_search", counted)
+    monkeypatch.setattr(sample_rt.vectors, "dense_search_many", counted)
     return queries
 
 
