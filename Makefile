@@ -74,6 +74,7 @@ bench: setup
 	$(PY) -m evals.bench_graph
 	$(PY) -m evals.bench_kg
 	$(PY) -m evals.bench_retrieval
+	$(PY) -m evals.bench_held_out
 	$(PY) -m evals.bench_ingest
 	$(PY) -m evals.bench_reingest
 	$(PY) -m evals.bench_mcp

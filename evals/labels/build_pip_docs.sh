@@ -6,19 +6,8 @@
 # and so are three index.md pages that hold only a table of contents (cli/, reference/, topics/). The text stays
 # out of the repository.
 #   evals/labels/build_pip_docs.sh /tmp/pip-docs && executor ingest /tmp/pip-docs --kb pip_docs
-set -eu
 out=${1:?usage: build_pip_docs.sh OUT_DIR}
-pip=${PIP:-python3 -m pip}
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-$pip download --quiet --no-binary :all: --no-deps -d "$tmp" pip==26.3
-cd "$tmp"
-echo "6c36ae7da8695be67e3cd9f7d87919667ced53f57ce2ede75d89b5912ed2bc4c  pip-26.3.tar.gz" | sha256sum -c --quiet
-tar xzf pip-26.3.tar.gz
-cd - >/dev/null
-( cd "$tmp/pip-26.3/docs/html" && find . -name '*.md' ! -path ./cli/index.md ! -path ./reference/index.md ! -path ./topics/index.md ) |
-  while read -r f; do
-    mkdir -p "$out/$(dirname "$f")"
-    cp "$tmp/pip-26.3/docs/html/$f" "$out/$f"
-  done
+. "$(dirname "$0")/sdist_docs.sh"
+sdist_docs "$out" pip 26.3 6c36ae7da8695be67e3cd9f7d87919667ced53f57ce2ede75d89b5912ed2bc4c docs/html \
+  ./cli/index.md ./reference/index.md ./topics/index.md
 echo "$(find "$out" -name '*.md' | wc -l) pages in $out"

@@ -4,25 +4,9 @@
 # Layout: OUT/starlette/NAME.md (25 pages), OUT/black/PATH.md (25 pages; Black's three one-line MyST
 # `{include}` stubs authors.md, change_log.md, license.md are left out). The text stays out of the repository.
 #   evals/labels/build_starlette_black_docs.sh /tmp/starlette-black-docs && executor ingest /tmp/starlette-black-docs --kb starlette_black_docs
-set -eu
 out=${1:?usage: build_starlette_black_docs.sh OUT_DIR}
-pip=${PIP:-python3 -m pip}
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-$pip download --quiet --no-binary :all: --no-deps -d "$tmp" starlette==1.10.0 black==26.10.1
-cd "$tmp"
-printf '%s\n' \
-  "5f9f83beae62437e060dafd53d7f1fc327e3d3494f74d72ee5c2b73eb90fc4e7  black-26.10.1.tar.gz" \
-  "b8399098d4c1e3522734f7235dc79b1fc967f96cf139c81e0fa30479e0685f9b  starlette-1.10.0.tar.gz" \
-  | sha256sum -c --quiet
-tar xzf starlette-1.10.0.tar.gz
-tar xzf black-26.10.1.tar.gz
-cd - >/dev/null
-mkdir -p "$out/starlette" "$out/black"
-cp "$tmp"/starlette-1.10.0/docs/*.md "$out/starlette/"
-( cd "$tmp/black-26.10.1/docs" && find . -name '*.md' ! -name authors.md ! -name change_log.md ! -name license.md ) |
-  while read -r f; do
-    mkdir -p "$out/black/$(dirname "$f")"
-    cp "$tmp/black-26.10.1/docs/$f" "$out/black/$f"
-  done
+. "$(dirname "$0")/sdist_docs.sh"
+sdist_docs "$out/starlette" starlette 1.10.0 b8399098d4c1e3522734f7235dc79b1fc967f96cf139c81e0fa30479e0685f9b docs
+sdist_docs "$out/black" black 26.10.1 5f9f83beae62437e060dafd53d7f1fc327e3d3494f74d72ee5c2b73eb90fc4e7 docs \
+  '*/authors.md' '*/change_log.md' '*/license.md'
 echo "$(find "$out" -name '*.md' | wc -l) pages in $out"

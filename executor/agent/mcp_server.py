@@ -17,6 +17,7 @@ a prompt and a resource.
 from __future__ import annotations
 
 import json
+import math
 import sys
 import threading
 import uuid
@@ -33,7 +34,7 @@ from mcp.shared.message import SessionMessage
 from pydantic import AnyUrl, ValidationError
 
 from executor.core.errors import printable
-from executor.core.local_http import MAX_BODY_BYTES, json_body, read_body, replaying
+from executor.core.local_http import MAX_BODY_BYTES, json_body, json_leaves, read_body, replaying
 from executor.core.validation import SESSION_ID, check_session_id
 from executor.prompts.executor import RULES
 from executor.prompts.results import expansion_text
@@ -268,8 +269,9 @@ class ExecutorMCP:
         from mcp.server.stdio import stdio_server
 
         # stdin through a reader of bounded lines: the SDK's own reads a line whole, however long
-        async with stdio_server(stdin=_BoundedLines(sys.stdin.buffer, MAX_BODY_BYTES)) as (read, write):  # type: ignore[arg-type]
+        async with stdio_server(stdin=_BoundedLines(sys.stdin.buffer, MAX_BODY_BYTES)) as (read, sent):  # type: ignore[arg-type]
             parsed_send, parsed = anyio.create_memory_object_stream(0)
+            write = _Answered(sent)
 
             async def answer_unparsable_lines():
                 # the SDK hands a line that is not JSON-RPC on as an exception, which its server answers with
@@ -280,10 +282,34 @@ class ExecutorMCP:
                 async with parsed_send:
                     async for item in read:
                         error = _stdio_error(item)
+                        root = item.message.root if isinstance(item, SessionMessage) else None
+                        request = root if isinstance(root, types.JSONRPCRequest) else None
+                        bad = _non_finite_params(request.params) if request is not None else None
                         if error is not None:
                             await write.send(SessionMessage(_NullIdError(*error)))  # type: ignore[arg-type]
+                        elif request is not None and bad is not None:  # answered with its id: the host waits for it
+                            refusal = types.JSONRPCError(
+                                jsonrpc="2.0", id=request.id, error=types.ErrorData(code=bad[0], message=bad[1])
+                            )
+                            await write.send(SessionMessage(types.JSONRPCMessage(refusal)))
+                        elif isinstance(root, types.JSONRPCResponse | types.JSONRPCError):
+                            # this server sends the host no requests, so a response answers none: JSON-RPC answers
+                            # no response, and the SDK's "unknown request ID" was an "Internal Server Error" log
+                            # notification, a stderr line and (once, at end of input) an exit 1
+                            continue
+                        elif isinstance(root, types.JSONRPCNotification) and root.method == CANCELLED:
+                            # a lookup runs in a thread, which cannot be stopped: the SDK answered "Request cancelled"
+                            # at once, then the finished handler answered again and its "Request already responded
+                            # to" ended the server (exit 1). MCP lets a request that cannot stop run on: it is
+                            # answered once, when done, and the host ignores the answer it no longer wants
+                            continue
                         else:
+                            if request is not None:
+                                write.expect(request.id)
                             await parsed_send.send(item)
+                    # the end of input: the SDK cancels the requests still running when its input ends, so
+                    # `printf '...' | executor mcp` was answered nothing, exit 0; the input ends once they are answered
+                    await write.all_answered()
 
             async with anyio.create_task_group() as tasks:
                 tasks.start_soon(answer_unparsable_lines)
@@ -405,6 +431,17 @@ def invalid_message(message) -> tuple[int, str] | None:
         return types.INVALID_REQUEST, "Invalid Request: the method must be a string"
     if "params" in message and not isinstance(message["params"], dict):  # MCP's params are by name
         return types.INVALID_REQUEST, "Invalid Request: params must be an object"
+    return _non_finite_params(message.get("params"))
+
+
+def _non_finite_params(params) -> tuple[int, str] | None:
+    """-32602 naming the first number in `params` that is not finite (1e309, -1e309, NaN), or None: the SDK
+    re-reads a request in JSON mode, where such a number becomes null, so `"hops": 1e309` ran with the default
+    hops instead of being refused."""
+    for path, value in json_leaves(params):
+        if isinstance(value, float) and not math.isfinite(value):
+            where = ".".join(("params", *map(str, path)))
+            return types.INVALID_PARAMS, f"Invalid params: {where[:200]}: {value!r} is not a finite number"
     return None
 
 
@@ -469,6 +506,41 @@ def _stdio_error(item) -> tuple[int, str] | None:
     if isinstance(root, types.JSONRPCNotification) and "id" in (root.model_extra or {}):
         return types.INVALID_REQUEST, "Invalid Request: the id must be a string or an integer"
     return None
+
+
+CANCELLED = "notifications/cancelled"
+
+
+class _Answered:
+    """The stdio writer, noting which of the requests handed to the server it has answered."""
+
+    def __init__(self, stream):
+        self._stream, self._pending, self._changed = stream, set(), anyio.Event()
+
+    def expect(self, request_id) -> None:
+        self._pending.add(request_id)
+
+    async def send(self, message) -> None:
+        await self._stream.send(message)
+        root = getattr(getattr(message, "message", None), "root", None)
+        if isinstance(root, (types.JSONRPCResponse, types.JSONRPCError)) and root.id in self._pending:
+            self._pending.discard(root.id)
+            self._changed.set()
+
+    async def all_answered(self) -> None:
+        while self._pending:
+            self._changed = anyio.Event()
+            await self._changed.wait()
+
+    def __getattr__(self, name):  # close, aclose, statistics...: the stream's own
+        return getattr(self._stream, name)
+
+    async def __aenter__(self):
+        await self._stream.__aenter__()
+        return self
+
+    async def __aexit__(self, *exc):
+        return await self._stream.__aexit__(*exc)
 
 
 class _NullIdError:

@@ -64,8 +64,25 @@ class Runtime:
 
     @cached_property
     def cache_dir(self) -> Path:
-        """Derived state kept between runs (the embedder's, vocabularies, text profiles, entity names)."""
-        return self.settings.ensure_home() / "cache"
+        """Derived state kept between runs (the embedder's, vocabularies, text profiles, entity names). Only an
+        optimisation: a folder this user may not write is one warning, and every command answers without it (a
+        lookup failed with "cache/vocabulary-KB.tmp: Permission denied")."""
+        import os
+
+        from executor.core.errors import warn
+        from executor.core.fs import private_dir
+
+        folder = self.settings.ensure_home() / "cache"
+        try:
+            writable = os.access(private_dir(folder), os.W_OK | os.X_OK)
+        except OSError:
+            writable = False
+        if not writable:
+            warn(
+                f"cannot write {folder}, so what a command builds there (the embedder's state, a KB's vocabulary) "
+                "is not kept for the next one; give this user write access to it"
+            )
+        return folder
 
     @cached_property
     def embedder(self) -> Embedder:

@@ -4,7 +4,7 @@ Exit codes (also in the README and in `executor -h`):
   0  done
   1  the command ran and failed: a backend down or locked, an LLM endpoint unreachable, a failed eval
   2  it was asked wrongly: an unknown option, a missing argument, input the command rejects, a bad setting
- 130 interrupted (Ctrl-C)
+ 130 interrupted (Ctrl-C); 143 `executor ingest` stopped by SIGTERM
 
 Whatever a command raises becomes one line on stderr (`error: ...`), and under
 `--json` also `{"error": ..., "code": ...}` on stdout; `executor --debug ...`
@@ -148,7 +148,7 @@ app = sub_app(
     cls=ExecutorGroup,
     help="Answers from team knowledge bases, without the retrieval loop.\n\n"
     "Exit codes: 0 done; 1 the command ran and failed (a backend down, a failed eval); "
-    "2 it was asked wrongly (bad option, argument, input or setting); 130 interrupted.",
+    "2 it was asked wrongly (bad option, argument, input or setting); 130 interrupted; 143 an ingest SIGTERM stopped.",
 )
 
 

@@ -99,6 +99,12 @@ def first_line(exc, limit: int = 300) -> str:
 
 
 EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 1, 2, 130
+EXIT_TERMINATED = 143  # 128 + SIGTERM: what a shell reports for a command a signal ended
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM (`kill`, a container or service manager stopping it) in a command that takes it as Ctrl-C
+    (`executor ingest`): the command stops the way Ctrl-C stops it, its cleanup on the way out, and says so."""
 
 
 def describe(exc: BaseException) -> tuple[str, int]:
@@ -111,6 +117,8 @@ def describe(exc: BaseException) -> tuple[str, int]:
         if re.fullmatch(r"-\d[\d.]*", str(getattr(exc, "option_name", ""))):  # `feedback s1 -1`
             where = f"; a negative number is read as an option: put -- before the arguments{where}"
         return str(format_message()) + where, code
+    if isinstance(exc, Terminated) or isinstance(exc.__cause__, Terminated):  # (Typer's Abort wraps it)
+        return "terminated (SIGTERM)", EXIT_TERMINATED
     if isinstance(exc, KeyboardInterrupt) or type(exc).__name__ == "Abort":
         return "interrupted", EXIT_INTERRUPTED
     if isinstance(exc, (InputError, ConfigError)):  # asked wrongly: the input, or a setting, must change
@@ -130,6 +138,15 @@ def printable(text: str) -> str:
     flat = " ".join(str(text).split())
     flat = "".join(c if c.isprintable() else repr(c)[1:-1] for c in flat)  # \\x1b, \\u202e
     return flat.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
+def warn(message: str) -> None:
+    """One `warning: ...` line on stderr, shown as it is (`printable`), at once: a command that goes on past
+    something the user must hear of (a cache it cannot keep, a damaged graph it answers without)."""
+    import sys
+
+    sys.stderr.write(printable(f"warning: {message}") + "\n")
+    sys.stderr.flush()
 
 
 def validation_line(exc, where_default: str) -> str:

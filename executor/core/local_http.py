@@ -16,6 +16,7 @@ from __future__ import annotations
 import hmac
 import json
 import re
+from collections.abc import Iterator
 
 MAX_BODY_BYTES = 4 * 1024 * 1024
 MAX_HEAD_BYTES = 64 * 1024  # a request line and headers; a browser sends a few kB
@@ -181,6 +182,23 @@ def json_body(body: bytes):
         return json.loads(body)
     except RecursionError:
         raise ValueError("the JSON nests too deeply") from None
+
+
+def json_leaves(value) -> Iterator[tuple[tuple, object]]:
+    """Every string key and every value that is no object or array in parsed JSON, in document order, each with
+    its path (the keys and indexes above it; a key with its object's path). A loop, not recursion: a body may nest
+    as deeply as the parser went."""
+    stack: list[tuple[tuple, object, bool]] = [((), value, False)]
+    while stack:
+        path, item, is_key = stack.pop()
+        if is_key or not isinstance(item, dict | list):
+            yield path, item
+            continue
+        children = list(item.items() if isinstance(item, dict) else enumerate(item))
+        for key, child in reversed(children):
+            stack.append(((*path, key), child, False))
+            if isinstance(key, str):
+                stack.append((path, key, True))
 
 
 def server_config(app, **options):

@@ -72,11 +72,17 @@ def grade(candidates: Sequence[Scored], t: Thresholds) -> Level | None:
     best = candidates[0].score
     first = candidates[0]
     specific = [c for c in candidates if c.specific]
-    if first.specific and len({c.group for c in specific}) == 1 and (first.decisive or best >= t.reference_threshold):
+    # with an answerability model (which weighs them), a question on a product the KB only mentions in passing
+    # (`passing_names`) is never a confident answer, even when it names a page's heading ("How do I set the session
+    # lifetime in Flask?" on a KB that documents its own sessions and only mentions Flask was PRECISE): agreement on
+    # the heading says nothing of the product
+    passing = t.answerability is not None and first.features.get("passing_names", 0.0) > 0
+    agreed = best >= t.reference_threshold and not passing
+    if first.specific and len({c.group for c in specific}) == 1 and (first.decisive or agreed):
         return Level.PRECISE
     # (with a ranker only: a bare similarity at the reference threshold is too weak an agreement)
     named = {c.group for c in candidates if c.named}
-    if t.ranker is not None and first.named and len(named) == 1 and best >= t.reference_threshold:
+    if t.ranker is not None and first.named and len(named) == 1 and agreed:
         return Level.PRECISE
     highly_relevant = t.highly_relevant(candidates[0].features.get("other_language") == 1.0)
     # a keyword lookup the best page spells out is never "nothing found", only a reference at best
@@ -87,7 +93,7 @@ def grade(candidates: Sequence[Scored], t: Thresholds) -> Level | None:
             return Level.REFERENCE
         if t.answerability.probability(answer_features(candidates)) < t.answerability.threshold:
             return floor
-        return Level.HIGHLY_RELEVANT if best >= highly_relevant else Level.REFERENCE
+        return Level.HIGHLY_RELEVANT if best >= highly_relevant and not passing else Level.REFERENCE
     if best >= highly_relevant:
         return Level.HIGHLY_RELEVANT
     if best >= t.reference_threshold:
@@ -96,13 +102,19 @@ def grade(candidates: Sequence[Scored], t: Thresholds) -> Level | None:
 
 
 def weak(candidates: Sequence[Scored], t: Thresholds) -> bool:
-    """The best page is only a weak answer: the answerability model puts the query in its band between
-    "nothing found" and found (`Answerability.weak_threshold`), so it is sent as REFERENCE with a hint saying
-    the KB may not cover the question."""
-    gate = t.answerability
-    if not candidates or gate is None or gate.weak_threshold is None:
+    """The best page is only a weak answer, sent as REFERENCE with a hint saying the KB may not cover the
+    question: the answerability model puts the query in its band between "nothing found" and found
+    (`Answerability.weak_threshold`), or below it with a keyword lookup the best page spells out (the floor of
+    `grade`: found, but on the words alone; without a model, below the reference threshold)."""
+    if not candidates:
         return False
-    return gate.weak_threshold <= gate.probability(answer_features(candidates)) < gate.threshold
+    first, gate = candidates[0], t.answerability
+    if gate is None:
+        return first.spelled and first.score < t.reference_threshold
+    p = gate.probability(answer_features(candidates))
+    if p >= gate.threshold:
+        return False
+    return first.spelled or gate.weak_threshold is not None and p >= gate.weak_threshold
 
 
 def answer_features(candidates: Sequence[Scored]) -> dict[str, float]:

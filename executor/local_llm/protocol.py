@@ -7,10 +7,10 @@ import time
 import uuid
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, ValidationError, field_validator
 
 from executor.core.errors import validation_line
-from executor.core.local_http import json_body
+from executor.core.local_http import json_body, json_leaves
 
 
 class FunctionCall(BaseModel):
@@ -79,7 +79,8 @@ class ChatRequest(BaseModel):
     seed: int | None = None
     max_tokens: int | None = Field(default=None, ge=1)
     max_completion_tokens: int | None = Field(default=None, ge=1)
-    stream: bool = False
+    # JSON's true or false only: pydantic's lax mode read "yes", "on" or 1 as a request to stream
+    stream: StrictBool = False
     stream_options: dict[str, Any] | None = None
 
     @property
@@ -114,6 +115,9 @@ def parse_request(body: bytes) -> ChatRequest:
         raise RequestError("the request body is not JSON") from None
     if not isinstance(data, dict):
         raise RequestError("the request body must be a JSON object")
+    where = _lone_surrogate(data)
+    if where is not None:  # JSON's "\ud800" escape is a str Python takes, but no text the engine can be sent
+        raise RequestError(f"{where}: a lone surrogate (\\ud800-\\udfff) is not text; send valid Unicode")
     try:
         request = ChatRequest.model_validate(data)
     except ValidationError as exc:
@@ -122,6 +126,18 @@ def parse_request(body: bytes) -> ChatRequest:
         raise RequestError("tool_choice asks for a tool call, but the request has no tools")
     request.active_tools()  # a named tool that is not there
     return request
+
+
+def _lone_surrogate(data) -> str | None:
+    """Where (`messages.0.content`) the first string holding a lone surrogate is (a key's: its object's), or
+    None."""
+    for path, value in json_leaves(data):
+        if isinstance(value, str):
+            try:
+                value.encode("utf-8")
+            except UnicodeEncodeError:
+                return ".".join(map(str, path)) or "body"
+    return None
 
 
 def error_body(message: str, kind: str = "invalid_request_error") -> dict:

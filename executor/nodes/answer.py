@@ -64,6 +64,13 @@ def make_answer(model, mode: str, read_document=None):
                 model, [SystemMessage(ANSWER[lang]), HumanMessage(f"{question}\n\n---\n{material(evidence)}")]
             )
             final = text_of(reply)
+            if not final.strip():
+                # no text where the answer was asked for (a tool call instead, a reasoning model that spent its
+                # tokens thinking, a filter): a failed turn, not an empty answer that `ask` exits 0 on
+                raise BackendError(
+                    "the LLM endpoint sent an empty answer (no text; OPENAI_BASE_URL names it): ask again, or use "
+                    "another model"
+                )
         else:
             # each lookup's best document: the one it sent first, or the first it pointed back to
             parts = [

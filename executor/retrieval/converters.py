@@ -96,9 +96,73 @@ def _detected(data: bytes) -> str:
         # picks among them by a hair ("Crème" read as cp1257's "Crčme"). Among those that fit a language as well,
         # windows-1252 wins: the default a browser gives a page that does not say, and Latin-1's letters.
         fits = [m for m in matches if "cp1252" in m.could_be_from_charset and m.coherence >= best.coherence]
-        if fits:
-            return str(fits[0])
+        chosen = ("cp1252", str(fits[0])) if fits else (best.encoding, str(best))
+        return _central_or_baltic(data, *chosen)
     return str(best)
+
+
+# the code pages of Central European (Polish, Czech, Hungarian...) and Baltic (Lithuanian, Latvian) text, which
+# detection confuses with windows-1252 and with each other: every byte decodes in all three
+_LATIN_PAGES = ("cp1252", "cp1250", "cp1257")
+# a code page's letters must fit a language this well, and this much better than windows-1252's, to win (an
+# Icelandic page's "þ ð" fit no language of the table either, and its cp1257 reading 0.62)
+_PLAIN_FIT, _SWITCH_MARGIN = 0.75, 0.25
+
+
+def _central_or_baltic(data: bytes, encoding: str, text: str) -> str:
+    """`text` (`data` read as `encoding`), or the same bytes in cp1250 or cp1257 when that is plainly the page.
+
+    Two tells, both on what the reading looks like: a symbol between two letters ("zg³asza", Polish "zgłasza"
+    in cp1257 or windows-1252) is never a word, and a reading whose accented letters are those of one language
+    ("šąž": Lithuanian) beats one whose letters fit none ("ðàþ", the same bytes in windows-1252). Short Polish
+    and Lithuanian pages were read as windows-1252 (the tie-break above) or each other's page, without a word.
+    Readings that fit equally well keep the choice made (a French "Crème" stays windows-1252)."""
+    if encoding not in _LATIN_PAGES or not _latin(text):
+        return text
+    readings = {encoding: text}
+    for page in _LATIN_PAGES:
+        try:
+            readings.setdefault(page, data.decode(page))
+        except UnicodeDecodeError:
+            continue
+    clean = {page: t for page, t in readings.items() if not _symbol_inside_word(t)}
+    if not clean:
+        return text
+    fit = {page: _letters_fit(t) for page, t in clean.items()}
+    page = max(fit, key=lambda p: (fit[p], p == encoding))
+    if encoding not in clean or (encoding == "cp1252" and fit[page] >= max(_PLAIN_FIT, fit[encoding] + _SWITCH_MARGIN)):
+        return clean[page]
+    return text
+
+
+def _latin(text: str) -> bool:
+    import unicodedata
+
+    letters = [c for c in text[:BINARY_SNIFF] if ord(c) > 127 and c.isalpha()]
+    return sum(unicodedata.name(c, "").startswith("LATIN") for c in letters) >= len(letters) * 0.9
+
+
+def _symbol_inside_word(text: str) -> bool:
+    sample = text[:BINARY_SNIFF]
+    return any(
+        ord(c) > 127 and not c.isalpha() and sample[i - 1].isalpha() and sample[i + 1].isalpha()
+        for i, c in enumerate(sample[1:-1], start=1)
+    )
+
+
+def _letters_fit(text: str) -> float:
+    """The share of `text`'s accented letters that one language uses often (charset_normalizer's letter
+    frequencies, the best language's): how much the reading looks like some language's text."""
+    from collections import Counter
+
+    from charset_normalizer.constant import FREQUENCIES
+
+    accented = Counter(c.lower() for c in text[:BINARY_SNIFF] if ord(c) > 127 and c.isalpha())
+    total = sum(accented.values())
+    if not total:
+        return 0.0
+    fits = (sum(n for c, n in accented.items() if c in letters) for letters in map(set, FREQUENCIES.values()))
+    return max(fits) / total
 
 
 BINARY_SNIFF = 64 * 1024  # the characters looked at to tell text from binary

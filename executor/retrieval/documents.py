@@ -8,6 +8,7 @@ that is not a valid name) become warnings on that document, never a traceback.
 from __future__ import annotations
 
 import hashlib
+import math
 import re
 import tomllib
 from dataclasses import dataclass, field
@@ -153,6 +154,10 @@ def split_front_matter(text: str) -> tuple[dict, str, list[str]]:
 def _text_field(meta: dict, key: str, warnings: list[str]) -> str | None:
     value = meta.get(key)
     if value is None or value == "":
+        return None
+    if isinstance(value, float) and not math.isfinite(value):
+        # YAML reads `.nan` and `.inf` as numbers: as text they became the title "nan", with no word of why
+        warnings.append(f"front matter '{key}' is YAML's {value!r}, a number, not text (quote it); ignored")
         return None
     if isinstance(value, (str, int, float)) and not isinstance(value, bool):
         return sanitize_line(str(value)) or None

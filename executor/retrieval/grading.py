@@ -11,6 +11,7 @@ a level means the same thing everywhere.
 from __future__ import annotations
 
 import sqlite3
+from contextlib import suppress
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -139,19 +140,26 @@ class Grader:
         self._titles: dict[str, tuple[str, dict[str, set[str]]]] = {}
 
     # -- per-KB views, rebuilt when the KB's version moves ---------------------
-    def vocabulary(self, kb: str, version: str) -> Vocabulary:
+    def vocabulary(self, kb: str, version: str, rows: list | None = None) -> Vocabulary:
+        """The KB's vocabulary at `version`, built (with its profiles) from its stored chunks when not cached:
+        `rows`, when the caller has read them already (`vectors.texts`), else read now."""
         cached = self._vocabularies.get(kb)
         if cached is None or cached[0] != version:
             path = self.cache_dir / f"vocabulary-{kb}.json"
             vocabulary = Vocabulary.load(path, version)
             if vocabulary is None:
-                rows = list(self.vectors.texts(kb))
+                rows = list(self.vectors.texts(kb)) if rows is None else rows
                 keywords = [k for d in self.catalog.documents(kb).values() for k in d.keywords]
                 vocabulary = Vocabulary.build(
                     ((k, f"{title}\n{text}") for _, k, title, text in rows),
                     [*keywords, *(s for _, _, title, text in rows for s in (title, *subject_texts(text)))],
                 )
-                vocabulary.save(path, version)
+                try:  # only saves work: a folder this user may not write (`Runtime.cache_dir` warned) costs the
+                    # next process this build; a file of the cache that is a folder is still one line naming it
+                    vocabulary.save(path, version)
+                except PermissionError:
+                    with suppress(OSError):  # none when the folder refused it
+                        path.with_suffix(".tmp").unlink(missing_ok=True)
                 self._build_profiles(kb, version, rows)  # the same rows, read once
             cached = (version, vocabulary)
             self._vocabularies[kb] = cached

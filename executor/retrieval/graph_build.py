@@ -38,11 +38,17 @@ def graph_failure(exc: BackendError, catalog: Catalog, kb: str) -> BackendError:
     if not isinstance(exc, EmptyGraphError):
         return exc
     named = sum(len(d.entities or []) for d in catalog.documents(kb).values())
-    if not named:
+    row = catalog.get(kb)
+    built = int(((row.graph_counts if row is not None else None) or {}).get("entities") or 0)
+    if named:
+        said = f"its documents name {named} entities"
+    elif built:  # entities found by the rule-based extractor alone: only the ingest's record knows they were there
+        said = f"it held {built} entities when it was built"
+    else:
         return exc
     return DamagedError(
-        f"the graph of knowledge base {kb!r} is damaged: its documents name {named} entities, the graph at "
-        f"{exc.where} holds none (its files were removed or emptied); run `executor ingest --rebuild`",
+        f"the graph of knowledge base {kb!r} is damaged: {said}, the graph at {exc.where} holds none (its files "
+        f"were removed or emptied); run `executor ingest --rebuild`",
         exc.where,
     )
 

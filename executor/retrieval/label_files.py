@@ -40,8 +40,14 @@ def load_label_list(path: Path, model: type[M], shape: str) -> list[M]:
         raise InputError(f"{path}: not valid YAML{where} ({problem})") from exc
     if not isinstance(raw, list) or not raw:
         raise InputError(f"{path}: expected a list of {shape}")
-    try:
-        return [model.model_validate(item) for item in raw]
-    except ValidationError as exc:
-        err = exc.errors()[0]
-        raise InputError(f"{path}: {'.'.join(str(p) for p in err['loc'])}: {err['msg']}") from exc
+    out = []
+    for n, item in enumerate(raw, 1):
+        try:
+            out.append(model.model_validate(item))
+        except ValidationError as exc:
+            # which entry: in a file of hundreds, "relevant: Input should be a valid list" points at none, and an
+            # entry that is no mapping had no field at all to name ("FILE: : Input should be ...")
+            err = exc.errors()[0]
+            field = ".".join(str(p) for p in err["loc"])
+            raise InputError(f"{path}: entry {n}{f' ({field})' if field else ''}: {err['msg']}") from exc
+    return out

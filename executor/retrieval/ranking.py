@@ -79,8 +79,9 @@ class Candidate:
     # of those, a name that is the page's own: its title, or a rare identifier (a heading names a section, and
     # another page may answer better: a sync how-to over the repository page holding a "Google Cloud Storage" heading)
     titled: bool = False
-    # the query is a bare keyword lookup (`KEYWORD_TERMS` terms at most) and this page's text uses every one of
-    # them: whatever the dense similarity of one or two words says, the KB holds a page on it (never "nothing")
+    # the query is a bare keyword lookup (`KEYWORD_TERMS` words and terms at most) and this page's text uses every
+    # term, as a word or inside a compound (`spells`): whatever the dense similarity of one or two words says, the KB
+    # holds a page on it (never "nothing")
     spelled: bool = False
     similarity: float = 0.0
     features: dict[str, float] = field(default_factory=dict)

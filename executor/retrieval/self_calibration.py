@@ -13,8 +13,9 @@ nobody labelled was graded on someone else's scale. Here the KB supplies its own
 - **the bundled null pool** (`retrieval.off_topic`): off-topic questions in both languages, far from any team's
   documentation and near it, scored against this KB, so "nothing found" is placed on this KB's own scale. A pool
   question whose words the KB names (an L0 match on a title or keyword) is left out: this KB may answer it;
-- **questions on the products the KB only links to** (`mentioned`), asked about the subject of the page linking
-  to them: off-topic, and evidence for the answerability model alone (`Observed.gate_only`).
+- **questions on the products the KB only mentions** (`mentioned`: links to, or names in its prose), asked about
+  the subject of the page naming them: off-topic, and evidence for the answerability model alone
+  (`Observed.gate_only`).
 
 Then exactly what `executor calibrate --for KB` does (`retrieval.calibration.fit`: the ranker, the thresholds, the
 answerability model), with 5-fold held-out figures on the generated questions, stored as the KB's own model
@@ -44,7 +45,14 @@ from executor.retrieval.glossary import to_chinese
 from executor.retrieval.keywords import TOKEN, normalize
 from executor.retrieval.off_topic import POOL
 from executor.retrieval.quality import measure
-from executor.retrieval.vocabulary import CODE, RAW_ASCII_TERM, UNKNOWN_COVERAGE, Vocabulary, product_like
+from executor.retrieval.vocabulary import (
+    CODE,
+    RAW_ASCII_TERM,
+    UNKNOWN_COVERAGE,
+    Vocabulary,
+    passing_names,
+    product_like,
+)
 from executor.stores.catalog import version
 from executor.stores.embedders import use_words
 
@@ -123,6 +131,18 @@ MAX_MENTIONED = 24
 MENTIONED_EN = ("How does {n} handle {s}?", "{s} in {n}: how do I set it up?", "What does {n} offer for {s}?")
 MENTIONED_ZH = ("{n} 里的{s}怎么配置？", "{n} 的{s}怎么用？", "用 {n} 的话，{s}要怎么做？")
 EXTERNAL_LINK = re.compile(r"\[([^\]\n]{2,60})\]\(\s*(?:https?:)?//")  # a link's text, to another site
+# a Latin word next to a non-ASCII letter is a piece of a word (`Sebasti` of "Sebastián"), no name
+NON_ASCII_NEIGHBOUR = re.compile(r"[^\x00-\x7f]")
+COMPOUND_TAIL = re.compile(r"(?<=[A-Za-z])(?:-[A-Za-z]\w*)+")
+COMPOUND_HEAD = re.compile(r"(?<![\w\-])([A-Za-z]\w*)(?=-[A-Za-z])")
+LINK_TARGET = re.compile(r"(?<=\])\([^)]*\)")
+LIST_MARKER = re.compile(r"^\s*(?:[-+]|\d+[.)])\s+")
+
+
+def _around(line: str, word: str) -> tuple[int, int]:
+    """The span of the characters just before and after `word`'s first occurrence in `line`."""
+    at = line.find(word)
+    return max(at - 1, 0), at + len(word) + 1
 
 
 @dataclass(frozen=True)
@@ -298,13 +318,18 @@ def generate(sources: list[Source], limit: int = MAX_GENERATED, seed: int = SEED
 
 
 def mentioned(sources: list[Source], vocabulary: Vocabulary, limit: int = MAX_MENTIONED, seed: int = SEED) -> list[str]:
-    """Off-topic questions, each on a product the KB links to and no title, heading, keyword or code of it names
-    (`vocabulary.passing_names`), asked about the subject of a page linking to it, at most `limit`, in English and
-    Chinese. A product is the one capitalised word of a link's text that is no common English word (`[Django](…)`,
-    `[SQLAlchemy](…)`; not `[Deployment](…)`, nor a person's `[Carl Meyer](…)`) and no identifier or acronym."""
-    found: dict[str, tuple[str, str]] = {}  # name -> (the name as written, the title of a page linking to it)
+    """Off-topic questions, each on a product the KB names and no title, heading, keyword or code of it names
+    (`vocabulary.passing_names`), asked about the subject of a page naming it, at most `limit`, in English and
+    Chinese. A product is first the one capitalised word of a link's text that is no common English word
+    (`[Django](…)`, `[SQLAlchemy](…)`; not `[Deployment](…)`, nor a person's `[Carl Meyer](…)`) and no identifier
+    or acronym; then, up to `limit`, a name of the prose that `passing_names` would count in a question (`Flask` in
+    "modelled on Flask-Login"): a KB that links to nothing gave the answerability model no such question, and it
+    learnt nothing of what a passing name means there (weight 0)."""
+    linked: dict[str, tuple[str, str]] = {}  # name -> (the name as written, the title of a page naming it)
+    prose: dict[str, tuple[str, str]] = {}
     for s in sources:
-        for text in EXTERNAL_LINK.findall(CODE.sub(" ", s.body)):
+        body = CODE.sub(" ", s.body)
+        for text in EXTERNAL_LINK.findall(body):
             words = RAW_ASCII_TERM.findall(text)
             for word in words[:1] if len(words) == 1 else ():  # a link named by one word: a product's, not a person's
                 low = normalize(word)
@@ -315,9 +340,29 @@ def mentioned(sources: list[Source], vocabulary: Vocabulary, limit: int = MAX_ME
                     and low in vocabulary.df
                     and not vocabulary.documented(low)
                 ):
-                    found.setdefault(low, (word, s.title))
+                    linked.setdefault(low, (word, s.title))
+        for line in body.split("\n"):
+            # English prose only (in a Chinese sentence every Latin word is a name), and only a product's kind of
+            # name: the head of a dashed compound (`Flask` where the page wrote `Flask-Login`, as a question names
+            # it) or a word with an inner capital (`SQLModel`); a capitalised word alone is as often a person or a
+            # place (a dataset's citations: "Cleveland", "Rumsfeld"). A link's target is no prose, a list item's
+            # or bold text's first word starts its sentence, and a line's first name is what the line defines
+            # ("- MedInc  median income"), not a name in passing
+            heads = set(COMPOUND_HEAD.findall(line))
+            line = LIST_MARKER.sub("", MARKUP.sub("", COMPOUND_TAIL.sub("", LINK_TARGET.sub(" ", line)))).strip()
+            if language_of(line) == "en":
+                for word in passing_names(line, vocabulary):
+                    if (
+                        (word in heads or any(ch.isupper() for ch in word[1:]))
+                        and word[0].isupper()
+                        and not line.startswith(word)
+                        and not NON_ASCII_NEIGHBOUR.search(line, *_around(line, word))
+                    ):
+                        prose.setdefault(normalize(word), (word, s.title))
     rng = random.Random(seed)
-    products = rng.sample(sorted(found.values()), min(limit, len(found)))
+    products = rng.sample(sorted(linked.values()), min(limit, len(linked)))
+    rest = sorted(v for k, v in prose.items() if k not in linked)
+    products += rng.sample(rest, min(limit - len(products), len(rest)))
     # every name once in English and once in Chinese, then again in the other templates, up to `limit`: a KB that
     # links to few products still gives the answerability model enough of them to learn from
     asked = [
@@ -346,11 +391,12 @@ class SelfCalibration:
     skipped: str = ""  # why no model was fitted
 
 
-def sources_of(catalog, vectors, kb: str) -> list[Source]:
+def sources_of(catalog, rows: list, kb: str) -> list[Source]:
+    """The KB's documents, each with its stored chunks (`rows`: the vector store's `texts`)."""
     docs = catalog.documents(kb)
     bodies = catalog.stored_bodies(kb, set(docs))
     stored: dict[str, dict[int, tuple[str, tuple[str, ...]]]] = defaultdict(dict)
-    for chunk_id, doc_key, _, text in vectors.texts(kb):
+    for chunk_id, doc_key, _, text in rows:
         stored[doc_key][int(chunk_id.rpartition("#")[2])] = (chunk_id, tuple(text.split("\n")))
     return [
         Source(
@@ -396,9 +442,10 @@ def evidence(
 ) -> list[Observed]:
     """The KB's generated questions, the null pool's questions it does not name and questions on the names it only
     mentions (`mentioned`), graded once."""
-    sources = sources_of(catalog, grader.vectors, kb)
+    rows = list(grader.vectors.texts(kb))  # read once: the sources and (when not cached) the vocabulary
+    sources = sources_of(catalog, rows, kb)
     generated = generate(sources, limit)
-    vocabulary = grader.vocabulary(kb, version(catalog.require(kb)))
+    vocabulary = grader.vocabulary(kb, version(catalog.require(kb)), rows)
     near = mentioned(sources, vocabulary)
     questions = generated + [(Label(query=q), None) for q in (*POOL, *near)]
     observed = observe_all(grader, catalog, embedder, kb, questions, t, progress)

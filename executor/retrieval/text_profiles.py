@@ -179,7 +179,10 @@ class TextProfiles:
     @classmethod
     def load(cls, path: Path, version: str) -> TextProfiles | None:
         """The profiles if they were built for this KB version; None when stale, missing or unreadable."""
-        if not path.exists():
+        try:
+            if not path.is_file():
+                return None
+        except OSError:  # a cache folder this user may not enter (`Runtime.cache_dir` warned)
             return None
         profiles = cls(path)
         try:

@@ -26,6 +26,10 @@ from executor.core.fs import private_dir, private_file
 from executor.retrieval.keywords import normalize
 from executor.stores.embedders import use_words
 
+COMPOUND_PARTS = re.compile(r"[.\-]")
+# what the cache holds; raised when what is counted changes (2: subjects gained defined list terms and file names)
+CACHE_FORMAT = 2
+FILE_WORDS = re.compile(r"[_.\-]")
 ASCII_TERM = re.compile(r"[a-z0-9_]+(?:[.\-][a-z0-9_]+)*")
 RAW_ASCII_TERM = re.compile(r"[A-Za-z0-9_]+(?:[.\-][A-Za-z0-9_]+)*")
 CJK_RUN = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]+")
@@ -75,10 +79,17 @@ def terms(text: str) -> set[str]:
 CODE = re.compile(r"```.*?(?:```|\Z)|`[^`\n]+`", re.S)
 
 
+# the term a list item opens with, followed by what it is, is what the item defines ("- MedInc  median income in block
+# group", "* **timeout**: seconds"), as a heading would; a bare item (`- NetworkPolicy` in a list of kinds) only
+# enumerates, and an item opening with a link names another site's product (`- [Django](…) - a web framework`):
+# both stay mentions
+DEFINED = re.compile(r"^[ \t]*(?:[-*+]|\d+[.)])[ \t]+(?:\*\*|__)?([A-Za-z][\w.\-]*)(?:\*\*|__)?[ \t:,]+\S", re.M)
+
+
 def subject_texts(chunk: str) -> list[str]:
     """The parts of a chunk's text (`heading path\\nbody`, as ingest stores it) that name what it documents: its
-    heading path and its code, fenced or inline."""
-    return [chunk.split("\n", 1)[0], *CODE.findall(chunk)]
+    heading path, its code, fenced or inline, and the terms its list items define (`DEFINED`)."""
+    return [chunk.split("\n", 1)[0], *CODE.findall(chunk), *DEFINED.findall(CODE.sub(" ", chunk))]
 
 
 @dataclass
@@ -94,6 +105,11 @@ class Vocabulary:
     def __post_init__(self) -> None:
         # `delete-policy` is known when the KB writes `hook-delete-policy`
         self._compounds = [t for t in self.df if "-" in t or "." in t]
+        # the words the KB writes at the head of a compound (`flask` in `flask-wtf`): used, as a part of a name; a
+        # tail is the head's own part (`timesyncd` in `systemd-timesyncd`, which a page about systemd documents)
+        self._heads = frozenset(COMPOUND_PARTS.split(t)[0] for t in self._compounds)
+        # what `documented` looks a term up in: the subjects and the parts of their compounds, joined once
+        self._documented = self.subjects | {p for t in self.subjects for p in COMPOUND_PARTS.split(t)}
         # whether the KB is written in Chinese at all (an English KB's vocabulary cannot say whether it knows a
         # Chinese question's words: `query_terms` then does not count them)
         self.chinese = sum(1 for t in self.df if CJK_RUN.search(t)) >= max(20, 0.02 * len(self.df))
@@ -101,20 +117,30 @@ class Vocabulary:
     @classmethod
     def build(cls, documents: Iterable[tuple[str, str]], subjects: Iterable[str] = ()) -> Vocabulary:
         """From (doc_key, text) pairs; a document may come in several pieces (its chunks). `subjects`: the texts
-        that name what the pages document (titles, headings, keywords, code)."""
+        that name what the pages document (titles, headings, keywords, code); with them, each page's file name's
+        words as well (`util-linux-col.md` documents `col`: a plain-text page has no heading, and its first line
+        may be no title)."""
         per_doc: dict[str, set[str]] = {}
         for doc_key, text in documents:
             per_doc.setdefault(doc_key, set()).update(terms(text))
-        named = frozenset(t for text in subjects for t in terms(text))
-        return cls(len(per_doc), dict(Counter(t for ts in per_doc.values() for t in ts)), named)
+        named = {t for text in subjects for t in terms(text)}
+        if named:
+            named |= {
+                t for key in per_doc for t in terms(FILE_WORDS.sub(" ", key.rpartition("/")[2].rpartition(".")[0]))
+            }
+        return cls(len(per_doc), dict(Counter(t for ts in per_doc.values() for t in ts)), frozenset(named))
 
     def known(self, term: str) -> bool:
         return term in self.df or (term.isascii() and any(term in c for c in self._compounds))
 
+    def used(self, term: str) -> bool:
+        """Whether the KB writes `term` as a word of its own or at the head of a compound (`Flask` in `Flask-WTF`)."""
+        return term in self.df or term in self._heads
+
     def documented(self, term: str) -> bool:
         """Whether a title, heading, keyword or code of the KB names `term` (as written, or its plural or singular:
-        "ConfigMaps" in prose, `ConfigMap` in code)."""
-        return bool({term, f"{term}s", term.removesuffix("s")} & self.subjects)
+        "ConfigMaps" in prose, `ConfigMap` in code; or as a part of a compound there: `flask` in `flask-login`)."""
+        return bool({term, f"{term}s", term.removesuffix("s")} & self._documented)
 
     def idf(self, term: str) -> float:
         return math.log((self.documents + 1) / (self.df.get(term, 0) + 0.5))
@@ -134,7 +160,13 @@ class Vocabulary:
         tmp = private_file(path.with_suffix(".tmp"))  # under EXECUTOR_HOME: 0600, like every data file
         tmp.write_text(
             json.dumps(
-                {"version": version, "documents": self.documents, "df": self.df, "subjects": sorted(self.subjects)},
+                {
+                    "version": version,
+                    "format": CACHE_FORMAT,
+                    "documents": self.documents,
+                    "df": self.df,
+                    "subjects": sorted(self.subjects),
+                },
                 ensure_ascii=False,
             ),
             encoding="utf-8",
@@ -148,8 +180,8 @@ class Vocabulary:
             data = json.loads(path.read_text(encoding="utf-8"))
         except (OSError, ValueError):
             return None
-        if not isinstance(data, dict) or data.get("version") != version or "subjects" not in data:
-            return None  # stale, or cached before subjects were kept
+        if not isinstance(data, dict) or data.get("version") != version or data.get("format") != CACHE_FORMAT:
+            return None  # stale, or cached by code that read the subjects otherwise
         return cls(int(data["documents"]), {str(k): int(v) for k, v in data["df"].items()}, frozenset(data["subjects"]))
 
 
@@ -220,9 +252,19 @@ def names(text: str) -> list[tuple[str, str]]:
             and low not in CALENDAR
             and low not in use_words()
         )
-        if chinese or identifier_like(word) or capitalised or any(ch.isupper() for ch in word[1:]):
+        if chinese or identifier_like(word) or file_like(word) or capitalised or any(ch.isupper() for ch in word[1:]):
             found.append((word, low))
     return found
+
+
+# a file or host name: a dotted word whose parts are two characters or more (`poetry.lock`, `environment.yml`,
+# `Node.js`, `api.example.org`; not `e.g`): a file the KB never mentions is a name it lacks, like an identifier (on
+# pip's docs "How do I add a dependency with Poetry and refresh poetry.lock?" knew every word but the file's)
+FILE_NAME = re.compile(r"[A-Za-z0-9_\-]{2,}(?:\.[A-Za-z0-9_\-]{2,})+")
+
+
+def file_like(word: str) -> bool:
+    return bool(FILE_NAME.fullmatch(word)) and any(ch.isalpha() for ch in word.rpartition(".")[2])
 
 
 def identifier_like(word: str) -> bool:
@@ -256,8 +298,9 @@ def unknown_names(query: str, vocabulary: Vocabulary) -> list[str]:
 
 
 def passing_names(query: str, vocabulary: Vocabulary) -> list[str]:
-    """Product-like names of the query (`names`, `product_like`) that the KB uses but only in passing: never in a
-    title, heading, keyword or code (`Vocabulary.documented`). Starlette's docs name Django in a list of ORMs and a
+    """Product-like names of the query (`names`, `product_like`) that the KB uses (as a word, or at the head of a
+    compound: `Flask` in `Flask-WTF`) but only in passing: never in a title, heading, keyword or code
+    (`Vocabulary.documented`). Starlette's docs name Django in a list of ORMs and a
     quoted endorsement, and document nothing of it; "How do I write a Django data migration?" is not theirs to
     answer, though every word of it is known there."""
     if not vocabulary.subjects:
@@ -265,5 +308,5 @@ def passing_names(query: str, vocabulary: Vocabulary) -> list[str]:
     return [
         word
         for word, low in names(query)
-        if product_like(word) and low in vocabulary.df and not vocabulary.documented(low)
+        if product_like(word) and vocabulary.used(low) and not vocabulary.documented(low)
     ]

@@ -205,10 +205,12 @@ class Catalog:
         source: str,
         refreshed: list[FileRefresh] | None = None,
         new: dict | None = None,
+        graph_counts: dict | None = None,
     ) -> int:
         """Record one ingest in a single transaction; returns the new revision. `new`: the first ingest of a KB
         (its description, extract_config and grading) creates its row in the same transaction, so an ingest killed
-        before this point leaves no KB behind that lists no documents yet answers from its vectors."""
+        before this point leaves no KB behind that lists no documents yet answers from its vectors. `graph_counts`:
+        what the graph holds after this ingest built it (None: not built this time, the record stays)."""
         with self.db.session() as s:
             row = s.get(KnowledgeBase, kb)
             if row is None and new is not None:
@@ -226,6 +228,8 @@ class Catalog:
                 raise InputError(f"unknown knowledge base {kb!r}: it was dropped during the ingest")
             row.embedder, row.dim, row.source_path = embedder, dim, source
             row.revision += 1
+            if graph_counts is not None:
+                row.graph_counts = {k: int(v) for k, v in graph_counts.items()}
             if removed:
                 s.execute(delete(DocumentRow).where(DocumentRow.kb == kb, DocumentRow.doc_key.in_(removed)))
             for c in changed:

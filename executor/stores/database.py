@@ -60,6 +60,9 @@ class KnowledgeBase(Base):
     # this KB's own ranker and thresholds (core.settings.KbModel as JSON), written by `executor calibrate
     # --write`; NULL: the embedder's shared preset
     grading_model: Mapped[dict | None] = mapped_column(JSON, nullable=True)
+    # what the graph held when an ingest last built it ({"entities": n, ...}; migration 0009), NULL: never built:
+    # a graph found empty that held entities was lost (`retrieval.graph_build.graph_failure`)
+    graph_counts: Mapped[dict | None] = mapped_column(JSON, nullable=True)
     created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
 
 
@@ -228,7 +231,7 @@ def _check_whole(path: Path) -> None:
         )
 
 
-SCHEMA_REVISION = "0008"  # the newest migration in executor/stores/migrations/versions
+SCHEMA_REVISION = "0009"  # the newest migration in executor/stores/migrations/versions
 MIGRATIONS = Path(__file__).with_name("migrations")
 
 
@@ -246,8 +249,17 @@ def migrate(engine: Engine) -> None:
     stamped as the first revision, then upgraded. The check is one query, so
     opening an up-to-date database does not import Alembic.
     """
-    if schema_revision(engine) == SCHEMA_REVISION:
+    found = schema_revision(engine)
+    if found == SCHEMA_REVISION:
         return
+    if found is not None and found not in {p.name.split("_", 1)[0] for p in (MIGRATIONS / "versions").glob("*_*.py")}:
+        # a revision no migration here names: a newer executor wrote this database (Alembic said only
+        # "CommandError: Can't locate revision identified by ..."), and this one cannot read or migrate it
+        raise BackendError(
+            f"the database {engine.url.render_as_string(hide_password=True)} has schema revision {found!r}, which "
+            f"this executor (up to {SCHEMA_REVISION}) does not know: a newer executor wrote it; upgrade executor, "
+            "or use another EXECUTOR_HOME"
+        )
     from alembic import command
     from alembic.config import Config
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import fcntl
 import json
 import logging
+import os
 import re
 import shutil
 import subprocess
@@ -63,32 +64,61 @@ def is_server_uri(uri: str) -> bool:
     return uri.startswith(("http://", "https://", "tcp://", "unix:"))
 
 
+NOT_LISTENING = "executor: the Milvus Lite server did not listen in time; stopped"
+
+
 class _ListeningPopen(subprocess.Popen):
     """milvus-lite (pinned 2.5.1, `milvus_lite/server.py`) starts its server and then waits a fixed 0.5 s to see
     that it did not exit: half of a command's start-up. The server listens on its socket ~20 ms after it starts.
-    This wait returns as theirs does, only sooner: an exit is their failure, the socket their success, and
-    after 0.5 s with neither, their success too. Every other wait is Popen's own."""
+    This wait returns as theirs does, only when it knows: an exit is their failure, a socket that accepts a
+    connection their success, and after `listen_s` (the store's timeout) with neither, their failure: the server
+    is stopped and says so in its log (pymilvus would wait out its own timeout again). Their fixed 0.5 s is no
+    sign of a listening server on a loaded machine, nor is the socket's file, which appears at bind(), before
+    listen(): pymilvus's first call (no wait-for-ready) was refused in between, a failed command. Every other
+    wait is Popen's own."""
+
+    listen_s = 30.0  # set by the store that starts the server: EXECUTOR_MILVUS_TIMEOUT_S
 
     def wait(self, timeout=None):
         if timeout is None or timeout != 0.5 or not isinstance(self.args, list) or len(self.args) < 3:
             return super().wait(timeout)
         # the server's arguments: binary, data file, "unix:" + socket path, ...
         socket = Path(str(self.args[2]).removeprefix("unix:"))
-        deadline = time.monotonic() + timeout
+        deadline = time.monotonic() + self.listen_s
         while time.monotonic() < deadline:
             if self.poll() is not None:
                 return self.returncode
-            if socket.exists():
-                break
+            if _accepts(socket):
+                raise subprocess.TimeoutExpired(self.args, timeout)
             time.sleep(0.005)
-        raise subprocess.TimeoutExpired(self.args, timeout)
+        self.kill()
+        os.write(2, f"{NOT_LISTENING}\n".encode())  # file descriptor 2 is the server's log here (stderr_to)
+        return super().wait()
 
 
-def _start_lite_when_listening() -> None:
+def _accepts(path: Path) -> bool:
+    """Whether a server listens on this unix socket (connects, then hangs up)."""
+    import socket
+
+    if not path.exists():
+        return False
+    probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        probe.settimeout(0.1)
+        probe.connect(str(path))
+        return True
+    except OSError:
+        return False
+    finally:
+        probe.close()
+
+
+def _start_lite_when_listening(listen_s: float) -> None:
     from types import SimpleNamespace
 
     from milvus_lite import server
 
+    _ListeningPopen.listen_s = listen_s
     if getattr(server.subprocess, "Popen", None) is not _ListeningPopen:
         server.subprocess = SimpleNamespace(Popen=_ListeningPopen, TimeoutExpired=subprocess.TimeoutExpired)
 
@@ -170,7 +200,7 @@ class MilvusVectorStore:
             log = path.with_name(f"{path.name}.log")
             seen = log.stat().st_size if log.exists() else 0
             self._log_seen = (log, seen)
-            _start_lite_when_listening()
+            _start_lite_when_listening(self._timeout)
             # the Lite server and the files it creates are private to their owner; its own log lines go
             # to a file beside it, not to the terminal
             with private_umask(), stderr_to(log, (1, 2)):  # the Lite server prints its failures on stdout
@@ -266,6 +296,11 @@ class MilvusVectorStore:
                 said = fh.read().decode("utf-8", "replace")
         except OSError:
             said = ""
+        if NOT_LISTENING in said:
+            return (
+                f"cannot open the Milvus Lite file {self.uri}: its server did not listen within "
+                f"EXECUTOR_MILVUS_TIMEOUT_S={self._timeout:g} s"
+            )
         if "not a database" in said or "malformed" in said:
             return self._damaged_message("not a Milvus Lite file")
         if "Init milvus failed" in said or "Open local milvus failed" in str(exc):

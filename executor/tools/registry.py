@@ -102,6 +102,14 @@ class navigate_graph(ToolArgs):  # noqa: N801
         description="only relations that point away from the entity (what it depends on, not what depends on it)",
     )
 
+    @field_validator("hops", mode="before")
+    @classmethod
+    def _hops_no_boolean(cls, value):
+        # pydantic's lax mode reads true as 1: `"hops": true` ran one hop where the host meant something else
+        if isinstance(value, bool):
+            raise ValueError(f"a number of relations (1-{MAX_HOPS}) is expected, not {str(value).lower()}")
+        return value
+
     @field_validator("relations", mode="before")
     @classmethod
     def _relations_list(cls, value):

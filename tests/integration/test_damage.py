@@ -137,6 +137,17 @@ def test_ctrl_c_stops_a_rebuild_and_the_old_kb_still_answers(home, tmp_path, sta
     assert after.returncode == 0 and '"PRECISE"' in after.stdout, after.stderr
 
 
+def test_sigterm_stops_a_rebuild_saying_so_and_the_old_kb_still_answers(home, tmp_path):
+    # `kill`, a container or a service manager: it ended with 143 and not a word
+    r = run_signalled(
+        home, tmp_path, "SIGTERM", "executor.stores.vectors:MilvusVectorStore.upsert", "ingest", "--rebuild"
+    )
+    assert r.returncode == 143, (r.returncode, r.stderr)
+    assert r.stderr.strip().splitlines()[-1] == "error: terminated (SIGTERM)", r.stderr
+    after = run_cli(home, "lookup", "ERR_TIMEOUT", "--json")
+    assert after.returncode == 0 and '"PRECISE"' in after.stdout, after.stderr
+
+
 @pytest.fixture
 def small_disk(tmp_path):
     """A 500 kB file system (tmpfs): room for the database, not for the vectors. Needs mount rights (root)."""

@@ -184,6 +184,16 @@ def test_deeply_nested_json_is_bad_input_to_the_local_model_endpoint():
         parse_request(DEEP)
 
 
+@pytest.mark.parametrize("stream", ['"yes"', '"true"', "1"])
+def test_stream_that_is_not_a_json_boolean_is_bad_input_to_the_local_model_endpoint(stream):
+    from executor.local_llm.protocol import RequestError, parse_request
+
+    body = '{"messages": [{"role": "user", "content": "hi"}], "stream": ' + stream + "}"
+    with pytest.raises(RequestError, match="stream"):
+        parse_request(body.encode())
+    assert parse_request(body.replace(stream, "true").encode()).stream is True
+
+
 def test_langgraph_dev_answers_only_its_own_host_and_origins_and_studios(studio):  # noqa: F811
     url, _ = studio
     port = int(url.rsplit(":", 1)[1])

@@ -238,6 +238,12 @@ def test_the_executor_llm_is_never_offered_the_feedback_tool(sample_rt):
         ("navigate_graph", {"entity": "ComfyUI", "relations": ["LIKES"]}, "unknown relation type 'LIKES'"),
         ("navigate_graph", {"entity": "ComfyUI", "hops": 9}, "hops: Input should be less than or equal to 4"),
         ("navigate_graph", {"entity": "ComfyUI", "hops": "two"}, "hops: Input should be a valid integer"),
+        # pydantic's lax mode took true for 1 hop: a host's or LLM's boolean is no depth
+        (
+            "navigate_graph",
+            {"entity": "ComfyUI", "hops": True},
+            "hops: a number of relations (1-4) is expected, not true",
+        ),
         (
             "query_knowledge_graph",
             {"knowledge_base_ids": [], "query": "Docker"},

@@ -3,6 +3,7 @@
 import json
 import os
 import stat
+from pathlib import Path
 
 import pytest
 from conftest import run_cli
@@ -32,6 +33,45 @@ def test_a_damaged_milvus_file_is_called_damaged_not_locked(tmp_path, capfd):
     with pytest.raises(BackendError, match="damaged"):
         _ = again.client
     again.close()
+
+
+def _slow_lite_server(tmp_path, monkeypatch, seconds: int) -> None:
+    """milvus-lite's server binary, behind a wrapper that waits `seconds` before it starts it."""
+    import milvus_lite.server
+
+    real = Path(milvus_lite.server.BIN_PATH)
+    slow = tmp_path / "slow-bin"
+    slow.mkdir()
+    wrapper = slow / "milvus"
+    wrapper.write_text(
+        f'#!/bin/sh\nsleep {seconds}\nLD_LIBRARY_PATH="{real}:$LD_LIBRARY_PATH" exec "{real}/milvus" "$@"\n'
+    )
+    wrapper.chmod(0o755)
+    monkeypatch.setenv("BIN_PATH", str(slow))  # milvus-lite's own setting: where its server binary is
+
+
+def test_a_lite_server_slow_to_listen_still_opens(tmp_path, monkeypatch):
+    """On a loaded machine the Lite server listens seconds after it starts, not milvus-lite's fixed 0.5 s:
+    the open waits for it to listen instead of failing its first call with "connection refused"."""
+    _slow_lite_server(tmp_path, monkeypatch, 2)
+    store = MilvusVectorStore(str(tmp_path / "milvus.db"))
+    try:
+        assert store.has("kb") is False  # a call that needs the server answers
+    finally:
+        store.close()
+
+
+def test_a_lite_server_that_does_not_listen_within_the_timeout_is_an_error_naming_it(tmp_path, monkeypatch):
+    """The wait for a listening server is the store's timeout (EXECUTOR_MILVUS_TIMEOUT_S), not a fixed 30 s
+    followed by pymilvus's own timeout: past it the open fails, saying what it waited for."""
+    _slow_lite_server(tmp_path, monkeypatch, 6)
+    store = MilvusVectorStore(str(tmp_path / "milvus.db"), timeout_s=1.0)
+    try:
+        with pytest.raises(BackendError) as err:
+            store.has("kb")
+        assert "did not listen within EXECUTOR_MILVUS_TIMEOUT_S=1 s" in str(err.value)
+    finally:
+        store.close()
 
 
 def test_a_zero_milvus_timeout_is_a_settings_error_naming_the_variable(tmp_path):

@@ -10,17 +10,8 @@ import json
 import pytest
 from test_self_calibration import ingest_team, team_lookup
 
-PAGES = {
-    "web/databases.md": (
-        "# Databases\n\nThe service keeps its data in Postgres and talks to it through the async driver. Every "
-        "request borrows a connection from the pool and returns it when the response is sent.\n\n## Schema "
-        "migrations\n\nSchema migrations live in the `migrations/` folder, one numbered SQL file each, and are "
-        "applied in order by `svc migrate` during every deploy. A migration that fails stops the deploy.\n\n## "
-        "Coming from other stacks\n\nWe use no ORM. Teams coming from other stacks sometimes ask about these:\n\n"
-        "- [Django](https://www.djangoproject.com/) - a full-stack web framework with its own ORM.\n"
-        "- [Peewee](https://docs.peewee-orm.com/) - a small ORM.\n"
-        "- [Pony](https://ponyorm.org/) - an ORM that writes queries as generators.\n"
-    ),
+# pages of a small web service's docs that test_off_topic_near_field.py shares
+WEB_PAGES = {
     "web/routing.md": (
         "# Routing\n\nRoutes are declared in `routes.py` as a list of paths and handlers. A path parameter such as "
         "`/users/{id}` is passed to the handler as a keyword argument.\n\n## Mounting sub-applications\n\nA "
@@ -30,11 +21,6 @@ PAGES = {
         "# Middleware\n\nMiddleware wraps every request: it runs before the handler and after the response is "
         "built. The order in the settings is the order in which requests pass through it.\n\n## Timing requests\n\n"
         "The timing middleware adds a `Server-Timing` header with the handler's duration.\n"
-    ),
-    "web/sessions.md": (
-        "# Sessions\n\nSessions are kept in a signed cookie; the signing key comes from the `SECRET_KEY` "
-        "environment variable and rotating it logs every user out.\n\n## Session lifetime\n\nA session expires "
-        "after two weeks without a request.\n"
     ),
     "web/testing.md": (
         "# Testing\n\nThe test client sends requests to the application in-process, without a server. Fixtures "
@@ -50,6 +36,25 @@ PAGES = {
         "# Static files\n\nStatic files are served from the `static/` folder under the `/static` path, with a "
         "cache header of one day. In production a CDN serves them instead.\n"
     ),
+}
+
+PAGES = {
+    "web/databases.md": (
+        "# Databases\n\nThe service keeps its data in Postgres and talks to it through the async driver. Every "
+        "request borrows a connection from the pool and returns it when the response is sent.\n\n## Schema "
+        "migrations\n\nSchema migrations live in the `migrations/` folder, one numbered SQL file each, and are "
+        "applied in order by `svc migrate` during every deploy. A migration that fails stops the deploy.\n\n## "
+        "Coming from other stacks\n\nWe use no ORM. Teams coming from other stacks sometimes ask about these:\n\n"
+        "- [Django](https://www.djangoproject.com/) - a full-stack web framework with its own ORM.\n"
+        "- [Peewee](https://docs.peewee-orm.com/) - a small ORM.\n"
+        "- [Pony](https://ponyorm.org/) - an ORM that writes queries as generators.\n"
+    ),
+    "web/sessions.md": (
+        "# Sessions\n\nSessions are kept in a signed cookie; the signing key comes from the `SECRET_KEY` "
+        "environment variable and rotating it logs every user out.\n\n## Session lifetime\n\nA session expires "
+        "after two weeks without a request.\n"
+    ),
+    **WEB_PAGES,
 }
 
 

@@ -72,3 +72,10 @@ def test_sample_kb_covers_what_the_product_promises():
         assert needed in rels
     owners = [d.doc_key for d in docs if "ERR_TIMEOUT" in d.keywords]
     assert owners == ["troubleshooting/err-timeout.md"]  # unique error code -> PRECISE is reachable
+
+
+@pytest.mark.parametrize("value", [".nan", ".inf", "-.inf"])
+def test_a_title_yaml_reads_as_a_number_that_is_not_finite_is_a_warning_not_the_title_nan(value):
+    doc = parse_text("ops/disk.md", f"---\ntitle: {value}\n---\n# Disk full\n\nFree space first.\n")
+    assert doc.title == "Disk full"
+    assert [w for w in doc.warnings if w.startswith("front matter 'title' is YAML's")], doc.warnings

@@ -1,6 +1,6 @@
 import pytest
 
-from executor.core.relevance import Level, answer_features, grade, language_of, similarity
+from executor.core.relevance import Level, answer_features, grade, language_of, similarity, weak
 from executor.core.settings import Answerability, Ranker, Thresholds
 
 T = Thresholds(max_l2_distance=2.0, highly_relevant_threshold=0.75, reference_threshold=0.5)
@@ -108,6 +108,19 @@ T_GATED = Thresholds(
 )
 def test_an_answerability_model_decides_nothing_found_and_the_scores_the_level(rows, expected):
     assert grade(_candidates(*rows), T_GATED) == expected
+
+
+def test_a_keyword_lookup_found_on_its_words_alone_is_a_weak_reference():
+    """The floor of `grade`: a keyword lookup the best page spells out is never "nothing found", but where the
+    scores (or the answerability model) say the KB does not answer, it is a hedged REFERENCE, not a plain one."""
+    for t, score in ((T_GATED, 0.19), (T, 0.4999)):
+        rows = _candidates((score, False))
+        assert grade(rows, t) is None and not weak(rows, t)
+        rows[0].spelled = True
+        assert grade(rows, t) == Level.REFERENCE and weak(rows, t)
+    passing = _candidates((0.30, False))  # the model passes it: a plain REFERENCE, spelled or not
+    passing[0].spelled = True
+    assert grade(passing, T_GATED) == Level.REFERENCE and not weak(passing, T_GATED)
 
 
 def test_the_answerability_model_sees_the_whole_result():

@@ -1,7 +1,8 @@
 """Which words of a question are names the KB never uses (the answerability model's `unknown_names`).
 
 A capital alone makes a name only mid-sentence, and only for a word that is neither common English (USE's
-own lower-case vocabulary) nor a month or weekday; an underscore makes a name as a digit or a dash does.
+own lower-case vocabulary) nor a month or weekday; an underscore makes a name as a digit or a dash does, and a
+file or host name (`poetry.lock`) is one too.
 """
 
 from __future__ import annotations
@@ -10,7 +11,9 @@ import pytest
 
 from executor.retrieval.vocabulary import Vocabulary, unknown_names
 
-KB = Vocabulary.build([("a.md", "Helm hooks run jobs; hook-delete-policy"), ("b.md", "Helm charts and releases")])
+KB = Vocabulary.build(
+    [("a.md", "Helm hooks run jobs; hook-delete-policy"), ("b.md", "Helm charts and releases, see Chart.yaml")]
+)
 
 
 @pytest.mark.parametrize(
@@ -29,6 +32,9 @@ KB = Vocabulary.build([("a.md", "Helm hooks run jobs; hook-delete-policy"), ("b.
         ("Why do hooks fail when run non-interactively?", []),  # an English word with a dashed prefix
         ("Do re-signed charts keep their releases?", []),
         ("Can pre-commit-hooks check the chart?", ["pre-commit-hooks"]),  # two dashes: a name
+        ("Do I refresh poetry.lock and environment.yml after a release?", ["poetry.lock", "environment.yml"]),
+        ("Does Node.js run the hooks, e.g. on release?", ["Node.js"]),  # a file or host name; `e.g` is none
+        ("Is chart.yaml read before the hooks?", []),  # a file name the KB uses
     ],
 )
 def test_unknown_names(query, names):

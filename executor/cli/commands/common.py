@@ -49,19 +49,13 @@ KbArg = Annotated[str, typer.Argument(help="knowledge base name")]
 def warn_damaged_graph(folders) -> None:
     """One stderr line per damaged graph folder a lookup went on without (its answer stands, exit 0): the graph
     expansion was skipped, which must not pass unnoticed."""
-    import sys
-
-    from executor.core.errors import printable
+    from executor.core.errors import warn
 
     for folder in dict.fromkeys(f for f in folders if f):
-        sys.stderr.write(
-            printable(
-                f"warning: the knowledge graph under {folder} is damaged, so this answer has no graph expansion: "
-                f"restore the folder from a backup, or move it away and run `executor ingest --rebuild`"
-            )
-            + "\n"
+        warn(
+            f"the knowledge graph under {folder} is damaged, so this answer has no graph expansion: restore the "
+            "folder from a backup, or move it away and run `executor ingest --rebuild`"
         )
-    sys.stderr.flush()
 
 
 def session_or_new(session: str | None, prefix: str) -> str:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import signal
 import sys
 from pathlib import Path
 from typing import Annotated
@@ -25,6 +26,12 @@ from executor.cli.commands.common import (
 )
 
 session_app = sub_app(help="Inspect or clear a session's action memory.")
+
+
+def _terminated(_signum, _frame) -> None:
+    from executor.core.errors import Terminated
+
+    raise Terminated
 
 
 def ingest(
@@ -52,6 +59,8 @@ def ingest(
     if dry_run:
         _print_plan(source, kb, as_json)
         return
+    # SIGTERM stops an ingest as Ctrl-C does, saying so (it ended silently with 143): a rebuild keeps the old KB
+    signal.signal(signal.SIGTERM, _terminated)
     with runtime(serve_model=llm_extract) as rt:
         extractor = _llm_extractor(rt, kb, config) if llm_extract else None
         report = run_ingest(

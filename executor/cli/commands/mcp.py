@@ -84,7 +84,8 @@ def mcp(
 
         sock = _listen(host, port)  # a port in use is one line here, not uvicorn's log and exit
         server.warm_up()  # resident: real lookups before it listens, so the first call pays no start-up
-        url = f"http://{host}:{port}/mcp"
+        # an IPv6 address is bracketed in a URL (RFC 3986): "http://::1:8765/mcp" is no URL a client can open
+        url = f"http://[{host.strip('[]')}]:{port}/mcp" if ":" in host else f"http://{host}:{port}/mcp"
         log = private_file(rt.settings.ensure_home() / "mcp-http.log")
         message = {"url": url, "kb": kb, "transport": "streamable-http", "home": str(rt.settings.home), "log": str(log)}
         # stdout stays clean for scripts that read the JSON line; the person's line goes to stderr

@@ -28,6 +28,7 @@ def _observe(pairs, source: str, feedback_kbs: Sequence[str] = (), generated_for
     from executor.stores.feedback import FeedbackStore, labels_from_feedback
 
     loaded = [(str(path), kb, load_labels(path)) for path, kb in pairs]  # every file checked before any search
+    files = {source for source, _, _ in loaded}
     with runtime(source) as rt:
         for kb in feedback_kbs:
             # only answers someone called good name relevant documents; a bad answer says what is not
@@ -45,11 +46,29 @@ def _observe(pairs, source: str, feedback_kbs: Sequence[str] = (), generated_for
             if kb not in thresholds:  # one catalog read per KB, not per label file
                 thresholds[kb] = rt.settings.kb_thresholds(rt.embedder.name, rt.catalog.require(kb))
             t = thresholds[kb]
+            if source in files:
+                _warn_unknown_documents(source, kb, labels, rt.catalog.documents(kb))
             observed += observe(rt.grader, rt.catalog, rt.embedder, kb, labels, t, rt.known_entities)
             sources[source] = len(labels)
         if generated_for is not None:
             observed += _generated(rt, generated_for, sources)
         return observed, sources, thresholds, rt.embedder.name
+
+
+def _warn_unknown_documents(source: str, kb: str, labels, documents) -> None:
+    """One stderr line when a label file names documents the KB does not hold (a typo, another KB's labels, a
+    page removed since): no answer can be one of them, so every figure on those questions is a miss, reported
+    as the KB's own (`hit@1 0.00` for a label file with a misspelt folder) without a word."""
+    from executor.core.errors import warn
+
+    unknown = sorted({key for label in labels for key in label.relevant} - documents.keys())
+    if unknown:
+        more = f" and {len(unknown) - 3} more" if len(unknown) > 3 else ""
+        shown = ", ".join(repr(key) for key in unknown[:3]) + more
+        warn(
+            f"{source}: {len(unknown)} relevant document(s) are not in knowledge base {kb!r}, so no answer can "
+            f"match them: {shown}"
+        )
 
 
 def _generated(rt, kb: str, sources: dict[str, int]) -> list:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sys
 from typing import Annotated
 
 import typer
@@ -18,7 +17,7 @@ from executor.cli.commands.common import (
     session_or_new,
     warn_damaged_graph,
 )
-from executor.core.errors import printable, terminal_safe
+from executor.core.errors import terminal_safe, warn
 from executor.tools.registry import KG_QUERY, LOOKUP, NAVIGATE
 
 # what the executor's decisions mean, for a person; the code name follows in brackets
@@ -163,12 +162,9 @@ class Turns:
             return
         settings = self.rt.settings  # a checkpoint URL may hold a password: it is named, not printed
         where = "the Postgres checkpoint database" if settings.checkpoint_url else settings.home / "checkpoints.sqlite"
-        sys.stderr.write(
-            printable(
-                f"warning: session {session}'s conversation is not in {where} although its lookups are in "
-                "executor.db: it starts over (restore the checkpoints from a backup to resume it)"
-            )
-            + "\n"
+        warn(
+            f"session {session}'s conversation is not in {where} although its lookups are in executor.db: it "
+            "starts over (restore the checkpoints from a backup to resume it)"
         )
 
     def cancel(self, session: str) -> None:
