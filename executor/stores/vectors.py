@@ -79,6 +79,13 @@ class _ListeningPopen(subprocess.Popen):
 
     listen_s = 30.0  # set by the store that starts the server: EXECUTOR_MILVUS_TIMEOUT_S
 
+    def __init__(self, *args, **kwargs):
+        # a session of its own: Ctrl-C at a terminal signals the whole foreground process group, and the server
+        # it killed made the chat's next question fail ("Fail connecting to server"). It needs no signal: it
+        # stops when this process's lock on its file is released, at exit or death.
+        kwargs.setdefault("start_new_session", True)
+        super().__init__(*args, **kwargs)
+
     def wait(self, timeout=None):
         if timeout is None or timeout != 0.5 or not isinstance(self.args, list) or len(self.args) < 3:
             return super().wait(timeout)

@@ -115,6 +115,10 @@ def test_a_chat_session_in_a_terminal(home):
             child.sendeof()  # Ctrl-D
             child.expect("bye")
             child.expect(pexpect.EOF)
+        except pexpect.TIMEOUT:  # the whole screen, not pexpect's last 100 characters of escape codes
+            pytest.fail(
+                "the chat did not show what was expected; the screen so far:\n" + child.logfile_read.text[-3000:]
+            )
         finally:
             child.close()
         transcript = child.logfile_read.text
@@ -129,6 +133,50 @@ def test_a_chat_session_in_a_terminal(home):
     assert after_cancel[-1] == {"role": "user", "content": "Are you still there?"}
     fresh = [m for m in server.requests[5]["messages"] if m["role"] != "system"]
     assert fresh == [{"role": "user", "content": "Hello again"}]  # /new: nothing of the old session
+
+
+def test_ctrl_c_leaves_the_knowledge_base_answering_and_a_ctrl_c_with_enter_cancels(home):
+    """A terminal's Ctrl-C signals its whole foreground process group: it killed the Milvus Lite server, and the
+    next question's lookup failed ("Fail connecting to server"). A Ctrl-C typed with the question's Enter was a
+    key the prompt kept for later: the question ran anyway, and the Ctrl-C was lost."""
+    script = [
+        {"tool_calls": [("lookup_knowledge", {"query": "ERR_TIMEOUT"})], "delay_s": 5},  # cancelled
+        {"tool_calls": [("lookup_knowledge", {"query": "ERR_RATE_LIMITED"})]},
+        {"content": "Found it after the cancel."},
+        # whether the question cancelled with its Enter reached the model or not, the next one reads this
+        {"content": "Still here.", "delay_s": 2},
+        {"content": "Still here.", "delay_s": 2},
+    ]
+    with FakeOpenAI(script) as server:
+        child = spawn_chat(home, server, "--session", "pty-cancels")
+        try:
+            child.expect(PROMPT)
+            child.sendline("What is ERR_TIMEOUT?")
+            child.expect("thinking")
+            child.sendintr()
+            child.expect("cancelled", timeout=15)
+            child.expect(PROMPT, timeout=15)
+            child.sendline("And ERR_RATE_LIMITED?")  # a lookup: the vector store's server is still there
+            child.expect(r"looked up .ERR_RATE_LIMITED.: one document answers it exactly \[PRECISE\]")
+            child.expect("Found it after the cancel")
+            child.expect(PROMPT)
+            child.send("Never mind this one\r\x03")  # Enter and Ctrl-C in one keystroke burst
+            child.expect("cancelled", timeout=15)
+            child.expect(PROMPT, timeout=15)
+            child.sendline("Still there?")
+            child.expect("Still here")
+            child.expect(PROMPT)
+            child.sendeof()
+            child.expect(pexpect.EOF)
+        except pexpect.TIMEOUT:
+            pytest.fail(
+                "the chat did not show what was expected; the screen so far:\n" + child.logfile_read.text[-3000:]
+            )
+        finally:
+            child.close()
+    transcript = child.logfile_read.text
+    assert child.exitstatus == 0, transcript[-2000:]
+    assert "error" not in transcript.lower(), transcript[-2000:]
 
 
 def test_chat_slash_commands_and_a_pipe(home, tmp_path):

@@ -120,8 +120,22 @@ def _reader(home):
 
     history = home / "chat_history"
     history.touch(mode=0o600, exist_ok=True)
+    from prompt_toolkit.input.typeahead import get_typeahead, store_typeahead
+    from prompt_toolkit.keys import Keys
+
     session = PromptSession(history=FileHistory(str(history)))
-    return lambda: session.prompt(PROMPT)
+
+    def read_line() -> str:
+        line = session.prompt(PROMPT)
+        # a Ctrl-C typed just after Enter, while the prompt still read keys, is a key kept for the next prompt,
+        # not a signal: it is the user cancelling this question, as it would be a moment later
+        ahead = get_typeahead(session.input)
+        if any(press.key == Keys.ControlC for press in ahead):
+            raise QuestionCancelled
+        store_typeahead(session.input, ahead)
+        return line
+
+    return read_line
 
 
 def _markdown(text: str):
@@ -195,6 +209,9 @@ def chat(session: SessionOpt = None, kb: KbOpt = "sample"):
         while not state.done:
             try:
                 line = read_line().strip()
+            except QuestionCancelled:
+                state.say("cancelled; ask again or ask something else")
+                continue
             except KeyboardInterrupt:  # at the prompt: drop the line, as a shell does
                 continue
             except EOFError:
@@ -214,6 +231,10 @@ def chat(session: SessionOpt = None, kb: KbOpt = "sample"):
     console.print("bye", style="dim")
     if state.failed_turns:  # a turn that failed is not a chat that went well
         raise ExecutorError(f"{state.failed_turns} turn(s) of session {state.session} failed (see the errors above)")
+
+
+class QuestionCancelled(Exception):
+    """Ctrl-C came with the question's Enter: the question is dropped before its turn starts."""
 
 
 class TurnCancelled(Exception):
@@ -279,9 +300,21 @@ def _settle_cancelled(state: Chat) -> None:
 
 def _one_turn(state: Chat, question: str) -> None:
     _settle_cancelled(state)
+    # Ctrl-C waits while the status line and the worker start: raised inside either, it left a spinner running
+    # over the next prompt, or a turn that nobody waits for and that the next question's turn would share the
+    # session with. It is raised, and cancels the turn, as soon as the turn is waited on.
+    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        _shown_turn(state, question)
+    finally:
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+
+
+def _shown_turn(state: Chat, question: str) -> None:
     with _Answer(state) as shown:
-        running = _Running(state, question, shown)
+        running = _Running(state, question, shown)  # (its thread inherits the mask: SIGINT stays the chat's)
         try:
+            signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})  # a Ctrl-C pressed meanwhile is raised here
             running.wait()
         except KeyboardInterrupt:
             running.cancelled.set()
