@@ -3,6 +3,7 @@
 import os
 import re
 import sys
+from contextlib import contextmanager
 
 import pytest
 from conftest import REPO, ingested_home
@@ -35,7 +36,10 @@ class Transcript:
         return ANSI.sub("", "".join(self.raw))
 
 
-def spawn_chat(home, server, *args):
+@contextmanager
+def chat_in_a_terminal(home, server, *args):
+    """`executor chat` in a pseudo-terminal, closed afterwards; a line that never comes fails the test showing
+    the whole screen (pexpect's own error shows its last 100 characters of escape codes)."""
     env = {
         **os.environ,
         "EXECUTOR_HOME": str(home),
@@ -55,7 +59,12 @@ def spawn_chat(home, server, *args):
         dimensions=(50, 140),
     )
     child.logfile_read = Transcript()
-    return child
+    try:
+        yield child
+    except pexpect.TIMEOUT:
+        pytest.fail("the chat did not show what was expected; the screen so far:\n" + child.logfile_read.text[-3000:])
+    finally:
+        child.close()
 
 
 def open_tool_calls(messages: list[dict]) -> list[str]:
@@ -80,8 +89,7 @@ def test_a_chat_session_in_a_terminal(home):
         {"content": "A fresh session."},
     ]
     with FakeOpenAI(script) as server:
-        child = spawn_chat(home, server, "--session", "pty-chat")
-        try:
+        with chat_in_a_terminal(home, server, "--session", "pty-chat") as child:
             child.expect("starting")  # a status line while the embedder loads
             child.expect(PROMPT)
             child.sendline("What does ERR_RATE_LIMITED mean?")
@@ -115,12 +123,6 @@ def test_a_chat_session_in_a_terminal(home):
             child.sendeof()  # Ctrl-D
             child.expect("bye")
             child.expect(pexpect.EOF)
-        except pexpect.TIMEOUT:  # the whole screen, not pexpect's last 100 characters of escape codes
-            pytest.fail(
-                "the chat did not show what was expected; the screen so far:\n" + child.logfile_read.text[-3000:]
-            )
-        finally:
-            child.close()
         transcript = child.logfile_read.text
     assert child.exitstatus == 0, transcript[-2000:]
     # Markdown rendered, not printed raw
@@ -148,8 +150,7 @@ def test_ctrl_c_leaves_the_knowledge_base_answering_and_a_ctrl_c_with_enter_canc
         {"content": "Still here.", "delay_s": 2},
     ]
     with FakeOpenAI(script) as server:
-        child = spawn_chat(home, server, "--session", "pty-cancels")
-        try:
+        with chat_in_a_terminal(home, server, "--session", "pty-cancels") as child:
             child.expect(PROMPT)
             child.sendline("What is ERR_TIMEOUT?")
             child.expect("thinking")
@@ -168,12 +169,6 @@ def test_ctrl_c_leaves_the_knowledge_base_answering_and_a_ctrl_c_with_enter_canc
             child.expect(PROMPT)
             child.sendeof()
             child.expect(pexpect.EOF)
-        except pexpect.TIMEOUT:
-            pytest.fail(
-                "the chat did not show what was expected; the screen so far:\n" + child.logfile_read.text[-3000:]
-            )
-        finally:
-            child.close()
     transcript = child.logfile_read.text
     assert child.exitstatus == 0, transcript[-2000:]
     assert "error" not in transcript.lower(), transcript[-2000:]
