@@ -8,6 +8,31 @@ import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 
+def conversation_error(messages: list[dict]) -> str | None:
+    """The real API's refusal of a conversation whose tool calls and results do not pair up: an assistant message
+    with `tool_calls` must be followed by a tool message for each of its ids, and a tool message must answer a call
+    of the assistant message before it."""
+    open_calls: list[str] = []
+    for m in messages:
+        if m.get("role") == "tool":
+            if m.get("tool_call_id") not in open_calls:
+                return (
+                    "Invalid parameter: messages with role 'tool' must be a response to a preceeding message with "
+                    "'tool_calls'."
+                )
+            open_calls.remove(m["tool_call_id"])
+            continue
+        if open_calls:
+            break
+        open_calls = [c["id"] for c in m.get("tool_calls") or []] if m.get("role") == "assistant" else []
+    if open_calls:
+        return (
+            "An assistant message with 'tool_calls' must be followed by tool messages responding to each "
+            f"'tool_call_id'. The following tool_call_ids did not have response messages: {', '.join(open_calls)}"
+        )
+    return None
+
+
 class FakeOpenAI:
     """`script`: replies in order; each is {"content": str} or {"tool_calls": [(name, arguments_dict), ...]},
     optionally with "delay_s" before it is sent."""
@@ -28,6 +53,15 @@ class FakeOpenAI:
                     self.send_response(500)
                     self.end_headers()
                     self.wfile.write(b'{"error": {"message": "the fake server has no reply scripted"}}')
+                    return
+                refused = conversation_error(body.get("messages") or [])
+                if refused:  # what the real API answers such a conversation, before any reply is spent
+                    self.send_response(400)
+                    self.send_header("Content-Type", "application/json")
+                    self.end_headers()
+                    self.wfile.write(
+                        json.dumps({"error": {"message": refused, "type": "invalid_request_error"}}).encode()
+                    )
                     return
                 reply = fake.script.pop(0)
                 time.sleep(reply.get("delay_s", 0))  # a slow model, for cancelling a turn mid-way

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from langchain_core.messages import AIMessage, HumanMessage
+from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, ToolCall, ToolMessage
 from langchain_core.runnables import RunnableConfig
 
 from executor.core.errors import BackendError, first_line
@@ -69,6 +69,40 @@ def lang_of(state: ExecutorState) -> str:
 def last_ai(state: ExecutorState) -> AIMessage | None:
     messages = state.get("messages") or []
     return messages[-1] if messages and isinstance(messages[-1], AIMessage) else None
+
+
+NOT_RUN = "not run: the turn that asked for this was stopped before it ran"
+
+
+def paired_tool_calls(messages: list[AnyMessage]) -> list[AnyMessage]:
+    """The conversation as the model is sent it: each tool call an earlier turn left without a result gets one
+    saying it was not run, right after the results its message has. A run stopped after the model asked for a
+    tool (a chat UI's Stop, a run cancelled or interrupted on LangGraph's server, a client gone) leaves such a
+    call in the thread's checkpoint, and an OpenAI-style endpoint refuses every later request of that thread
+    ("An assistant message with 'tool_calls' must be followed by tool messages"). Results are matched to the
+    message right before them, not by id alone: ids repeat across turns with some endpoints. The checkpoint
+    keeps what happened; only what the model reads is mended."""
+    out: list[AnyMessage] = []
+    waiting: list[ToolCall] = []  # the calls of the last assistant message that have no result yet
+
+    def close_waiting() -> None:
+        out.extend(ToolMessage(NOT_RUN, tool_call_id=c["id"], name=c["name"]) for c in waiting)
+        waiting.clear()
+
+    for message in messages:
+        if isinstance(message, ToolMessage):
+            match = next((c for c in waiting if c["id"] == message.tool_call_id), None)
+            if match is None:
+                continue  # a result no call before it asked for: the endpoint refuses it too
+            waiting.remove(match)
+            out.append(message)
+            continue
+        close_waiting()
+        out.append(message)
+        if isinstance(message, AIMessage):
+            waiting = list(message.tool_calls)
+    close_waiting()
+    return out
 
 
 # the exceptions an LLM client raises when the endpoint is down, times out or refuses the request

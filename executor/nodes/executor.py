@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from langchain_core.messages import SystemMessage
 from langgraph.runtime import Runtime as RunContext
 
-from executor.nodes.common import invoke_llm, lang_of
+from executor.nodes.common import invoke_llm, lang_of, paired_tool_calls
 from executor.nodes.state import Context, ExecutorState
 from executor.prompts.executor import system_prompt
 from executor.retrieval.knowledge_bases import knowledge_bases
@@ -28,7 +28,7 @@ def make_executor(model, catalog, tools: Mapping[str, Tool]):
             [k.line() for k in knowledge_bases(catalog)],
             ctx.kb,
         )
-        reply = invoke_llm(bound, [SystemMessage(prompt), *state.get("messages", [])])
+        reply = invoke_llm(bound, [SystemMessage(prompt), *paired_tool_calls(state.get("messages", []))])
         return {"messages": [reply], "rounds": state.get("rounds", 0) + 1}
 
     return executor

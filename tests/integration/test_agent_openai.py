@@ -67,3 +67,37 @@ def test_the_llm_answers_after_reading_tool_results(sample_rt):
     assert "relevance_level:" in text and "completeness_hint:" in text
     assert "similarity" not in text and "distance" not in text
     assert server.requests[1]["messages"][-2]["tool_calls"][0]["function"]["name"] == "lookup_knowledge"
+
+
+def test_a_turn_stopped_after_its_tool_call_leaves_the_thread_answering(sample_rt):
+    """A chat UI's Stop (or a run cancelled or interrupted on LangGraph's server) right after the model asked for a
+    lookup leaves the thread's checkpoint with a tool call and no result. The endpoint refuses every later request
+    of that thread as OpenAI does (the fake answers 400 like the real API): the next turn must still answer."""
+    from langchain_core.messages import HumanMessage
+
+    with FakeOpenAI(
+        [
+            {"tool_calls": [("lookup_knowledge", {"query": "ERR_TIMEOUT"})]},  # the stopped turn
+            {"content": "Use a pool of 20 connections. [infrastructure/mysql-connection-pool.md]"},
+        ]
+    ) as server:
+        settings = Settings(
+            home=sample_rt.settings.home, openai_base_url=server.base_url, openai_api_key="test-key", model="fake-model"
+        )
+        model, mode = make_chat_model(settings)
+        app = sample_rt.app(model, mode, checkpointer=InMemorySaver())
+        session = f"oa-stop-{uuid.uuid4().hex[:8]}"
+        config = {"configurable": {"thread_id": session}}
+        app.invoke(
+            {"messages": [HumanMessage("What is ERR_TIMEOUT?")]}, config, context=Context(), interrupt_before=["guard"]
+        )
+        assert app.get_state(config).next == ("guard",)  # stopped where a Stop after the model's reply leaves it
+
+        result = run_turn(app, "How big should the connection pool be?", session, Context(), mode)
+    assert result.answer.startswith("Use a pool of 20 connections"), result.answer
+    sent = server.requests[1]["messages"]
+    stopped = next(i for i, m in enumerate(sent) if m.get("tool_calls"))
+    assert sent[stopped + 1]["role"] == "tool"
+    assert sent[stopped + 1]["tool_call_id"] == sent[stopped]["tool_calls"][0]["id"]
+    assert "not run" in sent[stopped + 1]["content"]
+    assert sent[-1] == {"role": "user", "content": "How big should the connection pool be?"}
