@@ -297,12 +297,6 @@ class ExecutorMCP:
                             # no response, and the SDK's "unknown request ID" was an "Internal Server Error" log
                             # notification, a stderr line and (once, at end of input) an exit 1
                             continue
-                        elif isinstance(root, types.JSONRPCNotification) and root.method == CANCELLED:
-                            # a lookup runs in a thread, which cannot be stopped: the SDK answered "Request cancelled"
-                            # at once, then the finished handler answered again and its "Request already responded
-                            # to" ended the server (exit 1). MCP lets a request that cannot stop run on: it is
-                            # answered once, when done, and the host ignores the answer it no longer wants
-                            continue
                         else:
                             if request is not None:
                                 write.expect(request.id)
@@ -369,8 +363,8 @@ def request_error(root: types.JSONRPCRequest) -> types.ErrorData | None:
 
 class _Server(Server):
     """The SDK's server, answering a request it would refuse with a bare "Invalid request parameters" as JSON-RPC
-    2.0 says, naming what is wrong (`request_error`; over stdio and HTTP alike: both transports hand their streams
-    to `run`)."""
+    2.0 says, naming what is wrong (`request_error`), and letting a cancelled lookup run on to its one answer; over
+    stdio and HTTP alike: both transports hand their streams to `run`."""
 
     async def run(self, read_stream, write_stream, *args, **kwargs):
         valid_send, valid = anyio.create_memory_object_stream(0)
@@ -380,7 +374,14 @@ class _Server(Server):
                 async for item in read_stream:
                     root = getattr(getattr(item, "message", None), "root", None)
                     error = request_error(root) if isinstance(root, types.JSONRPCRequest) else None
-                    if root is not None and error is not None:
+                    if isinstance(root, types.JSONRPCNotification) and root.method == CANCELLED:
+                        # a lookup runs in a thread, which cannot be stopped: the SDK answered "Request cancelled"
+                        # at once, then the finished handler answered again and its "Request already responded to"
+                        # ended the stdio server (exit 1) and, over HTTP, the MCP session (every later call "Session
+                        # not found"). MCP lets a request that cannot stop run on: it is answered once, when done,
+                        # and the host ignores the answer it no longer wants
+                        continue
+                    if isinstance(root, types.JSONRPCRequest) and error is not None:
                         reply = types.JSONRPCError(jsonrpc="2.0", id=root.id, error=error)
                         await write_stream.send(SessionMessage(types.JSONRPCMessage(reply)))
                     else:

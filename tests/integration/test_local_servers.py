@@ -1,5 +1,6 @@
 """Local HTTP servers a web page (or the network) could use (issue 30): `executor mcp --http` and the local model
-endpoint check Host (whole), Origin, a token beyond loopback, and bound bodies before reading them."""
+endpoint check Host (whole), Origin, a token beyond loopback, and bound bodies before reading them; a cancelled
+MCP call leaves its session working."""
 
 import json
 import os
@@ -132,6 +133,51 @@ def test_a_non_loopback_server_needs_its_token_and_keeps_the_host_check(home, tm
         assert post(port, "evil.example", body, extra=f"Authorization: Bearer {TOKEN}\r\n") == 421
     finally:
         stop_process(proc, log)
+
+
+def test_a_lookup_cancelled_over_http_leaves_the_mcp_session_answering(home, tmp_path):
+    """A host's `notifications/cancelled` for a lookup still running: the SDK answered "Request cancelled", then
+    the lookup's own answer hit "Request already responded to" and the MCP session died (the next call was 404
+    "Session not found"). Cancels at several moments of the lookup, each followed by a call in the same session."""
+    import threading
+
+    import httpx
+
+    log = open(tmp_path / "server.log", "w")
+    proc, port = start_mcp(home, log)
+    url, headers = f"http://127.0.0.1:{port}/mcp", {"Accept": "application/json, text/event-stream"}
+    try:
+        with httpx.Client(timeout=120) as http:
+            r = http.post(url, json=INIT, headers=headers)
+            assert r.status_code == 200, r.text
+            headers["mcp-session-id"] = r.headers["mcp-session-id"]
+            initialized = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+            assert http.post(url, json=initialized, headers=headers).status_code == 202
+
+            def lookup(request_id: int, query: str) -> httpx.Response:  # each its own action-memory session
+                call = {"name": "lookup_knowledge", "arguments": {"query": query, "session": f"s{request_id}"}}
+                return http.post(
+                    url,
+                    json={"jsonrpc": "2.0", "id": request_id, "method": "tools/call", "params": call},
+                    headers=headers,
+                )
+
+            for n, delay in enumerate([0.0, 0.01, 0.02, 0.05, 0.2]):
+                cancelled = threading.Thread(target=lookup, args=(100 + n, "How do I configure the connection pool?"))
+                cancelled.start()
+                time.sleep(delay)
+                cancel = {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 100 + n}}
+                assert http.post(url, json=cancel, headers=headers).status_code == 202
+                cancelled.join(timeout=120)
+                after = lookup(200 + n, "ERR_TIMEOUT")
+                assert after.status_code == 200, (
+                    f"after a cancel {delay} s into a lookup: {after.status_code} {after.text}"
+                )
+                assert '"isError":false' in after.text.replace(" ", "") and "PRECISE" in after.text, after.text[:500]
+    finally:
+        stop_process(proc, log)
+    said = (tmp_path / "server.log").read_text()
+    assert "crashed" not in said and "already responded" not in said, said[-3000:]
 
 
 # -- the local model endpoint ---------------------------------------------------------------------------
