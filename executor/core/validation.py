@@ -57,6 +57,11 @@ def clean_query(query: str | None, max_chars: int, what: str = "the query") -> s
     query = str(query)
     if len(query) > max_chars:
         raise InputError(f"{what} is {len(query):,} characters long; the limit is {max_chars:,}")
-    if CONTROL.search(query):
+    return " ".join(no_control_characters(query, what).split())
+
+
+def no_control_characters(text: str, what: str) -> str:
+    """`text`, or InputError when it holds control characters (tab and newlines are text)."""
+    if CONTROL.search(text):
         raise InputError(f"{what} contains control characters")
-    return " ".join(query.split())
+    return text

@@ -3,13 +3,15 @@
 It also checks a knowledge base the run names before anything runs: a run with `context={"kb": "nope"}` ends at
 once in an InputError that names it (and the home that was read), which every LangGraph client shows. The
 default KB is not checked here: a run that uses no retrieval tool needs none (a lookup in a KB that is not there
-ends the turn in that error anyway).
+ends the turn in that error anyway). A question holding control characters is refused the same way, as `executor
+ask` refuses it: its lookups would each fail on them, and the turn said the knowledge base had nothing.
 """
 
 from __future__ import annotations
 
 from langgraph.runtime import Runtime as RunContext
 
+from executor.core.validation import no_control_characters
 from executor.nodes.common import last_question
 from executor.nodes.state import TURN_RESET, Context, ExecutorState
 
@@ -21,6 +23,6 @@ def make_begin_turn(catalog):
         ctx = runtime.context or Context()
         if "kb" in ctx.model_fields_set:
             catalog.require(ctx.kb)
-        return {**TURN_RESET, "question": last_question(state)}
+        return {**TURN_RESET, "question": no_control_characters(last_question(state), "the question")}
 
     return begin_turn

@@ -120,6 +120,20 @@ def test_a_bad_run_context_is_one_input_error(sample_rt, context, message):
     assert isinstance(caught.value, RuntimeError)  # a built-in kind: LangGraph's server passes its message on
 
 
+@pytest.mark.parametrize("control", ["\x07", "\x00", "\x1b[31m", "\x7f", "\x9b"])
+def test_a_question_with_control_characters_is_refused_not_answered_nothing_found(sample_rt, control):
+    """From LangGraph's server (Studio, the SDKs) as from `executor ask`: the question is refused, naming why. Its
+    lookups each failed on the control characters, and the turn answered that the knowledge base had nothing."""
+    app = sample_rt.app(OfflinePlanner(), "offline", checkpointer=InMemorySaver())
+    with pytest.raises(InputError) as caught:
+        app.invoke(
+            {"messages": [HumanMessage(blocks(f"What does ERR_TIMEOUT{control} mean?"))]},
+            {"configurable": {"thread_id": uuid.uuid4().hex}},
+            context=Context(),
+        )
+    assert str(caught.value) == "the question contains control characters"
+
+
 def test_an_unknown_kb_in_the_run_context_names_the_known_ones_and_the_home(sample_rt):
     app = sample_rt.app(OfflinePlanner(), "offline", checkpointer=InMemorySaver())
     with pytest.raises(InputError) as caught:
