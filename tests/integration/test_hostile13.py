@@ -1,0 +1,37 @@
+"""Round thirteen of the hostile pass (issue 30): the leftovers of round twelve (`docs/reliability.md`). A database
+whose recorded schema revision was set back by hand, its tables already those of a later one, is one line saying
+so and is left as it was (it was "duplicate column name: file_stat", and a migration could stop half-written)."""
+
+import sqlite3
+
+import pytest
+from conftest import last_error_line, run_cli
+
+
+def _schema(db) -> list:
+    with sqlite3.connect(db) as conn:
+        return [
+            conn.execute("SELECT version_num FROM alembic_version").fetchall(),
+            conn.execute("SELECT type, name, sql FROM sqlite_master ORDER BY name").fetchall(),
+        ]
+
+
+# -- a database whose recorded revision was set back ---------------------------------------------------
+@pytest.mark.parametrize(
+    ("revision", "drop"),
+    [("0007", None), ("0008", None), ("0007", "file_stat")],
+    ids=["0007-of-0009", "0008-of-0009", "0007-half-of-0008"],
+)
+def test_a_database_whose_revision_was_set_back_is_one_line_and_left_unchanged(tmp_path, revision, drop):
+    home = tmp_path / "home"
+    assert run_cli(home, "kb", "list").returncode == 0  # a new home: its database at the newest revision
+    db = home / "executor.db"
+    with sqlite3.connect(db) as conn:
+        conn.execute("UPDATE alembic_version SET version_num = ?", (revision,))
+        if drop:  # 0008 stopped after its first columns: the next one is already there, this one not yet
+            conn.execute(f"ALTER TABLE document DROP COLUMN {drop}")
+    before = _schema(db)
+    line = last_error_line(run_cli(home, "kb", "list"), 1)
+    assert str(db) in line and f"revision {revision!r} is recorded" in line, line
+    assert "later migration" in line and "restore" in line, line
+    assert _schema(db) == before  # no migration half-written, nothing stamped
