@@ -1,11 +1,17 @@
 """Round thirteen of the hostile pass (issue 30): the leftovers of round twelve (`docs/reliability.md`). A database
 whose recorded schema revision was set back by hand, its tables already those of a later one, is one line saying
-so and is left as it was (it was "duplicate column name: file_stat", and a migration could stop half-written)."""
+so and is left as it was (it was "duplicate column name: file_stat", and a migration could stop half-written); a
+lone surrogate escape in an MCP request over stdio gets the answer HTTP gives, naming the argument (it was -32700
+"the line is not JSON")."""
 
+import json
 import sqlite3
 
 import pytest
-from conftest import last_error_line, run_cli
+from conftest import last_error_line, run_cli, stop_process
+from test_hostile5_servers import mcp_post
+from test_hostile6_servers import http_session, stdio_mcp
+from test_local_servers import start_mcp
 
 
 def _schema(db) -> list:
@@ -35,3 +41,26 @@ def test_a_database_whose_revision_was_set_back_is_one_line_and_left_unchanged(t
     assert str(db) in line and f"revision {revision!r} is recorded" in line, line
     assert "later migration" in line and "restore" in line, line
     assert _schema(db) == before  # no migration half-written, nothing stamped
+
+
+# -- MCP: a lone surrogate escape over stdio -------------------------------------------------------------
+LONE = {"jsonrpc": "2.0", "id": 9, "method": "tools/call"}
+LONE["params"] = {"name": "lookup_knowledge", "arguments": {"query": "\ud800"}}  # json.dumps: "\\ud800"
+
+
+def test_a_lone_surrogate_over_stdio_gets_the_answer_http_gives(tmp_path):
+    home = tmp_path / "home"
+    with stdio_mcp(home) as ask:
+        over_stdio = ask(json.dumps(LONE).encode())
+        assert ask(json.dumps({**LONE, "id": 10, "params": {"name": "lookup_knowledge"}}).encode())["id"] == 10
+    log = open(tmp_path / "server.log", "w")
+    proc, port = start_mcp(home, log)
+    try:
+        _, body, _ = mcp_post(port, LONE, http_session(port))
+    finally:
+        stop_process(proc, log)
+    over_http = json.loads(next(line for line in body.split(b"\n") if line.startswith(b"data: "))[6:])
+    assert over_stdio == over_http, (over_stdio, over_http)
+    assert over_stdio["id"] == 9 and over_stdio["result"]["isError"] is True, over_stdio
+    text = over_stdio["result"]["content"][0]["text"]
+    assert text.startswith("invalid arguments: query: ") and "unicode string" in text, text
