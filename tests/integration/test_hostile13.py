@@ -2,7 +2,8 @@
 whose recorded schema revision was set back by hand, its tables already those of a later one, is one line saying
 so and is left as it was (it was "duplicate column name: file_stat", and a migration could stop half-written); a
 lone surrogate escape in an MCP request over stdio gets the answer HTTP gives, naming the argument (it was -32700
-"the line is not JSON")."""
+"the line is not JSON"); short Slovene and Estonian pages in their code pages are read in them, not as a
+Mac, DOS, HP or Big5 page."""
 
 import json
 import sqlite3
@@ -12,6 +13,8 @@ from conftest import last_error_line, run_cli, stop_process
 from test_hostile5_servers import mcp_post
 from test_hostile6_servers import http_session, stdio_mcp
 from test_local_servers import start_mcp
+
+from executor.retrieval.converters import decode_text
 
 
 def _schema(db) -> list:
@@ -64,3 +67,24 @@ def test_a_lone_surrogate_over_stdio_gets_the_answer_http_gives(tmp_path):
     assert over_stdio["id"] == 9 and over_stdio["result"]["isError"] is True, over_stdio
     text = over_stdio["result"]["content"][0]["text"]
     assert text.startswith("invalid arguments: query: ") and "unicode string" in text, text
+
+
+# -- legacy code pages: Slovene (cp1250) and Estonian (cp1257) ----------------------------------------------
+@pytest.mark.parametrize(
+    ("text", "charset"),
+    [
+        ("Če prehod javi napako, znova zaženite storitev.\n", "cp1250"),  # Mac Central European: "»e ... zaěenite"
+        ("Õige seadistus on kirjeldatud allpool.\n", "cp1257"),  # Big5: "掂ge seadistus"
+        (
+            "# Sisselogimise probleemid\n\nKui parool ei tööta, lähtestage see kontoseadetes.\n",
+            "cp1257",
+        ),  # DOS Baltic (cp775): "ei t÷÷ta, lõhtestage"
+        (
+            "Ühenduse katkemisel proovige hiljem uuesti; päring võib võtta mõne sekundi.\n",
+            "cp1257",
+        ),  # HP Roman-8: "Éhenduse ... pðring v¾ib"
+    ],
+    ids=["slovene-cp1250", "short-estonian-cp1257", "estonian-heading-cp1257", "estonian-cp1257"],
+)
+def test_a_short_slovene_or_estonian_page_is_read_in_its_code_page(text, charset):
+    assert decode_text(text.encode(charset)) == text
