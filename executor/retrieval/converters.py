@@ -97,7 +97,7 @@ def _detected(data: bytes) -> str:
         # windows-1252 wins: the default a browser gives a page that does not say, and Latin-1's letters.
         fits = [m for m in matches if "cp1252" in m.could_be_from_charset and m.coherence >= best.coherence]
         chosen = ("cp1252", str(fits[0])) if fits else (best.encoding, str(best))
-        return _central_or_baltic(data, *(_windows_page(data, *chosen) or chosen))
+        return _hungarian(data, matches, _central_or_baltic(data, *(_windows_page(data, *chosen) or chosen)))
     if any_specified_encoding(data) is None and (windows := _windows_page(data, best.encoding, str(best))):
         return _central_or_baltic(data, *windows)
     return str(best)
@@ -127,6 +127,26 @@ def _windows_page(data: bytes, encoding: str, text: str) -> tuple[str, str] | No
         if not _symbol_inside_word(reading) and fit >= max(_PLAIN_FIT, _letters_fit(text)):
             return page, reading
     return None
+
+
+# the bytes of Hungarian's ő ű Ő Ű in cp1250, which windows-1252 reads as õ û Õ Û (and cp1257 as õ ū Õ Ū)
+_DOUBLE_ACUTE = frozenset(b"\xd5\xdb\xf5\xfb")
+
+
+def _hungarian(data: bytes, matches, text: str) -> str:
+    """`text`, or `data` in cp1250 when charset_normalizer takes that reading for Hungarian and it differs from
+    `text` only in ő ű. Every other letter of a Hungarian page reads the same in windows-1252, cp1250 and cp1257,
+    and the library's letter table holds only á é ö for Hungarian, so neither its coherence (a tie, which
+    windows-1252 wins) nor the letter fit tells "előtt" from "elõtt"; its language guess, from the frequencies of
+    all the letters, does on a page of a sentence or more (a shorter line says "Unknown" and is left as it is)."""
+    cp1250 = next((m for m in matches if "cp1250" in m.could_be_from_charset), None)
+    if cp1250 is None or cp1250.language != "Hungarian":
+        return text
+    reading = data.decode("cp1250", errors="replace")
+    if len(reading) != len(text) or reading == text:  # `text` is another single-byte page's: a character a byte
+        return text
+    same = all(data[i] in _DOUBLE_ACUTE for i, (a, b) in enumerate(zip(text, reading, strict=True)) if a != b)
+    return reading if same else text
 
 
 def _glued_to_latin(text: str) -> bool:

@@ -3,7 +3,7 @@ whose recorded schema revision was set back by hand, its tables already those of
 so and is left as it was (it was "duplicate column name: file_stat", and a migration could stop half-written); a
 lone surrogate escape in an MCP request over stdio gets the answer HTTP gives, naming the argument (it was -32700
 "the line is not JSON"); short Slovene and Estonian pages in their code pages are read in them, not as a
-Mac, DOS, HP or Big5 page."""
+Mac, DOS, HP or Big5 page, and Hungarian's ő ű in cp1250 are no longer windows-1252's õ û."""
 
 import json
 import sqlite3
@@ -88,3 +88,32 @@ def test_a_lone_surrogate_over_stdio_gets_the_answer_http_gives(tmp_path):
 )
 def test_a_short_slovene_or_estonian_page_is_read_in_its_code_page(text, charset):
     assert decode_text(text.encode(charset)) == text
+
+
+HUNGARIAN = [
+    "A szerver hibát jelez, ha a kérés túl hosszú. Győződjön meg arról, hogy a felhasználó jelszava érvényes.\n",
+    "Ha a kiszolgáló nem válaszol, ellenőrizze a hálózati kapcsolatot, és indítsa újra a szolgáltatást.\n",
+    "A szolgáltatás újraindítása előtt ellenőrizze a naplófájlokat.\nHa az átjáró időtúllépési hibát jelez, "
+    "növelje a várakozási időt a beállításokban.\n",
+    "# Útmutató\n\nA fejlesztői környezet beállítása után futtassa a teszteket. A hibaüzenetek a naplóban "
+    "jelennek meg.\n",
+]
+
+
+# each read with õ (windows-1252 or cp1257) before: "Gyõzõdjön", "ellenõrizze", "elõtt", "fejlesztõi"
+@pytest.mark.parametrize("text", HUNGARIAN, ids=["gyozodjon", "ellenorizze", "two-lines", "heading"])
+def test_a_hungarian_page_in_cp1250_keeps_its_double_acute_letters(text):
+    assert decode_text(text.encode("cp1250")) == text
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Sûr, c'est dû au côté du réseau.\n",
+        "As informações são importantes; as opções estão disponíveis.\n",
+        "Kontrollige, kas server on kättesaadav, ja proovige mõne minuti pärast uuesti.\n",
+    ],
+    ids=["french-u-circumflex", "portuguese-o-tilde", "estonian-o-tilde"],
+)
+def test_o_tilde_and_u_circumflex_of_other_languages_stay(text):
+    assert decode_text(text.encode("cp1252")) == text
