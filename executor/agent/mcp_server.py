@@ -280,7 +280,8 @@ class ExecutorMCP:
                 # answers: the host would wait for ever. JSON-RPC 2.0 says: an error whose id is null, -32700
                 # for a line that is not JSON, -32600 for JSON that is no request
                 async with parsed_send:
-                    async for item in read:
+                    async for line in read:
+                        item = _reread(line)
                         error = _stdio_error(item)
                         root = item.message.root if isinstance(item, SessionMessage) else None
                         request = root if isinstance(root, types.JSONRPCRequest) else None
@@ -491,6 +492,26 @@ class _BoundedLines:
                 yield TOO_LONG
                 continue
             yield line.decode("utf-8", errors="replace")  # as the SDK's own reader decodes stdin
+
+
+def _reread(item):
+    """A line the SDK's JSON parser refused that Python's takes, validated as the SDK's HTTP transport reads a body
+    (`json.loads`, then the model), or `item` as it was. pydantic's parser refuses a lone surrogate escape
+    (`"\\ud800"`), so over stdio the line was -32700 "not JSON" with a null id, where over HTTP the request ran
+    and its tool named the argument: the same request gets the same answer on both transports."""
+    if not isinstance(item, ValidationError):
+        return item
+    line = next((e.get("input") for e in item.errors() if e["type"] == "json_invalid"), None)
+    if not isinstance(line, str) or line == TOO_LONG:
+        return item
+    try:
+        message = json.loads(line)
+    except (ValueError, RecursionError):  # not JSON to Python either (or nested past its recursion limit)
+        return item
+    try:
+        return SessionMessage(types.JSONRPCMessage.model_validate(message))
+    except ValidationError as exc:  # JSON, but no JSON-RPC message: -32600, as any such line
+        return exc
 
 
 def _stdio_error(item) -> tuple[int, str] | None:

@@ -97,8 +97,70 @@ def _detected(data: bytes) -> str:
         # windows-1252 wins: the default a browser gives a page that does not say, and Latin-1's letters.
         fits = [m for m in matches if "cp1252" in m.could_be_from_charset and m.coherence >= best.coherence]
         chosen = ("cp1252", str(fits[0])) if fits else (best.encoding, str(best))
-        return _central_or_baltic(data, *chosen)
+        return _hungarian(data, matches, _central_or_baltic(data, *(_windows_page(data, *chosen) or chosen)))
+    if any_specified_encoding(data) is None and (windows := _windows_page(data, best.encoding, str(best))):
+        return _central_or_baltic(data, *windows)
     return str(best)
+
+
+def _windows_page(data: bytes, encoding: str, text: str) -> tuple[str, str] | None:
+    """A Windows Latin page's reading of `data` instead of `text`, its reading in a DOS, classic Mac OS or HP page,
+    or None. On a short page such a page wins by a hair of coherence (a Slovene "Če" read as Mac Central European
+    "»e", an Estonian "Ühenduse" as HP Roman-8 "Éhenduse"), but files in those pages are rare today and a Windows
+    page is what a page that does not say is in; it is taken when it reads clean and its letters fit a language
+    plainly, at least as well as the other page's (`_central_or_baltic` then picks among the three).
+
+    A multi-byte (CJK) reading gives way the same way when it is plainly a Latin page's: an accented letter's byte
+    and the ASCII letter after it read as one CJK character (Slovene "čas" as Big5 "醀s", Estonian "Õige" as
+    "掂ge"), so each stands alone among ASCII text, where Chinese or Japanese text has runs of them."""
+    if encoding.startswith(_OTHER_SYSTEMS):
+        if not _latin(text):
+            return None
+    elif not _glued_to_latin(text):
+        return None
+    for page in _LATIN_PAGES:
+        try:
+            reading = data.decode(page)
+        except UnicodeDecodeError:
+            continue
+        fit = _letters_fit(reading)
+        if not _symbol_inside_word(reading) and fit >= max(_PLAIN_FIT, _letters_fit(text)):
+            return page, reading
+    return None
+
+
+# the bytes of Hungarian's ő ű Ő Ű in cp1250, which windows-1252 reads as õ û Õ Û (and cp1257 as õ ū Õ Ū)
+_DOUBLE_ACUTE = frozenset(b"\xd5\xdb\xf5\xfb")
+
+
+def _hungarian(data: bytes, matches, text: str) -> str:
+    """`text`, or `data` in cp1250 when charset_normalizer takes that reading for Hungarian and it differs from
+    `text` only in ő ű. Every other letter of a Hungarian page reads the same in windows-1252, cp1250 and cp1257,
+    and the library's letter table holds only á é ö for Hungarian, so neither its coherence (a tie, which
+    windows-1252 wins) nor the letter fit tells "előtt" from "elõtt"; its language guess, from the frequencies of
+    all the letters, does on a page of a sentence or more (a shorter line says "Unknown" and is left as it is)."""
+    cp1250 = next((m for m in matches if "cp1250" in m.could_be_from_charset), None)
+    if cp1250 is None or cp1250.language != "Hungarian":
+        return text
+    reading = data.decode("cp1250", errors="replace")
+    if len(reading) != len(text) or reading == text:  # `text` is another single-byte page's: a character a byte
+        return text
+    same = all(data[i] in _DOUBLE_ACUTE for i, (a, b) in enumerate(zip(text, reading, strict=True)) if a != b)
+    return reading if same else text
+
+
+def _glued_to_latin(text: str) -> bool:
+    """Every non-ASCII character of `text` stands between ASCII characters, next to an ASCII letter."""
+    sample = f" {text[:BINARY_SNIFF]} "
+    inside = [i for i, c in enumerate(sample) if ord(c) > 127]
+    return bool(inside) and all(
+        ord(sample[i - 1]) < 128 and ord(sample[i + 1]) < 128 and (sample[i - 1].isalpha() or sample[i + 1].isalpha())
+        for i in inside
+    )
+
+
+# Python's names of the single-byte pages of DOS (cp437, cp850, cp852...), classic Mac OS and HP
+_OTHER_SYSTEMS = ("cp4", "cp7", "cp8", "mac_", "hp_")
 
 
 # the code pages of Central European (Polish, Czech, Hungarian...) and Baltic (Lithuanian, Latvian) text, which

@@ -27,7 +27,7 @@ from sqlalchemy import (
     text,
 )
 from sqlalchemy.engine import Engine
-from sqlalchemy.exc import OperationalError
+from sqlalchemy.exc import DBAPIError, OperationalError
 from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column, sessionmaker
 
 from executor.core.errors import BackendError
@@ -266,14 +266,58 @@ def migrate(engine: Engine) -> None:
     config = Config()
     config.set_main_option("script_location", str(MIGRATIONS))
     try:
-        with engine.begin() as conn:
+        with engine.connect() as conn, _ddl_transaction(conn):
             config.attributes["connection"] = conn
-            if "tool_invocation" in inspect(conn).get_table_names() and schema_revision(engine) is None:
+            tables = inspect(conn).get_table_names()  # on this connection: another one would not see its transaction
+            if "tool_invocation" in tables and "alembic_version" not in tables:
                 command.stamp(config, "0001")
             command.upgrade(config, "head")
-    except OperationalError:
-        if schema_revision(engine) != SCHEMA_REVISION:  # not just another process migrating first
+    except DBAPIError as exc:
+        if schema_revision(engine) == SCHEMA_REVISION:  # just another process migrating first
+            return
+        said = str(exc.orig)
+        if not any(words in said.lower() for words in _ALREADY_THERE):
             raise
+        # the revision was set back by hand (or an older executor's migration stopped half-way): a later
+        # migration's column or table is already there; migrating again cannot fix that, and guessing the
+        # revision the tables are at could lose rows
+        raise BackendError(
+            f"the database {engine.url.render_as_string(hide_password=True)}: schema revision {found!r} is "
+            f"recorded, but its tables already hold what a later migration adds ({said}); restore it from a "
+            "backup, or move it away and run `executor ingest` again"
+        ) from exc
+
+
+# what SQLite, PostgreSQL and MySQL say when a migration adds a column, table or index that is already there
+_ALREADY_THERE = ("duplicate column", "already exists", "duplicate key name")
+
+
+@contextmanager
+def _ddl_transaction(conn):
+    """All the migrations in one transaction, committed whole or rolled back whole.
+
+    Python's sqlite3 (before 3.12's `autocommit`) opens a transaction only before INSERT, UPDATE and DELETE, so
+    each ALTER TABLE of a migration was committed as it ran, and a migration that failed half-way left the file
+    half-migrated. SQLite's DDL is transactional once BEGIN is sent, so it is sent here (IMMEDIATE: a second
+    process migrating waits for the first). PostgreSQL's DDL is transactional as it is; MySQL's never is.
+    """
+    raw = conn.connection.driver_connection if conn.dialect.name == "sqlite" else None
+    if raw is None:
+        with conn.begin():
+            yield
+        return
+    legacy = raw.isolation_level
+    raw.isolation_level = None  # the driver's own transaction handling off: no transaction is open yet
+    try:
+        conn.exec_driver_sql("BEGIN IMMEDIATE")
+        try:
+            yield
+        except BaseException:
+            conn.rollback()
+            raise
+        conn.commit()
+    finally:
+        raw.isolation_level = legacy
 
 
 def _safe(url: str) -> str:
