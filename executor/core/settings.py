@@ -45,6 +45,7 @@ RANKER_FEATURES = (
     "lexical_same_language",
     "similarity_other_language",
     "lift_other_language",
+    "coverage_other_language",
 )
 
 

@@ -196,6 +196,7 @@ class QueryTerms:
     language: str = "en"
     passing_names: list[str] = field(default_factory=list)
     words: int = 0  # the query's words as written, stopwords too ("my service restarts over and over": 6)
+    kb_chinese: bool = False  # the KB writes Chinese text (`Vocabulary.chinese`)
 
     def coverage_of(self, text_terms: Set[str]) -> float:
         total = sum(self.weights.values())
@@ -222,6 +223,7 @@ def query_terms(query: str, vocabulary: Vocabulary) -> QueryTerms:
         "zh" if CJK_RUN.search(query) else "en",
         passing_names(query, vocabulary),
         len(query.split()),
+        vocabulary.chinese,
     )
 
 
