@@ -85,12 +85,16 @@ def unique_kb(prefix: str) -> str:
 
 @pytest.fixture(scope="session", autouse=True)
 def stop_graph_servers(tmp_path_factory):
-    """Every embedded FalkorDB a test started (through a runtime or the CLI) is stopped at the end."""
+    """Every embedded FalkorDB a test started (through a runtime or the CLI) is stopped at the end, all at once: one
+    by one, each flushing its append-only file (the suite's last teardown, where they stop, took 114 s)."""
     yield
+    from concurrent.futures import ThreadPoolExecutor
+
     from executor.stores.falkordb_server import FalkorDBServer
 
-    for pid_file in tmp_path_factory.getbasetemp().rglob("falkordb.pid"):
-        FalkorDBServer(pid_file.parent).stop()
+    folders = [pid_file.parent for pid_file in tmp_path_factory.getbasetemp().rglob("falkordb.pid")]
+    with ThreadPoolExecutor(max_workers=16) as pool:
+        list(pool.map(lambda folder: FalkorDBServer(folder).stop(), folders))
 
 
 def make_runtime(home: Path, **overrides) -> Runtime:
