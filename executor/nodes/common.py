@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, ToolCall, ToolMessage
+from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, ToolMessage
 from langchain_core.runnables import RunnableConfig
 
 from executor.core.errors import BackendError, first_line
@@ -79,28 +79,27 @@ def paired_tool_calls(messages: list[AnyMessage]) -> list[AnyMessage]:
     saying it was not run, right after the results its message has. A run stopped after the model asked for a
     tool (a chat UI's Stop, a run cancelled or interrupted on LangGraph's server, a client gone) leaves such a
     call in the thread's checkpoint, and an OpenAI-style endpoint refuses every later request of that thread
-    ("An assistant message with 'tool_calls' must be followed by tool messages"). Results are matched to the
-    message right before them, not by id alone: ids repeat across turns with some endpoints. The checkpoint
-    keeps what happened; only what the model reads is mended."""
+    ("An assistant message with 'tool_calls' must be followed by tool messages"). A call is matched with the
+    results right after its message, not by id alone: ids repeat across turns with some endpoints. Calls whose
+    arguments were no JSON (`invalid_tool_calls`) count too: ChatOpenAI sends them as tool calls. Nothing is
+    dropped, and the checkpoint keeps what happened: only what the model reads is mended."""
     out: list[AnyMessage] = []
-    waiting: list[ToolCall] = []  # the calls of the last assistant message that have no result yet
+    waiting: list[tuple[str, str]] = []  # (id, name) of the last assistant message's calls that have no result yet
 
     def close_waiting() -> None:
-        out.extend(ToolMessage(NOT_RUN, tool_call_id=c["id"], name=c["name"]) for c in waiting)
+        out.extend(ToolMessage(NOT_RUN, tool_call_id=i, name=n) for i, n in waiting)
         waiting.clear()
 
     for message in messages:
         if isinstance(message, ToolMessage):
-            match = next((c for c in waiting if c["id"] == message.tool_call_id), None)
-            if match is None:
-                continue  # a result no call before it asked for: the endpoint refuses it too
-            waiting.remove(match)
+            waiting[:] = [(i, n) for i, n in waiting if i != message.tool_call_id]
             out.append(message)
             continue
         close_waiting()
         out.append(message)
         if isinstance(message, AIMessage):
-            waiting = list(message.tool_calls)
+            calls = [*message.tool_calls, *message.invalid_tool_calls]
+            waiting.extend((c["id"], c["name"] or "") for c in calls if c["id"])
     close_waiting()
     return out
 
