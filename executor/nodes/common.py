@@ -81,8 +81,9 @@ def paired_tool_calls(messages: list[AnyMessage]) -> list[AnyMessage]:
     call in the thread's checkpoint, and an OpenAI-style endpoint refuses every later request of that thread
     ("An assistant message with 'tool_calls' must be followed by tool messages"). A call is matched with the
     results right after its message, not by id alone: ids repeat across turns with some endpoints. Calls whose
-    arguments were no JSON (`invalid_tool_calls`) count too: ChatOpenAI sends them as tool calls. Nothing is
-    dropped, and the checkpoint keeps what happened: only what the model reads is mended."""
+    arguments were no JSON (`invalid_tool_calls`) count too: ChatOpenAI sends them as tool calls. A result no call
+    right before it asked for is left out (the endpoint refuses it as well; a chat turn cancelled with Ctrl-C left
+    one). The checkpoint keeps what happened: only what the model reads is mended."""
     out: list[AnyMessage] = []
     waiting: list[tuple[str, str]] = []  # (id, name) of the last assistant message's calls that have no result yet
 
@@ -92,6 +93,8 @@ def paired_tool_calls(messages: list[AnyMessage]) -> list[AnyMessage]:
 
     for message in messages:
         if isinstance(message, ToolMessage):
+            if message.tool_call_id not in [i for i, _ in waiting]:
+                continue  # a result no call right before it asked for: the endpoint refuses it too
             waiting[:] = [(i, n) for i, n in waiting if i != message.tool_call_id]
             out.append(message)
             continue
