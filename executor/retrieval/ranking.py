@@ -160,16 +160,10 @@ def features(
         "lexical_same_language": lexical * same,
         "similarity_other_language": c.similarity * (1.0 - same),
         "lift_other_language": (c.similarity - floor) * (1.0 - same),
-        "coverage_other_language": translated_coverage(q, text_terms, language) if q.kb_chinese and not same else 0.0,
+        "coverage_other_language": (
+            q.coverage_of(text_terms, lambda t: equivalents(t, language)) if q.kb_chinese and not same else 0.0
+        ),
     }
-
-
-def translated_coverage(q: QueryTerms, text_terms: frozenset[str], language: str) -> float:
-    """The IDF-weighted share of the query's terms that a page in `language` writes, as they are or through the
-    glossary (`glossary.equivalents`)."""
-    total = sum(q.weights.values())
-    held = sum(w for t, w in q.weights.items() if equivalents(t, language) & text_terms)
-    return held / total if total else 0.0
 
 
 def spells(text_terms: frozenset[str], words: Iterable[str]) -> bool:

@@ -17,7 +17,7 @@ import json
 import math
 import re
 from collections import Counter
-from collections.abc import Iterable, Set
+from collections.abc import Callable, Iterable, Set
 from dataclasses import dataclass, field
 from functools import cache, lru_cache
 from pathlib import Path
@@ -198,9 +198,15 @@ class QueryTerms:
     words: int = 0  # the query's words as written, stopwords too ("my service restarts over and over": 6)
     kb_chinese: bool = False  # the KB writes Chinese text (`Vocabulary.chinese`)
 
-    def coverage_of(self, text_terms: Set[str]) -> float:
+    def coverage_of(self, text_terms: Set[str], spellings: Callable[[str], Set[str]] | None = None) -> float:
+        """The IDF-weighted share of the query's terms a text writes; `spellings(term)`: the ways a text may write
+        a term (`glossary.equivalents`), the term itself by default."""
         total = sum(self.weights.values())
-        return sum(w for t, w in self.weights.items() if t in text_terms) / total if total else 0.0
+        if spellings is None:
+            held = sum(w for t, w in self.weights.items() if t in text_terms)
+        else:
+            held = sum(w for t, w in self.weights.items() if not text_terms.isdisjoint(spellings(t)))
+        return held / total if total else 0.0
 
 
 UNKNOWN_COVERAGE = 0.5  # a Chinese question on a KB with no Chinese page: its vocabulary cannot tell
