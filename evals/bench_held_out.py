@@ -26,10 +26,9 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from evals import REPO_ROOT
+from evals import HELM, REPO_ROOT
 
 LABELS = REPO_ROOT / "evals" / "labels"
-HELM = REPO_ROOT.parent / "shared" / "corpora" / "helm"
 
 
 @dataclass(frozen=True)

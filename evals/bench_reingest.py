@@ -37,7 +37,9 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-HELM = Path(__file__).resolve().parents[1].parent / "shared" / "corpora" / "helm" / "docs"
+from evals import HELM as HELM_CORPUS
+
+HELM = HELM_CORPUS / "docs"
 # main before this work: every file read on every ingest, USE on the package's tokenizer
 BEFORE_INCREMENTAL_READ = "872b078"
 PHASES = ("read", "embed", "vectors", "graph build", "graph write", "catalog", "other")

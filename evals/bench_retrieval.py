@@ -32,7 +32,7 @@ from rich.console import Console
 from rich.table import Table
 from tqdm import tqdm
 
-from evals import REPO_ROOT
+from evals import HELM, REPO_ROOT
 from evals.quality_report import quality_table
 from executor.agent.runtime import Runtime
 from executor.core.settings import SAMPLE_KB_PATH, KbModel, Ranker, Settings, Thresholds
@@ -40,9 +40,6 @@ from executor.retrieval.calibration import calibrate, cross_validate, load_label
 from executor.retrieval.ingest import SAMPLE_EXTRACT_CONFIG, ingest
 from executor.retrieval.quality import measure
 from executor.retrieval.self_calibration import calibrate_kb
-
-HELM = REPO_ROOT.parent / "shared" / "corpora" / "helm"
-
 
 # The shared preset shipped before self-calibration (sessions 4-6): fitted on the sample KB's labels AND Helm's.
 # Kept here only as the "before" column; never shipped again (no shipped model may be fitted on Helm's labels).

@@ -10,7 +10,7 @@ from pydantic import BaseModel
 
 from executor.agent.routing import recursion_limit
 from executor.core.validation import check_session_id, clean_query
-from executor.nodes.common import text_of
+from executor.nodes.common import open_tool_calls, text_of
 from executor.nodes.state import Context
 from executor.tools.registry import LOOKUP
 
@@ -97,13 +97,11 @@ def close_cancelled_turn(app, session: str) -> None:
     config = {"configurable": {"thread_id": session}}
     state = app.get_state(config)
     messages = (state.values or {}).get("messages", [])
-    answered = {m.tool_call_id for m in messages if isinstance(m, ToolMessage)}
+    # only the last assistant message's open calls: a result appended after a later message answers no call, and
+    # the endpoint refuses the conversation (ids repeat across turns, so matching by id alone found such results)
     closing = [
-        ToolMessage("cancelled by the user", tool_call_id=call["id"], name=call["name"])
-        for m in messages
-        if isinstance(m, AIMessage)
-        for call in m.tool_calls
-        if call["id"] not in answered
+        ToolMessage("cancelled by the user", tool_call_id=call_id, name=name)
+        for call_id, name in open_tool_calls(messages)
     ]
     if not (state.next or closing or (messages and isinstance(messages[-1], HumanMessage))):
         return  # nothing was left half done

@@ -74,6 +74,23 @@ def last_ai(state: ExecutorState) -> AIMessage | None:
 NOT_RUN = "not run: the turn that asked for this was stopped before it ran"
 
 
+def open_tool_calls(messages: list[AnyMessage]) -> list[tuple[str, str]]:
+    """(id, name) of the calls the conversation's last assistant message made that no result after it answers: what a
+    run stopped mid-step leaves open. Only those can be answered by appending results; calls an earlier turn left
+    open are mended by `paired_tool_calls` when the model is sent the conversation. Matched by position, not by
+    id alone: ids repeat across turns with some endpoints."""
+    waiting: list[tuple[str, str]] = []
+    for message in messages:
+        if isinstance(message, ToolMessage):
+            waiting = [(i, n) for i, n in waiting if i != message.tool_call_id]
+        elif isinstance(message, AIMessage):
+            calls = [*message.tool_calls, *message.invalid_tool_calls]
+            waiting = [(c["id"], c["name"] or "") for c in calls if c["id"]]
+        else:
+            waiting = []
+    return waiting
+
+
 def paired_tool_calls(messages: list[AnyMessage]) -> list[AnyMessage]:
     """The conversation as the model is sent it: each tool call an earlier turn left without a result gets one
     saying it was not run, right after the results its message has. A run stopped after the model asked for a

@@ -6,9 +6,10 @@ Each KB has no front-matter keywords, so L0 uses headings, as on a documentation
 import json
 
 import pytest
-from conftest import REPO, make_runtime, run_cli
+from conftest import make_runtime, run_cli
 from doc_fixtures import write_kb
 
+from evals import HELM
 from executor.retrieval.ingest import ingest
 from executor.retrieval.quality import Question, figures
 from executor.retrieval.vocabulary import Vocabulary, query_terms, unknown_names
@@ -265,7 +266,6 @@ def test_eval_retrieval_command_reports_and_leaves_nothing_behind(tmp_path):
 
 
 # -- on real documents: a slice of the Helm docs (kept outside the repository) ----------------------------------
-HELM = REPO.parent / "shared" / "corpora" / "helm"
 HELM_SLICE = [
     "glossary/index.md",
     "faq/index.md",

@@ -1,19 +1,17 @@
 """Structural chunks: heading paths, whole code blocks and tables, bounded size with overlap, doc-site clean-up."""
 
 import re
-from pathlib import Path
 
 import pytest
 from doc_fixtures import HUGO_PAGE, MDX_PAGE
 
+from evals import HELM
 from executor.retrieval.chunking import ATOMIC_MAX_CHARS, MAX_CHUNK_CHARS, OVERLAP_CHARS, chunk_markdown
 from executor.retrieval.doc_site import clean_doc_site
 from executor.retrieval.documents import parse_text
 from executor.retrieval.sources import load_documents
 
-HELM_DOCS = Path(__file__).resolve().parents[3] / "shared" / "corpora" / "helm" / "docs"
-if not HELM_DOCS.is_dir():
-    HELM_DOCS = Path("/work/shared/corpora/helm/docs")
+HELM_DOCS = HELM / "docs"
 
 PROSE = "Helm renders templates before it installs anything, and it checks dependencies first. "
 
