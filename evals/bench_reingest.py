@@ -37,9 +37,9 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from evals import HELM as HELM_CORPUS
+from evals import HELM
 
-HELM = HELM_CORPUS / "docs"
+HELM_DOCS = HELM / "docs"
 # main before this work: every file read on every ingest, USE on the package's tokenizer
 BEFORE_INCREMENTAL_READ = "872b078"
 PHASES = ("read", "embed", "vectors", "graph build", "graph write", "catalog", "other")
@@ -156,7 +156,7 @@ def run_size(pages: int) -> dict:
     return out
 
 
-def run_helm(docs: Path = HELM) -> dict:
+def run_helm(docs: Path = HELM_DOCS) -> dict:
     from executor.agent.runtime import Runtime
     from executor.core.settings import Settings
     from executor.retrieval.ingest import SAMPLE_EXTRACT_CONFIG, ingest
@@ -218,7 +218,7 @@ def _split(phases: dict) -> str:
 def main(
     pages: list[int] = typer.Option([1000, 10000], help="synthetic KB sizes, each in a process of its own"),
     helm: bool = typer.Option(True, "--helm/--no-helm", help="also a full ingest of the Helm docs"),
-    helm_docs: Path = typer.Option(HELM, help="where the Helm docs are (a baseline runs from a copy elsewhere)"),
+    helm_docs: Path = typer.Option(HELM_DOCS, help="where the Helm docs are (a baseline runs from a copy elsewhere)"),
     baseline_ref: str = typer.Option(BEFORE_INCREMENTAL_READ, help="git ref whose code is the baseline"),
     no_baseline: bool = typer.Option(False, "--no-baseline", help="measure this code only"),
     rounds: int = typer.Option(

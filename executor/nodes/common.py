@@ -74,6 +74,12 @@ def last_ai(state: ExecutorState) -> AIMessage | None:
 NOT_RUN = "not run: the turn that asked for this was stopped before it ran"
 
 
+def _calls_of(message: AIMessage) -> list[tuple[str, str]]:
+    """(id, name) of each call the message makes; those whose arguments were no JSON (`invalid_tool_calls`) count
+    too: ChatOpenAI sends them as tool calls."""
+    return [(c["id"], c["name"] or "") for c in [*message.tool_calls, *message.invalid_tool_calls] if c["id"]]
+
+
 def open_tool_calls(messages: list[AnyMessage]) -> list[tuple[str, str]]:
     """(id, name) of the calls the conversation's last assistant message made that no result after it answers: what a
     run stopped mid-step leaves open. Only those can be answered by appending results; calls an earlier turn left
@@ -84,8 +90,7 @@ def open_tool_calls(messages: list[AnyMessage]) -> list[tuple[str, str]]:
         if isinstance(message, ToolMessage):
             waiting = [(i, n) for i, n in waiting if i != message.tool_call_id]
         elif isinstance(message, AIMessage):
-            calls = [*message.tool_calls, *message.invalid_tool_calls]
-            waiting = [(c["id"], c["name"] or "") for c in calls if c["id"]]
+            waiting = _calls_of(message)
         else:
             waiting = []
     return waiting
@@ -97,10 +102,9 @@ def paired_tool_calls(messages: list[AnyMessage]) -> list[AnyMessage]:
     tool (a chat UI's Stop, a run cancelled or interrupted on LangGraph's server, a client gone) leaves such a
     call in the thread's checkpoint, and an OpenAI-style endpoint refuses every later request of that thread
     ("An assistant message with 'tool_calls' must be followed by tool messages"). A call is matched with the
-    results right after its message, not by id alone: ids repeat across turns with some endpoints. Calls whose
-    arguments were no JSON (`invalid_tool_calls`) count too: ChatOpenAI sends them as tool calls. A result no call
-    right before it asked for is left out (the endpoint refuses it as well; a chat turn cancelled with Ctrl-C left
-    one). The checkpoint keeps what happened: only what the model reads is mended."""
+    results right after its message, not by id alone: ids repeat across turns with some endpoints. A result no call
+    right before it asked for is left out (the endpoint refuses it as well; a chat thread cancelled with Ctrl-C
+    before 39124ad can hold one). The checkpoint keeps what happened: only what the model reads is mended."""
     out: list[AnyMessage] = []
     waiting: list[tuple[str, str]] = []  # (id, name) of the last assistant message's calls that have no result yet
 
@@ -118,8 +122,7 @@ def paired_tool_calls(messages: list[AnyMessage]) -> list[AnyMessage]:
         close_waiting()
         out.append(message)
         if isinstance(message, AIMessage):
-            calls = [*message.tool_calls, *message.invalid_tool_calls]
-            waiting.extend((c["id"], c["name"] or "") for c in calls if c["id"])
+            waiting.extend(_calls_of(message))
     close_waiting()
     return out
 
