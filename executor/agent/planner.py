@@ -106,8 +106,30 @@ def split_question(question: str) -> list[str]:
             parts += pieces
         else:
             parts.append(chunk)
-    parts = [p for p in dict.fromkeys(parts) if len(p) >= 2]
+    parts = [p for p in dict.fromkeys(_with_fragments_joined(parts)) if len(p) >= 2]
     return parts[:MAX_SUBQUERIES] or [question.strip()]
+
+
+def _fragment(part: str) -> bool:
+    """A piece too short to be a question and naming nothing ("thanks", "怎么办"): a line break or a "?" cut it
+    off its question, so it is not looked up on its own."""
+    return not _substantial(part) and subject_of(part) is None
+
+
+def _with_fragments_joined(parts: list[str]) -> list[str]:
+    """Each fragment joined to the part before it (the first, to the part after it)."""
+    out: list[str] = []
+    held = ""
+    for part in parts:
+        if _fragment(part):
+            if out:
+                out[-1] = f"{out[-1]} {part}"
+            else:
+                held = f"{held} {part}".strip()
+            continue
+        out.append(f"{held} {part}".strip())
+        held = ""
+    return out or ([held] if held else [])
 
 
 class OfflinePlanner(BaseChatModel):

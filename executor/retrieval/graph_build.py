@@ -53,6 +53,24 @@ def graph_failure(exc: BackendError, catalog: Catalog, kb: str) -> BackendError:
     )
 
 
+def graph_shortfall(stats: dict[str, int], catalog: Catalog, kb: str) -> str | None:
+    """What a graph lacks of what the last ingest built (a graph partly lost: an older copy of its files put back,
+    nodes deleted by hand): a damage to say, where its smaller counts would read as a healthy graph."""
+    row = catalog.get(kb)
+    built = (row.graph_counts if row is not None else None) or {}
+    short = [
+        f"{stats.get(k, 0)} of the {int(built[k])} {k}"
+        for k in ("entities", "relations")
+        if stats.get(k, 0) < int(built.get(k) or 0)
+    ]
+    if not short:
+        return None
+    return (
+        f"the graph of knowledge base {kb!r} is damaged: it holds {' and '.join(short)} its last ingest built "
+        f"(part of it was lost); run `executor ingest --rebuild`"
+    )
+
+
 def build_graph_data(
     docs: list[Document], extract_config: dict, llm: dict[str, Extraction] | None = None
 ) -> tuple[GraphData, list[str]]:

@@ -273,6 +273,22 @@ def test_split_question():
 
 
 @pytest.mark.parametrize(
+    "question, parts",
+    [
+        # a word left on a line of its own, or after the "?", is part of the question, never a lookup of its own
+        ("How do I fix ERR_TIMEOUT?\nthanks", ["How do I fix ERR_TIMEOUT thanks"]),
+        ("ERR_TIMEOUT\n怎么办", ["ERR_TIMEOUT 怎么办"]),
+        ("连接池满了怎么办？\n谢谢", ["连接池满了怎么办 谢谢"]),
+        ("Hi\nHow do I roll back a Helm release?", ["Hi How do I roll back a Helm release"]),
+        # a short part that names something is a question of its own
+        ("ERR_TIMEOUT?\nERR_POOL_EXHAUSTED?", ["ERR_TIMEOUT", "ERR_POOL_EXHAUSTED"]),
+    ],
+)
+def test_a_fragment_cut_off_by_a_line_break_joins_its_question(question, parts):
+    assert split_question(question) == parts
+
+
+@pytest.mark.parametrize(
     "question, calls",
     [
         (

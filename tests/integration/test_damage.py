@@ -1,6 +1,7 @@
 """Damaged stores and interrupted rebuilds (issue 30): a damaged file is called damaged, with its path and exit 1,
 never "nothing found" or "unknown knowledge base"; a rebuild killed at any stage leaves the old KB answering."""
 
+import json
 import os
 import signal
 import subprocess
@@ -168,3 +169,27 @@ def test_a_full_disk_is_one_line_that_says_so(small_disk):
     assert r.returncode == 1
     lines = r.stderr.strip().splitlines()
     assert len(lines) == 1 and "disk is full" in lines[0], r.stderr
+
+
+# a graph that lost part of what the ingest built: nodes deleted behind Executor's back
+LOSE_ENTITIES = """
+from executor.agent.runtime import Runtime
+rt = Runtime()
+rt.graph.driver.run("MATCH (e:Entity {kb: 'sample'}) WITH e LIMIT 5 DETACH DELETE e", write=True)
+rt.close()
+"""
+
+
+def test_a_graph_that_lost_part_of_its_entities_is_shown_damaged_not_smaller(home):
+    before = json.loads(run_cli(home, "kb", "show", "sample", "--json").stdout)["graph"]
+    assert before["entities"] > 5 and "error" not in before
+    env = {**os.environ, "EXECUTOR_HOME": str(home)}
+    subprocess.run([sys.executable, "-c", LOSE_ENTITIES], env=env, check=True, timeout=120)
+    shown = run_cli(home, "kb", "show", "sample", "--json")
+    error = json.loads(shown.stdout)["graph"]["error"]
+    assert "damaged" in error and f"{before['entities'] - 5} of the {before['entities']} entities" in error, error
+    assert "executor ingest --rebuild" in error
+    text = run_cli(home, "kb", "show", "sample").stdout
+    # the table wraps its cells: the words read in order once its borders are taken out
+    words = " ".join(text.replace("│", " ").split())
+    assert f"damaged: it holds {before['entities'] - 5} of the {before['entities']} entities" in words, text

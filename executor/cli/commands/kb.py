@@ -84,10 +84,12 @@ def _kb_info(rt, name: str, with_graph: bool = True) -> dict:
     info["chunks_stored"] = rt.vectors.count(name) if rt.vectors.has(name) else 0
     if with_graph and info["has_graph_config"]:
         from executor.core.errors import BackendError
-        from executor.retrieval.graph_build import graph_failure
+        from executor.retrieval.graph_build import graph_failure, graph_shortfall
 
         try:
             info["graph"] = rt.graph.stats(name)
+            if shortfall := graph_shortfall(info["graph"], rt.catalog, name):
+                info["graph"] = {"error": shortfall}
         except BackendError as exc:  # a lost graph of a KB whose documents name entities: damaged, not "empty"
             info["graph"] = {"error": str(graph_failure(exc, rt.catalog, name))}
         except ExecutorError as exc:
