@@ -104,22 +104,25 @@ def ask(question: str) -> dict:
     return {"messages": [{"role": "user", "content": question}]}
 
 
-def streamed_ai_messages(client, thread: str, question: str, **kwargs) -> dict[str, str]:
-    """The assistant messages a `messages-tuple` stream carries, as a chat UI assembles them: id -> text, chunks of
-    one id joined, a whole message (not a chunk) replacing what its id had."""
+def streamed_ai_messages(client, thread: str, question: str, mode: str) -> dict[str, str]:
+    """The assistant messages a `messages-tuple` or `messages` stream carries, as a chat UI assembles them: id ->
+    text. `messages-tuple` (what the Agent Chat UI streams) sends chunks, joined per id, and whole messages, which
+    replace what their id had; `messages` (the SDK's older shape) sends each message as it stands so far."""
     texts: dict[str, str] = {}
-    for part in client.runs.stream(thread, "executor", input=ask(question), stream_mode="messages-tuple", **kwargs):
+    for part in client.runs.stream(thread, "executor", input=ask(question), stream_mode=mode):
         assert part.event != "error", part.data
-        if part.event != "messages":
-            continue
-        message, _meta = part.data
-        if message["type"] not in ("AIMessageChunk", "ai"):
-            continue
-        text = message["content"] if isinstance(message["content"], str) else ""
-        if message["type"] == "ai":
-            texts[message["id"]] = text
+        if part.event == "messages":
+            message, _meta = part.data
+            whole, messages = message["type"] == "ai", [message]
+        elif part.event in ("messages/partial", "messages/complete"):
+            whole, messages = True, part.data
         else:
-            texts[message["id"]] = texts.get(message["id"], "") + text
+            continue
+        for message in messages:
+            if message["type"] not in ("AIMessageChunk", "ai"):
+                continue
+            text = message["content"] if isinstance(message["content"], str) else ""
+            texts[message["id"]] = text if whole else texts.get(message["id"], "") + text
     return texts
 
 
@@ -130,37 +133,43 @@ def assert_streamed_once(texts: dict[str, str], answer: str) -> None:
 
 
 # -- 1. every turn's final answer streams exactly once -----------------------------------------------------------
+MODES = pytest.mark.parametrize("mode", ["messages-tuple", "messages"])
+
+
+@MODES
 @pytest.mark.parametrize("question, precise", [(PRECISE_Q, True), (OTHER_Q, False)])
-def test_an_offline_answer_streams_once(offline, question, precise):
+def test_an_offline_answer_streams_once(offline, question, precise, mode):
     client = client_of(offline[0])
     thread = client.threads.create()["thread_id"]
-    texts = streamed_ai_messages(client, thread, question)
+    texts = streamed_ai_messages(client, thread, question, mode)
     state = client.threads.get_state(thread)["values"]
     assert (state["trace"][0]["relevance_level"] == "PRECISE") is precise
     assert_streamed_once(texts, state["answer"])
 
 
-def test_an_llm_answer_streams_once_when_the_rules_end_the_turn(llm):
+@MODES
+def test_an_llm_answer_streams_once_when_the_rules_end_the_turn(llm, mode):
     """PRECISE ends the turn: the answer node asks the LLM for the answer, which streams token by token."""
     url, fake = llm
     answer = "ERR_TIMEOUT 表示服务在规定时间内没有完成请求 [troubleshooting/err-timeout.md]"
     fake.script[:] = [{"tool_calls": [("lookup_knowledge", {"query": "ERR_TIMEOUT 是什么"})]}, {"content": answer}]
     client = client_of(url)
     thread = client.threads.create()["thread_id"]
-    texts = streamed_ai_messages(client, thread, PRECISE_Q)
+    texts = streamed_ai_messages(client, thread, PRECISE_Q, mode)
     state = client.threads.get_state(thread)["values"]
     assert state["trace"][0]["relevance_level"] == "PRECISE" and state["answer"] == answer
     assert_streamed_once(texts, answer)
     assert [m["content"] for m in state["messages"] if m["type"] == "ai"][-1] == answer
 
 
-def test_an_llm_answer_streams_once_when_the_llm_answers(llm):
+@MODES
+def test_an_llm_answer_streams_once_when_the_llm_answers(llm, mode):
     url, fake = llm
     answer = "Hash them with a slow hash. [security/password-storage.md]"
     fake.script[:] = [{"tool_calls": [("lookup_knowledge", {"query": "password storage"})]}, {"content": answer}]
     client = client_of(url)
     thread = client.threads.create()["thread_id"]
-    texts = streamed_ai_messages(client, thread, OTHER_Q)
+    texts = streamed_ai_messages(client, thread, OTHER_Q, mode)
     assert client.threads.get_state(thread)["values"]["answer"] == answer
     assert_streamed_once(texts, answer)
 
