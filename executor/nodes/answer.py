@@ -7,7 +7,10 @@ by the LLM from the evidence, or extractively offline.
 
 from __future__ import annotations
 
-from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
+import uuid
+from typing import cast
+
+from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, RemoveMessage, SystemMessage, ToolMessage
 
 from executor.core.errors import BackendError
 from executor.nodes.common import invoke_llm, lang_of, last_ai, last_human, text_of, unread_blocks
@@ -59,11 +62,12 @@ def make_answer(model, mode: str, read_document=None):
         if mode == "llm" and finished and text_of(last).strip():
             final = text_of(last)
             return {"answer": final, "citations": cited(final, evidence)}
+        streamed = None  # the id of the answer's message if it was streamed already
         if mode == "llm":
             reply = invoke_llm(
                 model, [SystemMessage(ANSWER[lang]), HumanMessage(f"{question}\n\n---\n{material(evidence)}")]
             )
-            final = text_of(reply)
+            final, streamed = text_of(reply), reply.id
             if not final.strip():
                 # no text where the answer was asked for (a tool call instead, a reasoning model that spent its
                 # tokens thinking, a filter): a failed turn, not an empty answer that `ask` exits 0 on
@@ -83,8 +87,14 @@ def make_answer(model, mode: str, read_document=None):
             )
         if unread:
             final += "\n" + unread_note(unread, lang)
-        # an empty closing message from the executor is replaced, not followed, by the answer
-        message = AIMessage(final, id=last.id) if finished and last is not None and last.id else AIMessage(final)
-        return {"answer": final, "citations": cited(final, evidence), "messages": [message]}
+        # A `messages` stream (what chat UIs read) sends each message id once: the LLM's reply went out token by
+        # token under its own id, so the answer keeps that id (not sent again); the offline answer gets a new id,
+        # which the stream sends whole at the end of this node. An empty closing message from the executor is
+        # removed, not followed: under its id (already sent, empty) the answer would never be streamed.
+        closing = [RemoveMessage(last.id)] if finished and last is not None and last.id else []
+        message = AIMessage(final, id=streamed or str(uuid.uuid4()))
+        # add_messages takes a RemoveMessage too; the state's type names what the conversation holds
+        messages = cast(list[AnyMessage], [*closing, message])
+        return {"answer": final, "citations": cited(final, evidence), "messages": messages}
 
     return answer

@@ -16,13 +16,21 @@ from executor.nodes.common import last_question
 from executor.nodes.state import TURN_RESET, Context, ExecutorState
 
 
+def checked_context(catalog, context) -> Context:
+    """A run's context (a Context, or the dict a client sent) checked: its fields and values (an InputError naming
+    the field), and a knowledge base it names (an InputError naming the known ones). `langgraph dev` checks it with
+    this before the run writes anything to its thread (executor/agent/studio.py)."""
+    ctx = context if isinstance(context, Context) else Context.model_validate(context or {})
+    if "kb" in ctx.model_fields_set:
+        catalog.require(ctx.kb)
+    return ctx
+
+
 def make_begin_turn(catalog):
     """`catalog`: where the run's knowledge base must be."""
 
     def begin_turn(state: ExecutorState, runtime: RunContext[Context]) -> ExecutorState:
-        ctx = runtime.context or Context()
-        if "kb" in ctx.model_fields_set:
-            catalog.require(ctx.kb)
+        checked_context(catalog, runtime.context)
         return {**TURN_RESET, "question": no_control_characters(last_question(state), "the question")}
 
     return begin_turn

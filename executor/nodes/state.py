@@ -34,8 +34,11 @@ class ExecutorInput(TypedDict):
 
 
 class ExecutorOutput(TypedDict, total=False):
-    """What a run returns: the answer, the documents it cites, and one trace entry per proposed tool call."""
+    """What a run returns: the conversation, the answer, the documents it cites, and one trace entry per proposed
+    tool call. It is also what LangGraph's `values` stream sends: a chat UI (the Agent Chat UI reads
+    `values.messages`) would drop the conversation while a run streams without `messages` here."""
 
+    messages: Annotated[list[AnyMessage], add_messages]
     answer: str
     citations: list[dict]
     trace: list[dict]

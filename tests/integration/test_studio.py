@@ -90,7 +90,7 @@ def test_studio_reads_the_input_and_output_schemas(studio):
     with urllib.request.urlopen(f"{url}/assistants/{assistant['assistant_id']}/schemas", timeout=30) as r:
         schemas = json.load(r)
     assert schemas["input_schema"] is not None and "messages" in schemas["input_schema"]["properties"]
-    assert set(schemas["output_schema"]["properties"]) == {"answer", "citations", "trace"}
+    assert set(schemas["output_schema"]["properties"]) == {"messages", "answer", "citations", "trace"}
     assert {"kb", "lookup_budget", "guards"} <= set(schemas["context_schema"]["properties"])
 
 
