@@ -9,7 +9,9 @@ budget, PRECISE stop): it does not see a host's turns. The session rules (a
 document is never sent twice, a lookup that repeats an earlier one in
 meaning is DEDUPED) hold per MCP session: the transport's session id over
 HTTP, one session per connection over stdio, or the `session` argument when
-a host wants several connections to share one.
+a host wants several connections to share one. A call the host cancels runs
+on (it cannot be stopped) but what it recorded in that memory is forgotten:
+the host never reads its answer, so its documents count as never sent.
 The four retrieval rules reach the host's LLM as the server's instructions,
 a prompt and a resource.
 """
@@ -17,14 +19,18 @@ a prompt and a resource.
 from __future__ import annotations
 
 import json
+import logging
 import math
 import sys
 import threading
 import uuid
 import weakref
+from collections import OrderedDict
+from collections.abc import Callable
+from contextvars import ContextVar
 from importlib.metadata import PackageNotFoundError
 from importlib.metadata import version as package_version
-from typing import get_args
+from typing import TypeGuard, get_args
 
 import anyio
 import mcp.types as types
@@ -33,14 +39,17 @@ from mcp.shared.exceptions import McpError
 from mcp.shared.message import SessionMessage
 from pydantic import AnyUrl, ValidationError
 
-from executor.core.errors import printable
+from executor.core.errors import ExecutorError, printable
 from executor.core.local_http import MAX_BODY_BYTES, json_body, json_leaves, read_body, replaying
 from executor.core.validation import SESSION_ID, check_session_id
 from executor.prompts.executor import RULES
 from executor.prompts.results import expansion_text
 from executor.retrieval.knowledge_bases import knowledge_bases
+from executor.stores.memory import Snapshot
 from executor.tools.call import ToolCall
 from executor.tools.registry import LOOKUP, Tool, ToolTable
+
+LOG = logging.getLogger(__name__)
 
 SESSION_ARG = {
     "type": "string",
@@ -131,14 +140,22 @@ class ExecutorMCP:
         return self._connections[ctx.session]
 
     # -- tools --------------------------------------------------------------
-    def call(self, name: str, session: str, args: dict) -> tuple[str, dict | None]:
+    def call(
+        self, name: str, session: str, args: dict, request: tuple[Cancels, types.RequestId] | None = None
+    ) -> tuple[str, dict | None]:
         """Run one tool as the graph does; a lookup the graph would widen is widened here, in the same answer.
-        Returns the text and, for a tool with an output model, its structured content."""
+        Returns the text and, for a tool with an output model, its structured content. `request`: the host's
+        request and its connection's cancels: a call the host cancelled forgets what it recorded in the session's
+        memory (`Cancels`)."""
         with self._lock:
+            before = self._snapshot(session) if request is not None else None
             try:
                 answer = self.table.answer(name, ToolCall(session, self.kb), args)
             except ValueError as exc:  # arguments the schema allows but the tool does not (blank query, ...)
                 raise ToolFailed(f"invalid arguments: {exc}") from None
+            finally:
+                if request is not None and before is not None:
+                    self._finished(before, *request)
             out = answer.out
             if out.failure is not None:  # a store failed: "unavailable", never read as "nothing found"
                 raise ToolFailed(out.text)
@@ -146,6 +163,32 @@ class ExecutorMCP:
                 raise ToolFailed(out.error)
             structured = out.result.model_dump(mode="json") if self.table.all[name].output is not None else None
             return answer.text, structured
+
+    def _snapshot(self, session: str) -> Snapshot | None:
+        try:
+            return self.rt.memory.snapshot(session)
+        except ExecutorError:  # the database failed: the tool call says so, as it would without this
+            return None
+
+    def _finished(self, before: Snapshot, cancels: Cancels, request_id: types.RequestId) -> None:
+        """A call's end, under the lock: it forgets what it recorded if the host cancelled it already; if not, what
+        forgets it is kept for a cancel that comes later (done then only if nothing was recorded since)."""
+        after = self._snapshot(before.session)
+        if after is None or after == before:  # nothing recorded: nothing to forget
+            return
+
+        def forget() -> None:
+            with self._lock:
+                self._rewind(before, after)
+
+        if cancels.finished(request_id, forget):
+            self._rewind(before, None)
+
+    def _rewind(self, before: Snapshot, after: Snapshot | None) -> None:
+        try:
+            self.rt.memory.rewind(before, unless_changed_since=after)
+        except ExecutorError as exc:  # the database failed meanwhile: the session goes on, its memory as it was
+            LOG.warning("a cancelled call's action memory was not forgotten: %s", exc)
 
     def tools(self) -> list[types.Tool]:
         """The tools as listed, their schemas built once (the SDK also reads them before a host's first call)."""
@@ -185,6 +228,7 @@ class ExecutorMCP:
                         raise out.raised
                     if out.result is not None and has_graph(row.extract_config):  # expanded even when not thin
                         expansion_text(self.table.expand(out.result))
+                self.rt.memory.snapshot(session)  # what every host call reads before and after it runs
             finally:
                 self.rt.memory.clear(session)
                 self.rt.log.forget(session)
@@ -206,7 +250,8 @@ class ExecutorMCP:
                 raise ToolFailed(f"there is no tool named {str(name)[:80]!r}")
             args = dict(arguments or {})
             session = self.session_id(None if has_own_session(tool) else args.pop("session", None))
-            text, structured = await anyio.to_thread.run_sync(self.call, name, session, args)
+            request = (CANCELS.get(), self.server.request_context.request_id)
+            text, structured = await anyio.to_thread.run_sync(self.call, name, session, args, request)
             content = [types.TextContent(type="text", text=text)]
             return (content, structured) if structured is not None else content
 
@@ -330,11 +375,21 @@ class ExecutorMCP:
             allowed_hosts=sorted(hosts),
             allowed_origins=sorted(f"http://{h}" for h in hosts) + sorted(f"https://{h}" for h in hosts),
         )
+        logging.getLogger("mcp.server.streamable_http").addFilter(_closed_normally)  # once: filters are a set
         manager = StreamableHTTPSessionManager(app=self.server, security_settings=security)
         app = Starlette(
             routes=[Route("/mcp", endpoint=StreamableHTTPASGIApp(manager))], lifespan=lambda app: manager.run()
         )
         return LocalGuard(_ValidIds(app), hosts, token=token)
+
+
+def _closed_normally(record: logging.LogRecord) -> bool:
+    """False (not logged) for the SDK's "Error in standalone SSE writer" with its traceback when a host ends its
+    session: the transport's terminate (a DELETE, or the session discarded) closes the stream that writer reads, and
+    the SDK logs that closing as an error. Only the transport closes that stream, so ClosedResourceError there is
+    always a normal close; any other error the writer meets is still logged."""
+    closed = record.exc_info is not None and isinstance(record.exc_info[1], anyio.ClosedResourceError)
+    return not (closed and record.getMessage() == "Error in standalone SSE writer")
 
 
 # the methods a client may call, each with its request model (MCP's ClientRequest union): the SDK validates a request
@@ -364,29 +419,43 @@ def request_error(root: types.JSONRPCRequest) -> types.ErrorData | None:
 
 class _Server(Server):
     """The SDK's server, answering a request it would refuse with a bare "Invalid request parameters" as JSON-RPC
-    2.0 says, naming what is wrong (`request_error`), and letting a cancelled lookup run on to its one answer; over
-    stdio and HTTP alike: both transports hand their streams to `run`."""
+    2.0 says, naming what is wrong (`request_error`), and letting a cancelled lookup run on to its one answer, its
+    records in action memory forgotten (`Cancels`); over stdio and HTTP alike: both transports hand their streams
+    to `run`."""
 
     async def run(self, read_stream, write_stream, *args, **kwargs):
         valid_send, valid = anyio.create_memory_object_stream(0)
+        cancels = Cancels()
+        CANCELS.set(cancels)  # this connection's: its request handlers run in tasks started from this one
 
         async def answer_invalid_requests():
             async with valid_send:
-                async for item in read_stream:
-                    root = getattr(getattr(item, "message", None), "root", None)
-                    error = request_error(root) if isinstance(root, types.JSONRPCRequest) else None
-                    if isinstance(root, types.JSONRPCNotification) and root.method == CANCELLED:
-                        # a lookup runs in a thread, which cannot be stopped: the SDK answered "Request cancelled"
-                        # at once, then the finished handler answered again and its "Request already responded to"
-                        # ended the stdio server (exit 1) and, over HTTP, the MCP session (every later call "Session
-                        # not found"). MCP lets a request that cannot stop run on: it is answered once, when done,
-                        # and the host ignores the answer it no longer wants
-                        continue
-                    if isinstance(root, types.JSONRPCRequest) and error is not None:
-                        reply = types.JSONRPCError(jsonrpc="2.0", id=root.id, error=error)
-                        await write_stream.send(SessionMessage(types.JSONRPCMessage(reply)))
-                    else:
-                        await valid_send.send(item)
+                try:
+                    async for item in read_stream:
+                        root = getattr(getattr(item, "message", None), "root", None)
+                        error = request_error(root) if isinstance(root, types.JSONRPCRequest) else None
+                        if isinstance(root, types.JSONRPCNotification) and root.method == CANCELLED:
+                            # a lookup runs in a thread, which cannot be stopped: the SDK answered "Request
+                            # cancelled" at once, then the finished handler answered again and its "Request already
+                            # responded to" ended the stdio server (exit 1) and, over HTTP, the MCP session (every
+                            # later call "Session not found"). MCP lets a request that cannot stop run on: it is
+                            # answered once, when done, and the host ignores the answer it no longer wants; what the
+                            # call recorded in action memory is forgotten, before the host's next message is read
+                            request_id = (root.params or {}).get("requestId")
+                            forget = cancels.cancel(request_id) if _valid_id(request_id) else None
+                            if forget is not None:
+                                await anyio.to_thread.run_sync(forget)
+                            continue
+                        if isinstance(root, types.JSONRPCRequest) and error is not None:
+                            reply = types.JSONRPCError(jsonrpc="2.0", id=root.id, error=error)
+                            await write_stream.send(SessionMessage(types.JSONRPCMessage(reply)))
+                        else:
+                            await valid_send.send(item)
+                except anyio.ClosedResourceError:
+                    # the transport closed its stream: over HTTP, the host ended its session (DELETE) or the
+                    # session was discarded. The SDK's own reader takes this as the normal end; raised from here,
+                    # it failed the session's server and the SDK logged "Session ... crashed"
+                    pass
 
         async with anyio.create_task_group() as tasks:
             tasks.start_soon(answer_invalid_requests)
@@ -447,7 +516,7 @@ def _non_finite_params(params) -> tuple[int, str] | None:
     return None
 
 
-def _valid_id(value) -> bool:
+def _valid_id(value) -> TypeGuard[types.RequestId]:
     # MCP's RequestId: a string or an integer (JSON-RPC's null is excluded by MCP; a bool is not an integer in JSON)
     return isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool))
 
@@ -531,6 +600,49 @@ def _stdio_error(item) -> tuple[int, str] | None:
 
 
 CANCELLED = "notifications/cancelled"
+# the requests a host cancelled on the connection a handler serves (set by `_Server.run` for each connection)
+CANCELS: ContextVar[Cancels] = ContextVar("executor_mcp_cancels")
+
+
+class Cancels:
+    """The tool calls a host cancelled on one connection, and how to forget what each recorded in action memory.
+
+    The host never reads a cancelled call's answer, so the documents it marked as sent were never sent: a later
+    lookup must send them again, not be DEDUPED on them. A call cannot be stopped (it runs in a thread), so a
+    cancel meets it running (it forgets its records when it ends) or ended (the forgetting it left is run then).
+    Calls end in a worker thread and cancels arrive on the event loop: the two meet under a lock of their own."""
+
+    KEPT = 64  # cancels of requests not (yet) seen to end, and ended calls' forgetting, kept per connection
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._cancelled: OrderedDict[types.RequestId, None] = OrderedDict()
+        self._forget: OrderedDict[types.RequestId, Callable[[], None]] = OrderedDict()
+
+    def finished(self, request_id: types.RequestId, forget: Callable[[], None]) -> bool:
+        """A call ended: True if the host cancelled it (its caller forgets its records now); if not, `forget` is
+        kept for a cancel that may come later."""
+        with self._lock:
+            if request_id in self._cancelled:
+                del self._cancelled[request_id]
+                return True
+            _keep(self._forget, request_id, forget)
+            return False
+
+    def cancel(self, request_id: types.RequestId) -> Callable[[], None] | None:
+        """The host cancelled a request: what forgets the records of its call if that has ended, else None (a
+        call still running forgets them when it ends)."""
+        with self._lock:
+            forget = self._forget.pop(request_id, None)
+            if forget is None:
+                _keep(self._cancelled, request_id, None)
+            return forget
+
+
+def _keep(kept: OrderedDict, key, value) -> None:
+    kept[key] = value
+    while len(kept) > Cancels.KEPT:  # a host's ids are its own: never more than the latest few kept
+        kept.popitem(last=False)
 
 
 class _Answered:

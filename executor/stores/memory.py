@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import cast
 
 import numpy as np
@@ -32,6 +33,17 @@ class EarlierLookup:
     batch: str | None = None
     kb: str = "sample"
     embedder: str = ""
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """A session's memory at one moment, for `ActionMemory.rewind`: its lookups (row ids), the documents it sent and
+    each domain's row as it was. Equal snapshots: nothing was recorded in between."""
+
+    session: str
+    lookups: frozenset[int]
+    documents: frozenset[tuple[str, str]]
+    domains: frozenset[tuple[str, str, int, datetime]]  # domain, last level, lookups, updated at
 
 
 class ActionMemory:
@@ -180,6 +192,60 @@ class ActionMemory:
                             created_at=d.created_at,
                         )
                     )
+
+    # -- one call's records: what a call the host cancelled recorded (executor/agent/mcp_server.py) ------------------
+    def snapshot(self, session_id: str) -> Snapshot:
+        with self.db.session() as s:
+            return self._snapshot(s, session_id)
+
+    def rewind(self, snapshot: Snapshot, unless_changed_since: Snapshot | None = None) -> bool:
+        """Bring a session's memory back to `snapshot`: forget the lookups and sent documents recorded after it and
+        put its domain rows back as they were. With `unless_changed_since`, only if the memory is still as that
+        later snapshot saw it (nothing recorded since, by any process): a call's records are forgotten alone or
+        not at all. True if rewound."""
+        session_id = snapshot.session
+        with self.db.session() as s:
+            now = self._snapshot(s, session_id)
+            if unless_changed_since is not None and now != unless_changed_since:
+                return False
+            if added := now.lookups - snapshot.lookups:
+                s.execute(delete(SessionLookup).where(SessionLookup.id.in_(added)))
+            for kb, key in now.documents - snapshot.documents:
+                s.execute(
+                    delete(SessionDocument).where(
+                        SessionDocument.session_id == session_id,
+                        SessionDocument.kb == kb,
+                        SessionDocument.doc_key == key,
+                    )
+                )
+            was = {d[0]: d for d in snapshot.domains}
+            for domain, *_ in now.domains - snapshot.domains:  # added after the snapshot, or updated since
+                row = s.get(SessionDomain, (session_id, domain))
+                if row is None:
+                    continue
+                if domain in was:
+                    _, row.last_level, row.lookups, row.updated_at = was[domain]
+                else:
+                    s.delete(row)
+        return True
+
+    @staticmethod
+    def _snapshot(s, session_id: str) -> Snapshot:
+        lookups = s.scalars(select(SessionLookup.id).where(SessionLookup.session_id == session_id)).all()
+        documents = s.execute(
+            select(SessionDocument.kb, SessionDocument.doc_key).where(SessionDocument.session_id == session_id)
+        ).all()
+        domains = s.execute(
+            select(
+                SessionDomain.domain, SessionDomain.last_level, SessionDomain.lookups, SessionDomain.updated_at
+            ).where(SessionDomain.session_id == session_id)
+        ).all()
+        return Snapshot(
+            session_id,
+            frozenset(lookups),
+            frozenset((kb, key) for kb, key in documents),
+            frozenset(tuple(d) for d in domains),
+        )
 
     def clear(self, session_id: str) -> int:
         """Forget a session's memory, and that of its branches (`session:fork-...`, made by forks of its thread)."""
