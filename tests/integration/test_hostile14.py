@@ -7,6 +7,10 @@ as a new user would. Each test failed on the code before its fix:
 - a label file's misspelt key (`relevent:`) left the question with no relevant document, which `eval-retrieval`
   measured and `calibrate` fitted as an off-topic question, without a word; a label question a lookup refuses
   (blank, control characters, over the length limit) was graded anyway and counted as "nothing found";
+- a `config.yaml` key in another case (`TOP_K:`, `HOME:`, `DATABASE_URL:`) passed the unknown-key check and was then
+  dropped without a word; a key given twice kept the last silently; a variable set through its second spelling
+  (`EXECUTOR_MILVUS_URI`) was named by its first (`MILVUS_URI`, which nobody set); `EXECUTOR_CONFIG=` (empty) was
+  ".: is a folder" instead of unset, as every other empty variable is;
 """
 
 import json
@@ -86,3 +90,49 @@ def test_a_label_question_a_lookup_refuses_is_named_not_graded(tmp_path, query, 
     pairs.write_text(f"- earlier: {query}\n  later: x\n  label: repeat\n", encoding="utf-8")
     line = last_error_line(run_cli(tmp_path / "home", "calibrate-repeats", "--labels", str(pairs)), 2)
     assert f"{pairs}: entry 1 (earlier): the text {problem}" in line, line
+
+
+# -- configuration -----------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("key", ["TOP_K", "Top_K"])
+def test_a_config_key_in_another_case_is_read_not_dropped(tmp_path, key):
+    config = tmp_path / "config.yaml"
+    config.write_text(f"{key}: 0\n", encoding="utf-8")
+    line = last_error_line(run_cli(tmp_path / "home", "kb", "list", EXECUTOR_CONFIG=str(config)), 2)
+    assert f"invalid setting {config} (top_k): Input should be greater than or equal to 1" in line, line
+
+
+@pytest.mark.parametrize(
+    ("text", "named"),
+    [
+        ("top_k: 5\ntop_k: 50\n", "'top_k' is given twice"),
+        (
+            "retrieval:\n  normalization:\n    reference-threshold: 0.3\n    reference-threshold: 0.4\n",
+            "'retrieval.normalization.reference-threshold' is given twice",
+        ),
+        ("milvus_uri: /tmp/a.db\nMILVUS_URI: /tmp/b.db\n", "'MILVUS_URI' and another key both set milvus_uri"),
+    ],
+    ids=["flat", "nested", "two-spellings"],
+)
+def test_a_config_key_given_twice_is_named(tmp_path, text, named):
+    config = tmp_path / "config.yaml"
+    config.write_text(text, encoding="utf-8")
+    line = last_error_line(run_cli(tmp_path / "home", "kb", "list", EXECUTOR_CONFIG=str(config)), 2)
+    assert f"{config}: {named}; keep one" in line, line
+
+
+@pytest.mark.parametrize(
+    ("variable", "value"),
+    [
+        ("EXECUTOR_MILVUS_URI", "nope"),
+        ("EXECUTOR_FALKORDB_URL", "http://127.0.0.1:6379"),
+        ("EXECUTOR_OPENAI_BASE_URL", "http://h:99999"),
+    ],
+)
+def test_a_setting_error_names_the_variable_as_it_was_set(tmp_path, variable, value):
+    line = last_error_line(run_cli(tmp_path / "home", "kb", "list", **{variable: value}), 2)
+    assert line.startswith(f"error: invalid setting {variable} ("), line
+
+
+def test_an_empty_executor_config_is_unset(tmp_path):
+    r = run_cli(tmp_path / "home", "kb", "list", "--json", EXECUTOR_CONFIG="")
+    assert r.returncode == 0 and json.loads(r.stdout) == [], (r.stdout, r.stderr)

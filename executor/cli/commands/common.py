@@ -96,12 +96,10 @@ def runtime(source: str | None = None, serve_model: bool = False):
 def config_to_write() -> None:
     """`--write` may name, in EXECUTOR_CONFIG, the file it is about to create; everywhere else a config file
     named there but missing is an error (a typo must not silently mean "no config"), so it is created first."""
-    import os
-
-    from executor.core.settings import config_path
+    from executor.core.settings import config_named, config_path
 
     path = config_path()
-    if "EXECUTOR_CONFIG" in os.environ and not path.exists():
+    if config_named() and not path.exists():
         try:
             path.touch()
         except OSError as exc:
