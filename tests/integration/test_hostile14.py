@@ -11,12 +11,14 @@ as a new user would. Each test failed on the code before its fix:
   dropped without a word; a key given twice kept the last silently; a variable set through its second spelling
   (`EXECUTOR_MILVUS_URI`) was named by its first (`MILVUS_URI`, which nobody set); `EXECUTOR_CONFIG=` (empty) was
   ".: is a folder" instead of unset, as every other empty variable is;
+- a query of invisible characters alone (a zero-width space, a BOM, joiners) was looked up and answered "nothing
+  relevant in the knowledge base", exit 0, to a question nobody could see;
 """
 
 import json
 
 import pytest
-from conftest import fresh_database, last_error_line, run_cli
+from conftest import fresh_database, ingested_home, last_error_line, run_cli
 
 from executor.retrieval.repeat_calibration import load_repeat_labels
 from executor.stores.database import Database
@@ -136,3 +138,17 @@ def test_a_setting_error_names_the_variable_as_it_was_set(tmp_path, variable, va
 def test_an_empty_executor_config_is_unset(tmp_path):
     r = run_cli(tmp_path / "home", "kb", "list", "--json", EXECUTOR_CONFIG="")
     assert r.returncode == 0 and json.loads(r.stdout) == [], (r.stdout, r.stderr)
+
+
+# -- a query nobody can see ------------------------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def sample_home(tmp_path_factory):
+    return ingested_home(tmp_path_factory, "hostile14")
+
+
+@pytest.mark.parametrize("command", ["lookup", "ask", "kg"])
+def test_a_query_of_invisible_characters_is_empty(sample_home, command):
+    r = run_cli(sample_home, command, "\u200b\ufeff \u2060", "--json")
+    line = last_error_line(r, 2)
+    assert "the query is empty: it holds only invisible characters" in line, line
+    assert json.loads(r.stdout)["code"] == 2
