@@ -13,9 +13,14 @@ as a new user would. Each test failed on the code before its fix:
   ".: is a folder" instead of unset, as every other empty variable is;
 - a query of invisible characters alone (a zero-width space, a BOM, joiners) was looked up and answered "nothing
   relevant in the knowledge base", exit 0, to a question nobody could see;
+- a page named with its accents written apart (NFD: macOS, files copied from it), in Hindi (`हिंदी.md`: vowel signs
+  are combining marks) or in Persian (a zero-width non-joiner inside a word) was skipped as a name of forbidden
+  characters; two files whose names differ only in that (`café.md` composed and not) are one document key, so one is
+  read and the other named; a skipped name's right-to-left override or zero-width space was printed as it is;
 """
 
 import json
+import unicodedata
 
 import pytest
 from conftest import fresh_database, ingested_home, last_error_line, run_cli
@@ -152,3 +157,41 @@ def test_a_query_of_invisible_characters_is_empty(sample_home, command):
     line = last_error_line(r, 2)
     assert "the query is empty: it holds only invisible characters" in line, line
     assert json.loads(r.stdout)["code"] == 2
+
+
+# -- file names ----------------------------------------------------------------------------------------------------
+def _names_folder(tmp_path):
+    folder = tmp_path / "names"
+    folder.mkdir()
+    nfd, nfc = unicodedata.normalize("NFD", "café.md"), unicodedata.normalize("NFC", "café.md")
+    pages = {
+        unicodedata.normalize("NFD", "crème.md"): "# Crème\nThe milk frother shows error F200 when it clogs.\n",
+        nfd: "# Café apart\nThe grinder shows error G100 when the burrs jam.\n",
+        nfc: "# Café\nThe espresso machine shows error E100 when it needs descaling.\n",
+        "हिंदी.md": "# हिंदी\nहिंदी पृष्ठ: त्रुटि H300 का अर्थ है कि डिस्क भरी हुई है।\n",
+        "می\u200cخواهم.md": "# فارسی\nخطای P400 یعنی دیسک پر است.\n",
+        "rtl\u202egnp.md": "# hidden\nA page whose name reorders itself.\n",
+    }
+    for name, text in pages.items():
+        (folder / name).write_text(text, encoding="utf-8")
+    return folder, nfd, nfc
+
+
+def test_names_of_every_script_are_read_under_their_composed_spelling(tmp_path):
+    folder, nfd, nfc = _names_folder(tmp_path)
+    plan = _json(run_cli(tmp_path / "home", "ingest", str(folder), "--kb", "names", "--dry-run", "--json"))
+    keys = sorted(f["doc_key"] for f in plan["files"])
+    assert keys == sorted([unicodedata.normalize("NFC", "crème.md"), nfc, "हिंदी.md", "می\u200cخواهم.md"]), plan
+    skipped = {s["name"]: s["reason"] for s in plan["skipped"]}
+    assert f"its name is {nfc}'s with the accents written apart (NFD)" in skipped[nfd], skipped
+    assert "rtl\\u202egnp.md" in skipped, skipped  # shown, not obeyed
+
+
+def test_a_page_named_apart_is_found_under_its_composed_name(tmp_path):
+    folder, _, nfc = _names_folder(tmp_path)
+    home = tmp_path / "home"
+    done = _json(run_cli(home, "ingest", str(folder), "--kb", "names", "--no-llm-extract", "--json"))
+    assert done["documents"] == 4, done
+    for query, key in [("milk frother error F200", "crème.md"), ("espresso error E100", nfc), ("त्रुटि H300", "हिंदी.md")]:
+        found = _json(run_cli(home, "lookup", query, "--kb", "names", "--json"))
+        assert [d["doc_key"] for d in found["primary"]] == [unicodedata.normalize("NFC", key)], found
