@@ -17,6 +17,8 @@ as a new user would. Each test failed on the code before its fix:
   are combining marks) or in Persian (a zero-width non-joiner inside a word) was skipped as a name of forbidden
   characters; two files whose names differ only in that (`café.md` composed and not) are one document key, so one is
   read and the other named; a skipped name's right-to-left override or zero-width space was printed as it is;
+- an ingest of another folder into a KB (a typo, a subfolder) removed every document the KB's own folder held with
+  no word but "N removed": it says which folder the KB came from and how to bring them back;
 """
 
 import json
@@ -195,3 +197,22 @@ def test_a_page_named_apart_is_found_under_its_composed_name(tmp_path):
     for query, key in [("milk frother error F200", "crème.md"), ("espresso error E100", nfc), ("त्रुटि H300", "हिंदी.md")]:
         found = _json(run_cli(home, "lookup", query, "--kb", "names", "--json"))
         assert [d["doc_key"] for d in found["primary"]] == [unicodedata.normalize("NFC", key)], found
+
+
+# -- another folder ingested into a KB -------------------------------------------------------------------------------
+def test_another_folder_ingested_into_a_kb_says_what_it_removes(tmp_path):
+    first, second = tmp_path / "docs", tmp_path / "docs" / "api"
+    second.mkdir(parents=True)
+    (first / "deploy.md").write_text("# Deploy\nRoll out with the blue-green switch D100.\n", encoding="utf-8")
+    (first / "backup.md").write_text("# Backup\nSnapshots run nightly, error B200 when the disk is full.\n", "utf-8")
+    (second / "auth.md").write_text("# Auth\nTokens expire after an hour, error A300.\n", encoding="utf-8")
+    home = tmp_path / "home"
+    done = _json(run_cli(home, "ingest", str(first), "--kb", "team", "--no-llm-extract", "--json"))
+    assert done["documents"] == 3 and not any("last ingested" in w for w in done["warnings"]), done
+    again = _json(run_cli(home, "ingest", str(second), "--kb", "team", "--no-llm-extract", "--json"))
+    assert again["removed"] == 3, again
+    said = [w for w in again["warnings"] if "last ingested" in w]
+    assert said == [
+        f"team was last ingested from {first}, not {second}: 3 of its documents are not in this folder and are "
+        f"removed (ingest {first} again to bring them back)"
+    ], again["warnings"]
