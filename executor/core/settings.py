@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 import os
+import stat
 import sys
 from functools import lru_cache
 from importlib import resources
@@ -355,9 +356,21 @@ def update_config(path: Path, node: tuple[str, ...], values: dict[str, Any]) -> 
     for key in node:
         target = target.setdefault(key, {})
     target.update(values)
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    tmp.write_text(yaml.safe_dump(data, allow_unicode=True, sort_keys=False), encoding="utf-8")
-    tmp.replace(path)
+    # the file a symbolic link names is the one rewritten (replacing the link cut it off from a dotfiles folder),
+    # and it keeps its mode: a config.yaml holding an API key or a database password, kept 0600 by its owner, was
+    # replaced by a file the umask made (0644, readable by every user)
+    real = path.resolve()
+    mode = stat.S_IMODE(real.stat().st_mode) if real.exists() else 0o600
+    tmp = real.with_name(f".{real.name}.{os.getpid()}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            os.fchmod(handle.fileno(), mode)
+            handle.write(yaml.safe_dump(data, allow_unicode=True, sort_keys=False))
+        tmp.replace(real)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
 
 
 class _YamlSource(PydanticBaseSettingsSource):

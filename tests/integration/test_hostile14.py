@@ -19,9 +19,12 @@ as a new user would. Each test failed on the code before its fix:
   read and the other named; a skipped name's right-to-left override or zero-width space was printed as it is;
 - an ingest of another folder into a KB (a typo, a subfolder) removed every document the KB's own folder held with
   no word but "N removed": it says which folder the KB came from and how to bring them back;
+- `calibrate --write` and `calibrate-repeats --write` replaced a config.yaml its owner kept 0600 (it holds an API
+  key) by a file the umask made, 0644, readable by every user, and replaced a symbolic link to it by a file;
 """
 
 import json
+import stat
 import unicodedata
 
 import pytest
@@ -216,3 +219,32 @@ def test_another_folder_ingested_into_a_kb_says_what_it_removes(tmp_path):
         f"team was last ingested from {first}, not {second}: 3 of its documents are not in this folder and are "
         f"removed (ingest {first} again to bring them back)"
     ], again["warnings"]
+
+
+# -- a config file written by --write ----------------------------------------------------------------------------
+def test_write_keeps_the_config_files_mode_and_its_link(sample_home, tmp_path):
+    real = tmp_path / "dotfiles" / "executor.yaml"
+    real.parent.mkdir()
+    real.write_text("openai_base_url: http://127.0.0.1:9/v1\nopenai_api_key: sk-kept-private-0123456789\n", "utf-8")
+    real.chmod(0o600)
+    link = tmp_path / "config.yaml"
+    link.symlink_to(real)
+    labels = tmp_path / "repeats.yaml"
+    labels.write_text(
+        "".join(
+            f"- {{earlier: {a}, later: {b}, label: {label}}}\n"
+            for a, b, label in [
+                ("ERR_TIMEOUT 怎么处理", "ERR_TIMEOUT 是什么原因", "repeat"),
+                ("数据库连接池怎么配置", "连接池大小设置多少合适", "repeat"),
+                ("API 如何分页", "慢查询怎么排查", "distinct"),
+                ("告警规则怎么写", "磁盘满了怎么办", "distinct"),
+            ]
+        ),
+        encoding="utf-8",
+    )
+    r = run_cli(sample_home, "calibrate-repeats", "--labels", str(labels), "--write", EXECUTOR_CONFIG=str(link))
+    assert r.returncode == 0, r.stderr
+    assert link.is_symlink() and link.resolve() == real
+    assert stat.S_IMODE(real.stat().st_mode) == 0o600
+    assert "sk-kept-private-0123456789" in real.read_text("utf-8") and "overlap-threshold" in real.read_text("utf-8")
+    assert sorted(p.name for p in real.parent.iterdir()) == ["executor.yaml"]  # no temporary file left
