@@ -43,6 +43,7 @@ def load_label_list(path: Path, model: type[M], shape: str) -> list[M]:
     if not isinstance(raw, list) or not raw:
         raise InputError(f"{path}: expected a list of {shape}")
     out = []
+    seen: dict[tuple, int] = {}  # a label's questions -> the entry that gave them first
     for n, item in enumerate(raw, 1):
         if isinstance(item, dict):
             _misspelt_keys(path, n, item, model)
@@ -54,7 +55,12 @@ def load_label_list(path: Path, model: type[M], shape: str) -> list[M]:
             err = exc.errors()[0]
             field = ".".join(str(p) for p in err["loc"])
             raise InputError(f"{path}: entry {n}{f' ({field})' if field else ''}: {err['msg']}") from exc
-        _askable(path, n, label)
+        questions = _askable(path, n, label)
+        if questions in seen:
+            # asked twice, the question counts twice in every figure, and k-fold calibration tests it on a model
+            # fitted on its twin (or on the opposite label, when the two disagree)
+            raise InputError(f"{path}: entry {n} repeats the question of entry {seen[questions]}; keep one")
+        seen[questions] = n
         out.append(label)
     return out
 
@@ -72,16 +78,18 @@ def _misspelt_keys(path: Path, n: int, item: dict, model: type[BaseModel]) -> No
             raise InputError(f"{path}: entry {n}: unknown key {str(key)[:40]!r}; did you mean {near[0]!r}?")
 
 
-def _askable(path: Path, n: int, label: BaseModel) -> None:
-    """Each question of a label (its text fields: `query`, `earlier`, `later`) as a lookup would take it: one a
-    lookup refuses (blank, control characters, over the length limit) was graded anyway, and counted as an
-    answerable question the KB found nothing for."""
+def _askable(path: Path, n: int, label: BaseModel) -> tuple[str, ...]:
+    """Each question of a label (its text fields: `query`, `earlier`, `later`) as a lookup would take it (its
+    spaces folded): one a lookup refuses (blank, control characters, over the length limit) was graded anyway,
+    and counted as an answerable question the KB found nothing for."""
     from executor.core.settings import get_settings
 
     limit = get_settings().max_query_chars
+    questions = []
     for name, info in type(label).model_fields.items():
         if info.annotation is str or info.annotation == "str":
             try:
-                clean_query(getattr(label, name), limit, "the text")
+                questions.append(clean_query(getattr(label, name), limit, "the text"))
             except InputError as exc:
                 raise InputError(f"{path}: entry {n} ({name}): {exc} (a lookup refuses it)") from None
+    return tuple(questions)

@@ -6,7 +6,9 @@ as a new user would. Each test failed on the code before its fix:
   were one catalog row while the vector store held both;
 - a label file's misspelt key (`relevent:`) left the question with no relevant document, which `eval-retrieval`
   measured and `calibrate` fitted as an off-topic question, without a word; a label question a lookup refuses
-  (blank, control characters, over the length limit) was graded anyway and counted as "nothing found";
+  (blank, control characters, over the length limit) was graded anyway and counted as "nothing found"; a question
+  asked twice (in one file, or the same file given twice) counted twice and leaked across calibration's folds, and
+  with opposite labels said nothing;
 - a `config.yaml` key in another case (`TOP_K:`, `HOME:`, `DATABASE_URL:`) passed the unknown-key check and was then
   dropped without a word; a key given twice kept the last silently; a variable set through its second spelling
   (`EXECUTOR_MILVUS_URI`) was named by its first (`MILVUS_URI`, which nobody set); `EXECUTOR_CONFIG=` (empty) was
@@ -86,6 +88,41 @@ def test_a_note_in_a_repeat_label_file_is_still_read(tmp_path):
     labels = tmp_path / "repeats.yaml"
     labels.write_text("- {earlier: vacation days, later: paid time off, label: repeat, miss: true}\n", "utf-8")
     assert [(p.earlier, p.later) for p in load_repeat_labels(labels)] == [("vacation days", "paid time off")]
+
+
+@pytest.mark.parametrize(
+    ("command", "text"),
+    [
+        (
+            "eval-retrieval",
+            "- {query: How do clients get a token?, relevant: [api/authentication.md]}\n"
+            "- {query: '  How do clients  get a token?', relevant: []}\n",
+        ),
+        ("calibrate", "- {query: a, relevant: []}\n- {query: b, relevant: []}\n- {query: a, relevant: []}\n"),
+        (
+            "calibrate-repeats",
+            "- {earlier: disk full, later: out of space, label: repeat}\n"
+            "- {earlier: disk full, later: out of  space, label: distinct}\n",
+        ),
+    ],
+)
+def test_a_label_question_asked_twice_is_named(tmp_path, command, text):
+    labels = tmp_path / "labels.yaml"
+    labels.write_text(text, encoding="utf-8")
+    twice = "3 repeats the question of entry 1" if command == "calibrate" else "2 repeats the question of entry 1"
+    line = last_error_line(run_cli(tmp_path / "home", command, "--labels", str(labels)), 2)
+    assert f"{labels}: entry {twice}; keep one" in line, line
+
+
+def test_a_label_file_given_twice_for_one_kb_is_named(tmp_path):
+    labels = tmp_path / "labels.yaml"
+    labels.write_text("- {query: How do clients get a token?, relevant: [api/authentication.md]}\n", "utf-8")
+    again = tmp_path / "sub" / ".." / "labels.yaml"
+    (tmp_path / "sub").mkdir()
+    line = last_error_line(
+        run_cli(tmp_path / "home", "eval-retrieval", "--labels", str(labels), "--labels", str(again)), 2
+    )
+    assert f"--labels {again} is given twice for knowledge base 'sample'; give it once" in line, line
 
 
 @pytest.mark.parametrize(
