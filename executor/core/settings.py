@@ -667,7 +667,8 @@ class Settings(BaseSettings):
             from sqlalchemy.exc import ArgumentError, NoSuchModuleError
 
             try:
-                make_url(value).get_dialect()  # an unknown dialect ("nope://") is a setting to fix, not a crash
+                url = make_url(value)
+                url.get_dialect()  # an unknown dialect ("nope://") is a setting to fix, not a crash
             except NoSuchModuleError:
                 kind = value.partition(":")[0]  # the scheme alone: what follows may hold a password
                 raise ValueError(f"unknown database kind {kind!r} (sqlite, postgresql, mysql)") from None
@@ -676,6 +677,10 @@ class Settings(BaseSettings):
                 if not isinstance(exc, ArgumentError):
                     problem += f": {_url_problem(exc, value)}"
                 raise ValueError(problem) from None
+            if url.get_backend_name() == "sqlite" and (url.database or ":memory:") == ":memory:":
+                # the catalog and the sessions would be gone when the command ends, while its vectors stay in the
+                # home: an ingest that "succeeded" left a KB no later command knows
+                raise ValueError("an in-memory SQLite database forgets everything when the command ends; name a file")
         return value
 
     @model_validator(mode="after")

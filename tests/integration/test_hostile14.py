@@ -12,7 +12,8 @@ as a new user would. Each test failed on the code before its fix:
 - a `config.yaml` key in another case (`TOP_K:`, `HOME:`, `DATABASE_URL:`) passed the unknown-key check and was then
   dropped without a word; a key given twice kept the last silently; a variable set through its second spelling
   (`EXECUTOR_MILVUS_URI`) was named by its first (`MILVUS_URI`, which nobody set); `EXECUTOR_CONFIG=` (empty) was
-  ".: is a folder" instead of unset, as every other empty variable is;
+  ".: is a folder" instead of unset, as every other empty variable is; an in-memory SQLite database
+  (`sqlite://`, `sqlite:///:memory:`) was taken, so an ingest "succeeded" and no later command knew its KB;
 - a query of invisible characters alone (a zero-width space, a BOM, joiners) was looked up and answered "nothing
   relevant in the knowledge base", exit 0, to a question nobody could see;
 - a page named with its accents written apart (NFD: macOS, files copied from it), in Hindi (`हिंदी.md`: vowel signs
@@ -180,6 +181,13 @@ def test_a_config_key_given_twice_is_named(tmp_path, text, named):
 def test_a_setting_error_names_the_variable_as_it_was_set(tmp_path, variable, value):
     line = last_error_line(run_cli(tmp_path / "home", "kb", "list", **{variable: value}), 2)
     assert line.startswith(f"error: invalid setting {variable} ("), line
+
+
+@pytest.mark.parametrize("url", ["sqlite://", "sqlite:///:memory:", "sqlite+pysqlite:///:memory:"])
+def test_an_in_memory_database_is_a_bad_setting(tmp_path, url):
+    line = last_error_line(run_cli(tmp_path / "home", "kb", "create", "notes", EXECUTOR_DATABASE_URL=url), 2)
+    assert line.startswith("error: invalid setting EXECUTOR_DATABASE_URL (database_url): an in-memory SQLite"), line
+    assert not (tmp_path / "home" / "milvus.db").exists()
 
 
 def test_an_empty_executor_config_is_unset(tmp_path):
