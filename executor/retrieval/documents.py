@@ -139,6 +139,9 @@ def _parse_problem(exc: Exception) -> str:
 
 def split_front_matter(text: str) -> tuple[dict, str, list[str]]:
     """(metadata, body, warnings): YAML (`---`, Jekyll, Docusaurus, Hugo) or TOML (`+++`, Hugo)."""
+    # a byte order mark left after the one decoding took (two files joined, an editor adding its own): the front
+    # matter was not seen, and the page's title became "\ufeff---title: ..."
+    text = text.lstrip("\ufeff")
     for pattern, load, kind in ((_YAML_FRONT, _load_yaml, "YAML"), (_TOML_FRONT, _load_toml, "TOML")):
         match = pattern.match(text)
         if not match:

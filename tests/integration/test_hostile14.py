@@ -19,7 +19,8 @@ as a new user would. Each test failed on the code before its fix:
 - a page named with its accents written apart (NFD: macOS, files copied from it), in Hindi (`हिंदी.md`: vowel signs
   are combining marks) or in Persian (a zero-width non-joiner inside a word) was skipped as a name of forbidden
   characters; two files whose names differ only in that (`café.md` composed and not) are one document key, so one is
-  read and the other named; a skipped name's right-to-left override or zero-width space was printed as it is;
+  read and the other named; a skipped name's right-to-left override or zero-width space was printed as it is; a
+  page starting with a second byte order mark had its front matter ignored and its title read "\ufeff---title: ...";
 - an ingest of another folder into a KB (a typo, a subfolder) removed every document the KB's own folder held with
   no word but "N removed": it says which folder the KB came from and how to bring them back;
 - `calibrate --write` and `calibrate-repeats --write` replaced a config.yaml its owner kept 0600 (it holds an API
@@ -33,6 +34,7 @@ import unicodedata
 import pytest
 from conftest import fresh_database, ingested_home, last_error_line, run_cli
 
+from executor.retrieval.documents import parse_text
 from executor.retrieval.repeat_calibration import load_repeat_labels
 from executor.stores.database import Database
 from executor.stores.memory import ActionMemory, SentDocument
@@ -293,3 +295,8 @@ def test_write_keeps_the_config_files_mode_and_its_link(sample_home, tmp_path):
     assert stat.S_IMODE(real.stat().st_mode) == 0o600
     assert "sk-kept-private-0123456789" in real.read_text("utf-8") and "overlap-threshold" in real.read_text("utf-8")
     assert sorted(p.name for p in real.parent.iterdir()) == ["executor.yaml"]  # no temporary file left
+
+
+def test_front_matter_after_a_second_byte_order_mark_is_read():
+    doc = parse_text("twice.md", "\ufeff---\ntitle: Deploy guide\nkeywords: [rollout]\n---\n# Steps\nRoll out.\n")
+    assert (doc.title, doc.keywords, doc.warnings) == ("Deploy guide", ["rollout"], [])
