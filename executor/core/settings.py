@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 import os
+import stat
 import sys
 from functools import lru_cache
 from importlib import resources
@@ -321,7 +322,14 @@ GRAPH_URL_SCHEMES = {
 
 
 def config_path() -> Path:
-    return Path(os.environ.get("EXECUTOR_CONFIG", "config.yaml"))
+    # set to nothing it is unset, as every setting is (env_ignore_empty): Path("") was the current folder,
+    # refused as ".: is a folder"
+    return Path(os.environ.get("EXECUTOR_CONFIG") or "config.yaml")
+
+
+def config_named() -> bool:
+    """Whether EXECUTOR_CONFIG names the config file (set, and not to nothing)."""
+    return bool(os.environ.get("EXECUTOR_CONFIG"))
 
 
 # The settings that say where queries, keys and data go. A ./config.yaml is read from whatever folder a command
@@ -348,9 +356,21 @@ def update_config(path: Path, node: tuple[str, ...], values: dict[str, Any]) -> 
     for key in node:
         target = target.setdefault(key, {})
     target.update(values)
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    tmp.write_text(yaml.safe_dump(data, allow_unicode=True, sort_keys=False), encoding="utf-8")
-    tmp.replace(path)
+    # the file a symbolic link names is the one rewritten (replacing the link cut it off from a dotfiles folder),
+    # and it keeps its mode: a config.yaml holding an API key or a database password, kept 0600 by its owner, was
+    # replaced by a file the umask made (0644, readable by every user)
+    real = path.resolve()
+    mode = stat.S_IMODE(real.stat().st_mode) if real.exists() else 0o600
+    tmp = real.with_name(f".{real.name}.{os.getpid()}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            os.fchmod(handle.fileno(), mode)
+            handle.write(yaml.safe_dump(data, allow_unicode=True, sort_keys=False))
+        tmp.replace(real)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
 
 
 class _YamlSource(PydanticBaseSettingsSource):
@@ -362,7 +382,7 @@ class _YamlSource(PydanticBaseSettingsSource):
     def __call__(self) -> dict[str, Any]:
         path = config_path()
         if not path.exists():
-            if "EXECUTOR_CONFIG" in os.environ:  # named on purpose: a typo must not silently mean "no config"
+            if config_named():  # named on purpose: a typo must not silently mean "no config"
                 raise ConfigError(f"{path}: no such config file (named by EXECUTOR_CONFIG)")
             return {}
         data = read_config(path, ConfigError)
@@ -375,9 +395,22 @@ class _YamlSource(PydanticBaseSettingsSource):
         for key, value in data.items():  # YAML's true/false would pass as 1/0 where a number is asked for
             if isinstance(value, bool) and _numeric(fields[field_of[str(key).lower()]].annotation):
                 raise ConfigError(f"{path}: {key} is a number, not {str(value).lower()}")
-        if "EXECUTOR_CONFIG" not in os.environ:
-            self._announce(path, {str(k).lower() for k in data})
-        return data
+        # YAML's loader keeps the last of a key given twice, silently; and two spellings of one setting
+        # (`milvus_uri` and `MILVUS_URI`) would leave which one wins to the settings library
+        twice = bounded_yaml.duplicate_keys(path.read_text(encoding="utf-8"))
+        if twice:
+            raise ConfigError(f"{path}: {twice[0][:60]!r} is given twice; keep one")
+        by_field: dict[str, Any] = {}
+        for key, value in data.items():
+            name = field_of[str(key).lower()]
+            if name in by_field:
+                raise ConfigError(f"{path}: {key!r} and another key both set {name}; keep one")
+            # the settings match their names case by case, so `TOP_K:` or `HOME:` passed the check above and was
+            # then dropped without a word (the home, the database URL left at their defaults): the field's name
+            by_field[name] = value
+        if not config_named():
+            self._announce(path, set(by_field))
+        return by_field
 
     def _announce(self, path: Path, keys: set[str]) -> None:
         """One line on stderr when the implicit ./config.yaml moves an endpoint or a location."""
@@ -634,7 +667,8 @@ class Settings(BaseSettings):
             from sqlalchemy.exc import ArgumentError, NoSuchModuleError
 
             try:
-                make_url(value).get_dialect()  # an unknown dialect ("nope://") is a setting to fix, not a crash
+                url = make_url(value)
+                url.get_dialect()  # an unknown dialect ("nope://") is a setting to fix, not a crash
             except NoSuchModuleError:
                 kind = value.partition(":")[0]  # the scheme alone: what follows may hold a password
                 raise ValueError(f"unknown database kind {kind!r} (sqlite, postgresql, mysql)") from None
@@ -643,6 +677,10 @@ class Settings(BaseSettings):
                 if not isinstance(exc, ArgumentError):
                     problem += f": {_url_problem(exc, value)}"
                 raise ValueError(problem) from None
+            if url.get_backend_name() == "sqlite" and (url.database or ":memory:") == ":memory:":
+                # the catalog and the sessions would be gone when the command ends, while its vectors stay in the
+                # home: an ingest that "succeeded" left a KB no later command knows
+                raise ValueError("an in-memory SQLite database forgets everything when the command ends; name a file")
         return value
 
     @model_validator(mode="after")
@@ -798,24 +836,35 @@ def env_name(field: str) -> str:
     return f"EXECUTOR_{field.upper()}"
 
 
-def _from_env(field: str) -> bool:
-    """Whether one of the environment variables a settings field is read from is set (case-insensitively, as
-    pydantic-settings reads them)."""
+def _aliases(info) -> list[str]:
+    alias = info.validation_alias
+    return [str(a) for a in alias.choices] if isinstance(alias, AliasChoices) else []
+
+
+def _set_variable(field: str) -> str | None:
+    """The environment variable that set a settings field, as the user spelt it (`EXECUTOR_MILVUS_URI`, not the
+    first alias `MILVUS_URI`), or None when none is set (case-insensitively, as pydantic-settings reads them)."""
     info = Settings.model_fields.get(field)
     alias = info.validation_alias if info is not None else None
     names = [str(a) for a in alias.choices] if isinstance(alias, AliasChoices) else [f"EXECUTOR_{field}"]
-    present = {k.upper() for k, v in os.environ.items() if v}  # an empty one is unset (env_ignore_empty)
-    return any(name.upper() in present for name in names)
+    present = {k.upper(): k for k, v in os.environ.items() if v}  # an empty one is unset (env_ignore_empty)
+    return next((present[name.upper()] for name in names if name.upper() in present), None)
+
+
+def _from_env(field: str) -> bool:
+    return _set_variable(field) is not None
 
 
 def settings_error(exc: ValidationError) -> ConfigError:
     """A pydantic error as one line that names the setting (never its value: it may be a secret)."""
     err = exc.errors()[0]
     loc = [str(p) for p in err.get("loc", ())]
+    if loc:  # a field read through an alias is reported under the alias's first spelling: its own name here
+        loc[0] = next((name for name, info in Settings.model_fields.items() if loc[0] in _aliases(info)), loc[0])
     path = ".".join(loc) or "settings"
     where = path
     if loc and loc[0] in Settings.model_fields:
-        variable = env_name(loc[0])
+        variable = _set_variable(loc[0]) or env_name(loc[0])
         if len(loc) == 1:  # the variable that set it, else the config file (a value there is no variable's)
             where = f"{variable if _from_env(loc[0]) or not config_path().is_file() else config_path()} ({path})"
         else:  # a key inside a structured setting: the variable holding it, else the config file

@@ -7,6 +7,7 @@ same one-line message (an InputError), before any store is opened or any row wri
 from __future__ import annotations
 
 import re
+import unicodedata
 
 from executor.core.errors import InputError
 
@@ -54,10 +55,19 @@ def clean_query(query: str | None, max_chars: int, what: str = "the query") -> s
     empty, too long or holds control characters."""
     if query is None or not str(query).strip():
         raise InputError(f"{what} is empty")
+    if not _visible(str(query)):
+        raise InputError(f"{what} is empty: it holds only invisible characters (zero-width spaces, joiners, marks)")
     query = str(query)
     if len(query) > max_chars:
         raise InputError(f"{what} is {len(query):,} characters long; the limit is {max_chars:,}")
     return " ".join(no_control_characters(query, what).split())
+
+
+def _visible(text: str) -> bool:
+    """Whether `text` shows anything: a query of spaces and invisible format characters alone (zero-width space,
+    joiners, BOM, direction marks; Unicode's Cf) was looked up, and answered "nothing relevant" to a question
+    nobody could see."""
+    return any(not ch.isspace() and unicodedata.category(ch) != "Cf" for ch in text)
 
 
 def no_control_characters(text: str, what: str) -> str:

@@ -11,6 +11,7 @@ import hashlib
 import math
 import re
 import tomllib
+import unicodedata
 from dataclasses import dataclass, field
 from functools import cached_property
 
@@ -86,8 +87,17 @@ class Document:
         ]
 
 
+def _in_letter(ch: str) -> bool:
+    """A combining mark, or a zero-width (non-)joiner: part of the letters around it."""
+    return ch in "\u200c\u200d" or unicodedata.category(ch).startswith("M")
+
+
 def check_doc_key(doc_key: str) -> str:
-    if not DOC_KEY.match(doc_key):
+    # a combining mark belongs to the letter before it, and Persian writes words with a zero-width non-joiner:
+    # Devanagari's vowel signs (`हिंदी.md`), Hebrew points, an accent kept apart (NFD) and `می‌خواهم.md` were
+    # refused as if they were punctuation
+    bare = "".join(ch for ch in doc_key if not _in_letter(ch))
+    if _in_letter(doc_key[:1] or " ") or len(doc_key) > 401 or not DOC_KEY.fullmatch(bare):
         raise InputError(f"{doc_key}: file names may hold letters, digits, '_', '-', '.', '/' and spaces only")
     return doc_key
 
@@ -129,6 +139,9 @@ def _parse_problem(exc: Exception) -> str:
 
 def split_front_matter(text: str) -> tuple[dict, str, list[str]]:
     """(metadata, body, warnings): YAML (`---`, Jekyll, Docusaurus, Hugo) or TOML (`+++`, Hugo)."""
+    # a byte order mark left after the one decoding took (two files joined, an editor adding its own): the front
+    # matter was not seen, and the page's title became "\ufeff---title: ..."
+    text = text.lstrip("\ufeff")
     for pattern, load, kind in ((_YAML_FRONT, _load_yaml, "YAML"), (_TOML_FRONT, _load_toml, "TOML")):
         match = pattern.match(text)
         if not match:

@@ -166,8 +166,16 @@ def ingest(
     # a file that is still there but failed to load this time keeps the version ingested before
     removed = [k for k in existing if k not in keys and (full or k not in loaded.failed)]
     kept = [k for k in loaded.order if k in loaded.unchanged]
+    earlier = rt.catalog.get(kb)
+    here = str(Path(path).resolve())
+    moved = [] if earlier is None or earlier.source_path in (None, here) or not removed else [earlier.source_path]
     # an unchanged file's own warnings, as when it was read (the folder's are in loaded.warnings)
     warnings = list(loaded.warnings) + [f"{k}: {w}" for k in kept for w in records[k].warnings]
+    for folder in moved:  # another folder (a typo, a subfolder) must not quietly replace what the KB held
+        warnings.append(
+            f"{kb} was last ingested from {folder}, not {here}: {len(removed)} of its documents are not in this "
+            f"folder and are removed (ingest {folder} again to bring them back)"
+        )
 
     if changed and rt.settings.self_calibrate:  # what it loads overlaps the embedding instead of following it
         threading.Thread(target=_load_self_calibration, name="load-self-calibration", daemon=True).start()
@@ -281,7 +289,7 @@ def ingest(
         + [FileRefresh(k, states[k].file_stat, states[k].file_hash) for k in kept if k in states],
         embedder=embedder.name,
         dim=embedder.dim,
-        source=str(Path(path).resolve()),
+        source=here,
         new=new,
         graph_counts=graph_counts,
     )

@@ -5,6 +5,7 @@ Errors are one line naming the file and, where YAML or validation says, the plac
 
 from __future__ import annotations
 
+import difflib
 from pathlib import Path
 from typing import TypeVar
 
@@ -13,6 +14,7 @@ from pydantic import BaseModel, ValidationError
 
 from executor.core import bounded_yaml
 from executor.core.errors import InputError
+from executor.core.validation import clean_query
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -41,13 +43,53 @@ def load_label_list(path: Path, model: type[M], shape: str) -> list[M]:
     if not isinstance(raw, list) or not raw:
         raise InputError(f"{path}: expected a list of {shape}")
     out = []
+    seen: dict[tuple, int] = {}  # a label's questions -> the entry that gave them first
     for n, item in enumerate(raw, 1):
+        if isinstance(item, dict):
+            _misspelt_keys(path, n, item, model)
         try:
-            out.append(model.model_validate(item))
+            label = model.model_validate(item)
         except ValidationError as exc:
             # which entry: in a file of hundreds, "relevant: Input should be a valid list" points at none, and an
             # entry that is no mapping had no field at all to name ("FILE: : Input should be ...")
             err = exc.errors()[0]
             field = ".".join(str(p) for p in err["loc"])
             raise InputError(f"{path}: entry {n}{f' ({field})' if field else ''}: {err['msg']}") from exc
+        questions = _askable(path, n, label)
+        if questions in seen:
+            # asked twice, the question counts twice in every figure, and k-fold calibration tests it on a model
+            # fitted on its twin (or on the opposite label, when the two disagree)
+            raise InputError(f"{path}: entry {n} repeats the question of entry {seen[questions]}; keep one")
+        seen[questions] = n
+        out.append(label)
     return out
+
+
+def _misspelt_keys(path: Path, n: int, item: dict, model: type[BaseModel]) -> None:
+    """A key that is nearly one of the model's fields is a typo, not a note: `relevent: [...]` left `relevant`
+    empty, which calls the question one nothing in the KB answers (an off-topic label, measured and fitted as
+    one). Other keys stay, as notes (`miss: true` in a repeats file)."""
+    fields = list(model.model_fields)
+    for key in item:
+        if str(key) in fields:
+            continue
+        near = difflib.get_close_matches(str(key).lower(), fields, n=1, cutoff=0.7)
+        if near:
+            raise InputError(f"{path}: entry {n}: unknown key {str(key)[:40]!r}; did you mean {near[0]!r}?")
+
+
+def _askable(path: Path, n: int, label: BaseModel) -> tuple[str, ...]:
+    """Each question of a label (its text fields: `query`, `earlier`, `later`) as a lookup would take it (its
+    spaces folded): one a lookup refuses (blank, control characters, over the length limit) was graded anyway,
+    and counted as an answerable question the KB found nothing for."""
+    from executor.core.settings import get_settings
+
+    limit = get_settings().max_query_chars
+    questions = []
+    for name, info in type(label).model_fields.items():
+        if info.annotation is str or info.annotation == "str":
+            try:
+                questions.append(clean_query(getattr(label, name), limit, "the text"))
+            except InputError as exc:
+                raise InputError(f"{path}: entry {n} ({name}): {exc} (a lookup refuses it)") from None
+    return tuple(questions)

@@ -27,6 +27,7 @@ import os
 import re
 import stat
 import time
+import unicodedata
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -106,6 +107,7 @@ class Discovery:
     files: list[SourceFile] = field(default_factory=list)
     skipped: list[tuple[str, str]] = field(default_factory=list)  # (name, reason)
     unsupported: Counter = field(default_factory=Counter)  # extension -> files
+    names: dict[str, str] = field(default_factory=dict)  # doc key -> the file's own name, for two files of one key
 
     def unsupported_summary(self) -> str | None:
         if not self.unsupported:
@@ -132,7 +134,13 @@ class Loaded:
 def _printable(name: str) -> str:
     """A file name fit for a one-line message: undecodable bytes and control characters shown escaped."""
     text = os.fsencode(name).decode("utf-8", errors="backslashreplace")
-    return re.sub(r"[\x00-\x1f\x7f-\x9f]", lambda m: f"\\x{ord(m.group()):02x}", text)
+    text = re.sub(r"[\x00-\x1f\x7f-\x9f]", lambda m: f"\\x{ord(m.group()):02x}", text)
+    # invisible characters that reorder or hide the name (a right-to-left override, a zero-width space) shown
+    return "".join(f"\\u{ord(ch):04x}" if _hides(ch) else ch for ch in text)
+
+
+def _hides(ch: str) -> bool:
+    return unicodedata.category(ch) == "Cf" and ch not in "\u200c\u200d"
 
 
 def check_root(root: Path) -> Path:
@@ -193,11 +201,13 @@ def _classify(path: Path, base: Path, limits: SourceLimits, found: Discovery) ->
         return
     fmt = format_of(path)
     if fmt is None:
-        found.unsupported[path.suffix.lower() or "(no extension)"] += 1
+        found.unsupported[_printable(path.suffix.lower()) or "(no extension)"] += 1
         return
     try:
         rel.encode("utf-8")
-        check_doc_key(rel)
+        # the doc key is the name in its composed form (NFC): macOS and files copied from it spell `crème.md` with
+        # a separate accent (NFD), which a label file, a link or a person types composed
+        key = check_doc_key(unicodedata.normalize("NFC", rel))
     except UnicodeEncodeError:
         found.skipped.append((shown, "the file name is not valid UTF-8; rename it"))
         return
@@ -209,9 +219,25 @@ def _classify(path: Path, base: Path, limits: SourceLimits, found: Discovery) ->
             (shown, f"{info.st_size / MB:,.1f} MB, over the {limits.max_file_bytes / MB:,.0f} MB file limit")
         )
         return
+    if key in found.names:  # `café.md` twice, composed and not: one document key, so one file is read, the
+        # one whose name is written as its key is (composed)
+        other = found.names[key]
+        kept, dropped = (rel, other) if rel == key else (other, rel)
+        if kept == rel:
+            found.files = [f for f in found.files if f.doc_key != key]
+        found.skipped.append(
+            (
+                _printable(dropped),
+                f"its name is {_printable(kept)}'s with the accents written apart (NFD), so both would be one "
+                "document; rename or remove one",
+            )
+        )
+        if kept == other:
+            return
+    found.names[key] = rel
     found.files.append(
         SourceFile(
-            path=path, doc_key=rel, format=fmt, size=info.st_size, mtime_ns=info.st_mtime_ns, ctime_ns=info.st_ctime_ns
+            path=path, doc_key=key, format=fmt, size=info.st_size, mtime_ns=info.st_mtime_ns, ctime_ns=info.st_ctime_ns
         )
     )
 

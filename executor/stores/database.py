@@ -231,7 +231,7 @@ def _check_whole(path: Path) -> None:
         )
 
 
-SCHEMA_REVISION = "0009"  # the newest migration in executor/stores/migrations/versions
+SCHEMA_REVISION = "0010"  # the newest migration in executor/stores/migrations/versions
 MIGRATIONS = Path(__file__).with_name("migrations")
 
 

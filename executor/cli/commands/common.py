@@ -96,12 +96,10 @@ def runtime(source: str | None = None, serve_model: bool = False):
 def config_to_write() -> None:
     """`--write` may name, in EXECUTOR_CONFIG, the file it is about to create; everywhere else a config file
     named there but missing is an error (a typo must not silently mean "no config"), so it is created first."""
-    import os
-
-    from executor.core.settings import config_path
+    from executor.core.settings import config_named, config_path
 
     path = config_path()
-    if "EXECUTOR_CONFIG" in os.environ and not path.exists():
+    if config_named() and not path.exists():
         try:
             path.touch()
         except OSError as exc:
@@ -152,7 +150,13 @@ def pair_labels(labels: list[Path], kbs: list[str] | None) -> list[tuple[Path, s
         kbs = kbs * len(labels)
     if len(kbs) != len(labels):
         raise InputError(f"{len(labels)} --labels files but {len(kbs)} --kb names: give one name, or one per file")
-    return list(zip(labels, kbs))
+    pairs = list(zip(labels, kbs))
+    seen = set()
+    for path, kb in pairs:  # the same file twice on one KB counted each question twice, and leaked across folds
+        if (path.resolve(), kb) in seen:
+            raise InputError(f"--labels {path} is given twice for knowledge base {kb!r}; give it once")
+        seen.add((path.resolve(), kb))
+    return pairs
 
 
 def call_tool(rt, name: str, call, args: dict, names: dict[str, str], expand: bool = False):
