@@ -1,8 +1,12 @@
+import json
 import os
+import shutil
 import socket
 import subprocess
 import sys
 import tempfile
+import time
+import urllib.request
 import uuid
 from contextlib import contextmanager
 from pathlib import Path
@@ -302,6 +306,62 @@ def neo4j_store():
 
 # -- clients from npm (the MCP Inspector, LangGraph's JS SDK) ----------------------------------------------------
 NPM_CACHE = Path(os.environ.get("EXECUTOR_TEST_NPM_CACHE") or Path(tempfile.gettempdir()) / "executor-test-npm")
+
+
+@contextmanager
+def langgraph_dev(tmp_path_factory, name: str, **env_extra):
+    """`langgraph dev` on this checkout's langgraph.json (its paths made absolute, in a directory of its own: the
+    server writes its thread state to `.langgraph_api/` there, never in the checkout) over a fresh home holding the
+    ingested sample KB, without the caller's OpenAI variables unless `env_extra` sets them; yields (url, home,
+    workdir)."""
+    langgraph = Path(sys.executable).with_name("langgraph")
+    if not langgraph.exists() and not shutil.which("langgraph"):
+        pytest.fail("langgraph-cli is a dev dependency: reinstall with .[dev]")
+    home = tmp_path_factory.mktemp(f"{name}-home")
+    assert run_cli(home, "ingest", "--json").returncode == 0
+    env = {k: v for k, v in os.environ.items() if k not in ("OPENAI_API_KEY", "OPENAI_BASE_URL")}
+    env.update(
+        EXECUTOR_HOME=str(home),
+        LANGGRAPH_CLI_NO_ANALYTICS="1",
+        LANGGRAPH_NO_VERSION_CHECK="true",
+        LANGSMITH_TRACING="false",
+        **env_extra,
+    )
+    workdir = tmp_path_factory.mktemp(f"{name}-cwd")
+    config = json.loads((REPO / "langgraph.json").read_text())
+    config["dependencies"] = [str(REPO)]
+    config["graphs"] = {g: str(REPO / spec.removeprefix("./")) for g, spec in config["graphs"].items()}
+    config["http"]["app"] = str(REPO / config["http"]["app"].removeprefix("./"))
+    (workdir / "langgraph.json").write_text(json.dumps(config))
+    port = free_port()
+    log = open(home / "langgraph-dev.log", "w")
+    args = ["dev", "--no-browser", "--no-reload", "--host", "127.0.0.1", "--port", str(port), "--config"]
+    proc = subprocess.Popen(
+        [str(langgraph), *args, str(workdir / "langgraph.json")],
+        cwd=workdir,
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 120
+    while True:
+        if proc.poll() is not None:
+            pytest.fail(f"langgraph dev exited with {proc.returncode}: see {home / 'langgraph-dev.log'}")
+        if time.monotonic() > deadline:
+            proc.kill()
+            pytest.fail(f"langgraph dev did not answer on {url} within 120 s")
+        try:
+            with urllib.request.urlopen(f"{url}/ok", timeout=2) as r:
+                if r.status == 200:
+                    break
+        except OSError:
+            time.sleep(0.5)
+    try:
+        yield url, home, workdir
+    finally:
+        stop_process(proc, log)
+        run_cli(home, "graph", "stop")
 
 
 def npm_package(spec: str) -> Path:

@@ -7,17 +7,8 @@ Each server runs in a temporary directory with its own EXECUTOR_HOME, never in t
 
 from __future__ import annotations
 
-import json
-import os
-import shutil
-import subprocess
-import sys
-import time
-import urllib.request
-from pathlib import Path
-
 import pytest
-from conftest import REPO, free_port, run_cli, stop_process
+from conftest import langgraph_dev
 from fake_openai import FakeOpenAI
 
 pytestmark = pytest.mark.timeout(300)
@@ -26,71 +17,19 @@ PRECISE_Q = "ERR_TIMEOUT 是什么？"  # its lookup is PRECISE: the rules end t
 OTHER_Q = "How should we store passwords?"  # not PRECISE offline: the planner's empty closing message, then the answer
 
 
-def serve(tmp_path_factory, name: str, **env_extra):
-    """`langgraph dev` on this checkout's langgraph.json (paths made absolute) over a fresh ingested home; yields
-    (url, home)."""
-    langgraph = Path(sys.executable).with_name("langgraph")
-    if not langgraph.exists() and not shutil.which("langgraph"):
-        pytest.fail("langgraph-cli is a dev dependency: reinstall with .[dev]")
-    home = tmp_path_factory.mktemp(f"{name}-home")
-    assert run_cli(home, "ingest", "--json").returncode == 0
-    env = {k: v for k, v in os.environ.items() if k not in ("OPENAI_API_KEY", "OPENAI_BASE_URL")}
-    env.update(
-        EXECUTOR_HOME=str(home),
-        LANGGRAPH_CLI_NO_ANALYTICS="1",
-        LANGGRAPH_NO_VERSION_CHECK="true",
-        LANGSMITH_TRACING="false",
-        **env_extra,
-    )
-    workdir = tmp_path_factory.mktemp(f"{name}-cwd")
-    config = json.loads((REPO / "langgraph.json").read_text())
-    config["dependencies"] = [str(REPO)]
-    config["graphs"] = {g: str(REPO / spec.removeprefix("./")) for g, spec in config["graphs"].items()}
-    config["http"]["app"] = str(REPO / config["http"]["app"].removeprefix("./"))
-    (workdir / "langgraph.json").write_text(json.dumps(config))
-    port = free_port()
-    log = open(home / "langgraph-dev.log", "w")
-    args = ["dev", "--no-browser", "--no-reload", "--host", "127.0.0.1", "--port", str(port), "--config"]
-    proc = subprocess.Popen(
-        [str(langgraph), *args, str(workdir / "langgraph.json")],
-        cwd=workdir,
-        env=env,
-        stdout=log,
-        stderr=subprocess.STDOUT,
-    )
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 120
-    while True:
-        if proc.poll() is not None:
-            pytest.fail(f"langgraph dev exited with {proc.returncode}: see {home / 'langgraph-dev.log'}")
-        if time.monotonic() > deadline:
-            proc.kill()
-            pytest.fail(f"langgraph dev did not answer on {url} within 120 s")
-        try:
-            with urllib.request.urlopen(f"{url}/ok", timeout=2) as r:
-                if r.status == 200:
-                    break
-        except OSError:
-            time.sleep(0.5)
-    try:
-        yield url, home
-    finally:
-        stop_process(proc, log)
-        run_cli(home, "graph", "stop")
-
-
 @pytest.fixture(scope="module")
 def offline(tmp_path_factory):
-    yield from serve(tmp_path_factory, "offline")
+    with langgraph_dev(tmp_path_factory, "offline") as (url, home, _):
+        yield url, home
 
 
 @pytest.fixture(scope="module")
 def llm(tmp_path_factory):
     """A server whose chat model is a fake OpenAI endpoint; each test scripts its replies."""
     with FakeOpenAI([]) as fake:
-        for url, _ in serve(
+        with langgraph_dev(
             tmp_path_factory, "llm", OPENAI_BASE_URL=fake.base_url, OPENAI_API_KEY="test-key", EXECUTOR_MODEL="fake"
-        ):
+        ) as (url, _, _):
             yield url, fake
 
 

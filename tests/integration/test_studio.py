@@ -5,80 +5,21 @@ The server runs in a temporary directory (it writes its thread state to
 """
 
 import json
-import os
 import shutil
 import subprocess
-import sys
-import time
 import urllib.request
 from pathlib import Path
 
 import pytest
-from conftest import REPO, free_port, npm_package, run_cli, stop_process
+from conftest import REPO, langgraph_dev, npm_package
 
 pytestmark = pytest.mark.timeout(300)
 
 
 @pytest.fixture(scope="module")
 def studio(tmp_path_factory):
-    langgraph = Path(sys.executable).with_name("langgraph")
-    if not langgraph.exists() and not shutil.which("langgraph"):
-        pytest.fail("langgraph-cli is a dev dependency: reinstall with .[dev]")
-    home = tmp_path_factory.mktemp("studio-home")
-    assert run_cli(home, "ingest", "--json").returncode == 0
-    port = free_port()
-    env = {
-        **os.environ,
-        "EXECUTOR_HOME": str(home),
-        "LANGGRAPH_CLI_NO_ANALYTICS": "1",
-        "LANGGRAPH_NO_VERSION_CHECK": "true",
-        "LANGSMITH_TRACING": "false",
-    }
-    for key in ("OPENAI_API_KEY", "OPENAI_BASE_URL"):
-        env.pop(key, None)
-    # the checkout's langgraph.json, with its paths made absolute, in a directory of its own
-    workdir = tmp_path_factory.mktemp("studio-cwd")
-    config = json.loads((REPO / "langgraph.json").read_text())
-    config["dependencies"] = [str(REPO)]
-    config["graphs"] = {name: str(REPO / spec.removeprefix("./")) for name, spec in config["graphs"].items()}
-    config["http"]["app"] = str(REPO / config["http"]["app"].removeprefix("./"))
-    (workdir / "langgraph.json").write_text(json.dumps(config))
-    log = open(home / "langgraph-dev.log", "w")
-    proc = subprocess.Popen(
-        [
-            str(langgraph),
-            "dev",
-            "--no-browser",
-            "--no-reload",
-            "--host",
-            "127.0.0.1",
-            "--port",
-            str(port),
-            "--config",
-            str(workdir / "langgraph.json"),
-        ],
-        cwd=workdir,
-        env=env,
-        stdout=log,
-        stderr=subprocess.STDOUT,
-    )
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            pytest.fail(f"langgraph dev exited with {proc.returncode}: see {home / 'langgraph-dev.log'}")
-        try:
-            with urllib.request.urlopen(f"{url}/ok", timeout=2) as r:
-                if r.status == 200:
-                    break
-        except OSError:
-            time.sleep(0.5)
-    else:
-        proc.kill()
-        pytest.fail(f"langgraph dev did not answer on {url} within 120 s")
-    yield url, workdir
-    stop_process(proc, log)
-    run_cli(home, "graph", "stop")
+    with langgraph_dev(tmp_path_factory, "studio") as (url, _, workdir):
+        yield url, workdir
 
 
 def test_studio_reads_the_input_and_output_schemas(studio):
