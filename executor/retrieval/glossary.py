@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import re
 
-from executor.retrieval.vocabulary import STOPWORDS
+from executor.retrieval.vocabulary import STOPWORDS, cjk_words
 
 GLOSSARY: dict[str, str] = {
     en: zh
@@ -359,6 +359,39 @@ def to_chinese(subject: str) -> str | None:
 ENGLISH: dict[str, frozenset[str]] = {
     zh: frozenset(w for en, z in GLOSSARY.items() if z == zh for w in (en, f"{en}s")) for zh in set(GLOSSARY.values())
 }
+
+
+# and each Chinese word's one English word, for asking about a Chinese page in English: the glossary's first
+ONE_ENGLISH: dict[str, str] = {}
+for _en, _zh in GLOSSARY.items():
+    ONE_ENGLISH.setdefault(_zh, _en)
+CJK = re.compile(r"[\u3400-\u9fff]+")
+
+
+def to_english(subject: str) -> str | None:
+    """`subject` (a Chinese heading) in the glossary's English words, its names (`Docker Compose`) kept and the
+    Chinese words the glossary lacks dropped (an English user writes none); None when the glossary has fewer than
+    half of its Chinese words or it comes to one word. Self-calibration asked an English question on a Chinese
+    page only where its subject was a name: the ranker never saw an English question on a Chinese page, which
+    shares no word with it (only the dense vectors see across), and put a Chinese page sharing one common word
+    above it."""
+    out: list[str] = []
+    chinese = translated = 0
+    for part in re.split(r"(\s+|[\u3400-\u9fff]+)", subject):
+        if not part.strip():
+            continue
+        if CJK.fullmatch(part):
+            for word in cjk_words(part):
+                chinese += 1
+                en = ONE_ENGLISH.get(word)
+                if en is not None:
+                    translated += 1
+                    if not out or out[-1] != en:
+                        out.append(en)
+        elif re.search(r"[A-Za-z0-9]", part):
+            out.append(part.strip())
+    # one word alone ("config" of 配置位置) is no subject a question could be about
+    return " ".join(out) if chinese and 2 * translated >= chinese and len(out) >= 2 else None
 
 
 def equivalents(term: str, page_language: str) -> frozenset[str]:

@@ -19,6 +19,7 @@ import numpy as np
 
 from executor.core.relevance import CJK, Level, answer_features, grade, page_key, similarity, weak
 from executor.core.settings import Thresholds
+from executor.retrieval.glossary import equivalents
 from executor.retrieval.keywords import TOKEN, KeywordIndex, normalize
 from executor.retrieval.ranking import IDENTIFIER, Candidate, Profile, background, describe, rank
 from executor.retrieval.text_profiles import TextProfiles
@@ -335,7 +336,7 @@ class Grader:
         rare = frozenset(t for t in terms(query) if 0 < vocabulary.df.get(t, 0) <= few)
         for c in candidates:
             c.similarity = max(similarity(h.distance, t.max_l2_distance) for h in c.chunks.values())
-        q = query_terms(query, vocabulary)
+        q = query_terms(query, vocabulary, lambda term: equivalents(term, "en"))
         floor = background([similarity(h.distance, t.max_l2_distance) for h in dense])
         describe(candidates, q, floor, self.profile(kb, version), rare)
         return Graded(

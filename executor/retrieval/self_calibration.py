@@ -41,7 +41,7 @@ from executor.core.settings import KbModel, Thresholds
 from executor.retrieval.calibration import FOLDS, Bars, Label, Observed, cross_validate, fit
 from executor.retrieval.chunking import PATH_SEPARATOR
 from executor.retrieval.documents import Document
-from executor.retrieval.glossary import to_chinese
+from executor.retrieval.glossary import to_chinese, to_english
 from executor.retrieval.keywords import TOKEN, normalize
 from executor.retrieval.off_topic import POOL
 from executor.retrieval.quality import measure
@@ -186,6 +186,8 @@ def _ask(
     if asked_in == "zh" and page_language == "en" and templates_same is SUBJECT_EN:
         # a heading asked in Chinese: in Chinese words where the glossary has them, as a Chinese user asks
         subject = to_chinese(subject) or subject
+    elif asked_in == "en" and page_language == "zh" and templates_same is SUBJECT_ZH:
+        subject = to_english(subject) or subject  # `generate` asks it in English only where the glossary has it
     return rng.choice(en if asked_in == "en" else zh).format(s=subject)
 
 
@@ -248,6 +250,9 @@ def generate(sources: list[Source], limit: int = MAX_GENERATED, seed: int = SEED
         asked: list[Label] = []
         held: list[tuple[Label, str]] = []
         title_other = rng.random() < 0.5
+        # a Chinese page with no English version is asked in English too (in the glossary's words): an English
+        # user has only it to find. One with an English version is asked through that page's own headings
+        alone = len(relevant) == 1
         if s.title.strip():
             asked.append(
                 Label(
@@ -256,7 +261,7 @@ def generate(sources: list[Source], limit: int = MAX_GENERATED, seed: int = SEED
                         SUBJECT_EN if language == "en" else SUBJECT_ZH,
                         SUBJECT_ZH if language == "en" else SUBJECT_EN,
                         language,
-                        title_other and language == "en",
+                        title_other and (language == "en" or (alone and to_english(s.title) is not None)),
                         rng,
                     ),
                     relevant=relevant,
@@ -277,7 +282,9 @@ def generate(sources: list[Source], limit: int = MAX_GENERATED, seed: int = SEED
             and len(h) <= 60
         ]
         for h in rng.sample(sections, min(2, len(sections))):
-            other = rng.random() < 0.5 and (language == "en" or language_of(h) == "en")
+            other = rng.random() < 0.5 and (
+                language == "en" or language_of(h) == "en" or (alone and to_english(h) is not None)
+            )
             asked.append(
                 Label(
                     query=_ask(

@@ -212,7 +212,17 @@ class QueryTerms:
 UNKNOWN_COVERAGE = 0.5  # a Chinese question on a KB with no Chinese page: its vocabulary cannot tell
 
 
-def query_terms(query: str, vocabulary: Vocabulary) -> QueryTerms:
+def _knows(vocabulary: Vocabulary, term: str, english: Callable[[str], Set[str]] | None) -> bool:
+    return vocabulary.known(term) or (
+        english is not None and CJK_RUN.search(term) is not None and any(map(vocabulary.known, english(term)))
+    )
+
+
+def query_terms(query: str, vocabulary: Vocabulary, english: Callable[[str], Set[str]] | None = None) -> QueryTerms:
+    """`english(term)`: the English words a Chinese term may be written as (`glossary.equivalents`): in a KB that
+    writes both languages, a Chinese word the KB writes only in English (磁盘 on an English page on disks) is a
+    word it knows. Without them every Chinese question on an English page of a bilingual KB looked half off-topic
+    to the answerability model (sample KB, "机器磁盘满了怎么清理？": KB coverage 0.2, "nothing found")."""
     weights = {t: vocabulary.idf(t) for t in terms(query)}
     # in a KB with no Chinese text, a Chinese word unknown to it says nothing about whether a page answers (the
     # dense vectors see across languages): coverage is counted on the question's other words, if it has any
@@ -221,7 +231,7 @@ def query_terms(query: str, vocabulary: Vocabulary) -> QueryTerms:
     if not total:
         coverage = 1.0 if not weights else UNKNOWN_COVERAGE
     else:
-        coverage = sum(w for t, w in counted.items() if vocabulary.known(t)) / total
+        coverage = sum(w for t, w in counted.items() if _knows(vocabulary, t, english)) / total
     return QueryTerms(
         weights,
         coverage,
