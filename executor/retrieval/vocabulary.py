@@ -27,8 +27,9 @@ from executor.retrieval.keywords import normalize
 from executor.stores.embedders import use_words
 
 COMPOUND_PARTS = re.compile(r"[.\-]")
-# what the cache holds; raised when what is counted changes (2: subjects gained defined list terms and file names)
-CACHE_FORMAT = 2
+# what the cache holds; raised when what is counted changes (2: subjects gained defined list terms and file names;
+# 3: Chinese stop words)
+CACHE_FORMAT = 3
 FILE_WORDS = re.compile(r"[_.\-]")
 ASCII_TERM = re.compile(r"[a-z0-9_]+(?:[.\-][a-z0-9_]+)*")
 RAW_ASCII_TERM = re.compile(r"[A-Za-z0-9_]+(?:[.\-][A-Za-z0-9_]+)*")
@@ -38,6 +39,12 @@ STOPWORDS = frozenset(
     "which who why can could should would i my me we our you your it its this that these those there as if not "
     "no into than then so about after before up out over only just also any all each such very will shall may "
     "might must have has had get gets using use".split()
+    # and the same words in Chinese (jieba's words): with no Chinese stop word, 怎么 and 怎么办 weighed as much as
+    # 磁盘 in a Chinese question, so its KB coverage fell to 0.2 on the page that answers it, and a page that
+    # happens to write 怎么 shared a "term" with every Chinese question
+    + "怎么 怎么办 怎么样 怎样 如何 什么 什么样 为什么 为何 哪些 哪个 哪里 哪儿 是否 能否 能不能 可以 可不可以 "
+    "应该 需要 有没有 是不是 会不会 我们 你们 他们 它们 这个 那个 这些 那些 这样 那样 一下 时候 的话 还是 或者 "
+    "以及 并且 而且 如果 那么 然后 因为 所以 已经 就是 只是 还有 没有 一个 一些 请问 大家 自己 现在 之后 之前".split()
 )
 
 
@@ -70,7 +77,7 @@ def terms(text: str) -> set[str]:
     norm = normalize(text)
     out = {w for w in ASCII_TERM.findall(norm) if w not in STOPWORDS}
     for run in CJK_RUN.findall(norm):
-        out.update(cjk_words(run))
+        out.update(w for w in cjk_words(run) if w not in STOPWORDS)
     return out
 
 

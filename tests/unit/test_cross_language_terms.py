@@ -30,4 +30,12 @@ def test_a_chinese_heading_asked_in_english_keeps_its_names_and_drops_untranslat
     assert asked is not None and asked.startswith("Docker Compose ") and asked.isascii()
     assert len(asked.split()) >= 4  # 本地, 开发, 环境 each put into English
     assert to_english("常见问题") is None  # no glossary word: not asked in English
-    assert to_english("配置位置") is None  # one English word is no subject
+    assert to_english("配置") is None  # one English word is no subject
+
+
+def test_a_chinese_question_word_is_a_stop_word_as_its_english_one_is():
+    from executor.retrieval.vocabulary import terms
+
+    assert terms("机器磁盘满了怎么清理？") == {"机器", "磁盘", "清理"}
+    assert terms("从库延迟太大怎么办？") == {"从库", "延迟"}
+    assert terms("How do I clean a full disk?") == {"clean", "full", "disk"}
