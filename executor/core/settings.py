@@ -23,7 +23,7 @@ from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
 from executor.core import bounded_yaml
-from executor.core.errors import ConfigError, InputError, register_secret
+from executor.core.errors import ConfigError, InputError, register_secret, warn
 from executor.core.fs import home_folder, private_dir
 
 # the bundled sample KB is package data: the wheel carries it, and an installed `executor ingest` finds it here
@@ -349,13 +349,22 @@ _ANNOUNCED: set[Path] = set()  # once per process: the settings load more than o
 
 
 def update_config(path: Path, node: tuple[str, ...], values: dict[str, Any]) -> None:
-    """Set `values` under the mapping at `node` of a config.yaml, keeping everything else in the file;
-    the file is replaced whole or not at all."""
-    data: dict = read_config(path, InputError) if path.exists() else {}
+    """Set `values` under the mapping at `node` of a config.yaml, keeping everything else in the file, its comments
+    and key order too; the file is replaced whole or not at all."""
+    text, data = _read_config(path, InputError) if path.exists() else ("", {})
     target = data
-    for key in node:
+    for depth, key in enumerate(node):
         target = target.setdefault(key, {})
-    target.update(values)
+        if not isinstance(target, dict):
+            raise InputError(f"{path}: {'.'.join(node[: depth + 1])} is not a mapping; it cannot hold {node[-1]}")
+    _set_values(target, values)
+    written = _round_trip(text, node, values)
+    # ruamel.yaml reads YAML 1.2 and PyYAML (every reader here) 1.1: a text they read alike is written with its
+    # comments, any other as PyYAML writes it (its comments dropped, with a word) rather than one that reads wrong
+    if written is None or bounded_yaml.load(written, bounded_yaml.CONFIG) != data:
+        if text.strip():
+            warn(f"{path}: its comments could not be kept; it is rewritten without them")
+        written = yaml.safe_dump(data, allow_unicode=True, sort_keys=False)
     # the file a symbolic link names is the one rewritten (replacing the link cut it off from a dotfiles folder),
     # and it keeps its mode: a config.yaml holding an API key or a database password, kept 0600 by its owner, was
     # replaced by a file the umask made (0644, readable by every user)
@@ -366,11 +375,51 @@ def update_config(path: Path, node: tuple[str, ...], values: dict[str, Any]) -> 
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
             os.fchmod(handle.fileno(), mode)
-            handle.write(yaml.safe_dump(data, allow_unicode=True, sort_keys=False))
+            handle.write(written)
         tmp.replace(real)
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
+
+
+def _set_values(target: dict, values: dict[str, Any]) -> None:
+    """`target[key] = value` for each of `values`, under the spelling the file already gives a key (a setting's name,
+    `overlap_threshold`, or its alias, `overlap-threshold`, which `--write` writes): a second spelling made the
+    file one the settings refuse."""
+    for key, value in values.items():
+        spellings = {key, key.replace("-", "_"), key.replace("_", "-")}
+        target[next((k for k in target if k in spellings), key)] = value
+
+
+def _round_trip(text: str, node: tuple[str, ...], values: dict[str, Any]) -> str | None:
+    """`text` (already read within bounds) with `values` set under `node`, its comments, key order and quoting kept
+    (ruamel.yaml's round trip; PyYAML keeps no comment); None where ruamel.yaml cannot read it."""
+    import io
+
+    from ruamel.yaml import YAML
+    from ruamel.yaml.comments import CommentedMap
+    from ruamel.yaml.error import YAMLError as RuamelError
+
+    rt = YAML(typ="rt")
+    rt.preserve_quotes = True
+    rt.width = 4096  # long lines stay as the user wrote them
+    try:
+        doc = rt.load(text) if text.strip() else None
+        lead = ""
+        if doc is None:  # empty, or comments alone: those stay at the top
+            lead = "".join(line for line in text.splitlines(True) if line.lstrip().startswith("#"))
+            doc = CommentedMap()
+        target = doc
+        for key in node:
+            if key not in target:
+                target[key] = CommentedMap()
+            target = target[key]
+        _set_values(target, values)
+        out = io.StringIO()
+        rt.dump(doc, out)
+    except (RuamelError, TypeError, ValueError):
+        return None
+    return lead + out.getvalue()
 
 
 class _YamlSource(PydanticBaseSettingsSource):
@@ -440,6 +489,11 @@ def _numeric(annotation) -> bool:
 def read_config(path: Path, error: type[Exception]) -> dict:
     """config.yaml's mapping, read within bounds (executor/core/bounded_yaml.py); anything else is `error`, one line
     naming the file."""
+    return _read_config(path, error)[1]
+
+
+def _read_config(path: Path, error: type[Exception]) -> tuple[str, dict]:
+    """config.yaml's text and its mapping (read_config)."""
     try:
         if path.is_dir():
             raise error(f"{path}: is a folder, not a config file (EXECUTOR_CONFIG names the file)")
@@ -462,7 +516,7 @@ def read_config(path: Path, error: type[Exception]) -> dict:
         raise error(f"{path}: cannot be read ({exc.strerror or exc})") from exc
     if not isinstance(data, dict):
         raise error(f"{path}: expected a mapping at the top level")
-    return data
+    return text, data
 
 
 class Settings(BaseSettings):
