@@ -14,8 +14,10 @@ import stat
 import sys
 from functools import lru_cache
 from importlib import resources
+from inspect import isclass
 from pathlib import Path
-from typing import Any, ClassVar, Literal, get_args
+from types import UnionType
+from typing import Any, ClassVar, Literal, Union, get_args, get_origin
 from urllib.parse import urlsplit
 
 import yaml
@@ -457,6 +459,10 @@ class _YamlSource(PydanticBaseSettingsSource):
             # the settings match their names case by case, so `TOP_K:` or `HOME:` passed the check above and was
             # then dropped without a word (the home, the database URL left at their defaults): the field's name
             by_field[name] = value
+        for name, value in by_field.items():
+            twice_nested = _spelt_twice(value, fields[name].annotation, name)
+            if twice_nested:
+                raise ConfigError(f"{path}: {twice_nested}; keep one")
         if not config_named():
             self._announce(path, set(by_field))
         return by_field
@@ -478,6 +484,41 @@ def _spellings(name: str, info) -> set[str]:
     """The keys of config.yaml that set a field: its name and its aliases, lower-cased."""
     alias = info.validation_alias
     return {name} | ({str(a).lower() for a in alias.choices} if isinstance(alias, AliasChoices) else set())
+
+
+def _spelt_twice(value: Any, annotation: Any, where: str) -> str | None:
+    """Where a nested mapping of config.yaml sets one field under two spellings, its name and its alias
+    (`overlap_threshold` and `overlap-threshold`, which `--write` writes): the settings took one of them without a
+    word. None when there is no such place."""
+    if not isinstance(value, dict):
+        return None
+    kinds = get_args(annotation) if get_origin(annotation) in (Union, UnionType) else (annotation,)
+    for kind in kinds:
+        if get_origin(kind) is dict:
+            for key, item in value.items():
+                if found := _spelt_twice(item, get_args(kind)[1], f"{where}.{key}"):
+                    return found
+        elif isclass(kind) and issubclass(kind, BaseModel):
+            field_of = {
+                spelling: name
+                for name, info in kind.model_fields.items()
+                for spelling in [
+                    name,
+                    *_aliases(info),
+                    *([info.validation_alias] if isinstance(info.validation_alias, str) else []),
+                ]
+            }
+            given: dict[str, str] = {}
+            for key, item in value.items():
+                name = field_of.get(str(key))
+                if name is None:
+                    continue  # an unknown key is the model's own error, which names it
+                if name in given:
+                    return f"{where}: {given[name]!r} and {str(key)!r} both set {name}"
+                given[name] = str(key)
+                if found := _spelt_twice(item, kind.model_fields[name].annotation, f"{where}.{key}"):
+                    return found
+    return None
 
 
 def _numeric(annotation) -> bool:
@@ -669,6 +710,16 @@ class Settings(BaseSettings):
             raise ValueError("is empty: set it to a folder, or leave it out for ./.executor")
         if isinstance(value, (str, Path)):  # a quoted "~/x" (or home: ~/x in config.yaml) is no folder named "~"
             return Path(value).expanduser()
+        return value
+
+    @field_validator("model", "local_model")
+    @classmethod
+    def _model_named(cls, value: str | None, info) -> str | None:
+        """`model: ""` in config.yaml was taken (every chat request named no model), and an empty local_model
+        served nothing, without a word."""
+        if value is not None and not value.strip():
+            fix = "name the chat model" if info.field_name == "model" else "name a .gguf file or 'bundled'"
+            raise ValueError(f"is empty: {fix}, or leave it out")
         return value
 
     @field_validator("home")
@@ -899,8 +950,7 @@ def _set_variable(field: str) -> str | None:
     """The environment variable that set a settings field, as the user spelt it (`EXECUTOR_MILVUS_URI`, not the
     first alias `MILVUS_URI`), or None when none is set (case-insensitively, as pydantic-settings reads them)."""
     info = Settings.model_fields.get(field)
-    alias = info.validation_alias if info is not None else None
-    names = [str(a) for a in alias.choices] if isinstance(alias, AliasChoices) else [f"EXECUTOR_{field}"]
+    names = (_aliases(info) if info is not None else []) or [f"EXECUTOR_{field}"]
     present = {k.upper(): k for k, v in os.environ.items() if v}  # an empty one is unset (env_ignore_empty)
     return next((present[name.upper()] for name in names if name.upper() in present), None)
 
