@@ -1,16 +1,17 @@
 """Issue 30's leftovers after round fourteen (docs/reliability.md), each case failing on the code before it:
 a refused run leaves its thread exactly as it was, in-process and through the real `langgraph dev` server; `--write`
-keeps config.yaml's comments."""
+keeps config.yaml's comments; command-line input, configuration and ingest each say what is wrong with them."""
 
 from __future__ import annotations
 
 import json
+import os
 import stat
 import uuid
 
 import pytest
 import yaml
-from conftest import REPO, ingested_home, langgraph_dev, run_cli
+from conftest import REPO, ingested_home, langgraph_dev, last_error_line, run_cli
 from langchain_core.messages import HumanMessage
 from langgraph.checkpoint.memory import InMemorySaver
 
@@ -158,3 +159,79 @@ def test_write_keeps_the_config_files_comments_and_key_order(sample_home, tmp_pa
     assert run_cli(sample_home, "kb", "list", EXECUTOR_CONFIG=str(link)).returncode == 0
     assert link.is_symlink() and link.resolve() == real and stat.S_IMODE(real.stat().st_mode) == 0o600
     assert sorted(p.name for p in real.parent.iterdir()) == ["executor.yaml"]  # no temporary file left
+
+
+# -- 3. command-line input, configuration and ingest ----------------------------------------------------------------
+def test_llm_serve_says_what_a_model_path_that_is_no_file_is(tmp_path):
+    """A named pipe given as the model was "model file not found": it is there, and it is no file."""
+    fifo = tmp_path / "model.gguf"
+    os.mkfifo(fifo)
+    line = last_error_line(run_cli(tmp_path / "home", "llm", "serve", "--model", str(fifo), timeout=60), 2)
+    assert line == f"error: {fifo} is a named pipe (FIFO), not a .gguf file"
+    r = run_cli(tmp_path / "home", "ask", "hi", EXECUTOR_LOCAL_MODEL="/dev/null", timeout=60)
+    assert last_error_line(r, 2) == "error: /dev/null is a character device, not a .gguf file"
+
+
+@pytest.mark.parametrize(
+    "config, said",
+    [
+        ('model: ""\n', "(model): is empty: name the chat model, or leave it out"),
+        ("model: '  '\n", "(model): is empty: name the chat model, or leave it out"),
+        ('local_model: ""\n', "(local_model): is empty: name a .gguf file or 'bundled', or leave it out"),
+        (
+            "retrieval:\n  repeats:\n    embedders:\n      use-multilingual-v3:\n"
+            "        overlap_threshold: 0.7\n        overlap-threshold: 0.8\n",
+            ": retrieval.repeats.embedders.use-multilingual-v3: 'overlap_threshold' and 'overlap-threshold' both set "
+            "overlap_threshold; keep one",
+        ),
+        (
+            "retrieval:\n  normalization:\n    highly-relevant-threshold: 0.6\n    highly_relevant_threshold: 0.5\n",
+            ": retrieval.normalization: 'highly-relevant-threshold' and 'highly_relevant_threshold' both set "
+            "highly_relevant_threshold; keep one",
+        ),
+    ],
+)
+def test_an_empty_model_or_a_nested_setting_spelt_twice_is_named(tmp_path, config, said):
+    """`model: ""` was taken; a nested setting under its name and its alias was "unknown key 'overlap_threshold'",
+    a key the settings know (the top-level check named both; the nested ones were left to pydantic)."""
+    path = tmp_path / "config.yaml"
+    path.write_text(config, encoding="utf-8")
+    line = last_error_line(run_cli(tmp_path / "home", "kb", "list", EXECUTOR_CONFIG=str(path), timeout=60), 2)
+    assert line.startswith("error: ") and line.endswith(said) and str(path) in line, line
+
+
+def test_kb_create_bounds_the_entity_types(tmp_path):
+    many = ",".join(f"Type{i}" for i in range(2000))
+    line = last_error_line(run_cli(tmp_path, "kb", "create", "many", "--entities", many, timeout=60), 2)
+    assert line == "error: --entities: 2,000 entity types; at most 100 are taken"
+    most = ",".join(f"Type{i}" for i in range(100))
+    assert run_cli(tmp_path, "kb", "create", "most", "--entities", most, timeout=60).returncode == 0
+
+
+def test_emoji_file_names_are_ingested_and_a_long_keyword_is_cut_with_a_warning(tmp_path):
+    """Emoji are symbols a name may hold: `🚀 launch.md` was skipped as forbidden characters. A right-to-left
+    override still is. A front-matter keyword over 300 characters was cut without a word."""
+    folder = tmp_path / "pages"
+    folder.mkdir()
+    pages = {
+        "🚀 launch.md": "# Launch\nThe rocket launch checklist: fuel, weather, range clear.\n",
+        "✅ done/👩🏽‍💻 notes.md": "# Notes\nThe pairing notes list who reviews the zebra migration.\n",
+        "order\u202eevil.md": "# Bidi\nA name written to read backwards.\n",
+        "keywords.md": f"---\nkeywords: [kettle, {'k' * 400}, {'j' * 350}]\n---\n# Kettles\nThe kettle descales.\n",
+    }
+    for name, text in pages.items():
+        (folder / name).parent.mkdir(exist_ok=True)
+        (folder / name).write_text(text, encoding="utf-8")
+    home = tmp_path / "home"
+    r = run_cli(home, "ingest", str(folder), "--kb", "pages", "--no-llm-extract", "--json")
+    assert r.returncode == 0, r.stderr
+    out = json.loads(r.stdout)
+    assert out["documents"] == 3 and out["skipped"] == 1, out
+    assert [w for w in out["warnings"] if "front matter" in w] == [
+        "keywords.md: front matter 'keywords' holds an item longer than 300 characters (400); cut to 300"
+    ]
+    assert any(w.startswith("order\\u202eevil.md: file names may hold") for w in out["warnings"]), out["warnings"]
+    for query, key in [("rocket launch checklist", "🚀 launch.md"), ("zebra migration", "✅ done/👩🏽‍💻 notes.md")]:
+        r = run_cli(home, "lookup", query, "--kb", "pages", "--session", uuid.uuid4().hex, "--json")
+        assert r.returncode == 0, r.stderr
+        assert [d["doc_key"] for d in json.loads(r.stdout)["primary"]] == [key]
