@@ -7,6 +7,7 @@
     a round that does not advance the turn: executor → settle (its calls not run; the question looked up when
     nothing was) → call_tools → answer
     a store or the configuration failed: call_tools → fail (the run raises the error)
+    (START → check_input first: a refused input (an unknown KB, control characters) → refuse, which raises it)
 
 The rules live in `executor/agent/routing.py` (where to go) and `executor/nodes/guard.py`
 (what may run); `executor/nodes/call_tools.py` runs the approved calls through the tool
@@ -25,7 +26,7 @@ from langgraph.runtime import Runtime as RunContext
 
 from executor.agent import routing
 from executor.nodes.answer import fail, make_answer
-from executor.nodes.begin_turn import make_begin_turn
+from executor.nodes.begin_turn import REFUSE, begin_turn, make_check_input, refuse
 from executor.nodes.call_tools import make_call_tools
 from executor.nodes.executor import make_executor
 from executor.nodes.graph_expand import make_graph_expand
@@ -60,7 +61,10 @@ def build_graph(
     `memory`: the action memory (`tools.expand` widens a lookup through the graph); `read_document(kb, doc_key)`: a
     document's text, for the offline answer; `mode`: "llm" or "offline"."""
     graph = StateGraph(ExecutorState, context_schema=Context, input_schema=ExecutorInput, output_schema=ExecutorOutput)
-    graph.add_node("begin_turn", make_begin_turn(catalog))
+    # a refused run's input is taken back out of the thread (executor/nodes/begin_turn.py): routed by Command
+    graph.add_node("check_input", make_check_input(catalog), destinations=("begin_turn", REFUSE))
+    graph.add_node(REFUSE, refuse)  # pyright: ignore[reportArgumentType]  (its input is the Send's error, not state)
+    graph.add_node("begin_turn", begin_turn)
     graph.add_node("executor", make_executor(model, catalog, tools.agent))
     # these three take (state, runtime, config): LangGraph passes both, its StateNode types have no such signature
     graph.add_node("settle", make_settle(tools))  # pyright: ignore[reportArgumentType]
@@ -70,7 +74,7 @@ def build_graph(
     graph.add_node("answer", make_answer(model, mode, read_document=read_document))
     graph.add_node("fail", fail)
 
-    graph.add_edge(START, "begin_turn")
+    graph.add_edge(START, "check_input")
     graph.add_conditional_edges("begin_turn", _route(routing.after_begin_turn), ["executor", "answer"])
     graph.add_conditional_edges("executor", _route(routing.after_executor), ["guard", "settle", "answer"])
     graph.add_conditional_edges("settle", _route(routing.after_settle), ["call_tools", "answer"])

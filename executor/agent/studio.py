@@ -8,7 +8,9 @@ langgraph.json names a factory, not the graph: the server drops a run-context fi
 name before the graph sees it (langgraph_api/stream.py, `_filter_context_by_schema`), and it writes a run's input
 to the thread before the first node can refuse the run. The factory is handed the context as the client sent it
 (`ServerRuntime.execution_runtime.context`) before either, so an unknown field or knowledge base is refused there,
-as `app.invoke(..., context=...)` refuses it, and the refused question never reaches the thread.
+as `app.invoke(..., context=...)` refuses it, and the refused question never reaches the thread. The factory does
+not see the run's input: a question refused for itself (control characters) is refused by the graph's first node,
+which takes it back out of the thread (`check_input`, executor/nodes/begin_turn.py).
 """
 
 import asyncio

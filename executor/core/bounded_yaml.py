@@ -45,6 +45,11 @@ _KINDS = {
 }
 
 
+def file_kind(mode: int) -> str:
+    """What a file that is not a regular one is, in words ("a named pipe (FIFO)"), from its `st_mode`."""
+    return next((name for test, name in _KINDS.items() if test(mode)), "not a file")
+
+
 def read_text(path: Path, bounds: Bounds) -> str:
     """The UTF-8 text of `path`, a regular file within `bounds`; YamlBoundError for anything else, OSError or
     UnicodeDecodeError if it cannot be read as text. Only the bytes the bound allows are read: /dev/zero read
@@ -53,8 +58,7 @@ def read_text(path: Path, bounds: Bounds) -> str:
     try:
         mode = os.fstat(fd).st_mode
         if not stat.S_ISREG(mode):
-            kind = next((name for test, name in _KINDS.items() if test(mode)), "not a file")
-            raise YamlBoundError(f"it is {kind}, not a regular file")
+            raise YamlBoundError(f"it is {file_kind(mode)}, not a regular file")
         most = bounds.max_chars * 4  # UTF-8: up to 4 bytes a character
         with os.fdopen(os.dup(fd), "rb") as f:
             data = f.read(most + 1)

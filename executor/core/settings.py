@@ -14,8 +14,10 @@ import stat
 import sys
 from functools import lru_cache
 from importlib import resources
+from inspect import isclass
 from pathlib import Path
-from typing import Any, ClassVar, Literal, get_args
+from types import UnionType
+from typing import Any, ClassVar, Literal, Union, get_args, get_origin
 from urllib.parse import urlsplit
 
 import yaml
@@ -23,7 +25,7 @@ from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
 from executor.core import bounded_yaml
-from executor.core.errors import ConfigError, InputError, register_secret
+from executor.core.errors import ConfigError, InputError, register_secret, warn
 from executor.core.fs import home_folder, private_dir
 
 # the bundled sample KB is package data: the wheel carries it, and an installed `executor ingest` finds it here
@@ -349,13 +351,22 @@ _ANNOUNCED: set[Path] = set()  # once per process: the settings load more than o
 
 
 def update_config(path: Path, node: tuple[str, ...], values: dict[str, Any]) -> None:
-    """Set `values` under the mapping at `node` of a config.yaml, keeping everything else in the file;
-    the file is replaced whole or not at all."""
-    data: dict = read_config(path, InputError) if path.exists() else {}
+    """Set `values` under the mapping at `node` of a config.yaml, keeping everything else in the file, its comments
+    and key order too; the file is replaced whole or not at all."""
+    text, data = _read_config(path, InputError) if path.exists() else ("", {})
     target = data
-    for key in node:
+    for depth, key in enumerate(node):
         target = target.setdefault(key, {})
-    target.update(values)
+        if not isinstance(target, dict):
+            raise InputError(f"{path}: {'.'.join(node[: depth + 1])} is not a mapping; it cannot hold {node[-1]}")
+    _set_values(target, values)
+    written = _round_trip(text, node, values)
+    # ruamel.yaml reads YAML 1.2 and PyYAML (every reader here) 1.1: a text they read alike is written with its
+    # comments, any other as PyYAML writes it (its comments dropped, with a word) rather than one that reads wrong
+    if written is None or bounded_yaml.load(written, bounded_yaml.CONFIG) != data:
+        if text.strip():
+            warn(f"{path}: its comments could not be kept; it is rewritten without them")
+        written = yaml.safe_dump(data, allow_unicode=True, sort_keys=False)
     # the file a symbolic link names is the one rewritten (replacing the link cut it off from a dotfiles folder),
     # and it keeps its mode: a config.yaml holding an API key or a database password, kept 0600 by its owner, was
     # replaced by a file the umask made (0644, readable by every user)
@@ -366,11 +377,51 @@ def update_config(path: Path, node: tuple[str, ...], values: dict[str, Any]) -> 
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
             os.fchmod(handle.fileno(), mode)
-            handle.write(yaml.safe_dump(data, allow_unicode=True, sort_keys=False))
+            handle.write(written)
         tmp.replace(real)
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
+
+
+def _set_values(target: dict, values: dict[str, Any]) -> None:
+    """`target[key] = value` for each of `values`, under the spelling the file already gives a key (a setting's name,
+    `overlap_threshold`, or its alias, `overlap-threshold`, which `--write` writes): a second spelling made the
+    file one the settings refuse."""
+    for key, value in values.items():
+        spellings = {key, key.replace("-", "_"), key.replace("_", "-")}
+        target[next((k for k in target if k in spellings), key)] = value
+
+
+def _round_trip(text: str, node: tuple[str, ...], values: dict[str, Any]) -> str | None:
+    """`text` (already read within bounds) with `values` set under `node`, its comments, key order and quoting kept
+    (ruamel.yaml's round trip; PyYAML keeps no comment); None where ruamel.yaml cannot read it."""
+    import io
+
+    from ruamel.yaml import YAML
+    from ruamel.yaml.comments import CommentedMap
+    from ruamel.yaml.error import YAMLError as RuamelError
+
+    rt = YAML(typ="rt")
+    rt.preserve_quotes = True
+    rt.width = 4096  # long lines stay as the user wrote them
+    try:
+        doc = rt.load(text) if text.strip() else None
+        lead = ""
+        if doc is None:  # empty, or comments alone: those stay at the top
+            lead = "".join(line for line in text.splitlines(True) if line.lstrip().startswith("#"))
+            doc = CommentedMap()
+        target = doc
+        for key in node:
+            if key not in target:
+                target[key] = CommentedMap()
+            target = target[key]
+        _set_values(target, values)
+        out = io.StringIO()
+        rt.dump(doc, out)
+    except (RuamelError, TypeError, ValueError):
+        return None
+    return lead + out.getvalue()
 
 
 class _YamlSource(PydanticBaseSettingsSource):
@@ -408,6 +459,10 @@ class _YamlSource(PydanticBaseSettingsSource):
             # the settings match their names case by case, so `TOP_K:` or `HOME:` passed the check above and was
             # then dropped without a word (the home, the database URL left at their defaults): the field's name
             by_field[name] = value
+        for name, value in by_field.items():
+            twice_nested = _spelt_twice(value, fields[name].annotation, name)
+            if twice_nested:
+                raise ConfigError(f"{path}: {twice_nested}; keep one")
         if not config_named():
             self._announce(path, set(by_field))
         return by_field
@@ -431,6 +486,41 @@ def _spellings(name: str, info) -> set[str]:
     return {name} | ({str(a).lower() for a in alias.choices} if isinstance(alias, AliasChoices) else set())
 
 
+def _spelt_twice(value: Any, annotation: Any, where: str) -> str | None:
+    """Where a nested mapping of config.yaml sets one field under two spellings, its name and its alias
+    (`overlap_threshold` and `overlap-threshold`, which `--write` writes): the settings took one of them without a
+    word. None when there is no such place."""
+    if not isinstance(value, dict):
+        return None
+    kinds = get_args(annotation) if get_origin(annotation) in (Union, UnionType) else (annotation,)
+    for kind in kinds:
+        if get_origin(kind) is dict:
+            for key, item in value.items():
+                if found := _spelt_twice(item, get_args(kind)[1], f"{where}.{key}"):
+                    return found
+        elif isclass(kind) and issubclass(kind, BaseModel):
+            field_of = {
+                spelling: name
+                for name, info in kind.model_fields.items()
+                for spelling in [
+                    name,
+                    *_aliases(info),
+                    *([info.validation_alias] if isinstance(info.validation_alias, str) else []),
+                ]
+            }
+            given: dict[str, str] = {}
+            for key, item in value.items():
+                name = field_of.get(str(key))
+                if name is None:
+                    continue  # an unknown key is the model's own error, which names it
+                if name in given:
+                    return f"{where}: {given[name]!r} and {str(key)!r} both set {name}"
+                given[name] = str(key)
+                if found := _spelt_twice(item, kind.model_fields[name].annotation, f"{where}.{key}"):
+                    return found
+    return None
+
+
 def _numeric(annotation) -> bool:
     """Whether a field takes a number (an int or float, optional or not) and no true/false."""
     kinds = set(get_args(annotation)) or {annotation}
@@ -440,6 +530,11 @@ def _numeric(annotation) -> bool:
 def read_config(path: Path, error: type[Exception]) -> dict:
     """config.yaml's mapping, read within bounds (executor/core/bounded_yaml.py); anything else is `error`, one line
     naming the file."""
+    return _read_config(path, error)[1]
+
+
+def _read_config(path: Path, error: type[Exception]) -> tuple[str, dict]:
+    """config.yaml's text and its mapping (read_config)."""
     try:
         if path.is_dir():
             raise error(f"{path}: is a folder, not a config file (EXECUTOR_CONFIG names the file)")
@@ -462,7 +557,7 @@ def read_config(path: Path, error: type[Exception]) -> dict:
         raise error(f"{path}: cannot be read ({exc.strerror or exc})") from exc
     if not isinstance(data, dict):
         raise error(f"{path}: expected a mapping at the top level")
-    return data
+    return text, data
 
 
 class Settings(BaseSettings):
@@ -615,6 +710,16 @@ class Settings(BaseSettings):
             raise ValueError("is empty: set it to a folder, or leave it out for ./.executor")
         if isinstance(value, (str, Path)):  # a quoted "~/x" (or home: ~/x in config.yaml) is no folder named "~"
             return Path(value).expanduser()
+        return value
+
+    @field_validator("model", "local_model")
+    @classmethod
+    def _model_named(cls, value: str | None, info) -> str | None:
+        """`model: ""` in config.yaml was taken (every chat request named no model), and an empty local_model
+        served nothing, without a word."""
+        if value is not None and not value.strip():
+            fix = "name the chat model" if info.field_name == "model" else "name a .gguf file or 'bundled'"
+            raise ValueError(f"is empty: {fix}, or leave it out")
         return value
 
     @field_validator("home")
@@ -845,8 +950,7 @@ def _set_variable(field: str) -> str | None:
     """The environment variable that set a settings field, as the user spelt it (`EXECUTOR_MILVUS_URI`, not the
     first alias `MILVUS_URI`), or None when none is set (case-insensitively, as pydantic-settings reads them)."""
     info = Settings.model_fields.get(field)
-    alias = info.validation_alias if info is not None else None
-    names = [str(a) for a in alias.choices] if isinstance(alias, AliasChoices) else [f"EXECUTOR_{field}"]
+    names = (_aliases(info) if info is not None else []) or [f"EXECUTOR_{field}"]
     present = {k.upper(): k for k, v in os.environ.items() if v}  # an empty one is unset (env_ignore_empty)
     return next((present[name.upper()] for name in names if name.upper() in present), None)
 

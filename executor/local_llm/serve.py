@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import logging
 import socket
+import stat
 import threading
 import time
 from collections.abc import Callable
@@ -12,11 +13,12 @@ from pathlib import Path
 
 import uvicorn
 
-from executor.core.errors import ExecutorError
+from executor.core.bounded_yaml import file_kind
+from executor.core.errors import ConfigError, ExecutorError
 from executor.core.local_http import LocalGuard, own_hosts, server_config
 from executor.local_llm.app import ChatService, create_app
 from executor.local_llm.engine import EngineOptions, LlamaEngine
-from executor.local_llm.model_file import resolve_model
+from executor.local_llm.model_file import BUNDLED, resolve_model
 
 START_TIMEOUT_S = 60
 
@@ -87,8 +89,23 @@ def serve_forever(options: EngineOptions, port: int, announce: Callable[[], None
     server.run(sockets=[sock])
 
 
+def _regular_or_missing(model: str | Path | None) -> None:
+    """`--model` (or EXECUTOR_LOCAL_MODEL) naming a named pipe, a socket or a device said "model file not found":
+    it is there, and is no file; what it is is said (a folder is resolve_model's own error)."""
+    if model is None or str(model) == BUNDLED:
+        return
+    path = Path(model).expanduser()
+    try:
+        mode = path.stat().st_mode
+    except OSError:
+        return  # not there, or not reachable: resolve_model says so
+    if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
+        raise ConfigError(f"{path} is {file_kind(mode)}, not a .gguf file")
+
+
 def engine_options(settings, model: str | Path | None) -> EngineOptions:
     """The engine's options from the settings object, for a model path, "bundled" or None (bundled)."""
+    _regular_or_missing(model)
     path = resolve_model(model)
     return EngineOptions(
         model=path,

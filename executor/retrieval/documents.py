@@ -92,13 +92,20 @@ def _in_letter(ch: str) -> bool:
     return ch in "\u200c\u200d" or unicodedata.category(ch).startswith("M")
 
 
+def _symbol(ch: str) -> str:
+    """A letter for an emoji or another pictographic symbol (Unicode's So: `🚀`, `✅`, `©`; and the skin tone
+    modifiers), so that the name rule reads it as part of a word; any other character as it is."""
+    return "x" if unicodedata.category(ch) == "So" or "\U0001f3fb" <= ch <= "\U0001f3ff" else ch
+
+
 def check_doc_key(doc_key: str) -> str:
     # a combining mark belongs to the letter before it, and Persian writes words with a zero-width non-joiner:
     # Devanagari's vowel signs (`हिंदी.md`), Hebrew points, an accent kept apart (NFD) and `می‌خواهم.md` were
-    # refused as if they were punctuation
-    bare = "".join(ch for ch in doc_key if not _in_letter(ch))
+    # refused as if they were punctuation; so were emoji (`🚀 launch.md`, `✅ done.md`), which are symbols a name
+    # may hold (an emoji's variation selector and joiners are marks and joiners, read with it)
+    bare = "".join(_symbol(ch) for ch in doc_key if not _in_letter(ch))
     if _in_letter(doc_key[:1] or " ") or len(doc_key) > 401 or not DOC_KEY.fullmatch(bare):
-        raise InputError(f"{doc_key}: file names may hold letters, digits, '_', '-', '.', '/' and spaces only")
+        raise InputError(f"{doc_key}: file names may hold letters, digits, emoji, '_', '-', '.', '/' and spaces only")
     return doc_key
 
 
@@ -193,7 +200,7 @@ def _list_field(meta: dict, key: str, warnings: list[str]) -> list[str]:
     else:
         warnings.append(f"front matter '{key}' should be a list of words, not a {type(value).__name__}; ignored")
         return []
-    return [_bounded(clean) for clean in (sanitize_line(v) for v in items) if clean]
+    return [_bounded(clean, key, warnings) for clean in (sanitize_line(v) for v in items) if clean]
 
 
 def _records(meta: dict, key: str, warnings: list[str], name_only: bool) -> list[dict]:
@@ -211,7 +218,7 @@ def _records(meta: dict, key: str, warnings: list[str], name_only: bool) -> list
             if record is not None:
                 out.append(record)
         elif name_only and isinstance(item, (str, int, float)) and not isinstance(item, bool):
-            out.append({"name": _bounded(sanitize_line(str(item)))})
+            out.append({"name": _bounded(sanitize_line(str(item)), key, warnings)})
         elif item is not None:
             warnings.append(f"front matter '{key}' holds a {type(item).__name__} item; ignored")
     return out
@@ -229,7 +236,7 @@ def _record(item: dict, key: str, warnings: list[str]) -> dict | None:
             warnings.append(f"front matter '{key}': '{name}' should be text, not a {type(value).__name__}; ignored")
             return None
         if value is not None:
-            item[name] = _bounded(str(value))
+            item[name] = _bounded(str(value), key, warnings)
     aliases = item.get("aliases")
     if isinstance(aliases, str):
         item["aliases"] = [aliases]
@@ -239,14 +246,21 @@ def _record(item: dict, key: str, warnings: list[str]) -> dict | None:
         warnings.append(f"front matter '{key}': 'aliases' should be a list of names; ignored")
         item.pop("aliases")
     if isinstance(item.get("aliases"), list):
-        item["aliases"] = [_bounded(str(a)) for a in item["aliases"]]
+        item["aliases"] = [_bounded(str(a), key, warnings) for a in item["aliases"]]
     return item
 
 
 MAX_LINE_CHARS = 300  # a title, keyword or name: a 250 k-character title went in front of every embedded chunk
 
 
-def _bounded(text: str) -> str:
+def _bounded(text: str, key: str, warnings: list[str]) -> str:
+    """`text` cut to MAX_LINE_CHARS; the first cut of a front-matter field says so (the page's key before it): a
+    keyword of 400 characters was cut without a word, and matched no query that held its end."""
+    if len(text) <= MAX_LINE_CHARS:
+        return text
+    said = f"front matter '{key}' holds an item longer than {MAX_LINE_CHARS} characters"
+    if not any(w.startswith(said) for w in warnings):
+        warnings.append(f"{said} ({len(text):,}); cut to {MAX_LINE_CHARS}")
     return text[:MAX_LINE_CHARS]
 
 

@@ -8,10 +8,12 @@ import tempfile
 import time
 import urllib.request
 import uuid
-from contextlib import contextmanager
+from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
 
 import pytest
+from mcp import ClientSession, StdioServerParameters
+from mcp.client.stdio import stdio_client
 
 from executor.agent.runtime import Runtime
 from executor.core.settings import SAMPLE_KB_PATH, Settings
@@ -386,6 +388,19 @@ def npm_package(spec: str) -> Path:
             service_missing(f"{spec} could not be installed with npm: {(done.stderr or done.stdout).strip()[-300:]}")
         (folder / ".installed").write_text(spec)
     return folder
+
+
+@asynccontextmanager
+async def mcp_stdio(env: dict, cwd: Path, log: Path):
+    """The `mcp` SDK's client on `executor mcp` over stdio: a subprocess with `env`, started in `cwd`, its stderr
+    appended to `log`; yields the initialised ClientSession."""
+    params = StdioServerParameters(
+        command=sys.executable, args=["-m", "executor.cli.main", "mcp"], env=env, cwd=str(cwd)
+    )
+    with open(log, "a") as errlog:
+        async with stdio_client(params, errlog=errlog) as (read, write), ClientSession(read, write) as client:
+            await client.initialize()
+            yield client
 
 
 def raw_request(port: int, head: str, body: bytes = b"", host: str = "127.0.0.1") -> tuple[int, bytes]:

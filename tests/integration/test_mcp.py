@@ -10,9 +10,8 @@ from contextlib import asynccontextmanager
 
 import anyio
 import pytest
-from conftest import REPO, free_port, npm_package, run_cli, stop_process
-from mcp import ClientSession, StdioServerParameters
-from mcp.client.stdio import stdio_client
+from conftest import REPO, free_port, mcp_stdio, npm_package, run_cli, stop_process
+from mcp import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.memory import create_connected_server_and_client_session
 
@@ -290,19 +289,13 @@ def server_env(home) -> dict:
 
 
 def test_stdio_server_as_a_subprocess(mcp_home):
-    params = StdioServerParameters(
-        command=sys.executable, args=["-m", "executor.cli.main", "mcp"], env=server_env(mcp_home), cwd=str(mcp_home)
-    )
-
     async def one_connection():
-        with open(mcp_home / "stdio-stderr.log", "a") as errlog:
-            async with stdio_client(params, errlog=errlog) as (read, write), ClientSession(read, write) as client:
-                await client.initialize()
-                names = [t.name for t in (await client.list_tools()).tools]
-                first, again = await lookup(client), await lookup(client)
-                bad = await client.call_tool("lookup_knowledge", {"query": "x", "missing_dimension": "y" * 300})
-                kbs = await client.call_tool("list_knowledge_bases", {})
-                return names, first, again, bad, kbs
+        async with mcp_stdio(server_env(mcp_home), mcp_home, mcp_home / "stdio-stderr.log") as client:
+            names = [t.name for t in (await client.list_tools()).tools]
+            first, again = await lookup(client), await lookup(client)
+            bad = await client.call_tool("lookup_knowledge", {"query": "x", "missing_dimension": "y" * 300})
+            kbs = await client.call_tool("list_knowledge_bases", {})
+            return names, first, again, bad, kbs
 
     names, first, again, bad, kbs = anyio.run(one_connection)
     assert "list_knowledge_bases" in names and "lookup_knowledge" in names
@@ -557,16 +550,11 @@ def test_the_home_does_not_depend_on_the_hosts_folder(tmp_path):
     """Without EXECUTOR_HOME the server reads ~/.executor wherever the host starts it, and says so."""
     env = {k: v for k, v in server_env(tmp_path).items() if k != "EXECUTOR_HOME"}
     env["HOME"] = str(tmp_path / "user")
-    params = StdioServerParameters(
-        command=sys.executable, args=["-m", "executor.cli.main", "mcp"], env=env, cwd=str(tmp_path / "host-folder")
-    )
     (tmp_path / "host-folder").mkdir()
 
     async def main():
-        with open(tmp_path / "stderr.log", "w") as errlog:
-            async with stdio_client(params, errlog=errlog) as (read, write), ClientSession(read, write) as client:
-                await client.initialize()
-                return await lookup(client)
+        async with mcp_stdio(env, tmp_path / "host-folder", tmp_path / "stderr.log") as client:
+            return await lookup(client)
 
     result = anyio.run(main)
     home = (tmp_path / "user" / ".executor").resolve()

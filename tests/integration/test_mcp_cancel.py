@@ -5,16 +5,14 @@ A cancelled call still runs to its end (it cannot be stopped), but the host neve
 in action memory (its lookup, the documents it marked as sent) is forgotten, so the same lookup later sends them
 instead of being DEDUPED on documents the host never got."""
 
-import sys
 import time
 from contextlib import contextmanager
 
 import anyio
 import mcp.types as types
 import pytest
-from conftest import fresh_database, ingested_home, run_cli, stop_process
-from mcp import ClientSession, StdioServerParameters
-from mcp.client.stdio import stdio_client
+from conftest import fresh_database, ingested_home, mcp_stdio, run_cli, stop_process
+from mcp import ClientSession
 from test_mcp import PRECISE_QUESTION, connected, http_client, level, server_env, start_http_server, text
 
 from executor.agent.mcp_server import ExecutorMCP
@@ -142,15 +140,9 @@ def test_a_cancel_that_comes_after_the_call_ended_still_forgets_it_unless_more_w
 
 # -- over the transports: stdio and streamable HTTP, cancels at several moments of the lookup ---------------------
 def test_a_lookup_cancelled_over_stdio_sends_its_documents_again(home):
-    params = StdioServerParameters(
-        command=sys.executable, args=["-m", "executor.cli.main", "mcp"], env=server_env(home), cwd=str(home)
-    )
-
     async def main():
-        with open(home / "stdio-stderr.log", "a") as errlog:
-            async with stdio_client(params, errlog=errlog) as (read, write), ClientSession(read, write) as client:
-                await client.initialize()
-                return await after_cancels(client, "stdio-cancel")
+        async with mcp_stdio(server_env(home), home, home / "stdio-stderr.log") as client:
+            return await after_cancels(client, "stdio-cancel")
 
     check_sent_again(anyio.run(main))
 

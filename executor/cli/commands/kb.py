@@ -28,6 +28,7 @@ from executor.cli.commands.common import (
 from executor.core.errors import ExecutorError, InputError, printable
 
 kb_app = sub_app(help="Create, list, show and drop knowledge bases.")
+MAX_ENTITY_TYPES = 100
 
 
 @kb_app.command("create")
@@ -47,6 +48,8 @@ def kb_create(
     entity_types = csv_list(entities)
     if entities is not None and not entity_types:  # ",,," would otherwise make a KB without a graph, silently
         raise InputError("--entities: no entity types given; name them, e.g. Software,Database, or leave it out")
+    if len(entity_types) > MAX_ENTITY_TYPES:  # each is named in every page's extraction prompt: 2,000 were taken
+        raise InputError(f"--entities: {len(entity_types):,} entity types; at most {MAX_ENTITY_TYPES} are taken")
     config = graph_config(entity_types, csv_list(relations) if relations else None)
     check_grading(grading)
     with runtime() as rt:
