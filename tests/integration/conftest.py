@@ -423,3 +423,11 @@ def last_error_line(r, code: int) -> str:
     assert lines and lines[-1].startswith("error: "), r.stderr
     assert "Traceback" not in r.stderr, r.stderr
     return lines[-1]
+
+
+def write_pages(folder: Path, pages: dict[str, str]) -> Path:
+    """A folder of pages to ingest, `name -> text` (a name may hold subfolders); the folder."""
+    for name, text in pages.items():
+        (folder / name).parent.mkdir(parents=True, exist_ok=True)
+        (folder / name).write_text(text, encoding="utf-8")
+    return folder

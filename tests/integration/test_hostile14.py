@@ -32,7 +32,7 @@ import stat
 import unicodedata
 
 import pytest
-from conftest import fresh_database, ingested_home, last_error_line, run_cli
+from conftest import fresh_database, ingested_home, last_error_line, run_cli, write_pages
 
 from executor.retrieval.documents import parse_text
 from executor.retrieval.repeat_calibration import load_repeat_labels
@@ -56,15 +56,13 @@ def test_mysql_keeps_sessions_and_pages_apart_that_differ_only_in_case_or_accent
         db.engine.dispose()
 
         folder = tmp_path / "pages"
-        folder.mkdir()
         pages = {
             "A.md": "# Kettles\nThe kettle shows error K300 when it boils dry.\n",
             "a.md": "# Toasters\nThe toaster shows error T400 when the crumb tray is full.\n",
             "cafe.md": "# Cafe\nThe grinder shows error G500 when the hopper is empty.\n",
             "café.md": "# Café\nThe frother shows error F600 when the wand is blocked.\n",
         }
-        for name, text in pages.items():
-            (folder / name).write_text(text, encoding="utf-8")
+        write_pages(folder, pages)
         home, env = tmp_path / "home", {"EXECUTOR_DATABASE_URL": url}
         _json(run_cli(home, "ingest", str(folder), "--kb", "pages", "--no-llm-extract", "--json", **env))
         shown = _json(run_cli(home, "kb", "show", "pages", "--json", **env))
@@ -214,7 +212,6 @@ def test_a_query_of_invisible_characters_is_empty(sample_home, command):
 # -- file names ----------------------------------------------------------------------------------------------------
 def _names_folder(tmp_path):
     folder = tmp_path / "names"
-    folder.mkdir()
     nfd, nfc = unicodedata.normalize("NFD", "café.md"), unicodedata.normalize("NFC", "café.md")
     pages = {
         unicodedata.normalize("NFD", "crème.md"): "# Crème\nThe milk frother shows error F200 when it clogs.\n",
@@ -224,9 +221,7 @@ def _names_folder(tmp_path):
         "می\u200cخواهم.md": "# فارسی\nخطای P400 یعنی دیسک پر است.\n",
         "rtl\u202egnp.md": "# hidden\nA page whose name reorders itself.\n",
     }
-    for name, text in pages.items():
-        (folder / name).write_text(text, encoding="utf-8")
-    return folder, nfd, nfc
+    return write_pages(folder, pages), nfd, nfc
 
 
 def test_names_of_every_script_are_read_under_their_composed_spelling(tmp_path):

@@ -11,7 +11,7 @@ import uuid
 
 import pytest
 import yaml
-from conftest import REPO, ingested_home, langgraph_dev, last_error_line, run_cli
+from conftest import REPO, ingested_home, langgraph_dev, last_error_line, run_cli, write_pages
 from langchain_core.messages import HumanMessage
 from langgraph.checkpoint.memory import InMemorySaver
 
@@ -212,16 +212,13 @@ def test_emoji_file_names_are_ingested_and_a_long_keyword_is_cut_with_a_warning(
     """Emoji are symbols a name may hold: `🚀 launch.md` was skipped as forbidden characters. A right-to-left
     override still is. A front-matter keyword over 300 characters was cut without a word."""
     folder = tmp_path / "pages"
-    folder.mkdir()
     pages = {
         "🚀 launch.md": "# Launch\nThe rocket launch checklist: fuel, weather, range clear.\n",
         "✅ done/👩🏽‍💻 notes.md": "# Notes\nThe pairing notes list who reviews the zebra migration.\n",
         "order\u202eevil.md": "# Bidi\nA name written to read backwards.\n",
         "keywords.md": f"---\nkeywords: [kettle, {'k' * 400}, {'j' * 350}]\n---\n# Kettles\nThe kettle descales.\n",
     }
-    for name, text in pages.items():
-        (folder / name).parent.mkdir(exist_ok=True)
-        (folder / name).write_text(text, encoding="utf-8")
+    write_pages(folder, pages)
     home = tmp_path / "home"
     r = run_cli(home, "ingest", str(folder), "--kb", "pages", "--no-llm-extract", "--json")
     assert r.returncode == 0, r.stderr
