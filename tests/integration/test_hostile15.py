@@ -13,7 +13,7 @@ import time
 import anyio
 import httpx
 import pytest
-from conftest import copy_of, pristine_home, run_cli, stop_process
+from conftest import copy_of, langgraph_dev, pristine_home, run_cli, stop_process
 from test_local_llm import needs_model
 from test_local_servers import start_mcp
 from test_mcp import PRECISE_QUESTION, http_client, level, text
@@ -129,3 +129,24 @@ def test_a_client_that_leaves_stops_its_generation_and_frees_the_engine(endpoint
     assert tokens > 0
     # before, this request waited for the abandoned story to its end
     assert waited < 20, f"the next request waited {waited:.0f} s for a generation nobody reads"
+
+
+# -- langgraph dev's own MCP endpoint -----------------------------------------------------------------------
+def test_langgraph_devs_own_mcp_endpoint_answers_and_strangers_are_still_refused(tmp_path_factory):
+    with langgraph_dev(tmp_path_factory, "hostile15-mcp") as (url, _, _):
+
+        async def use_it():
+            async with http_client(f"{url}/mcp") as (client, _):
+                listed = await client.list_tools()  # was a 500: the endpoint's own call to the API got 421
+                called = await client.call_tool(
+                    listed.tools[0].name, {"messages": [{"role": "user", "content": PRECISE_QUESTION}]}
+                )
+                return listed, called
+
+        listed, called = anyio.run(use_it)
+        assert [t.name for t in listed.tools] == ["executor"]
+        assert not called.isError and "troubleshooting/err-timeout.md" in text(called), text(called)[:500]
+        # a request off the socket is checked as before, whatever it names
+        for path in ("/info", "/noauth/info"):
+            refused = httpx.get(f"{url}{path}", headers={"Host": "api"}, timeout=30)
+            assert refused.status_code == 421, (path, refused.text)
