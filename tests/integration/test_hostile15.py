@@ -131,6 +131,24 @@ def test_a_client_that_leaves_stops_its_generation_and_frees_the_engine(endpoint
     assert waited < 20, f"the next request waited {waited:.0f} s for a generation nobody reads"
 
 
+@needs_model
+@pytest.mark.parametrize(
+    "response_format",
+    [{"type": "json_schema", "json_schema": {"name": "x", "schema": {"type": "object"}}}, {"type": "json_object"}],
+    ids=["json_schema", "json_object"],
+)
+def test_an_output_format_the_endpoint_does_not_decode_to_is_refused_not_ignored(endpoint, response_format):
+    # what `with_structured_output(method="json_schema")` sends: it was ignored, and free text came back with a 200
+    body = {"messages": [{"role": "user", "content": "Give me a JSON object."}], "max_tokens": 4}
+    url = f"{endpoint.base_url}/chat/completions"
+    refused = httpx.post(url, json={**body, "response_format": response_format}, timeout=300)
+    assert refused.status_code == 400, refused.text
+    message = refused.json()["error"]["message"]
+    assert message.startswith(f"response_format {response_format['type']!r} is not supported") and "tool" in message
+    # plain text, asked for as such, is what every reply is
+    assert httpx.post(url, json={**body, "response_format": {"type": "text"}}, timeout=300).status_code == 200
+
+
 # -- langgraph dev's own MCP endpoint -----------------------------------------------------------------------
 def test_langgraph_devs_own_mcp_endpoint_answers_and_strangers_are_still_refused(tmp_path_factory):
     with langgraph_dev(tmp_path_factory, "hostile15-mcp") as (url, _, _):
