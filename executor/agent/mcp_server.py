@@ -311,6 +311,14 @@ class ExecutorMCP:
 
     # -- transports ---------------------------------------------------------
     async def run_stdio(self) -> None:
+        try:
+            await self._run_stdio()
+        except* BrokenPipeError:
+            # the host closed its end of our stdout (it exited or crashed) and a message could not be written: the
+            # error was "ExceptionGroup: unhandled errors in a TaskGroup (1 sub-exception)", a class name
+            raise ExecutorError("the MCP host closed the connection (stdout is a broken pipe)") from None
+
+    async def _run_stdio(self) -> None:
         from mcp.server.stdio import stdio_server
 
         # stdin through a reader of bounded lines: the SDK's own reads a line whole, however long

@@ -8,12 +8,14 @@ import json
 import os
 import signal
 import socket
+import subprocess
+import sys
 import time
 
 import anyio
 import httpx
 import pytest
-from conftest import copy_of, langgraph_dev, pristine_home, run_cli, stop_process
+from conftest import REPO, copy_of, langgraph_dev, last_error_line, pristine_home, run_cli, stop_process
 from test_local_llm import needs_model
 from test_local_servers import start_mcp
 from test_mcp import PRECISE_QUESTION, http_client, level, text
@@ -68,6 +70,45 @@ def test_a_lite_server_that_died_is_started_again_by_the_mcp_server(pristine, tm
     finally:
         stop_process(proc, log)
         run_cli(home, "graph", "stop")
+
+
+# -- executor mcp over stdio: a host that went away ------------------------------------------------------------
+def test_a_host_that_closed_its_end_of_stdout_is_one_line_naming_it(pristine, tmp_path):
+    home = copy_of(pristine, tmp_path)
+
+    def message(request_id, method, params=None) -> bytes:
+        body = {"jsonrpc": "2.0", "id": request_id, "method": method, **({"params": params} if params else {})}
+        return (json.dumps(body) + "\n").encode()
+
+    hello = {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "executor.cli.main", "mcp"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env={**os.environ, "EXECUTOR_HOME": str(home)},
+        cwd=REPO,
+    )
+    try:
+        assert proc.stdin is not None and proc.stdout is not None
+        proc.stdin.write(
+            message(1, "initialize", hello) + b'{"jsonrpc": "2.0", "method": "notifications/initialized"}\n'
+        )
+        proc.stdin.flush()
+        assert b'"id":1' in proc.stdout.readline()
+        proc.stdout.close()  # the host crashed: it reads no more
+        call = {"name": "lookup_knowledge", "arguments": {"query": PRECISE_QUESTION}}
+        proc.stdin.write(message(2, "tools/call", call) + message(3, "ping"))
+        proc.stdin.close()
+        proc.wait(timeout=180)
+        assert proc.stderr is not None
+        stderr = proc.stderr.read().decode()
+    finally:
+        proc.kill()
+        run_cli(home, "graph", "stop")
+    done = subprocess.CompletedProcess(proc.args, proc.returncode, "", stderr)
+    # it was "error: ExceptionGroup: unhandled errors in a TaskGroup (1 sub-exception) (run 'executor --debug ...')"
+    assert last_error_line(done, 1) == "error: the MCP host closed the connection (stdout is a broken pipe)"
 
 
 # -- executor llm serve --------------------------------------------------------------------------------
