@@ -425,6 +425,21 @@ def request_error(root: types.JSONRPCRequest) -> types.ErrorData | None:
     return None
 
 
+INITIALIZED = "notifications/initialized"
+_BEFORE_HANDSHAKE = ("initialize", "ping")  # what the SDK's session takes before the host says it is initialized
+
+
+def uninitialized_error(method: str) -> types.ErrorData | None:
+    """JSON-RPC's error for a request the session cannot take yet (the host has not finished MCP's handshake), or
+    None."""
+    if method in _BEFORE_HANDSHAKE:
+        return None
+    return types.ErrorData(
+        code=types.INVALID_REQUEST,
+        message="Invalid Request: the session is not initialized; send initialize, then notifications/initialized",
+    )
+
+
 class _Server(Server):
     """The SDK's server, answering a request it would refuse with a bare "Invalid request parameters" as JSON-RPC
     2.0 says, naming what is wrong (`request_error`), and letting a cancelled lookup run on to its one answer, its
@@ -437,11 +452,18 @@ class _Server(Server):
         CANCELS.set(cancels)  # this connection's: its request handlers run in tasks started from this one
 
         async def answer_invalid_requests():
+            initialized = False
             async with valid_send:
                 try:
                     async for item in read_stream:
                         root = getattr(getattr(item, "message", None), "root", None)
                         error = request_error(root) if isinstance(root, types.JSONRPCRequest) else None
+                        if isinstance(root, types.JSONRPCNotification) and root.method == INITIALIZED:
+                            initialized = True
+                        elif isinstance(root, types.JSONRPCRequest) and not initialized and error is None:
+                            # the SDK answers a request before the handshake "Invalid request parameters", naming
+                            # nothing, and logs "Failed to validate request" on stderr
+                            error = uninitialized_error(root.method)
                         if isinstance(root, types.JSONRPCNotification) and root.method == CANCELLED:
                             # a lookup runs in a thread, which cannot be stopped: the SDK answered "Request
                             # cancelled" at once, then the finished handler answered again and its "Request already

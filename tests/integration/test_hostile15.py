@@ -111,6 +111,34 @@ def test_a_host_that_closed_its_end_of_stdout_is_one_line_naming_it(pristine, tm
     assert last_error_line(done, 1) == "error: the MCP host closed the connection (stdout is a broken pipe)"
 
 
+def test_a_request_before_the_handshake_is_answered_saying_so(pristine, tmp_path):
+    home = copy_of(pristine, tmp_path)
+    call = {"jsonrpc": "2.0", "id": 5, "method": "tools/call", "params": {"name": "list_knowledge_bases"}}
+    hello = {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}
+    lines = [call, {"jsonrpc": "2.0", "id": 6, "method": "initialize", "params": hello}, {**call, "id": 7}]
+    lines += [{"jsonrpc": "2.0", "method": "notifications/initialized"}, {**call, "id": 8}]
+    done = subprocess.run(
+        [sys.executable, "-m", "executor.cli.main", "mcp"],
+        input="".join(json.dumps(line) + "\n" for line in lines),
+        capture_output=True,
+        text=True,
+        env={**os.environ, "EXECUTOR_HOME": str(home)},
+        cwd=REPO,
+        timeout=180,
+    )
+    run_cli(home, "graph", "stop")
+    answers = {a["id"]: a for a in map(json.loads, done.stdout.splitlines())}
+    # each was -32602 "Invalid request parameters" (data "") and a "Failed to validate request" warning on stderr
+    for early in (5, 7):
+        error = answers[early]["error"]
+        assert error["code"] == -32600, error
+        assert error["message"] == (
+            "Invalid Request: the session is not initialized; send initialize, then notifications/initialized"
+        )
+    assert "result" in answers[6] and "sample" in answers[8]["result"]["content"][0]["text"]
+    assert done.returncode == 0 and "Failed to validate" not in done.stderr, done.stderr
+
+
 # -- executor llm serve --------------------------------------------------------------------------------
 @pytest.fixture(scope="module")
 def endpoint():
