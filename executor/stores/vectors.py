@@ -199,7 +199,8 @@ class MilvusVectorStore:
 
         client, self._client = self._client, None
         try:
-            client.close()
+            if client is not None:
+                client.close()
         except Exception:  # noqa: BLE001 - its connection went with the server; nothing is left to close
             pass
         server_manager_instance.release_server(self.uri)  # started again, quietly, as a stopped graph server is
