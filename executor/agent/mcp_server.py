@@ -35,6 +35,7 @@ from typing import TypeGuard, get_args
 import anyio
 import mcp.types as types
 from mcp.server.lowlevel import Server
+from mcp.server.lowlevel.helper_types import ReadResourceContents
 from mcp.shared.exceptions import McpError
 from mcp.shared.message import SessionMessage
 from pydantic import AnyUrl, ValidationError
@@ -294,13 +295,15 @@ class ExecutorMCP:
                 ),
             ]
 
+        # each with the type `resources/list` gives it (a bare string is sent as text/plain, and is deprecated)
         @server.read_resource()
-        async def read_resource(uri) -> str:
+        async def read_resource(uri) -> list[ReadResourceContents]:
             if str(uri) == RULES_URI:
-                return f"{RULES['en']}\n\n{RULES['zh']}"
+                return [ReadResourceContents(f"{RULES['en']}\n\n{RULES['zh']}", mime_type="text/plain")]
             if str(uri) == KBS_URI:
                 kbs = await anyio.to_thread.run_sync(lambda: knowledge_bases(self.rt.catalog))
-                return json.dumps([k.model_dump() for k in kbs], ensure_ascii=False)
+                listing = json.dumps([k.model_dump() for k in kbs], ensure_ascii=False)
+                return [ReadResourceContents(listing, mime_type="application/json")]
             raise McpError(
                 types.ErrorData(
                     code=RESOURCE_NOT_FOUND,

@@ -14,11 +14,14 @@ import time
 
 import anyio
 import httpx
+import mcp.types as types
 import pytest
 from conftest import REPO, copy_of, langgraph_dev, last_error_line, pristine_home, run_cli, stop_process
 from test_local_llm import needs_model
 from test_local_servers import start_mcp
-from test_mcp import PRECISE_QUESTION, http_client, level, text
+from test_mcp import PRECISE_QUESTION, connected, http_client, level, text
+
+from executor.agent.mcp_server import ExecutorMCP
 
 
 @pytest.fixture(scope="module")
@@ -137,6 +140,23 @@ def test_a_request_before_the_handshake_is_answered_saying_so(pristine, tmp_path
         )
     assert "result" in answers[6] and "sample" in answers[8]["result"]["content"][0]["text"]
     assert done.returncode == 0 and "Failed to validate" not in done.stderr, done.stderr
+
+
+def test_each_resource_is_read_with_the_type_it_is_listed_with(sample_rt):
+    async def main():
+        async with connected(ExecutorMCP(sample_rt, kb="sample")) as client:
+            resources = (await client.list_resources()).resources
+            read = {str(r.uri): (await client.read_resource(r.uri)).contents for r in resources}
+            return {str(r.uri): r.mimeType for r in resources}, read
+
+    listed, read = anyio.run(main)
+    assert listed == {"executor://retrieval-rules": "text/plain", "executor://knowledge-bases": "application/json"}
+    for uri, contents in read.items():
+        # the knowledge bases' JSON was sent as text/plain
+        assert [c.mimeType for c in contents] == [listed[uri]], uri
+    listing = read["executor://knowledge-bases"][0]
+    assert isinstance(listing, types.TextResourceContents)
+    assert [kb["name"] for kb in json.loads(listing.text)] == ["sample"]
 
 
 # -- executor llm serve --------------------------------------------------------------------------------
