@@ -69,7 +69,7 @@ class NamedToolChoice(BaseModel):
 
 
 class ChatRequest(BaseModel):
-    model_config = ConfigDict(extra="ignore")  # n, parallel_tool_calls, ...: not meaningful here
+    model_config = ConfigDict(extra="ignore")  # parallel_tool_calls, user, ...: not meaningful here
 
     model: str | None = None
     messages: list[Message] = Field(min_length=1)
@@ -82,6 +82,8 @@ class ChatRequest(BaseModel):
     # JSON's true or false only: pydantic's lax mode read "yes", "on" or 1 as a request to stream
     stream: StrictBool = False
     stream_options: dict[str, Any] | None = None
+    # one choice is made: a client asking for several got one back with a 200
+    n: int | None = Field(default=None, ge=1, le=1)
     # read to be refused: an output format this endpoint does not constrain to (see parse_request)
     response_format: dict[str, Any] | None = None
 

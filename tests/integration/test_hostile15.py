@@ -238,6 +238,17 @@ def test_an_output_format_the_endpoint_does_not_decode_to_is_refused_not_ignored
     assert httpx.post(url, json={**body, "response_format": {"type": "text"}}, timeout=300).status_code == 200
 
 
+@needs_model
+def test_more_than_one_choice_is_refused_not_answered_with_one(endpoint):
+    body = {"messages": [{"role": "user", "content": "hi"}], "max_tokens": 2}
+    url = f"{endpoint.base_url}/chat/completions"
+    refused = httpx.post(url, json={**body, "n": 3}, timeout=300)  # was a 200 holding one choice
+    assert refused.status_code == 400, refused.text
+    assert refused.json()["error"]["message"] == "n: Input should be less than or equal to 1"
+    answered = httpx.post(url, json={**body, "n": 1}, timeout=300)
+    assert answered.status_code == 200 and len(answered.json()["choices"]) == 1
+
+
 # -- langgraph dev's own MCP endpoint -----------------------------------------------------------------------
 def test_langgraph_devs_own_mcp_endpoint_answers_and_strangers_are_still_refused(tmp_path_factory):
     with langgraph_dev(tmp_path_factory, "hostile15-mcp") as (url, _, _):
