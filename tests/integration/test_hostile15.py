@@ -2,7 +2,9 @@
 Text in a message that spells the local model's special tokens (`<|im_end|>`) was read as those tokens; a client that
 left `executor llm serve` kept the one engine generating for it; a Milvus Lite server that died left a long-lived
 process (`executor mcp`, `langgraph dev`, chat) failing every lookup until it was restarted; `langgraph dev`'s own
-MCP endpoint was a 500, its in-process calls refused by the Host check in front of the API."""
+MCP endpoint was a 500, its in-process calls refused by the Host check in front of the API; `llm serve` ignored
+`response_format` and `n`; over MCP a request before the handshake, a host that closed stdout and the knowledge-base
+resource's type were each answered wrongly or named nothing."""
 
 import json
 import os
