@@ -35,6 +35,7 @@ from typing import TypeGuard, get_args
 import anyio
 import mcp.types as types
 from mcp.server.lowlevel import Server
+from mcp.server.lowlevel.helper_types import ReadResourceContents
 from mcp.shared.exceptions import McpError
 from mcp.shared.message import SessionMessage
 from pydantic import AnyUrl, ValidationError
@@ -294,13 +295,15 @@ class ExecutorMCP:
                 ),
             ]
 
+        # each with the type `resources/list` gives it (a bare string is sent as text/plain, and is deprecated)
         @server.read_resource()
-        async def read_resource(uri) -> str:
+        async def read_resource(uri) -> list[ReadResourceContents]:
             if str(uri) == RULES_URI:
-                return f"{RULES['en']}\n\n{RULES['zh']}"
+                return [ReadResourceContents(f"{RULES['en']}\n\n{RULES['zh']}", mime_type="text/plain")]
             if str(uri) == KBS_URI:
                 kbs = await anyio.to_thread.run_sync(lambda: knowledge_bases(self.rt.catalog))
-                return json.dumps([k.model_dump() for k in kbs], ensure_ascii=False)
+                listing = json.dumps([k.model_dump() for k in kbs], ensure_ascii=False)
+                return [ReadResourceContents(listing, mime_type="application/json")]
             raise McpError(
                 types.ErrorData(
                     code=RESOURCE_NOT_FOUND,
@@ -311,6 +314,14 @@ class ExecutorMCP:
 
     # -- transports ---------------------------------------------------------
     async def run_stdio(self) -> None:
+        try:
+            await self._run_stdio()
+        except* BrokenPipeError:
+            # the host closed its end of our stdout (it exited or crashed) and a message could not be written: the
+            # error was "ExceptionGroup: unhandled errors in a TaskGroup (1 sub-exception)", a class name
+            raise ExecutorError("the MCP host closed the connection (stdout is a broken pipe)") from None
+
+    async def _run_stdio(self) -> None:
         from mcp.server.stdio import stdio_server
 
         # stdin through a reader of bounded lines: the SDK's own reads a line whole, however long
@@ -417,6 +428,21 @@ def request_error(root: types.JSONRPCRequest) -> types.ErrorData | None:
     return None
 
 
+INITIALIZED = "notifications/initialized"
+_BEFORE_HANDSHAKE = ("initialize", "ping")  # what the SDK's session takes before the host says it is initialized
+
+
+def uninitialized_error(method: str) -> types.ErrorData | None:
+    """JSON-RPC's error for a request the session cannot take yet (the host has not finished MCP's handshake), or
+    None."""
+    if method in _BEFORE_HANDSHAKE:
+        return None
+    return types.ErrorData(
+        code=types.INVALID_REQUEST,
+        message="Invalid Request: the session is not initialized; send initialize, then notifications/initialized",
+    )
+
+
 class _Server(Server):
     """The SDK's server, answering a request it would refuse with a bare "Invalid request parameters" as JSON-RPC
     2.0 says, naming what is wrong (`request_error`), and letting a cancelled lookup run on to its one answer, its
@@ -429,11 +455,18 @@ class _Server(Server):
         CANCELS.set(cancels)  # this connection's: its request handlers run in tasks started from this one
 
         async def answer_invalid_requests():
+            initialized = False
             async with valid_send:
                 try:
                     async for item in read_stream:
                         root = getattr(getattr(item, "message", None), "root", None)
                         error = request_error(root) if isinstance(root, types.JSONRPCRequest) else None
+                        if isinstance(root, types.JSONRPCNotification) and root.method == INITIALIZED:
+                            initialized = True
+                        elif isinstance(root, types.JSONRPCRequest) and not initialized and error is None:
+                            # the SDK answers a request before the handshake "Invalid request parameters", naming
+                            # nothing, and logs "Failed to validate request" on stderr
+                            error = uninitialized_error(root.method)
                         if isinstance(root, types.JSONRPCNotification) and root.method == CANCELLED:
                             # a lookup runs in a thread, which cannot be stopped: the SDK answered "Request
                             # cancelled" at once, then the finished handler answered again and its "Request already

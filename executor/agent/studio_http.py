@@ -15,6 +15,16 @@ from executor.core.local_http import LocalGuard, own_hosts
 STUDIO_ORIGINS = ("https://smith.langchain.com", "https://eu.smith.langchain.com")
 
 
+def in_process(scope) -> bool:
+    """A request the server makes to itself, in process: langgraph-api's own MCP endpoint (`/mcp`), A2A and webhooks
+    call the API through `langgraph_sdk.get_client(url=None)`, an httpx ASGI transport mounted at `/noauth` whose
+    requests name the server `http://api` (no port). No request read from a socket has either: uvicorn gives the
+    address it listens on, with its port, and no root path. Refused here for its Host, every `tools/list` of
+    `/mcp` was a 500."""
+    server = scope.get("server") or (None, 0)
+    return scope.get("root_path") == "/noauth" and server[1] is None
+
+
 class StudioGuard:
     """LocalGuard for the address each request came in on: `langgraph dev --host/--port` are not ours to read, the
     ASGI scope's `server` is that address."""
@@ -24,7 +34,7 @@ class StudioGuard:
         self._guards: dict[tuple[str, int], LocalGuard] = {}
 
     async def __call__(self, scope, receive, send):
-        if scope["type"] not in ("http", "websocket"):
+        if scope["type"] not in ("http", "websocket") or in_process(scope):
             return await self.app(scope, receive, send)
         host, port = scope.get("server") or ("127.0.0.1", 0)
         guard = self._guards.get((host, port))

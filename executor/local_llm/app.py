@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 import logging
+from collections.abc import Coroutine
+from typing import Any, TypeVar
 
 from starlette.applications import Starlette
 from starlette.requests import Request
-from starlette.responses import JSONResponse, StreamingResponse
+from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
 from executor.local_llm.engine import EngineError, LlamaEngine
@@ -23,6 +26,7 @@ MAX_FIT_STEPS = 64
 MAX_CHARS_PER_TOKEN = 32
 CUT = "\n[...]"
 _END = "<|im_end|>\n"
+T = TypeVar("T")
 
 
 class ChatService:
@@ -92,7 +96,10 @@ def create_app(service: ChatService) -> Starlette:
 
     async def chat_completions(request: Request):
         try:
-            chat, reply = await service.chat(await request.body())
+            answered = await _unless_client_leaves(request, service.chat(await request.body()))
+            if answered is None:  # nobody reads the answer: the engine has been told to stop
+                return Response(status_code=499)
+            chat, reply = answered
         except RequestError as exc:
             return JSONResponse(error_body(str(exc)), status_code=400)
         except EngineError as exc:
@@ -125,6 +132,30 @@ def create_app(service: ChatService) -> Starlette:
         ],
         lifespan=_lifespan(service),
     )
+
+
+async def _unless_client_leaves(request: Request, work: Coroutine[Any, Any, T]) -> T | None:
+    """`work`'s result, or None when the client goes away first (a timeout, Ctrl-C in `executor chat`): `work` is
+    cancelled, and with it the engine's request, which makes llama.cpp stop generating. The answer is made whole
+    before it is sent (streamed or not), so a client that left went on holding the one engine for up to n_ctx/2
+    tokens, minutes on a CPU, and every later request waited for it."""
+    task = asyncio.ensure_future(work)
+
+    async def gone() -> None:
+        while (await request.receive())["type"] != "http.disconnect":  # the body was read: only this can come
+            pass
+
+    watcher = asyncio.ensure_future(gone())
+    try:
+        await asyncio.wait({task, watcher}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        watcher.cancel()
+    if task.done():
+        return task.result()
+    task.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await task
+    return None
 
 
 def _lifespan(service: ChatService):

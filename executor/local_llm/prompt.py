@@ -24,8 +24,15 @@ CONSTRAINED_TOKENS = 512
 _DROP_KEYS = {"title", "default", "examples"}
 
 
+# llama.cpp reads the prompt's special tokens from its text: `<|im_end|>` in a message (a retrieved document, a
+# question) was the model's own end-of-turn token, and `<|im_start|>system` after it a system turn, outside every
+# fence the text was put in. A zero-width space after the `<` of `<|` leaves such text as plain characters.
+_SPECIAL_OPEN = "<|"
+_PLAIN_OPEN = "<\u200b|"
+
+
 def _turn(role: str, text: str) -> str:
-    return f"<|im_start|>{role}\n{text}<|im_end|>\n"
+    return f"<|im_start|>{role}\n{text.replace(_SPECIAL_OPEN, _PLAIN_OPEN)}<|im_end|>\n"
 
 
 def tools_section(tools: list[FunctionSpec], must_call: bool) -> str:

@@ -69,7 +69,7 @@ class NamedToolChoice(BaseModel):
 
 
 class ChatRequest(BaseModel):
-    model_config = ConfigDict(extra="ignore")  # n, parallel_tool_calls, ...: not meaningful here
+    model_config = ConfigDict(extra="ignore")  # parallel_tool_calls, user, ...: not meaningful here
 
     model: str | None = None
     messages: list[Message] = Field(min_length=1)
@@ -82,6 +82,10 @@ class ChatRequest(BaseModel):
     # JSON's true or false only: pydantic's lax mode read "yes", "on" or 1 as a request to stream
     stream: StrictBool = False
     stream_options: dict[str, Any] | None = None
+    # one choice is made: a client asking for several got one back with a 200
+    n: int | None = Field(default=None, ge=1, le=1)
+    # read to be refused: an output format this endpoint does not constrain to (see parse_request)
+    response_format: dict[str, Any] | None = None
 
     @property
     def forced_tool(self) -> str | None:
@@ -125,6 +129,13 @@ def parse_request(body: bytes) -> ChatRequest:
     if request.tool_choice not in (None, "none", "auto") and not request.tools:
         raise RequestError("tool_choice asks for a tool call, but the request has no tools")
     request.active_tools()  # a named tool that is not there
+    kind = (request.response_format or {}).get("type", "text")
+    if kind != "text":
+        # ignored, a client that asked for JSON (`with_structured_output(method="json_schema")`) got free text, 200
+        raise RequestError(
+            f"response_format {str(kind)[:40]!r} is not supported: ask for a tool call instead (tools and "
+            "tool_choice), which is decoded to the tool's JSON schema"
+        )
     return request
 
 
