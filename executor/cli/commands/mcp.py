@@ -10,7 +10,7 @@ from typing import Annotated
 
 import typer
 
-from executor.cli.commands.common import JsonOpt, KbOpt
+from executor.cli.commands.common import JsonOpt
 
 DEFAULT_HOME = "~/.executor"  # a host starts the server in a folder of its choosing: never the home's default
 
@@ -33,7 +33,16 @@ def mcp(
     ] = False,
     host: Annotated[str, typer.Option(help="address to listen on with --http")] = "127.0.0.1",
     port: Annotated[int, typer.Option(help="port to listen on with --http", min=1, max=65535)] = 8765,
-    kb: KbOpt = "sample",
+    # the whole home is served on purpose: query_knowledge_graph reads several KBs in one call and
+    # list_knowledge_bases names them; --kb only picks the one lookup_knowledge and navigate_graph read
+    kb: Annotated[
+        str,
+        typer.Option(
+            "--kb",
+            help="the knowledge base lookup_knowledge and navigate_graph read (query_knowledge_graph and "
+            "list_knowledge_bases see every KB of the home: serve a home holding only what the host may read)",
+        ),
+    ] = "sample",
     token: Annotated[
         str | None,
         typer.Option(
