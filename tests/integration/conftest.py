@@ -431,3 +431,16 @@ def write_pages(folder: Path, pages: dict[str, str]) -> Path:
         (folder / name).parent.mkdir(parents=True, exist_ok=True)
         (folder / name).write_text(text, encoding="utf-8")
     return folder
+
+
+def raw_mcp_stdio(home: Path) -> subprocess.Popen:
+    """`executor mcp` over stdio on `home` as a bare process (bytes in, bytes out), for the tests that speak to it
+    without the SDK's client: malformed lines, a host that goes away."""
+    return subprocess.Popen(
+        [sys.executable, "-m", "executor.cli.main", "mcp"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env={**os.environ, "EXECUTOR_HOME": str(home)},
+        cwd=REPO,
+    )

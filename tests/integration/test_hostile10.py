@@ -10,7 +10,7 @@ import json
 import shutil
 
 import pytest
-from conftest import copy_of, pristine_home, run_cli
+from conftest import copy_of, pristine_home, raw_mcp_stdio, run_cli
 from test_hostile6_faults import run_unprivileged
 from test_hostile6_servers import INIT, stdio_mcp
 
@@ -140,21 +140,9 @@ def test_a_response_the_host_sends_over_stdio_is_not_answered_and_the_server_ans
 def _piped_mcp(home, *lines: dict, wait: float = 0):
     """`executor mcp` over stdio given `lines` (after the handshake) and then the end of its input, as
     `printf ... | executor mcp` gives them; `wait` seconds before the last line. Returns (exit code, answers by id)."""
-    import os
-    import subprocess
-    import sys
     import time
 
-    from conftest import REPO
-
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "executor.cli.main", "mcp"],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        env={**os.environ, "EXECUTOR_HOME": str(home)},
-        cwd=REPO,
-    )
+    proc = raw_mcp_stdio(home)
     assert proc.stdin is not None
     handshake = [INIT, {"jsonrpc": "2.0", "method": "notifications/initialized"}]
     for i, line in enumerate([*handshake, *lines]):

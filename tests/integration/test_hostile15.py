@@ -18,7 +18,16 @@ import anyio
 import httpx
 import mcp.types as types
 import pytest
-from conftest import REPO, copy_of, langgraph_dev, last_error_line, pristine_home, run_cli, stop_process
+from conftest import (
+    REPO,
+    copy_of,
+    langgraph_dev,
+    last_error_line,
+    pristine_home,
+    raw_mcp_stdio,
+    run_cli,
+    stop_process,
+)
 from test_local_llm import needs_model
 from test_local_servers import start_mcp
 from test_mcp import PRECISE_QUESTION, connected, http_client, level, text
@@ -95,14 +104,7 @@ def test_a_host_that_closed_its_end_of_stdout_is_one_line_naming_it(pristine, tm
         return (json.dumps(body) + "\n").encode()
 
     hello = {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "executor.cli.main", "mcp"],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        env={**os.environ, "EXECUTOR_HOME": str(home)},
-        cwd=REPO,
-    )
+    proc = raw_mcp_stdio(home)
     try:
         assert proc.stdin is not None and proc.stdout is not None
         proc.stdin.write(

@@ -3,16 +3,13 @@ error over stdio and HTTP, a request is read within a deadline and its head with
 bad input, and a second server on a home whose store is held says so instead of serving failures."""
 
 import json
-import os
 import select
 import socket
-import subprocess
-import sys
 import time
 from contextlib import contextmanager
 
 import pytest
-from conftest import REPO, copy_of, free_port, pristine_home, raw_request, run_cli, stop_process
+from conftest import copy_of, free_port, pristine_home, raw_mcp_stdio, raw_request, run_cli, stop_process
 from test_hostile5_servers import mcp_post
 from test_local_servers import INIT, endpoint, start_mcp  # noqa: F401 (endpoint: a fixture)
 from test_studio import studio  # noqa: F401 (a fixture)
@@ -108,14 +105,7 @@ def test_a_request_head_beyond_its_bound_is_refused(http_server):
 def stdio_mcp(home, timeout: float = 60):
     """`executor mcp` over stdio on `home`, initialized; yields `ask(line) -> answer` and, once it has exited, its
     stderr is checked for the SDK's validation warnings."""
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "executor.cli.main", "mcp"],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        env={**os.environ, "EXECUTOR_HOME": str(home)},
-        cwd=REPO,
-    )
+    proc = raw_mcp_stdio(home)
 
     def ask(line: bytes) -> dict:
         assert proc.stdin is not None and proc.stdout is not None
