@@ -130,15 +130,6 @@ def _start_lite_when_listening(listen_s: float) -> None:
         server.subprocess = SimpleNamespace(Popen=_ListeningPopen, TimeoutExpired=subprocess.TimeoutExpired)
 
 
-def _lite_server_died(uri: str) -> bool:
-    """Whether milvus-lite (pinned 2.5.1) holds a server for this file whose process has exited."""
-    from milvus_lite.server_manager import server_manager_instance
-
-    server = server_manager_instance._servers.get(str(Path(uri).absolute().resolve()))
-    process = getattr(server, "_p", None)
-    return process is not None and process.poll() is not None
-
-
 def _truncate_utf8(text: str, limit: int) -> str:
     data = text.encode("utf-8")
     return text if len(data) <= limit else data[:limit].decode("utf-8", errors="ignore")
@@ -180,30 +171,11 @@ class MilvusVectorStore:
 
     @property
     def client(self):
-        if self._client is not None and self.is_lite and _lite_server_died(self.uri):
-            with self._opening:
-                if self._client is not None and _lite_server_died(self.uri):
-                    self._restart_lite()
         if self._client is None:
             with self._opening:  # a background open in progress finishes first (or fails, and this tries again)
                 if self._client is None:
                     self._client = self._open_lite() if self.is_lite else self._connect(self.uri)
         return self._client
-
-    def _restart_lite(self) -> None:
-        """Forget a Lite server that died (killed, out of memory), so that the next call starts another. milvus-lite
-        keeps the dead one as this file's server and pymilvus its socket: every call of a long-lived process
-        (`executor mcp`, `langgraph dev`, chat) failed with "Fail connecting to server" until it was restarted.
-        The new server is opened as the first was, after the same checks (a file damaged meanwhile says so)."""
-        from milvus_lite.server_manager import server_manager_instance
-
-        client, self._client = self._client, None
-        try:
-            if client is not None:
-                client.close()
-        except Exception:  # noqa: BLE001 - its connection went with the server; nothing is left to close
-            pass
-        server_manager_instance.release_server(self.uri)  # started again, quietly, as a stopped graph server is
 
     def open_in_background(self) -> None:
         """Start opening the store on a thread of its own. Milvus Lite's start-up is ~1 s, most of it waiting for

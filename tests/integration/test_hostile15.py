@@ -1,14 +1,12 @@
 """Round fifteen of the hostile pass (issue 30): faults, secrets and the servers (`evals/review/hostile15-findings.md`).
 Text in a message that spells the local model's special tokens (`<|im_end|>`) was read as those tokens; a client that
-left `executor llm serve` kept the one engine generating for it; a Milvus Lite server that died left a long-lived
-process (`executor mcp`, `langgraph dev`, chat) failing every lookup until it was restarted; `langgraph dev`'s own
+left `executor llm serve` kept the one engine generating for it; `langgraph dev`'s own
 MCP endpoint was a 500, its in-process calls refused by the Host check in front of the API; `llm serve` ignored
 `response_format` and `n`; over MCP a request before the handshake, a host that closed stdout and the knowledge-base
 resource's type were each answered wrongly or named nothing."""
 
 import json
 import os
-import signal
 import socket
 import subprocess
 import sys
@@ -26,11 +24,9 @@ from conftest import (
     pristine_home,
     raw_mcp_stdio,
     run_cli,
-    stop_process,
 )
 from test_local_llm import needs_model
-from test_local_servers import start_mcp
-from test_mcp import PRECISE_QUESTION, connected, http_client, level, text
+from test_mcp import PRECISE_QUESTION, connected, http_client, text
 
 from executor.agent.mcp_server import ExecutorMCP
 
@@ -40,59 +36,6 @@ def pristine(tmp_path_factory):
     home = pristine_home(tmp_path_factory, "hostile15-home")
     yield home
     run_cli(home, "graph", "stop")
-
-
-def lite_server_pids(home) -> list[int]:
-    """The Milvus Lite servers serving this home's file (their command line names it)."""
-    target = str(home / "milvus.db").encode()
-    pids = []
-    for entry in os.listdir("/proc"):
-        try:
-            args = open(f"/proc/{entry}/cmdline", "rb").read().split(b"\0")
-        except OSError:
-            continue
-        if entry.isdigit() and len(args) > 1 and args[0].endswith(b"/milvus") and args[1] == target:
-            pids.append(int(entry))
-    return pids
-
-
-def gone_or_zombie(pid: int) -> bool:
-    """Whether the process has exited: gone, or a zombie its parent has not reaped yet."""
-    try:
-        with open(f"/proc/{pid}/stat") as stat:
-            return stat.read().rsplit(")", 1)[1].split()[0] == "Z"
-    except OSError:
-        return True
-
-
-# -- a Milvus Lite server that died under a long-lived process --------------------------------------------
-def test_a_lite_server_that_died_is_started_again_by_the_mcp_server(pristine, tmp_path):
-    home = copy_of(pristine, tmp_path)
-    log = open(tmp_path / "server.log", "w")
-    proc, port = start_mcp(home, log)
-    try:
-
-        async def ask() -> list:
-            async with http_client(f"http://127.0.0.1:{port}/mcp") as (client, _):
-                first = await client.call_tool("lookup_knowledge", {"query": PRECISE_QUESTION, "session": "a"})
-                (pid,) = lite_server_pids(home)
-                os.kill(pid, signal.SIGKILL)  # the OOM killer, a crash, someone's kill
-                while not gone_or_zombie(pid):  # its cmdline empties while it dies, before its parent can see it
-                    await anyio.sleep(0.05)
-                # before, this lookup and every later one said the knowledge base was unavailable ("Fail connecting
-                # to server") until the MCP server itself was restarted
-                return [first] + [
-                    await client.call_tool("lookup_knowledge", {"query": PRECISE_QUESTION, "session": s})
-                    for s in ("b", "c")
-                ]
-
-        answers = anyio.run(ask)
-        for answer in answers:
-            assert level(answer) == "relevance_level: PRECISE", text(answer)[:300]
-        assert len(lite_server_pids(home)) == 1  # one server again, not one per call
-    finally:
-        stop_process(proc, log)
-        run_cli(home, "graph", "stop")
 
 
 # -- executor mcp over stdio: a host that went away ------------------------------------------------------------
