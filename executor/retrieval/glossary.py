@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 from importlib import resources
 
-from executor.retrieval.vocabulary import STOPWORDS, cjk_words
+from executor.retrieval.vocabulary import CJK_RUN, STOPWORDS, cjk_words
 
 # the data lives in glossary.tsv beside this file (package data): `english<TAB>chinese`, read once at import
 GLOSSARY_FILE = "glossary.tsv"
@@ -88,7 +88,6 @@ ENGLISH: dict[str, frozenset[str]] = {
 ONE_ENGLISH: dict[str, str] = {}
 for _en, _zh in GLOSSARY.items():
     ONE_ENGLISH.setdefault(_zh, _en)
-CJK = re.compile(r"[\u3400-\u9fff]+")
 
 
 def to_english(subject: str) -> str | None:
@@ -100,10 +99,10 @@ def to_english(subject: str) -> str | None:
     above it."""
     out: list[str] = []
     chinese = translated = 0
-    for part in re.split(r"(\s+|[\u3400-\u9fff]+)", subject):
+    for part in re.split(rf"(\s+|{CJK_RUN.pattern})", subject):
         if not part.strip():
             continue
-        if CJK.fullmatch(part):
+        if CJK_RUN.fullmatch(part):
             for word in cjk_words(part):
                 chinese += 1
                 en = ONE_ENGLISH.get(word)
