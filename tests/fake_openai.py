@@ -158,6 +158,15 @@ class FakeOpenAI:
     def base_url(self) -> str:
         return f"http://127.0.0.1:{self.server.server_address[1]}/v1"
 
+    def wait_for_request(self, count: int, timeout_s: float = 60) -> None:
+        """Until `count` requests have arrived: a test that cancels a turn waits for its request to reach the model,
+        or on a loaded machine the cancel lands before it and the script's replies go to the wrong questions."""
+        deadline = time.monotonic() + timeout_s
+        while len(self.requests) < count:
+            if time.monotonic() > deadline:
+                raise AssertionError(f"the fake model got {len(self.requests)} requests, not {count}, in {timeout_s} s")
+            time.sleep(0.05)
+
     def __enter__(self) -> FakeOpenAI:
         self.thread.start()
         return self

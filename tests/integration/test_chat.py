@@ -104,8 +104,10 @@ def test_a_chat_session_in_a_terminal(home):
 
             # the model takes 30 s: Ctrl-C cancels the turn long before it answers (the bound leaves room for a
             # loaded machine; the point is that the turn does not wait for the model)
+            asked = len(server.requests)
             child.sendline("What is ERR_TIMEOUT?")
             child.expect("thinking")
+            server.wait_for_request(asked + 1)
             child.sendintr()
             child.expect("cancelled", timeout=15)
             child.expect(PROMPT, timeout=15)
@@ -152,8 +154,10 @@ def test_ctrl_c_leaves_the_knowledge_base_answering_and_a_ctrl_c_with_enter_canc
     with FakeOpenAI(script) as server:
         with chat_in_a_terminal(home, server, "--session", "pty-cancels") as child:
             child.expect(PROMPT)
+            asked = len(server.requests)
             child.sendline("What is ERR_TIMEOUT?")
             child.expect("thinking")
+            server.wait_for_request(asked + 1)
             child.sendintr()
             child.expect("cancelled", timeout=15)
             child.expect(PROMPT, timeout=15)
