@@ -40,8 +40,11 @@ demo: setup
 	$(EXE) ask "数据库连接池怎么配置，以及 ERR_TIMEOUT 是什么？" --session demo
 	$(EXE) ask "连接池参数再说一遍？" --session demo
 
+# the files spread over one worker per core, at most 4 (each worker runs its own embedders, stores and servers);
+# TEST_WORKERS=0 runs them in this one process
+TEST_WORKERS ?= $(shell python3 -c 'import os; print(min(4, os.cpu_count() or 1))')
 test: setup
-	$(PY) -m pytest
+	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadfile
 
 # ruff (lint and format) over the code and its tests, pyright (basic) over the product, on the venv's interpreter; --project: this pyproject.toml, never a pyrightconfig.json found in a folder above the checkout
 lint: setup

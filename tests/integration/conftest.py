@@ -375,18 +375,23 @@ def npm_package(spec: str) -> Path:
 
     if not (shutil.which("node") and shutil.which("npm")):
         service_missing(f"{spec}: node and npm are not on PATH, so this client cannot be installed")
+    import fcntl
+
     folder = NPM_CACHE / spec.replace("/", "__").replace("@", "_at_")
-    if not (folder / ".installed").exists():
-        folder.mkdir(parents=True, exist_ok=True)
-        done = subprocess.run(
-            ["npm", "install", "--prefix", str(folder), "--no-audit", "--no-fund", "--loglevel=error", spec],
-            capture_output=True,
-            text=True,
-            timeout=600,
-        )
-        if done.returncode != 0:
-            service_missing(f"{spec} could not be installed with npm: {(done.stderr or done.stdout).strip()[-300:]}")
-        (folder / ".installed").write_text(spec)
+    folder.mkdir(parents=True, exist_ok=True)
+    # the suite's workers (pytest-xdist) may ask for the same client at once: one installs, the others wait for it
+    with open(folder.with_name(folder.name + ".lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not (folder / ".installed").exists():
+            done = subprocess.run(
+                ["npm", "install", "--prefix", str(folder), "--no-audit", "--no-fund", "--loglevel=error", spec],
+                capture_output=True,
+                text=True,
+                timeout=600,
+            )
+            if done.returncode != 0:
+                service_missing(f"{spec} could not be installed with npm: {(done.stderr or done.stdout).strip()[-300:]}")
+            (folder / ".installed").write_text(spec)
     return folder
 
 
