@@ -390,7 +390,9 @@ def npm_package(spec: str) -> Path:
                 timeout=600,
             )
             if done.returncode != 0:
-                service_missing(f"{spec} could not be installed with npm: {(done.stderr or done.stdout).strip()[-300:]}")
+                service_missing(
+                    f"{spec} could not be installed with npm: {(done.stderr or done.stdout).strip()[-300:]}"
+                )
             (folder / ".installed").write_text(spec)
     return folder
 
