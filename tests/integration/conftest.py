@@ -54,6 +54,11 @@ NEO4J = {
     )
     if name in os.environ
 }
+# pytest-xdist's workers inherit the environment of the process that loaded this file first, after the lines above
+# took the variables out: they are passed on under names no setting reads
+_SAVED = "EXECUTOR_TESTS_SAVED_"
+NEO4J.update({name.removeprefix(_SAVED): value for name, value in os.environ.items() if name.startswith(_SAVED)})
+os.environ.update({_SAVED + name: value for name, value in NEO4J.items()})
 
 
 def neo4j_env() -> dict[str, str]:
