@@ -1,10 +1,12 @@
 """Round sixteen of the hostile pass (issue 30; `evals/review/hostile16-findings.md`), its pure-logic cases: a setting
-error names the variable or file that set it, and never prints the lines of a file that is no config.yaml."""
+error names the variable or file that set it, and never prints the lines of a file that is no config.yaml; text
+holding bytes that are not UTF-8 is refused saying so."""
 
 import pytest
 
-from executor.core.errors import ConfigError
+from executor.core.errors import ConfigError, InputError
 from executor.core.settings import get_settings
+from executor.core.validation import clean_query, no_control_characters
 
 
 def test_an_unknown_embedder_is_a_setting_error_naming_its_variable(monkeypatch, tmp_path):
@@ -43,3 +45,12 @@ def test_a_misspelt_setting_is_still_named(monkeypatch, tmp_path):
     with pytest.raises(ConfigError) as raised:
         get_settings()
     assert str(raised.value) == f"{config}: unknown settings 'top_kk' (and 1 more)"
+
+
+@pytest.mark.parametrize("check", [clean_query, no_control_characters])
+def test_text_holding_bytes_that_are_not_utf8_is_refused_saying_so(check):
+    # what `sys.stdin` gives for b"\xff\xfe broken" (surrogateescape): it went on into a turn, and failed there
+    text = b"\xff\xfe broken".decode("utf-8", "surrogateescape")
+    args = (text, 2000) if check is clean_query else (text, "the query")
+    with pytest.raises(InputError, match="^the query is not valid text: it holds bytes that are not UTF-8$"):
+        check(*args)
