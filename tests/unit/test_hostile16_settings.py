@@ -1,12 +1,13 @@
 """Round sixteen of the hostile pass (issue 30; `evals/review/hostile16-findings.md`), its pure-logic cases: a setting
 error names the variable or file that set it, and never prints the lines of a file that is no config.yaml; text
-holding bytes that are not UTF-8 is refused saying so."""
+holding bytes that are not UTF-8 is refused saying so; a label entry giving a key twice is refused naming it."""
 
 import pytest
 
 from executor.core.errors import ConfigError, InputError
 from executor.core.settings import get_settings
 from executor.core.validation import clean_query, no_control_characters
+from executor.retrieval.calibration import load_labels
 
 
 def test_an_unknown_embedder_is_a_setting_error_naming_its_variable(monkeypatch, tmp_path):
@@ -54,3 +55,14 @@ def test_text_holding_bytes_that_are_not_utf8_is_refused_saying_so(check):
     args = (text, 2000) if check is clean_query else (text, "the query")
     with pytest.raises(InputError, match="^the query is not valid text: it holds bytes that are not UTF-8$"):
         check(*args)
+
+
+def test_a_label_entry_giving_a_key_twice_is_refused_naming_it(tmp_path):
+    labels = tmp_path / "labels.yaml"
+    labels.write_text(
+        '- query: "ERR_TIMEOUT"\n  relevant: [troubleshooting/err-timeout.md]\n'
+        '- query: "PgBouncer pooling"\n  relevant: [infrastructure/postgres-connection-limits.md]\n  relevant: []\n'
+    )
+    # the second entry was taken as `relevant: []`, an off-topic question, and measured and fitted as one
+    with pytest.raises(InputError, match=r"labels\.yaml: entry 2 gives 'relevant' twice; keep one$"):
+        load_labels(labels)
