@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 import os
+import re
 import stat
 import sys
 from functools import lru_cache
@@ -441,8 +442,7 @@ class _YamlSource(PydanticBaseSettingsSource):
         field_of = {spelling: name for name, info in fields.items() for spelling in _spellings(name, info)}
         unknown = sorted(str(k) for k in data if str(k).lower() not in field_of)
         if unknown:  # a misspelt key would otherwise be ignored, and its setting silently left at its default
-            shown = ", ".join(repr(k[:60]) for k in unknown[:5])
-            raise ConfigError(f"{path}: unknown setting{'s' if len(unknown) > 1 else ''} {shown}")
+            raise ConfigError(f"{path}: {_unknown_keys(unknown)}")
         for key, value in data.items():  # YAML's true/false would pass as 1/0 where a number is asked for
             if isinstance(value, bool) and _numeric(fields[field_of[str(key).lower()]].annotation):
                 raise ConfigError(f"{path}: {key} is a number, not {str(value).lower()}")
@@ -478,6 +478,22 @@ class _YamlSource(PydanticBaseSettingsSource):
         if sets and where not in _ANNOUNCED:
             _ANNOUNCED.add(where)
             sys.stderr.write(f"executor: ./{path} sets {', '.join(sets)} (set EXECUTOR_CONFIG to choose a file)\n")
+
+
+# what a misspelt setting looks like; a "key" of another shape is a line of some other file
+_KEY_SHAPE = re.compile(r"[A-Za-z][A-Za-z0-9_\-]{0,59}")
+
+
+def _unknown_keys(unknown: list[str]) -> str:
+    """The unknown keys of a config file, named where they look like a misspelt setting. EXECUTOR_CONFIG naming
+    another file (`/etc/shadow`, a credentials file) read its lines as keys, and the error printed them: password
+    hashes, tokens."""
+    shown = [repr(k) for k in unknown if _KEY_SHAPE.fullmatch(k)][:5]
+    if not shown:
+        return f"{len(unknown):,} unknown keys, none of them a setting's name: is it a config.yaml?"
+    return f"unknown setting{'s' if len(unknown) > 1 else ''} {', '.join(shown)}" + (
+        f" (and {len(unknown) - len(shown):,} more)" if len(unknown) > len(shown) else ""
+    )
 
 
 def _spellings(name: str, info) -> set[str]:
@@ -577,7 +593,9 @@ class Settings(BaseSettings):
     )
 
     home: Path = Path(".executor")
-    embedder: str = Field(default="use", description="use | bge-m3 | flag")
+    # a Literal, so an unknown name is refused where the settings load, naming EXECUTOR_EMBEDDER (or config.yaml):
+    # the embedder's own check said "unknown embedder 'x'" and named neither, and only once a command embedded
+    embedder: Literal["use", "bge-m3", "flag"] = Field(default="use", description="use | bge-m3 | flag")
     embedder_path: Path | None = Field(default=None, description="local model directory for bge-m3 / flag")
     milvus_uri: str | None = Field(default=None, validation_alias=AliasChoices("MILVUS_URI", "EXECUTOR_MILVUS_URI"))
     milvus_token: str | None = Field(

@@ -12,6 +12,7 @@ import unicodedata
 from executor.core.errors import InputError
 
 CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
+SURROGATE = re.compile(r"[\ud800-\udfff]")
 SESSION_ID = re.compile(r"^[\w.:\-]{1,128}$")
 MAX_KB_NAME_CHARS = 48
 KB_NAME = re.compile(
@@ -71,7 +72,11 @@ def _visible(text: str) -> bool:
 
 
 def no_control_characters(text: str, what: str) -> str:
-    """`text`, or InputError when it holds control characters (tab and newlines are text)."""
+    """`text`, or InputError when it holds control characters (tab and newlines are text) or bytes that are not
+    UTF-8 (read from a pipe they reach Python as lone surrogates: `executor chat` sent such a question on, it failed
+    inside the turn with a UnicodeEncodeError and stayed in the thread with an empty answer)."""
     if CONTROL.search(text):
         raise InputError(f"{what} contains control characters")
+    if SURROGATE.search(text):
+        raise InputError(f"{what} is not valid text: it holds bytes that are not UTF-8")
     return text

@@ -42,6 +42,12 @@ def load_label_list(path: Path, model: type[M], shape: str) -> list[M]:
         raise InputError(f"{path}: not valid YAML{where} ({problem})") from exc
     if not isinstance(raw, list) or not raw:
         raise InputError(f"{path}: expected a list of {shape}")
+    # YAML's loader keeps the last of a key given twice without a word: an entry's second `relevant: []` made an
+    # answered question an off-topic one, measured and fitted as such (config.yaml is refused the same way)
+    twice = bounded_yaml.duplicate_keys(text)
+    if twice:
+        entry, _, key = twice[0].partition(".")
+        raise InputError(f"{path}: entry {int(entry) + 1} gives {key[:40]!r} twice; keep one")
     out = []
     seen: dict[tuple, int] = {}  # a label's questions -> the entry that gave them first
     for n, item in enumerate(raw, 1):

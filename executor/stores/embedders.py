@@ -313,8 +313,6 @@ def make_embedder(settings: Settings, cache_dir: Path | None = None) -> Embedder
             _CACHE[key] = UseEmbedder(cache_dir=cache_dir)
         elif kind == "bge-m3":
             _CACHE[key] = BgeM3Embedder(path)
-        elif kind == "flag":
+        else:  # "flag": the settings take no other name (EXECUTOR_EMBEDDER is refused where they load)
             _CACHE[key] = FlagEncoderEmbedder(path)
-        else:
-            raise ConfigError(f"unknown embedder {kind!r}: choose use, bge-m3 or flag")
     return _CACHE[key]

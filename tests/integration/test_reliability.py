@@ -144,20 +144,21 @@ def test_ask_on_a_locked_store_fails_instead_of_answering_nothing(home):
 
 
 @pytest.mark.parametrize(
-    "env, expected",
+    "env, expected, code",
     [
-        ({"EXECUTOR_EMBEDDER": "nope"}, "unknown embedder 'nope'"),
-        ({"EXECUTOR_REFERENCE_THRESHOLD": "0.9"}, "reference-threshold must not exceed"),
+        # refused where the settings load, naming the variable: a bad setting (2)
+        ({"EXECUTOR_EMBEDDER": "nope"}, "invalid setting EXECUTOR_EMBEDDER (embedder)", 2),
+        # found by the lookup, inside the turn: the turn failed (1), as with a backend down
+        ({"EXECUTOR_REFERENCE_THRESHOLD": "0.9"}, "reference-threshold must not exceed", 1),
     ],
 )
-def test_ask_with_a_broken_configuration_fails(home, env, expected):
-    # found by the lookup, inside the turn: the turn failed (1), as with a backend down
-    assert_failed_turn(run_cli(home, "ask", "ERR_TIMEOUT 是什么？", **env), expected)
+def test_ask_with_a_broken_configuration_fails(home, env, expected, code):
+    assert_failed_turn(run_cli(home, "ask", "ERR_TIMEOUT 是什么？", **env), expected, code)
 
 
 def test_eval_with_a_broken_configuration_fails(home):
     r = run_cli(home, "eval", "evals/scenarios/01-seed-usage.yaml", EXECUTOR_EMBEDDER="nope")
-    assert r.returncode != 0 and "unknown embedder 'nope'" in one_error_line(r)
+    assert r.returncode != 0 and "invalid setting EXECUTOR_EMBEDDER (embedder)" in one_error_line(r)
 
 
 def test_an_unreachable_llm_is_one_line_without_its_credentials(home):
