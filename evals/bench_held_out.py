@@ -139,11 +139,17 @@ def main(
     ),
     only: list[str] = typer.Option([], "--set", help="only these sets (helm, starlette-black, pip, hatch)"),
     json_out: Path | None = typer.Option(None, "--json", help="also write every figure here"),
+    gradings: list[str] = typer.Option(
+        [], "--grading", help="only these gradings (self-calibrated, shared preset): halves a before/after run"
+    ),
 ):
     console = Console(width=160)
     unknown = sorted(set(only) - {s.name for s in SETS})
     if unknown:
         raise typer.BadParameter(f"unknown set(s) {', '.join(unknown)}; choose from {', '.join(s.name for s in SETS)}")
+    wrong = sorted(set(gradings) - set(GRADINGS))
+    if wrong:
+        raise typer.BadParameter(f"unknown grading(s) {', '.join(wrong)}; choose from {', '.join(GRADINGS)}")
     corpora.mkdir(parents=True, exist_ok=True)
     report: dict = {}
     with tempfile.TemporaryDirectory(prefix="bench-held-out-") as scratch:
@@ -155,7 +161,7 @@ def main(
                 console.print(f"[yellow]{held.name}: no corpus at {held.labels.parent}, skipped[/yellow]")
                 continue
             results = {}
-            for grading in GRADINGS:
+            for grading in (g for g in GRADINGS if not gradings or g in gradings):
                 console.print(f"{held.name}: ingest and grade, {grading} ...", highlight=False)
                 results[grading] = _measure(held, docs, grading, Path(scratch))
             report[held.name] = results
