@@ -17,7 +17,7 @@ from executor.core.validation import check_session_id, clean_query
 from executor.prompts.framing import quoted_value
 from executor.prompts.hints import hint
 from executor.prompts.messages import lookup_message
-from executor.retrieval.alignment import search_text
+from executor.retrieval.alignment import search_text, unshouted
 from executor.retrieval.grading import Grader, chunk_ids
 from executor.retrieval.graph_build import has_graph
 from executor.retrieval.ranking import Candidate
@@ -144,7 +144,8 @@ class LookupService:
         thresholds = self.settings.kb_thresholds(self.embedder.name, kb_row)
         lang = language_of(query)
 
-        vector = self.embedder.embed_query(query)
+        # the session remembers the query by what it means, as it is searched (a shouted one in lower case)
+        vector = self.embedder.embed_query(unshouted(query))
         earlier = self.memory.lookups(session_id, kb, self.embedder.name) if rules else []
         remembered = EarlierLookup(
             query=query, vector=vector, level=None, batch=batch, kb=kb, embedder=self.embedder.name
@@ -161,7 +162,7 @@ class LookupService:
         # graded as the query plus the graph entities a loose name in it means ("comfy" -> ComfyUI); the
         # session's memory keeps the query's own vector
         text, aligned = search_text(self.known_entities, kb, has_graph(kb_row.extract_config), query)
-        searched = vector if text == query else self.embedder.embed_query(text)
+        searched = vector if text == unshouted(query) else self.embedder.embed_query(text)
         graded = self.grader.grade(kb, version(kb_row), text, searched, thresholds)
         level = graded.level
         details = graded.details() | aligned | {"thresholds": thresholds.model_dump(), "embedder": self.embedder.name}

@@ -47,6 +47,22 @@ def test_a_one_word_lookup_a_page_spells_out_sends_that_page(sample_rt, query, p
     assert r.primary[0].doc_key == page
 
 
+@pytest.mark.parametrize(
+    "query",
+    ["how do i pick a redis eviction policy?", "how do i roll back a deployment?", "pgbouncer pool size"],
+)
+def test_a_question_typed_in_capitals_finds_what_it_finds_in_lower_case(sample_rt, query):
+    """Round sixteen, finding 1 (severity 3): the sentence encoder is case-sensitive, and a question typed in
+    capitals embedded far from every page: "nothing found", where the same words in lower case find the page."""
+    quiet = sample_rt.lookup_service.lookup(query, new_session())
+    shouted = sample_rt.lookup_service.lookup(query.upper(), new_session())
+    assert quiet.relevance_level is not None, quiet.completeness_hint
+    assert (shouted.relevance_level, [d.doc_key for d in shouted.primary]) == (
+        quiet.relevance_level,
+        [d.doc_key for d in quiet.primary],
+    )
+
+
 @pytest.mark.parametrize("query", ["lasagna", "photosynthesis", "菜谱"])
 def test_a_one_word_lookup_no_page_uses_finds_nothing(sample_rt, query):
     r = sample_rt.lookup_service.lookup(query, new_session())
