@@ -18,9 +18,10 @@ import subprocess
 import threading
 import time
 import warnings
+from collections.abc import Callable
 from contextlib import contextmanager
 from pathlib import Path
-from typing import cast
+from typing import TypeVar, cast
 
 import numpy as np
 
@@ -31,6 +32,14 @@ from executor.stores.integrity import sqlite_damage
 from executor.stores.vector_hits import ChunkHit
 
 DISK_FULL_BYTES = 4 << 20  # less free than this under a Lite file whose write failed: the disk is full
+# a killed Lite server's socket is closed a moment before the process can be reaped: how long a read that lost its
+# connection waits to see the process gone (a server that is still running after it failed for another reason)
+LITE_EXIT_S = 2.0
+# Lite's channel without gRPC keepalive: pymilvus pings every 10 s and, with no answer in 5, drops the connection;
+# a stopped (SIGSTOP) server then made the next call wait for a reconnection, 30 s more than its own timeout. A
+# local socket needs no keepalive: a server that dies closes it, and a read's timeout bounds a hung one.
+LITE_GRPC_OPTIONS = {"grpc.keepalive_time_ms": 2**31 - 1, "grpc.keepalive_permit_without_calls": False}
+T = TypeVar("T")
 
 # milvus-lite 2.5.1 imports pkg_resources (hence setuptools<81), which warns on every start.
 warnings.filterwarnings("ignore", message="pkg_resources is deprecated", category=UserWarning)
@@ -261,7 +270,8 @@ class MilvusVectorStore:
         try:
             if not self.is_lite:
                 self._check_reachable(uri)
-            return MilvusClient(uri, token=self._token or "", timeout=self._timeout)
+            options = LITE_GRPC_OPTIONS if self.is_lite else {}  # a server's: pymilvus's own
+            return MilvusClient(uri, token=self._token or "", timeout=self._timeout, grpc_options=options)
         except MilvusException as exc:
             raise BackendError(self._open_error(exc)) from exc
         finally:
@@ -314,11 +324,13 @@ class MilvusVectorStore:
             return f"cannot open the Milvus Lite file {self.uri}: milvus-lite did not start; see {log}"
         return str(exc)
 
-    def _kw(self) -> dict:
+    def _kw(self, read: bool = False) -> dict:
         # pymilvus retries failed calls 75 times with back-off by default: minutes
         # for a malformed request. Fail fast instead.
         kw: dict = {"retry_times": 2}
-        if not self.is_lite:
+        # Lite's reads are bounded too (a stopped server held a lookup 90 s); its writes are not: a large batch
+        # of an ingest on a loaded machine is slow, not hung, and only a command waits for it
+        if read or not self.is_lite:
             kw["timeout"] = self._timeout
         return kw
 
@@ -350,7 +362,7 @@ class MilvusVectorStore:
     def _collections_of(self, kb: str) -> list[str]:
         pattern = re.compile(rf"kb_{re.escape(kb)}(?:{GENERATION}\d+(?:{DONE})?)?")
         # pymilvus's calls are untyped: pyright infers a coroutine from their sync-or-async wrapper
-        names = cast(list[str], self.client.list_collections(**self._kw()))
+        names = cast(list[str], self.client.list_collections(**self._kw(read=True)))
         return [n for n in names if pattern.fullmatch(n)]
 
     def _generations(self, kb: str) -> dict[int, bool]:
@@ -387,14 +399,17 @@ class MilvusVectorStore:
                 self.client.drop_collection(f"kb_{kb}{GENERATION}{n}", **self._kw())
 
     def has(self, kb: str) -> bool:
-        return bool(self.client.has_collection(self.collection_name(kb)))
+        return self._read(kb, lambda: self._has(kb))
+
+    def _has(self, kb: str) -> bool:
+        return bool(self.client.has_collection(self.collection_name(kb), **self._kw(read=True)))
 
     def recorded_embedder(self, kb: str) -> dict | None:
         if kb in self._recorded:
             return self._recorded[kb]
-        if not self.has(kb):
+        desc = self._read(kb, lambda: self._description(kb))
+        if desc is None:
             return None
-        desc = cast(dict, self.client.describe_collection(self.collection_name(kb))).get("description", "")
         meta = (
             json.loads(desc[len(DESCRIPTION_PREFIX) :])
             if desc.startswith(DESCRIPTION_PREFIX)
@@ -403,6 +418,13 @@ class MilvusVectorStore:
         if self.is_lite:
             self._recorded[kb] = meta
         return meta
+
+    def _description(self, kb: str) -> str | None:
+        """The KB's collection's description (where its embedder is recorded), None when it has none."""
+        if not self._has(kb):
+            return None
+        described = self.client.describe_collection(self.collection_name(kb), **self._kw(read=True))
+        return cast(dict, described).get("description", "")
 
     def check_embedder(self, kb: str, embedder: Embedder) -> None:
         meta = self.recorded_embedder(kb)
@@ -553,21 +575,90 @@ class MilvusVectorStore:
                 f"{first_line(getattr(exc, 'message', None) or exc)}"
             ) from exc
 
+    def _read(self, kb: str, call: Callable[[], T]) -> T:
+        """One read, failing as `_reading` says. A Lite server that died under a long-lived process (`executor
+        mcp`, `langgraph dev`, chat: killed, out of memory) is started again and the read made once more; it
+        failed every later lookup until the process was restarted."""
+        opened = self._client
+        try:
+            return call()
+        except Exception as exc:
+            failure = self._read_failure(kb, exc)
+            if failure is None:
+                raise
+            if not self._restarted(opened, exc):
+                raise failure from exc
+        with self._reading(kb):
+            return call()
+
     @contextmanager
     def _reading(self, kb: str):
-        """A failed read as one line naming the store: damaged data in a Lite file (its server cannot parse a
-        record), a full disk, or whatever the server said; never a raw MilvusException."""
-        from pymilvus.exceptions import MilvusException
-
+        """A failed read as one line naming the store (`_read_failure`), never a raw MilvusException or gRPC error."""
         try:
             yield
-        except MilvusException as exc:
-            said = first_line(getattr(exc, "message", None) or exc)
-            self._refuse_if_disk_full(exc, "read", "free some space")
-            damaged = ("failed to parse", "Assert", "malformed", "Load data failed")
-            if self.is_lite and any(sign in said for sign in damaged):
-                raise BackendError(self._damaged_message(f"its records cannot be read: {said[:120]}")) from exc
-            raise BackendError(f"cannot read knowledge base {kb!r} from {self._where()}: {said}") from exc
+        except Exception as exc:
+            failure = self._read_failure(kb, exc)
+            if failure is None:
+                raise
+            raise failure from exc
+
+    def _read_failure(self, kb: str, exc: Exception) -> BackendError | None:
+        """What a failed read says: damaged data in a Lite file (its server cannot parse a record), a full disk, no
+        answer in time (pymilvus raises gRPC's own DEADLINE_EXCEEDED as it came), or whatever the server said.
+        None for an error that is not the store's."""
+        import grpc
+        from pymilvus.exceptions import MilvusException
+
+        if isinstance(exc, grpc.RpcError):
+            status = _status(exc)
+            said = (
+                f"no answer within EXECUTOR_MILVUS_TIMEOUT_S={self._timeout:g} s"
+                if status == grpc.StatusCode.DEADLINE_EXCEEDED
+                else first_line(f"{getattr(status, 'name', status)}: {getattr(exc, 'details', lambda: exc)()}")
+            )
+            return BackendError(f"cannot read knowledge base {kb!r} from {self._where()}: {said}")
+        if not isinstance(exc, MilvusException):
+            return None
+        said = first_line(getattr(exc, "message", None) or exc)
+        self._refuse_if_disk_full(exc, "read", "free some space")
+        damaged = ("failed to parse", "Assert", "malformed", "Load data failed")
+        if self.is_lite and any(sign in said for sign in damaged):
+            return BackendError(self._damaged_message(f"its records cannot be read: {said[:120]}"))
+        return BackendError(f"cannot read knowledge base {kb!r} from {self._where()}: {said}")
+
+    def _restarted(self, opened, exc: Exception) -> bool:
+        """Whether the Lite server `opened` (the client a read failed on) talked to has exited and a new one now
+        answers. The dead one is released from milvus-lite's registry (which would hand its socket out again), and
+        the store opened as at first: that returns once the new server has answered pymilvus's first calls."""
+        from milvus_lite.server_manager import server_manager_instance
+
+        if not self.is_lite or opened is None:
+            return False
+        with self._opening:
+            if self._client is not opened:  # another thread started it again meanwhile
+                return self._client is not None
+            process = self._lite_process()
+            if process is None:
+                return False
+            if process.poll() is None:
+                if not _connection_lost(exc):
+                    return False  # it answered, or hangs (a timeout): it is not replaced
+                try:
+                    process.wait(LITE_EXIT_S)
+                except subprocess.TimeoutExpired:
+                    return False
+            self._client = None
+            opened.close()
+            server_manager_instance.release_server(self.uri)
+            self._client = self._open_lite()
+            return True
+
+    def _lite_process(self) -> subprocess.Popen | None:
+        """This process's Lite server for the file (milvus-lite 2.5.1 keeps it in its registry, by resolved path)."""
+        from milvus_lite.server_manager import server_manager_instance
+
+        server = server_manager_instance._servers.get(str(Path(self.uri).absolute().resolve()))
+        return getattr(server, "_p", None)
 
     def _where(self) -> str:
         return f"the Milvus Lite file {self.uri}" if self.is_lite else f"Milvus at {display_url(self.uri)}"
@@ -582,19 +673,21 @@ class MilvusVectorStore:
                 ) from exc
 
     def count(self, kb: str) -> int:
-        with self._reading(kb):
-            name = self.collection_name(kb)
-            rows = self.client.query(name, filter="", output_fields=["count(*)"], **self._kw())
+        rows = self._read(
+            kb,
+            lambda: self.client.query(
+                self.collection_name(kb), filter="", output_fields=["count(*)"], **self._kw(read=True)
+            ),
+        )
         return int(rows[0]["count(*)"])
 
     # -- reads --------------------------------------------------------------
     def search(self, kb: str, query: str, vector: np.ndarray, embedder: Embedder, limit: int) -> list[ChunkHit]:
         """Hybrid dense + sparse search (RRF); every hit carries its dense squared-L2 distance.
         A collection made dense-only (an old server) is searched by its dense vectors."""
-        with self._reading(kb):
-            if not self.has_lexical(kb):
-                return self.dense_search(kb, vector, limit)
-            return self._hybrid_search(kb, query, vector, embedder, limit)
+        if not self.has_lexical(kb):
+            return self.dense_search(kb, vector, limit)
+        return self._read(kb, lambda: self._hybrid_search(kb, query, vector, embedder, limit))
 
     def _hybrid_search(self, kb: str, query: str, vector: np.ndarray, embedder: Embedder, limit: int):
         from pymilvus import AnnSearchRequest, RRFRanker
@@ -607,7 +700,7 @@ class MilvusVectorStore:
         else:
             sparse = AnnSearchRequest([query], "sparse", {"metric_type": "BM25"}, limit)
         result = self.client.hybrid_search(
-            name, [dense, sparse], RRFRanker(60), limit=limit, output_fields=OUTPUT_FIELDS, **self._kw()
+            name, [dense, sparse], RRFRanker(60), limit=limit, output_fields=OUTPUT_FIELDS, **self._kw(read=True)
         )
         return self._check_loaded([self._hit(h["entity"], vector, rank) for rank, h in enumerate(result[0])])
 
@@ -628,16 +721,18 @@ class MilvusVectorStore:
             data, metric = [w or {0: 0.0} for w in embedder.lexical_weights(queries)], "IP"
         else:
             data, metric = list(queries), "BM25"
-        with self._reading(kb):
-            result = self.client.search(
+        result = self._read(
+            kb,
+            lambda: self.client.search(
                 self.collection_name(kb),
                 data=data,
                 anns_field="sparse",
                 limit=limit,
                 output_fields=OUTPUT_FIELDS,
                 search_params={"metric_type": metric},
-                **self._kw(),
-            )
+                **self._kw(read=True),
+            ),
+        )
         return [
             [(self._hit(h["entity"], v, rank), float(h["distance"])) for rank, h in enumerate(hits)]
             for v, hits in zip(vectors, result, strict=True)
@@ -654,7 +749,7 @@ class MilvusVectorStore:
                 self.collection_name(kb),
                 batch_size=batch_size,
                 output_fields=["chunk_id", "doc_key", "title", "text"],
-                **self._kw(),
+                **self._kw(read=True),
             )
             try:
                 while batch := iterator.next():
@@ -670,16 +765,18 @@ class MilvusVectorStore:
         """`dense_search` for many vectors in one request."""
         if not vectors:
             return []
-        with self._reading(kb):
-            result = self.client.search(
+        result = self._read(
+            kb,
+            lambda: self.client.search(
                 self.collection_name(kb),
                 data=[v.tolist() for v in vectors],
                 anns_field="dense",
                 limit=limit,
                 output_fields=OUTPUT_FIELDS,
                 search_params={"metric_type": "L2"},
-                **self._kw(),
-            )
+                **self._kw(read=True),
+            ),
+        )
         return [
             self._check_loaded([self._hit(h["entity"], v, rank) for rank, h in enumerate(hits)])
             for v, hits in zip(vectors, result, strict=True)
@@ -687,20 +784,26 @@ class MilvusVectorStore:
 
     def document_text(self, kb: str, doc_key: str) -> str:
         """A document's chunks in order, joined (for quoting a sentence the chunk sent did not hold)."""
-        with self._reading(kb):
-            rows = self.client.query(
+        rows = self._read(
+            kb,
+            lambda: self.client.query(
                 self.collection_name(kb),
                 filter=f"doc_key == {_literal(doc_key)}",
                 output_fields=["chunk_index", "text"],
-                **self._kw(),
-            )
+                **self._kw(read=True),
+            ),
+        )
         return "\n\n".join(r["text"] for r in sorted(rows, key=lambda r: r["chunk_index"]))
 
     def get_chunks(self, kb: str, chunk_ids: list[str], vector: np.ndarray) -> list[ChunkHit]:
         if not chunk_ids:
             return []
-        with self._reading(kb):
-            rows = self.client.get(self.collection_name(kb), ids=chunk_ids, output_fields=OUTPUT_FIELDS, **self._kw())
+        rows = self._read(
+            kb,
+            lambda: self.client.get(
+                self.collection_name(kb), ids=chunk_ids, output_fields=OUTPUT_FIELDS, **self._kw(read=True)
+            ),
+        )
         return [self._hit(r, vector, -1) for r in rows]
 
     @staticmethod
@@ -716,6 +819,22 @@ class MilvusVectorStore:
             distance=float(diff @ diff),
             rank=rank,
         )
+
+
+def _status(exc: Exception):
+    """A gRPC error's status code (grpc.RpcError declares none; those pymilvus raises are calls, which have one)."""
+    code = getattr(exc, "code", None)
+    return code() if callable(code) else None
+
+
+def _connection_lost(exc: Exception) -> bool:
+    """A read that failed for want of a connection to the server (as a dead one fails), not for what it answered."""
+    import grpc
+
+    if _status(exc) == grpc.StatusCode.UNAVAILABLE:
+        return True
+    said = str(getattr(exc, "message", None) or exc)
+    return "Fail connecting" in said or "UNAVAILABLE" in said
 
 
 def _lite_lock_taken(path: Path) -> bool:

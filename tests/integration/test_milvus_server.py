@@ -31,13 +31,13 @@ class FakeServer:
             raise self.fail
         self.created[name] = (schema, index_params)
 
-    def has_collection(self, name):
+    def has_collection(self, name, **kw):
         return name in self.created
 
     def list_collections(self, **kw):  # a KB's rebuild generations are found by listing
         return list(self.created)
 
-    def describe_collection(self, name):
+    def describe_collection(self, name, **kw):
         return {"description": self.created[name][0].description}
 
     def search(self, name, **kw):
