@@ -21,6 +21,7 @@ from __future__ import annotations
 import json
 import logging
 import math
+import os
 import sys
 import threading
 import uuid
@@ -30,6 +31,7 @@ from collections.abc import Callable
 from contextvars import ContextVar
 from importlib.metadata import PackageNotFoundError
 from importlib.metadata import version as package_version
+from io import TextIOWrapper
 from typing import TypeGuard, get_args
 
 import anyio
@@ -315,17 +317,32 @@ class ExecutorMCP:
     # -- transports ---------------------------------------------------------
     async def run_stdio(self) -> None:
         try:
-            await self._run_stdio()
+            await self._on_own_stdout()
         except* BrokenPipeError:
             # the host closed its end of our stdout (it exited or crashed) and a message could not be written: the
             # error was "ExceptionGroup: unhandled errors in a TaskGroup (1 sub-exception)", a class name
             raise ExecutorError("the MCP host closed the connection (stdout is a broken pipe)") from None
 
-    async def _run_stdio(self) -> None:
+    async def _on_own_stdout(self) -> None:
+        """The protocol on a descriptor of its own, descriptor 1 pointed at stderr meanwhile: a Milvus Lite server
+        started mid-session (the first lookup, or one that died) has descriptor 1 sent to its log for a moment
+        (`fs.stderr_to`), and an answer written then went into that log, never to the host; a library's stray
+        print cannot reach the protocol either."""
+        protocol, saved = os.dup(1), os.dup(1)
+        os.dup2(2, 1)
+        try:
+            with open(protocol, "wb", closefd=True) as out:
+                await self._run_stdio(anyio.wrap_file(TextIOWrapper(out, encoding="utf-8")))
+        finally:
+            sys.stdout.flush()
+            os.dup2(saved, 1)
+            os.close(saved)
+
+    async def _run_stdio(self, stdout) -> None:
         from mcp.server.stdio import stdio_server
 
         # stdin through a reader of bounded lines: the SDK's own reads a line whole, however long
-        async with stdio_server(stdin=_BoundedLines(sys.stdin.buffer, MAX_BODY_BYTES)) as (read, sent):  # type: ignore[arg-type]
+        async with stdio_server(stdin=_BoundedLines(sys.stdin.buffer, MAX_BODY_BYTES), stdout=stdout) as (read, sent):  # type: ignore[arg-type]
             parsed_send, parsed = anyio.create_memory_object_stream(0)
             write = _Answered(sent)
 
