@@ -175,21 +175,21 @@ class ExecutorMCP:
 
     def _finished(self, before: Snapshot, cancels: Cancels, request_id: types.RequestId) -> None:
         """A call's end, under the lock: it forgets what it recorded if the host cancelled it already; if not, what
-        forgets it is kept for a cancel that comes later (done then only if nothing was recorded since)."""
+        forgets it is kept for a cancel that comes later (its own records only, whatever was recorded since)."""
         after = self._snapshot(before.session)
         if after is None or after == before:  # nothing recorded: nothing to forget
             return
 
         def forget() -> None:
             with self._lock:
-                self._rewind(before, after)
+                self._forget(before, after)
 
         if cancels.finished(request_id, forget):
-            self._rewind(before, None)
+            self._forget(before, None)
 
-    def _rewind(self, before: Snapshot, after: Snapshot | None) -> None:
+    def _forget(self, before: Snapshot, after: Snapshot | None) -> None:
         try:
-            self.rt.memory.rewind(before, unless_changed_since=after)
+            self.rt.memory.forget_call(before, after)
         except ExecutorError as exc:  # the database failed meanwhile: the session goes on, its memory as it was
             LOG.warning("a cancelled call's action memory was not forgotten: %s", exc)
 

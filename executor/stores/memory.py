@@ -37,8 +37,8 @@ class EarlierLookup:
 
 @dataclass(frozen=True)
 class Snapshot:
-    """A session's memory at one moment, for `ActionMemory.rewind`: its lookups (row ids), the documents it sent and
-    each domain's row as it was. Equal snapshots: nothing was recorded in between."""
+    """A session's memory at one moment, for `ActionMemory.forget_call`: its lookups (row ids), the documents it sent
+    and each domain's row as it was. Equal snapshots: nothing was recorded in between."""
 
     session: str
     lookups: frozenset[int]
@@ -198,19 +198,19 @@ class ActionMemory:
         with self.db.session() as s:
             return self._snapshot(s, session_id)
 
-    def rewind(self, snapshot: Snapshot, unless_changed_since: Snapshot | None = None) -> bool:
-        """Bring a session's memory back to `snapshot`: forget the lookups and sent documents recorded after it and
-        put its domain rows back as they were. With `unless_changed_since`, only if the memory is still as that
-        later snapshot saw it (nothing recorded since, by any process): a call's records are forgotten alone or
-        not at all. True if rewound."""
-        session_id = snapshot.session
+    def forget_call(self, before: Snapshot, after: Snapshot | None = None) -> None:
+        """Forget what one call recorded in a session, between `before` and `after` (its start and end; None: it
+        ended now): the lookups and sent documents it added, and the domain rows it wrote, put back as they were
+        unless a later lookup has written them again since. What was recorded after the call stays: a host that
+        cancelled a call late, after more calls of the same session, never read its documents, and must not be
+        told they were sent (DEDUPED), nor lose what the later calls sent."""
+        session_id = before.session
         with self.db.session() as s:
             now = self._snapshot(s, session_id)
-            if unless_changed_since is not None and now != unless_changed_since:
-                return False
-            if added := now.lookups - snapshot.lookups:
+            after = after or now
+            if added := (after.lookups - before.lookups) & now.lookups:
                 s.execute(delete(SessionLookup).where(SessionLookup.id.in_(added)))
-            for kb, key in now.documents - snapshot.documents:
+            for kb, key in (after.documents - before.documents) & now.documents:
                 s.execute(
                     delete(SessionDocument).where(
                         SessionDocument.session_id == session_id,
@@ -218,8 +218,9 @@ class ActionMemory:
                         SessionDocument.doc_key == key,
                     )
                 )
-            was = {d[0]: d for d in snapshot.domains}
-            for domain, *_ in now.domains - snapshot.domains:  # added after the snapshot, or updated since
+            was = {d[0]: d for d in before.domains}
+            # a domain row as the call left it (added, or updated by it) and as it still is
+            for domain, *_ in (after.domains - before.domains) & now.domains:
                 row = s.get(SessionDomain, (session_id, domain))
                 if row is None:
                     continue
@@ -227,7 +228,6 @@ class ActionMemory:
                     _, row.last_level, row.lookups, row.updated_at = was[domain]
                 else:
                     s.delete(row)
-        return True
 
     @staticmethod
     def _snapshot(s, session_id: str) -> Snapshot:
