@@ -10,6 +10,15 @@ from executor.core.validation import clean_query, no_control_characters
 from executor.retrieval.calibration import load_labels
 
 
+@pytest.fixture(autouse=True)
+def fresh_settings():
+    """`get_settings` keeps the first settings a process loaded: each test here reads its own environment (under
+    pytest-xdist a test before them in the same worker had loaded them, and nothing was raised)."""
+    get_settings.cache_clear()
+    yield
+    get_settings.cache_clear()
+
+
 def test_an_unknown_embedder_is_a_setting_error_naming_its_variable(monkeypatch, tmp_path):
     config = tmp_path / "config.yaml"
     config.write_text("")
