@@ -145,7 +145,8 @@ class LookupService:
         lang = language_of(query)
 
         # the session remembers the query by what it means, as it is searched (a shouted one in lower case)
-        vector = self.embedder.embed_query(unshouted(query))
+        asked = unshouted(query)
+        vector = self.embedder.embed_query(asked)
         earlier = self.memory.lookups(session_id, kb, self.embedder.name) if rules else []
         remembered = EarlierLookup(
             query=query, vector=vector, level=None, batch=batch, kb=kb, embedder=self.embedder.name
@@ -162,7 +163,7 @@ class LookupService:
         # graded as the query plus the graph entities a loose name in it means ("comfy" -> ComfyUI); the
         # session's memory keeps the query's own vector
         text, aligned = search_text(self.known_entities, kb, has_graph(kb_row.extract_config), query)
-        searched = vector if text == unshouted(query) else self.embedder.embed_query(text)
+        searched = vector if text == asked else self.embedder.embed_query(text)
         graded = self.grader.grade(kb, version(kb_row), text, searched, thresholds)
         level = graded.level
         details = graded.details() | aligned | {"thresholds": thresholds.model_dump(), "embedder": self.embedder.name}
