@@ -7,7 +7,8 @@
     a round that does not advance the turn: executor → settle (its calls not run; the question looked up when
     nothing was) → call_tools → answer
     a store or the configuration failed: call_tools → fail (the run raises the error)
-    (START → check_input first: a refused input (an unknown KB, control characters) → refuse, which raises it)
+    (START's edge is check_input: a refused run (an unknown KB, control characters) → take_back, which puts the
+    thread back as it was before the run → refuse, which raises the error)
 
 The rules live in `executor/agent/routing.py` (where to go) and `executor/nodes/guard.py`
 (what may run); `executor/nodes/call_tools.py` runs the approved calls through the tool
@@ -26,7 +27,7 @@ from langgraph.runtime import Runtime as RunContext
 
 from executor.agent import routing
 from executor.nodes.answer import fail, make_answer
-from executor.nodes.begin_turn import REFUSE, begin_turn, make_check_input, refuse
+from executor.nodes.begin_turn import REFUSE, TAKE_BACK, begin_turn, make_check_input, refuse, take_back
 from executor.nodes.call_tools import make_call_tools
 from executor.nodes.executor import make_executor
 from executor.nodes.graph_expand import make_graph_expand
@@ -61,9 +62,10 @@ def build_graph(
     `memory`: the action memory (`tools.expand` widens a lookup through the graph); `read_document(kb, doc_key)`: a
     document's text, for the offline answer; `mode`: "llm" or "offline"."""
     graph = StateGraph(ExecutorState, context_schema=Context, input_schema=ExecutorInput, output_schema=ExecutorOutput)
-    # a refused run's input is taken back out of the thread (executor/nodes/begin_turn.py): routed by Command
-    graph.add_node("check_input", make_check_input(catalog), destinations=("begin_turn", REFUSE))
-    graph.add_node(REFUSE, refuse)  # pyright: ignore[reportArgumentType]  (its input is the Send's error, not state)
+    # a refused run's input is taken back out of the thread (executor/nodes/begin_turn.py); their input is what
+    # the Send carries, not the state
+    graph.add_node(TAKE_BACK, take_back, destinations=(REFUSE,))  # pyright: ignore[reportArgumentType]
+    graph.add_node(REFUSE, refuse)  # pyright: ignore[reportArgumentType]
     graph.add_node("begin_turn", begin_turn)
     graph.add_node("executor", make_executor(model, catalog, tools.agent))
     # these three take (state, runtime, config): LangGraph passes both, its StateNode types have no such signature
@@ -74,7 +76,8 @@ def build_graph(
     graph.add_node("answer", make_answer(model, mode, read_document=read_document))
     graph.add_node("fail", fail)
 
-    graph.add_edge(START, "check_input")
+    # an edge, not a node: only START's own step sees the thread both with the run's input and without it
+    graph.add_conditional_edges(START, make_check_input(catalog), ["begin_turn", TAKE_BACK])
     graph.add_conditional_edges("begin_turn", _route(routing.after_begin_turn), ["executor", "answer"])
     graph.add_conditional_edges("executor", _route(routing.after_executor), ["guard", "settle", "answer"])
     graph.add_conditional_edges("settle", _route(routing.after_settle), ["call_tools", "answer"])

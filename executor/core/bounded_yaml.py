@@ -18,6 +18,21 @@ import yaml
 # libyaml's C loader where PyYAML has it: the same data as the pure-Python one, several times faster
 LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
+# the tags YAML 1.1 gives a plain word that is no text: `on`, `yes`, `off`, `no`, `true` (bool), `~`, `null`
+_WORD_TAGS = ("tag:yaml.org,2002:bool", "tag:yaml.org,2002:null")
+
+
+class _Loader(LOADER):
+    """The safe loader, except that a mapping key YAML 1.1 reads as a boolean or null keeps the text it was written
+    with: `on: 1` in config.yaml was "unknown setting 'True'". No file read here means a boolean as a key; values
+    are read as before."""
+
+    def flatten_mapping(self, node):  # after merge keys (`<<: *d`) brought their pairs in, before any key is built
+        super().flatten_mapping(node)
+        for key, _ in node.value:
+            if isinstance(key, yaml.ScalarNode) and key.tag in _WORD_TAGS:
+                key.tag = "tag:yaml.org,2002:str"
+
 
 class YamlBoundError(ValueError):
     """The text is valid YAML or not, but too big, too deep, or uses aliases where none are allowed."""
@@ -105,9 +120,10 @@ def check(text: str, bounds: Bounds) -> None:
 
 
 def load(text: str, bounds: Bounds):
-    """The data of `text` (safe types only), once `check` found it within `bounds`."""
+    """The data of `text` (safe types only; a key written `on`, `no` or `~` is that text), once `check` found it
+    within `bounds`."""
     check(text, bounds)
-    return yaml.load(text, Loader=LOADER)
+    return yaml.load(text, Loader=_Loader)
 
 
 def duplicate_keys(text: str) -> list[str]:

@@ -2,30 +2,49 @@
 turn's part of the state, the session's part stays.
 
 `check_input` refuses a run whose context names a knowledge base that is not there (an InputError that names it
-and the home that was read, which every LangGraph client shows), or whose question holds control characters, as
-`executor ask` refuses it (its lookups would each fail on them, and the turn said the knowledge base had nothing).
-The default KB is not checked here: a run that uses no retrieval tool needs none (a lookup in a KB that is not
-there ends the turn in that error anyway).
+and the home that was read, which every LangGraph client shows), or that brings a question holding control
+characters, as `executor ask` refuses it (its lookups would each fail on them, and the turn said the knowledge base
+had nothing). The default KB is not checked here: a run that uses no retrieval tool needs none (a lookup in a KB
+that is not there ends the turn in that error anyway).
 
-A refused run leaves its thread as it was. LangGraph writes a run's input to the thread before the first node
-runs, so a node that raised left the refused question in the checkpoint, and the next turn read a question nobody
-answered. `check_input` removes the question instead and sends the error to `refuse`, which raises it: the run
-ends in the error, and the thread's values are those from before the run (the error travels in the `Send`, which
-is no part of the state).
+A refused run leaves its thread exactly as it was. LangGraph writes a run's input to the thread in the run's first
+step (START's task), before any node runs, and a node that raised left the refused input in the checkpoint. Only
+that step can tell what the input was: `check_input` is START's conditional edge, which sees the thread with the
+input (its state) and, unmerged, without it. A refused run goes to `take_back`, which puts the conversation back as
+it was before the run (each message the run brought out again, one it replaced by `id` back in its place), then to
+`refuse`, which raises the error: the run ends in it, and the thread's values are those from before the run.
+Raising in START's step itself would not do: LangGraph keeps a failed task's writes, and a thread's state shows
+them (`get_state` applies them), so the refused input would read as part of the conversation.
 """
 
 from __future__ import annotations
 
-from langchain_core.messages import HumanMessage, RemoveMessage
+from langchain_core.messages import AnyMessage, HumanMessage, RemoveMessage
+from langchain_core.runnables import RunnableConfig
+
+# internal: the read a task's own conditional edges use (langgraph/pregel/_read.py); `fresh=False` gives the
+# channels as the step started, without this task's writes. Pinned by pyproject (langgraph <1.3) and exercised by
+# tests/integration/test_refused_run_thread.py.
+from langgraph._internal._constants import CONFIG_KEY_READ
+from langgraph.graph.message import REMOVE_ALL_MESSAGES
 from langgraph.runtime import Runtime as RunContext
 from langgraph.types import Command, Send
+from typing_extensions import TypedDict
 
 from executor.core.errors import InputError
 from executor.core.validation import no_control_characters
-from executor.nodes.common import last_question
+from executor.nodes.common import last_question, text_of
 from executor.nodes.state import TURN_RESET, Context, ExecutorState
 
+TAKE_BACK = "take_back"
 REFUSE = "refuse"
+
+
+class Refusal(TypedDict):
+    """What a refused run's `take_back` is sent: the error, and the conversation as it was before the run."""
+
+    error: str
+    messages: list[AnyMessage]
 
 
 def checked_context(catalog, context) -> Context:
@@ -41,24 +60,36 @@ def checked_context(catalog, context) -> Context:
 def make_check_input(catalog):
     """`catalog`: where the run's knowledge base must be."""
 
-    def check_input(state: ExecutorState, runtime: RunContext[Context]) -> Command:
+    def check_input(state: ExecutorState, runtime: RunContext[Context], config: RunnableConfig) -> str | Send:
+        """START's edge: the turn, or `take_back` with the error. `state` holds the run's input; the messages the
+        run brought are those not in the thread before it, or there with other content (the same `id`)."""
+        unmerged = (config.get("configurable") or {})[CONFIG_KEY_READ]
+        before: list[AnyMessage] = list(unmerged("messages", False) or [])
+        was = {m.id: m for m in before}
+        brought = [m for m in state.get("messages") or [] if was.get(m.id) != m]
         try:
             checked_context(catalog, runtime.context)
+            for message in brought:
+                if isinstance(message, HumanMessage):
+                    no_control_characters(text_of(message), "the question")
+            # the question the turn would answer, though an earlier run (or `update_state`) put it there
             no_control_characters(last_question(state), "the question")
         except InputError as exc:
-            messages = state.get("messages") or []
-            # the run's input is the user's message at the end; a run that brought none (an empty input) removes
-            # nothing, and an earlier turn's question stays
-            last = messages[-1] if messages else None
-            removed = [RemoveMessage(id=last.id)] if isinstance(last, HumanMessage) and last.id else []
-            return Command(update={"messages": removed}, goto=Send(REFUSE, str(exc)))
-        return Command(goto="begin_turn")
+            return Send(TAKE_BACK, Refusal(error=str(exc), messages=before))
+        return "begin_turn"
 
     return check_input
 
 
+def take_back(refusal: Refusal) -> Command:
+    """The conversation as it was before the refused run (all of it, in its order, whatever the run's input did to
+    it), then `refuse` with the error (a Send: the error is no part of the state)."""
+    restored = [RemoveMessage(id=REMOVE_ALL_MESSAGES), *refusal["messages"]]
+    return Command(update={"messages": restored}, goto=Send(REFUSE, refusal["error"]))
+
+
 def refuse(error: str) -> None:
-    """The refused run ends in its InputError (check_input has taken its question back out of the thread)."""
+    """The refused run ends in its InputError (`take_back` has put the thread back as it was)."""
     raise InputError(error)
 
 
