@@ -1,0 +1,61 @@
+"""Round sixteen of the hostile pass, findings 2 and 3 (`evals/review/hostile16-findings.md`): an identifier typed in
+another case (`err_timeout`) had the nginx page first and a name cut in two (`Pg Bouncer`) found nothing, on the
+sample KB; each is now searched as the KB writes its words (`alignment.as_searched`). Real Milvus Lite and the USE
+embedder."""
+
+import json
+import uuid
+
+import pytest
+from conftest import ingested_home, run_cli
+
+ERR_TIMEOUT = "troubleshooting/err-timeout.md"
+
+
+def _lookup(rt, query: str):
+    r = rt.lookup_service.lookup(query, f"sp-{uuid.uuid4().hex[:10]}")
+    return r.relevance_level, [d.doc_key for d in r.primary]
+
+
+@pytest.mark.parametrize(
+    ("typed", "as_the_kb_writes_it"),
+    [
+        ("err_timeout", "ERR_TIMEOUT"),
+        ("Err_Timeout", "ERR_TIMEOUT"),
+        ("ｅｒｒ＿ｔｉｍｅｏｕｔ", "ERR_TIMEOUT"),
+        ("ⓔⓡⓡ_ⓣⓘⓜⓔⓞⓤⓣ", "ERR_TIMEOUT"),
+        ("Err_Timeout 怎么排查", "ERR_TIMEOUT 怎么排查"),
+    ],
+)
+def test_an_identifier_typed_in_another_case_finds_what_its_own_spelling_finds(sample_rt, typed, as_the_kb_writes_it):
+    # it was REFERENCE with infrastructure/nginx-reverse-proxy.md first: the encoder is case-sensitive
+    expected = _lookup(sample_rt, as_the_kb_writes_it)
+    assert expected[1] == [ERR_TIMEOUT]
+    assert _lookup(sample_rt, typed) == expected
+
+
+@pytest.mark.parametrize(
+    ("typed", "joined"),
+    [
+        ("Pg Bouncer", "PgBouncer"),
+        ("pg bouncer", "PgBouncer"),
+        ("Ｐｇ Ｂｏｕｎｃｅｒ", "PgBouncer"),
+        ("Pg Bouncer pool mode", "PgBouncer pool mode"),
+    ],
+)
+def test_a_name_cut_in_two_finds_the_page_the_name_finds(sample_rt, typed, joined):
+    # it was "nothing found": `Pg` and `Bouncer` are two names the KB never writes
+    expected = _lookup(sample_rt, joined)
+    assert expected[1] == ["infrastructure/postgres-connection-limits.md"]
+    assert _lookup(sample_rt, typed) == expected
+
+
+def test_executor_lookup_of_an_identifier_in_lower_case_sends_its_page(tmp_path_factory):
+    home = ingested_home(tmp_path_factory, "spelling-cli")
+    try:
+        r = run_cli(home, "lookup", "err_timeout", "--json")
+    finally:
+        run_cli(home, "graph", "stop")
+    assert r.returncode == 0, r.stderr
+    out = json.loads(r.stdout)
+    assert (out["relevance_level"], out["primary"][0]["doc_key"]) == ("PRECISE", ERR_TIMEOUT)
