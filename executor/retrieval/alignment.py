@@ -29,12 +29,13 @@ import unicodedata
 from bisect import bisect_left
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from itertools import groupby
 
 import numpy as np
 
 from executor.core.errors import BackendError
-from executor.retrieval.keywords import normalize
-from executor.retrieval.vocabulary import RAW_ASCII_TERM, Vocabulary
+from executor.retrieval.keywords import MAX_TERM_CHARS, normalize, unstacked
+from executor.retrieval.vocabulary import RAW_ASCII_TERM, Vocabulary, terms
 from executor.retrieval.vocabulary import STOPWORDS as FUNCTION_WORDS
 
 ASCII_TERM = re.compile(r"[a-z0-9][a-z0-9_.+#\-]*[a-z0-9+#]|[a-z0-9]")
@@ -213,6 +214,26 @@ def unshouted(query: str) -> str:
     return " ".join(w if IDENTIFIER.search(w) else w.lower() for w in query.split(" "))
 
 
+# a word said this many times in a row or more is said once: `的` × 600 after a question outweighed the question for
+# the sentence encoder ("nothing found" on `ERR_TIMEOUT 是什么` so padded); twice may be meant ("very very slow")
+REPEATED = 3
+
+
+def without_noise(query: str, vocabulary: Vocabulary) -> str:
+    """The query without what no page can match and the sentence encoder reads as its meaning: stacked combining
+    marks (Zalgo, `keywords.unstacked`), a word repeated `REPEATED` times or more in a row (said once), and a word
+    longer than any keyword (`MAX_TERM_CHARS`) none of whose terms the KB writes (`ERR_TIMEOUT` followed by 200
+    letters found nothing; a request id or a URL naming a KB term stays). A query that is nothing else stays."""
+    text = unstacked(query)
+    typed = text.split()
+    said = []
+    for word, run in groupby(typed):
+        n = len(list(run))
+        said += [word] * (1 if n >= REPEATED else n)
+    kept = [w for w in said if len(w) <= MAX_TERM_CHARS or any(t in vocabulary.df for t in terms(w))]
+    return " ".join(kept) if kept and len(kept) < len(typed) else text
+
+
 def spelled(query: str, vocabulary: Vocabulary) -> str:
     """The query with its ASCII words spelt as the KB writes them: a word the KB writes only in another case
     (`err_timeout`, `Err_Timeout` -> `ERR_TIMEOUT`; a word it also writes as typed stays), and two adjacent words
@@ -252,9 +273,9 @@ def _joins(first: str, second: str, between: str, vocabulary: Vocabulary) -> boo
 
 
 def as_searched(query: str, vocabulary: Vocabulary) -> str:
-    """What a lookup of `query` searches before any graph entity is added: the query unshouted and spelt as the KB
-    writes its words."""
-    return spelled(unshouted(query), vocabulary)
+    """What a lookup of `query` searches before any graph entity is added: the query unshouted, without noise, and
+    spelt as the KB writes its words."""
+    return spelled(without_noise(unshouted(query), vocabulary), vocabulary)
 
 
 def search_text(known_entities, kb: str, graph: bool, query: str) -> tuple[str, dict]:

@@ -145,7 +145,7 @@ class LookupService:
         lang = language_of(query)
 
         # the session remembers the query by what it means, as it is searched (a shouted one in lower case, its
-        # words spelt as the KB writes them)
+        # words spelt as the KB writes them, without noise)
         asked = as_searched(query, self.grader.vocabulary(kb, version(kb_row)))
         vector = self.embedder.embed_query(asked)
         earlier = self.memory.lookups(session_id, kb, self.embedder.name) if rules else []

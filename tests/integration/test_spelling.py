@@ -1,7 +1,7 @@
-"""Round sixteen of the hostile pass, findings 2 and 3 (`evals/review/hostile16-findings.md`): an identifier typed in
-another case (`err_timeout`) had the nginx page first and a name cut in two (`Pg Bouncer`) found nothing, on the
-sample KB; each is now searched as the KB writes its words (`alignment.as_searched`). Real Milvus Lite and the USE
-embedder."""
+"""Round sixteen of the hostile pass, findings 2, 3 and 5 (`evals/review/hostile16-findings.md`): an identifier typed
+in another case (`err_timeout`) had the nginx page first, a name cut in two (`Pg Bouncer`) found nothing, and a
+question padded with noise (200 letters, 600 × ` 的`, Zalgo accents) found nothing, on the sample KB; each is now
+searched as the KB writes its words (`alignment.as_searched`). Real Milvus Lite and the USE embedder."""
 
 import json
 import uuid
@@ -10,6 +10,7 @@ import pytest
 from conftest import ingested_home, run_cli
 
 ERR_TIMEOUT = "troubleshooting/err-timeout.md"
+ZALGO = "\u0301\u0300\u0302\u0303\u0308"
 
 
 def _lookup(rt, query: str):
@@ -48,6 +49,25 @@ def test_a_name_cut_in_two_finds_the_page_the_name_finds(sample_rt, typed, joine
     expected = _lookup(sample_rt, joined)
     assert expected[1] == ["infrastructure/postgres-connection-limits.md"]
     assert _lookup(sample_rt, typed) == expected
+
+
+@pytest.mark.parametrize(
+    ("padded", "question"),
+    [
+        ("ERR_TIMEOUT " + "a" * 200, "ERR_TIMEOUT"),
+        ("ERR_TIMEOUT 是什么" + " 的" * 600, "ERR_TIMEOUT 是什么"),
+        ("ERR_TIMEOUT 是什么" + " x" * 900, "ERR_TIMEOUT 是什么"),
+        ("连接池耗尽 " + "x" * 1980, "连接池耗尽"),
+        ("ERR_TIMEOUT" + "\u0301" * 50, "ERR_TIMEOUT"),
+        ("".join(c + ZALGO for c in "ERR_TIMEOUT"), "ERR_TIMEOUT"),
+    ],
+)
+def test_a_question_padded_with_noise_finds_what_the_question_finds(sample_rt, padded, question):
+    # each was "nothing found": the dense vector of a query mostly noise overruled L0's match of ERR_TIMEOUT, or
+    # (accents on every letter) no keyword matched at all
+    expected = _lookup(sample_rt, question)
+    assert expected[0] is not None
+    assert _lookup(sample_rt, padded) == expected
 
 
 def test_executor_lookup_of_an_identifier_in_lower_case_sends_its_page(tmp_path_factory):
