@@ -168,6 +168,8 @@ class LookupService:
         graded = self.grader.grade(kb, version(kb_row), text, searched, thresholds)
         level = graded.level
         details = graded.details() | aligned | {"thresholds": thresholds.model_dump(), "embedder": self.embedder.name}
+        if asked != query:
+            details["searched_as"] = asked  # the log says why `err_timeout` found what `ERR_TIMEOUT` finds
         base: dict[str, Any] = dict(
             query=query, session=session_id, kb=kb, missing_dimension=missing_dimension, details=details
         )

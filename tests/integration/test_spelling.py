@@ -35,6 +35,13 @@ def test_an_identifier_typed_in_another_case_finds_what_its_own_spelling_finds(s
     assert _lookup(sample_rt, typed) == expected
 
 
+def test_the_log_keeps_what_a_query_was_searched_as(sample_rt):
+    r = sample_rt.lookup_service.lookup("Err_Timeout", f"sp-{uuid.uuid4().hex[:10]}")
+    assert r.details["searched_as"] == "ERR_TIMEOUT"
+    r = sample_rt.lookup_service.lookup("ERR_TIMEOUT", f"sp-{uuid.uuid4().hex[:10]}")
+    assert "searched_as" not in r.details  # searched as typed
+
+
 @pytest.mark.parametrize(
     ("typed", "joined"),
     [
