@@ -25,14 +25,18 @@ from __future__ import annotations
 
 import re
 import threading
+import unicodedata
 from bisect import bisect_left
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from itertools import groupby
 
 import numpy as np
 
 from executor.core.errors import BackendError
-from executor.retrieval.keywords import normalize
+from executor.retrieval.keywords import MAX_TERM_CHARS, normalize, unstacked
+from executor.retrieval.vocabulary import RAW_ASCII_TERM, Vocabulary, terms
+from executor.retrieval.vocabulary import STOPWORDS as FUNCTION_WORDS
 
 ASCII_TERM = re.compile(r"[a-z0-9][a-z0-9_.+#\-]*[a-z0-9+#]|[a-z0-9]")
 HAN = re.compile(r"[\u4e00-\u9fff]")
@@ -210,14 +214,78 @@ def unshouted(query: str) -> str:
     return " ".join(w if IDENTIFIER.search(w) else w.lower() for w in query.split(" "))
 
 
+# a word said this many times in a row or more is said once: `的` × 600 after a question outweighed the question for
+# the sentence encoder ("nothing found" on `ERR_TIMEOUT 是什么` so padded); twice may be meant ("very very slow")
+REPEATED = 3
+
+
+def without_noise(query: str, vocabulary: Vocabulary) -> str:
+    """The query without what no page can match and the sentence encoder reads as its meaning: stacked combining
+    marks (Zalgo, `keywords.unstacked`), a word repeated `REPEATED` times or more in a row (said once), and a word
+    longer than any keyword (`MAX_TERM_CHARS`) none of whose terms the KB writes (`ERR_TIMEOUT` followed by 200
+    letters found nothing; a request id or a URL naming a KB term stays). A query that is nothing else stays."""
+    text = unstacked(query)
+    typed = text.split()
+    said = []
+    for word, run in groupby(typed):
+        n = len(list(run))
+        said += [word] * (1 if n >= REPEATED else n)
+    kept = [w for w in said if len(w) <= MAX_TERM_CHARS or any(t in vocabulary.df for t in terms(w))]
+    return " ".join(kept) if kept and len(kept) < len(typed) else text
+
+
+def spelled(query: str, vocabulary: Vocabulary) -> str:
+    """The query with its ASCII words spelt as the KB writes them: a word the KB writes only in another case
+    (`err_timeout`, `Err_Timeout` -> `ERR_TIMEOUT`; a word it also writes as typed stays), and two adjacent words
+    whose join the KB writes as one (`Pg Bouncer` -> `PgBouncer`) where it does not write both of them, neither
+    a function word. The sentence encoder is case-sensitive and reads a name cut in two as two other words: on the
+    sample KB `err_timeout` had the nginx page first and `Pg Bouncer` found nothing; the keyword layers fold case
+    anyway. Full-width or circled letters are read as the letters (NFKC) once a word is spelt anew."""
+    text = unicodedata.normalize("NFKC", query)
+    found = list(RAW_ASCII_TERM.finditer(text))
+    out: list[str] = []
+    last = i = 0
+    while i < len(found):
+        start, end, spelt = found[i].start(), found[i].end(), vocabulary.spelling(found[i].group())
+        if i + 1 < len(found) and _joins(
+            found[i].group(), found[i + 1].group(), text[end : found[i + 1].start()], vocabulary
+        ):
+            end, spelt = found[i + 1].end(), vocabulary.spelling(found[i].group() + found[i + 1].group())
+            i += 1
+        out += [text[last:start], spelt]
+        last, i = end, i + 1
+    out.append(text[last:])
+    spelt_text = "".join(out)
+    return spelt_text if spelt_text != text else query
+
+
+def _joins(first: str, second: str, between: str, vocabulary: Vocabulary) -> bool:
+    """Whether two words, `between` apart, are one KB term written in two (`Pg Bouncer`)."""
+    parts = (first.lower(), second.lower())
+    return (
+        between.isspace()
+        and first.isalpha()
+        and second.isalpha()
+        and (first + second).lower() in vocabulary.df
+        and not set(parts) & FUNCTION_WORDS
+        and not all(p in vocabulary.df for p in parts)
+    )
+
+
+def as_searched(query: str, vocabulary: Vocabulary) -> str:
+    """What a lookup of `query` searches before any graph entity is added: the query unshouted, without noise, and
+    spelt as the KB writes its words."""
+    return spelled(without_noise(unshouted(query), vocabulary), vocabulary)
+
+
 def search_text(known_entities, kb: str, graph: bool, query: str) -> tuple[str, dict]:
-    """What a lookup of `query` in `kb` is graded as, and what the log keeps about it: the query plus the
-    graph entities it was aligned to that it does not spell out. `graph`: the KB has a graph config.
+    """What a lookup of `query` (as searched: `as_searched`) in `kb` is graded as, and what the log keeps about
+    it: the query plus the graph entities it was aligned to that it does not spell out. `graph`: the KB has a
+    graph config.
 
     A KB without a graph, or a graph that cannot be reached, searches the query as written (the lookup
     must not fail because an enhancement's store did; the log says why nothing was added).
     """
-    query = unshouted(query)
     if not graph:
         return query, {}
     try:

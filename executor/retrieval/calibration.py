@@ -46,7 +46,7 @@ from pydantic import BaseModel, Field
 from executor.core.errors import InputError
 from executor.core.relevance import answer_features, language_of
 from executor.core.settings import ANSWER_FEATURES, Answerability, KbModel, Ranker, Thresholds, update_config
-from executor.retrieval.alignment import search_text, unshouted
+from executor.retrieval.alignment import as_searched, search_text
 from executor.retrieval.grading import Graded, Grader
 from executor.retrieval.graph_build import has_graph
 from executor.retrieval.label_files import load_label_list
@@ -156,12 +156,11 @@ def observe(
     row = catalog.require(kb)
     grader.vectors.check_embedder(kb, embedder)
 
+    vocabulary = grader.vocabulary(kb, version(row))
+
     def text(query: str) -> str:
-        return (
-            search_text(known_entities, kb, has_graph(row.extract_config), query)[0]
-            if known_entities
-            else unshouted(query)
-        )
+        asked = as_searched(query, vocabulary)
+        return search_text(known_entities, kb, has_graph(row.extract_config), asked)[0] if known_entities else asked
 
     return [
         Observed(label, kb, grader.grade(kb, version(row), q, embedder.embed_query(q), t))

@@ -16,10 +16,20 @@ TOKEN = re.compile(r"[a-z0-9_]+(?:[.\-][a-z0-9_]+)*|[\u3400-\u9fff\uf900-\ufaff]
 _SPACE_NEAR_CJK = re.compile(r"\s+(?=[\u3400-\u9fff])|(?<=[\u3400-\u9fff])\s+")
 MAX_TERM_CHARS = 48
 MAX_TERM_TOKENS = 12
+# a letter under four or more of the generic combining marks (accents, not a script's own vowel signs) is Zalgo text:
+# no language stacks more than two of them (Vietnamese), and a mark left on an ASCII letter cuts the word in two for
+# every layer (`ERR_TIMEOUT` with accents on each letter matched no keyword); taken off before NFKC, which would
+# compose the first with its letter
+STACKED_MARKS = re.compile(r"[\u0300-\u036f\u1ab0-\u1aff\u1dc0-\u1dff\u20d0-\u20ff\ufe20-\ufe2f]{4,}")
+
+
+def unstacked(text: str) -> str:
+    """`text` without the runs of combining marks no writing stacks (`STACKED_MARKS`)."""
+    return STACKED_MARKS.sub("", text)
 
 
 def normalize(text: str) -> str:
-    text = unicodedata.normalize("NFKC", text).casefold()
+    text = unicodedata.normalize("NFKC", unstacked(text)).casefold()
     text = _SPACE_NEAR_CJK.sub("", text)
     return " ".join(text.split())
 

@@ -17,7 +17,7 @@ from executor.core.validation import check_session_id, clean_query
 from executor.prompts.framing import quoted_value
 from executor.prompts.hints import hint
 from executor.prompts.messages import lookup_message
-from executor.retrieval.alignment import search_text, unshouted
+from executor.retrieval.alignment import as_searched, search_text
 from executor.retrieval.grading import Grader, chunk_ids
 from executor.retrieval.graph_build import has_graph
 from executor.retrieval.ranking import Candidate
@@ -144,8 +144,9 @@ class LookupService:
         thresholds = self.settings.kb_thresholds(self.embedder.name, kb_row)
         lang = language_of(query)
 
-        # the session remembers the query by what it means, as it is searched (a shouted one in lower case)
-        asked = unshouted(query)
+        # the session remembers the query by what it means, as it is searched (a shouted one in lower case, its
+        # words spelt as the KB writes them, without noise)
+        asked = as_searched(query, self.grader.vocabulary(kb, version(kb_row)))
         vector = self.embedder.embed_query(asked)
         earlier = self.memory.lookups(session_id, kb, self.embedder.name) if rules else []
         remembered = EarlierLookup(
@@ -162,11 +163,13 @@ class LookupService:
             return self._blocked(known_miss, remembered, session_id, dry_run)
         # graded as the query plus the graph entities a loose name in it means ("comfy" -> ComfyUI); the
         # session's memory keeps the query's own vector
-        text, aligned = search_text(self.known_entities, kb, has_graph(kb_row.extract_config), query)
+        text, aligned = search_text(self.known_entities, kb, has_graph(kb_row.extract_config), asked)
         searched = vector if text == asked else self.embedder.embed_query(text)
         graded = self.grader.grade(kb, version(kb_row), text, searched, thresholds)
         level = graded.level
         details = graded.details() | aligned | {"thresholds": thresholds.model_dump(), "embedder": self.embedder.name}
+        if asked != query:
+            details["searched_as"] = asked  # the log says why `err_timeout` found what `ERR_TIMEOUT` finds
         base: dict[str, Any] = dict(
             query=query, session=session_id, kb=kb, missing_dimension=missing_dimension, details=details
         )

@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import math
 import re
+import unicodedata
 from collections import Counter
 from collections.abc import Callable, Iterable, Set
 from dataclasses import dataclass, field
@@ -28,8 +29,8 @@ from executor.stores.embedders import use_words
 
 COMPOUND_PARTS = re.compile(r"[.\-]")
 # what the cache holds; raised when what is counted changes (2: subjects gained defined list terms and file names;
-# 3: Chinese stop words)
-CACHE_FORMAT = 3
+# 3: Chinese stop words; 4: spellings)
+CACHE_FORMAT = 4
 FILE_WORDS = re.compile(r"[_.\-]")
 ASCII_TERM = re.compile(r"[a-z0-9_]+(?:[.\-][a-z0-9_]+)*")
 RAW_ASCII_TERM = re.compile(r"[A-Za-z0-9_]+(?:[.\-][A-Za-z0-9_]+)*")
@@ -73,6 +74,17 @@ def _cut(run: str) -> tuple[str, ...]:
     return tuple(w for w in _jieba().cut(run) if len(w) >= 2)
 
 
+# a word written as a name, whatever case it is typed in: an identifier (`ERR_TIMEOUT`, `HTTP2`) or a capital after a
+# small letter (`PgBouncer`, `maxSurge`); not a capitalised word or one in capitals (a heading's `Keep`, SQL's
+# `UPDATE`): the KB writing `Keep` only says nothing about how a question's `keep` should be read
+NAME_SPELLING = re.compile(r"[_\d]|[a-z][A-Z]")
+
+
+def spelt(text: str) -> list[str]:
+    """A text's ASCII terms as written (NFKC, case kept): `ERR_TIMEOUT`, `PgBouncer`, `cert-manager`."""
+    return RAW_ASCII_TERM.findall(unicodedata.normalize("NFKC", text))
+
+
 def terms(text: str) -> set[str]:
     norm = normalize(text)
     out = {w for w in ASCII_TERM.findall(norm) if w not in STOPWORDS}
@@ -102,11 +114,14 @@ def subject_texts(chunk: str) -> list[str]:
 @dataclass
 class Vocabulary:
     """Document frequencies of a KB's terms; `documents` is the number of documents counted; `subjects`: the terms
-    its titles, headings, keywords and code use (`subject_texts`), what its pages document rather than mention."""
+    its titles, headings, keywords and code use (`subject_texts`), what its pages document rather than mention;
+    `spellings`: every way its text writes a term it writes as a name (`NAME_SPELLING`: `ERR_TIMEOUT`,
+    `PgBouncer`), the most frequent first."""
 
     documents: int
     df: dict[str, int]
     subjects: frozenset[str] = frozenset()
+    spellings: dict[str, tuple[str, ...]] = field(default_factory=dict)
     _compounds: list[str] = field(default_factory=list, repr=False)
 
     def __post_init__(self) -> None:
@@ -128,14 +143,23 @@ class Vocabulary:
         words as well (`util-linux-col.md` documents `col`: a plain-text page has no heading, and its first line
         may be no title)."""
         per_doc: dict[str, set[str]] = {}
+        written: dict[str, Counter[str]] = {}
         for doc_key, text in documents:
             per_doc.setdefault(doc_key, set()).update(terms(text))
+            for word in spelt(text):
+                written.setdefault(word.lower(), Counter())[word] += 1
         named = {t for text in subjects for t in terms(text)}
         if named:
             named |= {
                 t for key in per_doc for t in terms(FILE_WORDS.sub(" ", key.rpartition("/")[2].rpartition(".")[0]))
             }
-        return cls(len(per_doc), dict(Counter(t for ts in per_doc.values() for t in ts)), frozenset(named))
+        spellings = {
+            low: tuple(sorted(ways, key=lambda w: (-ways[w], w)))
+            for low, ways in written.items()
+            if low.upper() != low and any(NAME_SPELLING.search(w) for w in ways)  # a number has no case
+        }
+        df = dict(Counter(t for ts in per_doc.values() for t in ts))
+        return cls(len(per_doc), df, frozenset(named), spellings)
 
     def known(self, term: str) -> bool:
         return term in self.df or (term.isascii() and any(term in c for c in self._compounds))
@@ -148,6 +172,13 @@ class Vocabulary:
         """Whether a title, heading, keyword or code of the KB names `term` (as written, or its plural or singular:
         "ConfigMaps" in prose, `ConfigMap` in code; or as a part of a compound there: `flask` in `flask-login`)."""
         return bool({term, f"{term}s", term.removesuffix("s")} & self._documented)
+
+    def spelling(self, word: str) -> str:
+        """How the KB writes `word` (ASCII, NFKC) if it writes it as a name: as typed when its text writes it so,
+        else the way its text writes it most (`Err_Timeout` -> `ERR_TIMEOUT`, `pgbouncer` -> `PgBouncer`); any
+        other word as typed."""
+        ways = self.spellings.get(word.lower(), ())
+        return ways[0] if ways and word not in ways else word
 
     def idf(self, term: str) -> float:
         return math.log((self.documents + 1) / (self.df.get(term, 0) + 0.5))
@@ -173,6 +204,7 @@ class Vocabulary:
                     "documents": self.documents,
                     "df": self.df,
                     "subjects": sorted(self.subjects),
+                    "spellings": self.spellings,
                 },
                 ensure_ascii=False,
             ),
@@ -189,7 +221,12 @@ class Vocabulary:
             return None
         if not isinstance(data, dict) or data.get("version") != version or data.get("format") != CACHE_FORMAT:
             return None  # stale, or cached by code that read the subjects otherwise
-        return cls(int(data["documents"]), {str(k): int(v) for k, v in data["df"].items()}, frozenset(data["subjects"]))
+        return cls(
+            int(data["documents"]),
+            {str(k): int(v) for k, v in data["df"].items()},
+            frozenset(data["subjects"]),
+            {str(k): tuple(map(str, v)) for k, v in data["spellings"].items()},
+        )
 
 
 @dataclass(frozen=True)
