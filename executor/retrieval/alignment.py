@@ -208,10 +208,19 @@ def unshouted(query: str) -> str:
     """A query typed in capitals, as the same words in lower case, identifiers kept as typed. The sentence encoder
     is case-sensitive: `PGBOUNCER` or `REDIS EVICTION POLICY` embed far from the pages the lower-case words find
     (on the sample KB's English questions in capitals, "nothing found" went from 19% to 76%); the keyword layers
-    fold case anyway. A query with any lower-case letter is left as written (`TLS for PgBouncer`)."""
-    if any(c.islower() for c in query) or not any(c.isupper() for c in query):
+    fold case anyway. A query mostly in capitals is one typed so, though a word or two of it is not (`REDIS EVICTION
+    POLICY please`: "nothing found" as typed): its words in capitals are lowered, the others kept. A query with as many
+    words written in lower case as half its words in capitals is left as written (`TLS for PgBouncer`, `the HTTP and
+    TLS settings`)."""
+    words = query.split(" ")
+    written = sum(any(c.islower() for c in w) for w in words)
+    capitals = sum(sum(c.isupper() for c in w) >= 2 and not any(c.islower() for c in w) for w in words)
+    if not (written == 0 and capitals or capitals >= 2 and written * 2 < capitals):
         return query
-    return " ".join(w if IDENTIFIER.search(w) else w.lower() for w in query.split(" "))
+    # `İ` (a Turkish keyboard's capital i) lowers to `i` and a combining dot, a word no page writes
+    return " ".join(
+        w if IDENTIFIER.search(w) or any(c.islower() for c in w) else w.replace("İ", "I").lower() for w in words
+    )
 
 
 # a word said this many times in a row or more is said once: `的` × 600 after a question outweighed the question for

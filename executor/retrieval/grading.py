@@ -57,6 +57,18 @@ def decisive_first(candidates: list[Candidate]) -> list[Candidate]:
     return [decisive[0], *(c for c in candidates if c is not decisive[0])]
 
 
+def spelled_first(candidates: list[Candidate]) -> list[Candidate]:
+    """When the specific L0 matches are all one page (or its translations) and it spells every term of the query
+    (`Candidate.spelled`: a keyword, alone or in a question's few words), that page goes first: the KB's own
+    keyword for one page says more than the dense similarity of one or two words (sample KB,
+    `leakDetectionThreshold`: the HikariCP parameters page, whose keyword it is, 3rd at similarity 0.15 behind the
+    secrets page at 0.23, and "nothing found")."""
+    specific = [c for c in candidates if c.specific]
+    if not specific or len({c.group for c in specific}) != 1 or not specific[0].spelled or specific[0] is candidates[0]:
+        return candidates
+    return [specific[0], *(c for c in candidates if c is not specific[0])]
+
+
 def named_first(candidates: list[Candidate], floor: float) -> list[Candidate]:
     """The one page the query names, by its title or an identifier only it uses, goes first when the ranker
     finds it relevant at all (`floor`): "What is a library chart?" is the library charts page,
@@ -91,7 +103,7 @@ class Graded:
 
     def regrade(self, t: Thresholds) -> Graded:
         """Score, order and grade the candidates under `t` (calibration re-grades with each fold's model)."""
-        ranked = decisive_first(rank(self.candidates, t.ranker))
+        ranked = decisive_first(spelled_first(rank(self.candidates, t.ranker)))
         self.candidates = named_first(ranked, t.reference_threshold) if t.ranker is not None else ranked
         self.level = grade(self.candidates, t)
         self.weak = self.level == Level.REFERENCE and weak(self.candidates, t)
@@ -334,7 +346,8 @@ class Grader:
                     c.l0_terms = matched
                     c.specific = any(vocabulary.specific(term) for term in matched)
                     c.decisive = any(
-                        IDENTIFIER.fullmatch(term) and vocabulary.document_frequency(term) <= groups[c.group]
+                        (IDENTIFIER.fullmatch(term) or vocabulary.code_name(term))
+                        and vocabulary.document_frequency(term) <= groups[c.group]
                         for term in matched
                     )
                     # a name of two words or more that only this page (or its translation) has: its own subject;

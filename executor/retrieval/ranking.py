@@ -56,7 +56,7 @@ from executor.core.relevance import document_language, page_key
 from executor.core.settings import RANKER_FEATURES as FEATURES  # noqa: F401 - FEATURES: read here by calibration
 from executor.core.settings import Ranker
 from executor.retrieval.glossary import equivalents
-from executor.retrieval.vocabulary import QueryTerms, terms
+from executor.retrieval.vocabulary import QueryTerms, phrase, terms
 from executor.stores.vector_hits import ChunkHit
 
 BACKGROUND_RANKS = slice(3, 10)
@@ -89,9 +89,10 @@ class Candidate:
     # of those, a name that is the page's own: its title, or a rare identifier (a heading names a section, and
     # another page may answer better: a sync how-to over the repository page holding a "Google Cloud Storage" heading)
     titled: bool = False
-    # the query is a bare keyword lookup (`KEYWORD_TERMS` words and terms at most) and this page's text uses every
-    # term, as a word or inside a compound (`spells`): whatever the dense similarity of one or two words says, the KB
-    # holds a page on it (never "nothing")
+    # the query is a bare keyword lookup (`KEYWORD_TERMS` words and terms at most), or a few words around one of this
+    # page's specific keywords, and this page's text uses every term, as a word or inside a compound (`spells`); or
+    # the query is a few words this page's text holds word for word (`quoted`): whatever the dense similarity of a
+    # few words says, the KB holds a page on it (never "nothing")
     spelled: bool = False
     similarity: float = 0.0
     features: dict[str, float] = field(default_factory=dict)
@@ -141,7 +142,10 @@ def features(
     held = rare & text_terms
     if any(IDENTIFIER.fullmatch(t) for t in held):
         c.named = c.titled = True
-    c.spelled = q.words <= KEYWORD_TERMS and 0 < len(q.weights) <= KEYWORD_TERMS and spells(text_terms, q.weights)
+    # a keyword lookup, or a question of a few words around a specific keyword of this page ("What does
+    # leakDetectionThreshold do?"): the words around it ask nothing the keyword does not
+    lookup = q.words <= KEYWORD_TERMS or c.specific
+    c.spelled = (lookup and 0 < len(q.weights) <= KEYWORD_TERMS and spells(text_terms, q.weights)) or quoted(c, q)
     coverage = q.coverage_of(text_terms)
     lexical = c.lexical / top_lexical if top_lexical > 0 else 0.0
     same = 0.0 if language != q.language else 1.0
@@ -164,6 +168,12 @@ def features(
             q.coverage_of(text_terms, lambda t: equivalents(t, language)) if q.kb_chinese and not same else 0.0
         ),
     }
+
+
+def quoted(c: Candidate, q: QueryTerms) -> bool:
+    """Whether the query is a few words this page's text holds word for word (`QueryTerms.phrase`): a command
+    copied from it (`kubectl rollout undo`, which the sample KB's rollback page gives, was "nothing found")."""
+    return bool(q.phrase) and any(f" {q.phrase} " in f" {phrase(h.text)} " for h in c.chunks.values())
 
 
 def spells(text_terms: frozenset[str], words: Iterable[str]) -> bool:

@@ -24,7 +24,7 @@ from functools import cache, lru_cache
 from pathlib import Path
 
 from executor.core.fs import private_dir, private_file
-from executor.retrieval.keywords import normalize
+from executor.retrieval.keywords import TOKEN, normalize
 from executor.stores.embedders import use_words
 
 COMPOUND_PARTS = re.compile(r"[.\-]")
@@ -78,6 +78,7 @@ def _cut(run: str) -> tuple[str, ...]:
 # small letter (`PgBouncer`, `maxSurge`); not a capitalised word or one in capitals (a heading's `Keep`, SQL's
 # `UPDATE`): the KB writing `Keep` only says nothing about how a question's `keep` should be read
 NAME_SPELLING = re.compile(r"[_\d]|[a-z][A-Z]")
+CODE_NAME = re.compile(r"[a-z]+(?:[A-Z][a-z0-9]*)+")
 
 
 def spelt(text: str) -> list[str]:
@@ -180,6 +181,13 @@ class Vocabulary:
         ways = self.spellings.get(word.lower(), ())
         return ways[0] if ways and word not in ways else word
 
+    def code_name(self, term: str) -> bool:
+        """Whether the KB writes `term` as a name in code: in lower camel case (`leakDetectionThreshold`,
+        `maximumPoolSize`), a config key or a field, as an error code or a flag is one with `_` or `-`. A word in
+        upper camel case (`PgBouncer`, `GitHub`) is a product's name, which one page may mention in passing."""
+        ways = self.spellings.get(term, ())
+        return bool(ways) and CODE_NAME.fullmatch(ways[0]) is not None
+
     def idf(self, term: str) -> float:
         return math.log((self.documents + 1) / (self.df.get(term, 0) + 0.5))
 
@@ -241,6 +249,9 @@ class QueryTerms:
     passing_names: list[str] = field(default_factory=list)
     words: int = 0  # the query's words as written, stopwords too ("my service restarts over and over": 6)
     kb_chinese: bool = False  # the KB writes Chinese text (`Vocabulary.chinese`)
+    # a query of `QUOTE_WORDS` words or fewer (three at least), as its tokens joined: a page whose text holds it
+    # word for word is quoted by the query (`phrase`); "" for any other query
+    phrase: str = ""
 
     def coverage_of(self, text_terms: Set[str], spellings: Callable[[str], Set[str]] | None = None) -> float:
         """The IDF-weighted share of the query's terms a text writes; `spellings(term)`: the ways a text may write
@@ -284,7 +295,18 @@ def query_terms(query: str, vocabulary: Vocabulary, english: Callable[[str], Set
         passing_names(query, vocabulary),
         len(query.split()),
         vocabulary.chinese,
+        phrase(query) if 3 <= len(query.split()) <= QUOTE_WORDS else "",
     )
+
+
+# a command or phrase copied from a page (`kubectl rollout undo`) is a few words: a longer question holding a page's
+# sentence word for word is rare, and not what this is for
+QUOTE_WORDS = 6
+
+
+def phrase(text: str) -> str:
+    """The text's tokens, normalised and space-joined: a query's `phrase`, or a page's text to find it in."""
+    return " ".join(TOKEN.findall(normalize(text)))
 
 
 # capitalised as every date is, and no product: a month or weekday (and its short form) is never a name

@@ -44,11 +44,6 @@ def sent(result) -> list[str]:
 
 
 # -- finding 1: a question in capitals with one word in lower case ----------------------------------------------
-@pytest.mark.xfail(
-    strict=True,
-    reason="issue 30 round 17 finding 1: a question in capitals but for one lower-case word is searched as typed "
-    "(alignment.unshouted only lowers a query without any lower-case letter) and finds nothing",
-)
 def test_a_question_in_capitals_with_one_lower_case_word_finds_its_page(sample_rt):
     # all in capitals: PRECISE on the page (round sixteen's fix); all in lower case, "please" included: PRECISE too
     result = lookup(sample_rt, "REDIS EVICTION POLICY please")
@@ -57,11 +52,6 @@ def test_a_question_in_capitals_with_one_lower_case_word_finds_its_page(sample_r
 
 
 # -- finding 2: a command quoted from two pages -------------------------------------------------------------------
-@pytest.mark.xfail(
-    strict=True,
-    reason="issue 30 round 17 finding 2: 'kubectl rollout undo', quoted from the rollback and rolling-update pages "
-    "(every term known, kb_coverage 1.0), is graded 'nothing found'",
-)
 def test_a_command_quoted_from_the_pages_is_found(sample_rt):
     result = lookup(sample_rt, "kubectl rollout undo")
     assert result.relevance_level is not None, result.details.get("top_score")
