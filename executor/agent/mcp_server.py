@@ -500,6 +500,8 @@ class _Server(Server):
                             reply = types.JSONRPCError(jsonrpc="2.0", id=root.id, error=error)
                             await write_stream.send(SessionMessage(types.JSONRPCMessage(reply)))
                         else:
+                            if isinstance(root, types.JSONRPCRequest):
+                                cancels.received(root.id)
                             await valid_send.send(item)
                 except anyio.ClosedResourceError:
                     # the transport closed its stream: over HTTP, the host ended its session (DELETE) or the
@@ -666,8 +668,14 @@ class Cancels:
 
     def __init__(self):
         self._lock = threading.Lock()
+        self._received: OrderedDict[types.RequestId, None] = OrderedDict()
         self._cancelled: OrderedDict[types.RequestId, None] = OrderedDict()
         self._forget: OrderedDict[types.RequestId, Callable[[], None]] = OrderedDict()
+
+    def received(self, request_id: types.RequestId) -> None:
+        """The host sent this request (a cancel may refer to it from now on)."""
+        with self._lock:
+            _keep(self._received, request_id, None)
 
     def finished(self, request_id: types.RequestId, forget: Callable[[], None]) -> bool:
         """A call ended: True if the host cancelled it (its caller forgets its records now); if not, `forget` is
@@ -681,8 +689,12 @@ class Cancels:
 
     def cancel(self, request_id: types.RequestId) -> Callable[[], None] | None:
         """The host cancelled a request: what forgets the records of its call if that has ended, else None (a
-        call still running forgets them when it ends)."""
+        call still running forgets them when it ends). A cancel of a request the host has not sent is ignored (MCP:
+        a cancel refers to a request in progress): kept, it made a later request under that id forget its answered
+        call's records."""
         with self._lock:
+            if request_id not in self._received:
+                return None
             forget = self._forget.pop(request_id, None)
             if forget is None:
                 _keep(self._cancelled, request_id, None)

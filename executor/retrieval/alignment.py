@@ -249,13 +249,15 @@ def spelled(query: str, vocabulary: Vocabulary) -> str:
     whose join the KB writes as one (`Pg Bouncer` -> `PgBouncer`) where it does not write both of them, neither
     a function word. The sentence encoder is case-sensitive and reads a name cut in two as two other words: on the
     sample KB `err_timeout` had the nginx page first and `Pg Bouncer` found nothing; the keyword layers fold case
-    anyway. Full-width or circled letters are read as the letters (NFKC) once a word is spelt anew."""
+    anyway. Full-width or circled letters are read as the letters (NFKC) once a word is spelt anew. A slug the KB
+    never writes is read as its words (`_unslugged`)."""
     text = unicodedata.normalize("NFKC", query)
     found = list(RAW_ASCII_TERM.finditer(text))
     out: list[str] = []
     last = i = 0
     while i < len(found):
         start, end, spelt = found[i].start(), found[i].end(), vocabulary.spelling(found[i].group())
+        spelt = _unslugged(spelt, vocabulary)
         if i + 1 < len(found) and _joins(
             found[i].group(), found[i + 1].group(), text[end : found[i + 1].start()], vocabulary
         ):
@@ -266,6 +268,25 @@ def spelled(query: str, vocabulary: Vocabulary) -> str:
     out.append(text[last:])
     spelt_text = "".join(out)
     return spelt_text if spelt_text != text else query
+
+
+# a word of this many dashed parts or more is a slug (a page's file name, `redis-eviction-policy`), not a name
+SLUG_PARTS = 3
+
+
+def _unslugged(word: str, vocabulary: Vocabulary) -> str:
+    """A slug the KB never writes, whose parts are all words it writes, as those words (`redis-eviction-policy` ->
+    `redis eviction policy`): read whole it is an unknown name of no meaning to the sentence encoder, and a page's
+    file name asked as the question found nothing. A two-part name (`cert-manager`) stays one: the KB lacking it
+    says the question is not this KB's."""
+    parts = word.lower().split("-")
+    if (
+        len(parts) < SLUG_PARTS
+        or vocabulary.known(word.lower())
+        or not all(p.isalpha() and p in vocabulary.df for p in parts)
+    ):
+        return word
+    return " ".join(word.split("-"))
 
 
 def _joins(first: str, second: str, between: str, vocabulary: Vocabulary) -> bool:

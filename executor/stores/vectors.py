@@ -650,7 +650,16 @@ class MilvusVectorStore:
             self._client = None
             opened.close()
             server_manager_instance.release_server(self.uri)
-            self._client = self._open_lite()
+            if not Path(self.uri).exists():
+                # deleted under the running server: a new one would make a new, empty file, and the read say
+                # "collection not found"
+                raise BackendError(
+                    f"the Milvus Lite file {self.uri} is gone (deleted while in use); run `executor ingest` again"
+                )
+            try:
+                self._client = self._open_lite()
+            except OSError as exc:  # its log cannot be written (a folder in its place, a read-only home)
+                raise BackendError(f"cannot start the Milvus Lite server for {self.uri} again: {exc}") from exc
             return True
 
     def _lite_process(self) -> subprocess.Popen | None:
@@ -745,11 +754,15 @@ class MilvusVectorStore:
         # Lite has no MVCC timestamp to give; pymilvus warns and reads with the client's clock, which is fine here
         logging.getLogger("pymilvus.orm.iterator").setLevel(logging.ERROR)
         with self._reading(kb):
-            iterator = self.client.query_iterator(
-                self.collection_name(kb),
-                batch_size=batch_size,
-                output_fields=["chunk_id", "doc_key", "title", "text"],
-                **self._kw(read=True),
+            # opened as every read is (`_read`): a Lite server that died is started again here too
+            iterator = self._read(
+                kb,
+                lambda: self.client.query_iterator(
+                    self.collection_name(kb),
+                    batch_size=batch_size,
+                    output_fields=["chunk_id", "doc_key", "title", "text"],
+                    **self._kw(read=True),
+                ),
             )
             try:
                 while batch := iterator.next():

@@ -54,3 +54,12 @@ def test_a_question_in_capitals_typed_on_a_turkish_keyboard_is_read_as_the_same_
     # as many words written in lower case as half the words in capitals: written so on purpose
     assert unshouted("TLS for PgBouncer") == "TLS for PgBouncer"
     assert unshouted("the HTTP and TLS settings") == "the HTTP and TLS settings"
+
+
+@pytest.mark.parametrize("query", ["redis-eviction-policy", "REDIS-EVICTION-POLICY"])
+def test_a_pages_file_name_asked_as_the_question_finds_that_page(sample_rt, query):
+    """A slug the KB never writes is read as its words (hostile17 finding 12: "nothing found", the slug one unknown
+    word of coverage 0)."""
+    result = lookup(sample_rt, query)
+    assert result.relevance_level is not None, result.completeness_hint
+    assert result.primary[0].doc_key == "infrastructure/redis-eviction-policy.md"
