@@ -207,10 +207,12 @@ class _Walk:
             )
         for key in _BOUNDS:
             value = schema.get(key)
-            if key in schema and (
-                not isinstance(value, int | float) or isinstance(value, bool) or abs(value) > MAX_NUMBER
-            ):
+            if key not in schema or (isinstance(value, bool) and key.startswith("exclusive")):  # draft 4's flags
+                continue
+            if not isinstance(value, int | float) or isinstance(value, bool) or abs(value) > MAX_NUMBER:
                 self.refuse(f"{key} at {where} is {str(value)[:40]} (at most {MAX_NUMBER} either side of 0)")
+            if key == "multipleOf" and value <= 0:
+                self.refuse(f"multipleOf at {where} is {value}: it must be above 0", lead="")
         enum = schema.get("enum")
         if isinstance(enum, list):
             if len(enum) > MAX_ENUM:

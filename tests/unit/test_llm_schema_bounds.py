@@ -145,6 +145,7 @@ HOSTILE = {
         [tool("t", one({"type": "string", "minLength": 10, "maxLength": 5}))],
         "minLength 10 is above maxLength 5",
     ),
+    "a multipleOf of 0": ([tool("t", one({"type": "number", "multipleOf": 0}))], "multipleOf at parameters.a is 0"),
     "a minItems that is not a count": (
         [tool("t", one({"type": "array", "minItems": "9"}))],
         "minItems at parameters.a is 9, not a count",
@@ -207,6 +208,7 @@ def test_real_tools_are_accepted_ours_langchains_and_an_mcp_servers_with_refs():
                 "location": {"type": "string", "description": "City and country, e.g. Bogotá, Colombia"},
                 "unit": {"type": ["string", "null"], "enum": ["celsius", "fahrenheit", None]},
                 "days": {"type": "integer", "minimum": 1, "maximum": 14},
+                "hours": {"type": "number", "minimum": 0, "exclusiveMaximum": True, "maximum": 24},  # draft 4's
             },
             "required": ["location", "unit", "days"],
             "additionalProperties": False,
