@@ -191,7 +191,7 @@ class _Walk:
         for key in _COUNTS:
             value = schema.get(key)
             if key in schema and (not isinstance(value, int) or isinstance(value, bool) or value < 0):
-                self.refuse(f"{key} at {where} is {str(value)[:40]}, not a count", lead="")
+                self.refuse(f"{key} at {where} is {repr(value)[:40]}, not a count", lead="")
         for low, high in (("minLength", "maxLength"), ("minItems", "maxItems"), ("minProperties", "maxProperties")):
             if low in schema and high in schema and schema[low] > schema[high]:
                 self.refuse(f"{low} {schema[low]} is above {high} {schema[high]} at {where}: nothing fits", lead="")

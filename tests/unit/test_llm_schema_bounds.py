@@ -148,7 +148,7 @@ HOSTILE = {
     "a multipleOf of 0": ([tool("t", one({"type": "number", "multipleOf": 0}))], "multipleOf at parameters.a is 0"),
     "a minItems that is not a count": (
         [tool("t", one({"type": "array", "minItems": "9"}))],
-        "minItems at parameters.a is 9, not a count",
+        "minItems at parameters.a is '9', not a count",
     ),
 }
 
