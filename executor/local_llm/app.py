@@ -15,8 +15,9 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
 from executor.local_llm.engine import EngineError, LlamaEngine
-from executor.local_llm.prompt import CONSTRAINED_TOKENS, build_prompt, parse_reply, prompt_for
+from executor.local_llm.prompt import build_prompt, parse_reply, prompt_for
 from executor.local_llm.protocol import RequestError, error_body, parse_request
+from executor.local_llm.schema_bounds import CONSTRAINED_TOKENS
 
 log = logging.getLogger("local_llm")
 MAX_FIT_STEPS = 64

@@ -13,14 +13,13 @@ import json
 from typing import Any
 
 from executor.local_llm.protocol import ChatRequest, FunctionSpec, Message, Reply
+from executor.local_llm.schema_bounds import MAX_ITEMS, MAX_STRING
 
 # Bounds on what the grammar lets the model generate: a 135M model at temperature 0 fills a free
 # string with digits or a list with items until n_predict runs out (seen), and a cut-off JSON reply is
-# worth nothing. With these bounds a reply fits in CONSTRAINED_TOKENS.
-MAX_STRING = 80
-MAX_ITEMS = 8
+# worth nothing. With these bounds (MAX_STRING, MAX_ITEMS; schema_bounds keeps what a schema forces small) a
+# reply fits in schema_bounds.CONSTRAINED_TOKENS.
 MAX_ANSWER = 800
-CONSTRAINED_TOKENS = 512
 _DROP_KEYS = {"title", "default", "examples"}
 
 
@@ -88,18 +87,24 @@ def build_prompt(turns: list[str]) -> str:
 
 
 def _bounded(schema: Any) -> Any:
-    """A copy of a JSON schema with titles dropped, objects closed and strings and lists bounded."""
+    """A copy of a JSON schema with titles dropped, objects closed and strings and lists bounded. A bound never
+    goes below the schema's own minLength or minItems: a grammar asking for 9 items and allowing 8 could not be
+    finished, and the reply was empty with finish_reason "length" (schema_bounds refuses minimums too large for a
+    reply). The request was validated there: the counts are non-negative integers, each minimum at most its
+    maximum."""
     if isinstance(schema, list):
         return [_bounded(s) for s in schema]
     if not isinstance(schema, dict):
         return schema
     out = {k: _bounded(v) for k, v in schema.items() if k not in _DROP_KEYS}
-    if out.get("type") == "object" or "properties" in out:
+    kinds = out.get("type")
+    kinds = set(kinds) if isinstance(kinds, list) else {kinds}  # ["string", "null"] is a string too
+    if "object" in kinds or "properties" in out:
         out["additionalProperties"] = False
-    if out.get("type") == "string" and "enum" not in out and "const" not in out:
-        out["maxLength"] = min(out.get("maxLength", MAX_STRING), MAX_STRING)
-    if out.get("type") == "array":
-        out["maxItems"] = min(out.get("maxItems", MAX_ITEMS), MAX_ITEMS)
+    if "string" in kinds and "enum" not in out and "const" not in out:
+        out["maxLength"] = max(min(out.get("maxLength", MAX_STRING), MAX_STRING), out.get("minLength", 0))
+    if "array" in kinds:
+        out["maxItems"] = max(min(out.get("maxItems", MAX_ITEMS), MAX_ITEMS), out.get("minItems", 0))
     return out
 
 

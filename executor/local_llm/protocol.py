@@ -11,6 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field, StrictBool, ValidationError, 
 
 from executor.core.errors import validation_line
 from executor.core.local_http import json_body, json_leaves
+from executor.local_llm.schema_bounds import SchemaRefused, check_tools
 
 
 class FunctionCall(BaseModel):
@@ -128,8 +129,10 @@ def parse_request(body: bytes) -> ChatRequest:
         raise RequestError(validation_line(exc, "body")) from None
     if request.tool_choice not in (None, "none", "auto") and not request.tools:
         raise RequestError("tool_choice asks for a tool call, but the request has no tools")
-    for tool in request.active_tools():  # and a named tool that is not there
-        _check_schema_size(tool)
+    try:  # only the tools the reply may call become the grammar (and a named tool that is not there is refused)
+        check_tools([(tool.name, tool.parameters) for tool in request.active_tools()])
+    except SchemaRefused as exc:
+        raise RequestError(str(exc)) from None
     kind = (request.response_format or {}).get("type", "text")
     if kind != "text":
         # ignored, a client that asked for JSON (`with_structured_output(method="json_schema")`) got free text, 200
@@ -138,40 +141,6 @@ def parse_request(body: bytes) -> ChatRequest:
             "tool_choice), which is decoded to the tool's JSON schema"
         )
     return request
-
-
-# What one tool's parameters may ask the grammar for. The reply is decoded to the tools' schema: 200 levels of
-# nesting held the one engine ~100 s and 300 required properties 58 s, every other client waiting behind them.
-# Real tools (ours, LangChain's, MCP servers') stay far below both.
-MAX_SCHEMA_DEPTH = 10
-MAX_SCHEMA_PROPERTIES = 64
-
-
-def _check_schema_size(tool: FunctionSpec) -> None:
-    properties, depth = 0, 0
-    stack: list[tuple[Any, int]] = [(tool.parameters, 1)]
-    while stack:
-        schema, level = stack.pop()
-        if not isinstance(schema, dict):
-            continue
-        depth = max(depth, level)
-        inner = schema.get("properties")
-        if isinstance(inner, dict):
-            properties += len(inner)
-            stack.extend((v, level + 1) for v in inner.values())
-        stack.extend((schema[k], level + 1) for k in ("items", "additionalProperties") if k in schema)
-        for k in ("anyOf", "oneOf", "allOf", "prefixItems"):
-            if isinstance(schema.get(k), list):
-                stack.extend((v, level) for v in schema[k])
-        for k in ("$defs", "definitions"):
-            if isinstance(schema.get(k), dict):
-                stack.extend((v, level) for v in schema[k].values())
-    if depth > MAX_SCHEMA_DEPTH or properties > MAX_SCHEMA_PROPERTIES:
-        raise RequestError(
-            f"tool {tool.name[:60]!r}: its parameters are too large for the local model's grammar "
-            f"({properties} properties, nested {depth} levels; at most {MAX_SCHEMA_PROPERTIES} and "
-            f"{MAX_SCHEMA_DEPTH}): give it a smaller schema"
-        )
 
 
 def _lone_surrogate(data) -> str | None:

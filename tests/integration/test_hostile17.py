@@ -209,12 +209,6 @@ def test_executor_mcp_with_stderr_closed_writes_only_json_rpc_on_stdout(tmp_path
 
 
 # -- finding 7: llm serve's bounds make a tool's schema unsatisfiable -----------------------------------------------
-@pytest.mark.xfail(
-    strict=True,
-    reason="issue 30 round 17 finding 7: llm serve caps arrays at 8 items and strings at 80 characters but keeps "
-    "a larger minItems/minLength: the grammar cannot be finished, and the reply is empty with finish_reason "
-    "'length' after 20 of 400 tokens",
-)
 @pytest.mark.parametrize("bound", [{"minItems": 9}, {"minLength": 100}], ids=["minItems", "minLength"])
 def test_a_tool_schema_the_local_grammar_cannot_satisfy_is_refused_or_kept_satisfiable(bound):
     kind = {"type": "array", "items": {"type": "string"}} if "minItems" in bound else {"type": "string"}
