@@ -57,10 +57,13 @@ def build_graph(
     model: BaseChatModel,
     mode: str,
     checkpointer=None,
+    *,
+    max_query_chars: int,
 ):
     """`tools`: the LLM's tools (`tools.agent`) and the log of their calls; `catalog`: the knowledge bases;
     `memory`: the action memory (`tools.expand` widens a lookup through the graph); `read_document(kb, doc_key)`: a
-    document's text, for the offline answer; `mode`: "llm" or "offline"."""
+    document's text, for the offline answer; `mode`: "llm" or "offline"; `max_query_chars`: the longest question a run
+    may bring (a longer one is refused, as `executor ask` refuses it)."""
     graph = StateGraph(ExecutorState, context_schema=Context, input_schema=ExecutorInput, output_schema=ExecutorOutput)
     # a refused run's input is taken back out of the thread (executor/nodes/begin_turn.py); their input is what
     # the Send carries, not the state
@@ -77,7 +80,7 @@ def build_graph(
     graph.add_node("fail", fail)
 
     # an edge, not a node: only START's own step sees the thread both with the run's input and without it
-    graph.add_conditional_edges(START, make_check_input(catalog), ["begin_turn", TAKE_BACK])
+    graph.add_conditional_edges(START, make_check_input(catalog, max_query_chars), ["begin_turn", TAKE_BACK])
     graph.add_conditional_edges("begin_turn", _route(routing.after_begin_turn), ["executor", "answer"])
     graph.add_conditional_edges("executor", _route(routing.after_executor), ["guard", "settle", "answer"])
     graph.add_conditional_edges("settle", _route(routing.after_settle), ["call_tools", "answer"])

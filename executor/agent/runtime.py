@@ -241,6 +241,7 @@ class Runtime:
             model,
             mode,
             checkpointer,
+            max_query_chars=self.settings.max_query_chars,
         )
 
     def __enter__(self) -> Runtime:

@@ -20,6 +20,10 @@ import sys
 import traceback
 from typing import Annotated, NoReturn
 
+from executor.core import fs
+
+# first, before a module opens a file on the lowest free descriptor: one the caller closed (`2>&-`)
+fs.standard_streams()
 # gRPC's C core (pymilvus's transport) logs to stderr on its own, below our one-line errors: a Ctrl-C racing its
 # poller printed "E1203 ... epoll_wait error: Bad file descriptor" before "error: interrupted". Its failures reach
 # us as exceptions anyway; GRPC_VERBOSITY set by hand (to debug) still wins
@@ -45,7 +49,16 @@ try:
         turns,
     )
     from executor.cli.commands.common import sub_app
-    from executor.core.errors import EXIT_USAGE, ConfigError, InputError, describe, printable, redact, terminal_safe
+    from executor.core.errors import (
+        EXIT_USAGE,
+        ConfigError,
+        ExecutorError,
+        InputError,
+        describe,
+        printable,
+        redact,
+        terminal_safe,
+    )
 except KeyboardInterrupt:
     sys.stderr.write("error: interrupted\n")
     raise SystemExit(130) from None
@@ -104,6 +117,8 @@ class ExecutorGroup(TyperGroup):
         # Ctrl-C stops every command, also one started with `&` by a script (which inherits SIGINT ignored)
         signal.signal(signal.SIGINT, signal.default_int_handler)
         try:
+            if 1 in fs.closed_at_start:  # what a command prints would be lost: nobody would know it ran
+                raise ExecutorError("stdout is closed: give the command somewhere to write (`>/dev/null` to discard)")
             check_arguments(argv)
             # shell completion and click's EPIPE handling end in SystemExit, which passes through untouched
             rv = super().main(argv, prog_name, complete_var, standalone_mode=False, **extra)

@@ -6,6 +6,7 @@ import fcntl
 import os
 from contextlib import contextmanager
 from pathlib import Path
+from typing import TextIO, cast
 
 PRIVATE_UMASK = 0o077  # files 0600, folders 0700
 
@@ -175,3 +176,60 @@ class HeldLock:
         if entry[1] == 0:
             del _HELD[self._key]
             os.close(entry[0])  # closing the descriptor releases the flock
+
+
+# the standard descriptors (0 stdin, 1 stdout, 2 stderr) found closed when the program started (`standard_streams`)
+closed_at_start: frozenset[int] = frozenset()
+
+
+def standard_streams() -> frozenset[int]:
+    """Make the three standard streams safe to use, once, at start-up; returns the descriptors found closed.
+
+    A descriptor the caller closed (`2>&-`, `<&-`, a host that spawns us so) is the null device's again, and its
+    Python stream is a real one instead of None: `os.dup(1)` took the free descriptor 2, pointing the MCP protocol
+    at stderr, and every `sys.stderr.flush()` raised AttributeError. A descriptor opened later takes the lowest free
+    number, so this must run before anything opens a file. stderr's writes never raise: a full disk or a closed
+    pipe behind it must not end a command or change its exit code (its lines are lost, nothing else)."""
+    import sys
+
+    global closed_at_start
+    closed = set()
+    for fd in (0, 1, 2):
+        try:
+            os.fstat(fd)
+        except OSError:  # the lower ones are open by now: the null device opens on this very number
+            os.open(os.devnull, os.O_RDONLY if fd == 0 else os.O_WRONLY)
+            closed.add(fd)
+    if sys.stdin is None:
+        sys.stdin = open(0, encoding="utf-8", closefd=False)  # noqa: SIM115 (the process's own, never closed)
+    if sys.stdout is None:
+        sys.stdout = open(1, "w", encoding="utf-8", closefd=False)  # noqa: SIM115
+    if sys.stderr is None or sys.stderr is sys.__stderr__:  # a test's captured stderr is left alone
+        stream = sys.stderr or open(2, "w", buffering=1, errors="backslashreplace", closefd=False)  # noqa: SIM115
+        sys.stderr = cast(TextIO, _Unfailing(stream))
+    closed_at_start = frozenset(closed)
+    return closed_at_start
+
+
+class _Unfailing:
+    """stderr whose failed writes are dropped: the lines a command, a library or the MCP server log there are
+    for a person, and a stderr that cannot take them (`2>/dev/full`, a host logging to a full disk) ended
+    `executor mcp` before it answered, and turned a bad argument's exit 2 into 1."""
+
+    def __init__(self, stream):
+        self._stream = stream
+
+    def write(self, text: str) -> int:
+        try:
+            return self._stream.write(text)
+        except OSError:
+            return len(text)
+
+    def flush(self) -> None:
+        try:
+            self._stream.flush()
+        except OSError:
+            pass
+
+    def __getattr__(self, name: str):  # fileno, isatty, encoding, buffer, ...: the stream's own
+        return getattr(self._stream, name)

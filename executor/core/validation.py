@@ -58,10 +58,15 @@ def clean_query(query: str | None, max_chars: int, what: str = "the query") -> s
         raise InputError(f"{what} is empty")
     if not _visible(str(query)):
         raise InputError(f"{what} is empty: it holds only invisible characters (zero-width spaces, joiners, marks)")
-    query = str(query)
-    if len(query) > max_chars:
-        raise InputError(f"{what} is {len(query):,} characters long; the limit is {max_chars:,}")
+    query = within_limit(str(query), max_chars, what)
     return " ".join(no_control_characters(query, what).split())
+
+
+def within_limit(text: str, max_chars: int, what: str) -> str:
+    """`text`, or InputError when it is longer than `max_chars` (naming its length and the limit)."""
+    if len(text) > max_chars:
+        raise InputError(f"{what} is {len(text):,} characters long; the limit is {max_chars:,}")
+    return text
 
 
 def _visible(text: str) -> bool:

@@ -3,9 +3,9 @@ turn's part of the state, the session's part stays.
 
 `check_input` refuses a run whose context names a knowledge base that is not there (an InputError that names it
 and the home that was read, which every LangGraph client shows), or that brings a question holding control
-characters, as `executor ask` refuses it (its lookups would each fail on them, and the turn said the knowledge base
-had nothing). The default KB is not checked here: a run that uses no retrieval tool needs none (a lookup in a KB
-that is not there ends the turn in that error anyway).
+characters or longer than the query limit (`max_query_chars`), as `executor ask` refuses it (its lookups would each
+fail on them, and the turn said the knowledge base had nothing). The default KB is not checked here: a run that
+uses no retrieval tool needs none (a lookup in a KB that is not there ends the turn in that error anyway).
 
 A refused run leaves its thread exactly as it was. LangGraph writes a run's input to the thread in the run's first
 step (START's task), before any node runs, and a node that raised left the refused input in the checkpoint. Only
@@ -32,7 +32,7 @@ from langgraph.types import Command, Send
 from typing_extensions import TypedDict
 
 from executor.core.errors import InputError
-from executor.core.validation import no_control_characters
+from executor.core.validation import no_control_characters, within_limit
 from executor.nodes.common import last_question, text_of
 from executor.nodes.state import TURN_RESET, Context, ExecutorState
 
@@ -57,8 +57,12 @@ def checked_context(catalog, context) -> Context:
     return ctx
 
 
-def make_check_input(catalog):
-    """`catalog`: where the run's knowledge base must be."""
+def make_check_input(catalog, max_query_chars: int):
+    """`catalog`: where the run's knowledge base must be; `max_query_chars`: the longest question a lookup takes."""
+
+    def check_question(text: str) -> None:
+        no_control_characters(text, "the question")
+        within_limit(text, max_query_chars, "the query")  # in the words `executor ask` refuses it with
 
     def check_input(state: ExecutorState, runtime: RunContext[Context], config: RunnableConfig) -> str | Send:
         """START's edge: the turn, or `take_back` with the error. `state` holds the run's input; the messages the
@@ -71,9 +75,9 @@ def make_check_input(catalog):
             checked_context(catalog, runtime.context)
             for message in brought:
                 if isinstance(message, HumanMessage):
-                    no_control_characters(text_of(message), "the question")
+                    check_question(text_of(message))
             # the question the turn would answer, though an earlier run (or `update_state`) put it there
-            no_control_characters(last_question(state), "the question")
+            check_question(last_question(state))
         except InputError as exc:
             return Send(TAKE_BACK, Refusal(error=str(exc), messages=before))
         return "begin_turn"

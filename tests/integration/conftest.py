@@ -2,6 +2,7 @@ import json
 import os
 import shutil
 import socket
+import stat
 import subprocess
 import sys
 import tempfile
@@ -382,8 +383,9 @@ def npm_package(spec: str) -> Path:
         service_missing(f"{spec}: node and npm are not on PATH, so this client cannot be installed")
     import fcntl
 
-    folder = NPM_CACHE / spec.replace("/", "__").replace("@", "_at_")
-    folder.mkdir(parents=True, exist_ok=True)
+    # the JavaScript in it runs as the user running the tests: a cache (or a lock file's symlink) another user of
+    # the machine put in the shared temp folder must not be trusted (issue 30 round 17 finding 9)
+    folder = own_folder(own_folder(NPM_CACHE) / spec.replace("/", "__").replace("@", "_at_"))
     # the suite's workers (pytest-xdist) may ask for the same client at once: one installs, the others wait for it
     with open(folder.with_name(folder.name + ".lock"), "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
@@ -400,6 +402,19 @@ def npm_package(spec: str) -> Path:
                 )
             (folder / ".installed").write_text(spec)
     return folder
+
+
+def own_folder(path: Path) -> Path:
+    """`path`, made if missing (0700); the test fails when it is not a folder of this user's that only they can
+    write: what is in it may then be anybody's."""
+    path.mkdir(mode=0o700, parents=True, exist_ok=True)
+    st = path.lstat()
+    if stat.S_ISLNK(st.st_mode) or st.st_uid != os.geteuid() or st.st_mode & 0o022:
+        pytest.fail(
+            f"{path} is not this user's own folder (owner uid {st.st_uid}, mode {stat.filemode(st.st_mode)}): another "
+            "user could have put code in it; remove it, or set EXECUTOR_TEST_NPM_CACHE to a folder of yours"
+        )
+    return path
 
 
 @asynccontextmanager

@@ -159,11 +159,6 @@ def closed_fd(fd: int):
     return lambda: os.close(fd)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="issue 30 round 17 finding 5: with stderr closed (2>&-) a command prints nothing and exits 1 "
-    "(cli.main.leave flushes sys.stderr, which is None)",
-)
 def test_a_command_with_stderr_closed_still_prints_its_output(tmp_path):
     home = tmp_path / "home"
     done = subprocess.run(
@@ -178,11 +173,6 @@ def test_a_command_with_stderr_closed_still_prints_its_output(tmp_path):
     assert isinstance(json.loads(done.stdout), list | dict), done.stdout[-500:]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="issue 30 round 17 finding 6: executor mcp with stderr closed writes its start line into the protocol "
-    "stream (os.dup(1) takes descriptor 2) and fails every lookup with \"'NoneType' object has no attribute 'flush'\"",
-)
 def test_executor_mcp_with_stderr_closed_writes_only_json_rpc_on_stdout(tmp_path):
     home = tmp_path / "home"
     proc = subprocess.Popen(
@@ -231,26 +221,17 @@ def test_a_tool_schema_the_local_grammar_cannot_satisfy_is_refused_or_kept_satis
 
 
 # -- finding 8: an over-long question through the graph ---------------------------------------------------------------
-@pytest.mark.xfail(
-    strict=True,
-    reason="issue 30 round 17 finding 8: a question over the query limit, sent to the graph as langgraph dev "
-    "does, is answered 'The knowledge base has nothing on this question' (check_input does not bound its length)",
-)
 def test_an_over_long_question_through_the_graph_is_refused_not_answered_nothing(sample_rt):
     app = sample_rt.app(OfflinePlanner(), "offline", checkpointer=InMemorySaver())
     config = {"configurable": {"thread_id": f"h17-long-{uuid.uuid4().hex[:8]}"}}
     question = "ERR_TIMEOUT " + "y" * 1990  # 2,002 characters; `executor ask` refuses it, naming the limit
-    with pytest.raises(InputError):
+    with pytest.raises(InputError, match=f"the query is {len(question):,} characters long; the limit is 2,000"):
         state = app.invoke({"messages": [HumanMessage(question)]}, config, context=Context())
         pytest.fail(f"answered: {state.get('answer', '')[:200]!r}")
+    assert app.get_state(config).values.get("messages", []) == []  # the thread as it was: empty
 
 
 # -- finding 9: the test suite's npm clients under a shared temporary folder -------------------------------------
-@pytest.mark.xfail(
-    strict=True,
-    reason="issue 30 round 17 finding 9: tests' npm clients are installed under a fixed folder of the shared temp "
-    "dir and trusted whoever made it: another local user's planted '.installed' and JavaScript are run",
-)
 def test_an_npm_client_folder_made_by_another_user_is_not_trusted(tmp_path, monkeypatch):
     if os.geteuid() != 0:
         pytest.skip("needs root to make a folder owned by another user")
@@ -267,3 +248,90 @@ def test_an_npm_client_folder_made_by_another_user_is_not_trusted(tmp_path, monk
     with pytest.raises(refused):
         folder = conftest.npm_package(spec)
         raise AssertionError(f"the planted folder {folder} (owner uid {Path(folder).stat().st_uid}) was used")
+
+
+def test_an_npm_client_folder_others_may_write_is_not_trusted(tmp_path, monkeypatch):
+    # the user's own folder, but anybody may put files in it (finding 9's other half; no root needed)
+    cache = tmp_path / "executor-test-npm"
+    cache.mkdir()
+    cache.chmod(0o777)
+    monkeypatch.setattr(conftest, "NPM_CACHE", cache)
+    with pytest.raises(pytest.fail.Exception, match="not this user's own folder"):
+        conftest.npm_package("@langchain/langgraph-sdk@1")
+
+
+# -- finding 5 (stdout), 11 and 15: a closed or full standard stream -----------------------------------------------
+def test_a_command_with_stdout_closed_says_so_in_one_line(tmp_path):
+    done = subprocess.run(
+        [sys.executable, "-m", "executor.cli.main", "kb", "list"],
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "EXECUTOR_HOME": str(tmp_path / "home")},
+        cwd=REPO,
+        timeout=120,
+        preexec_fn=closed_fd(1),
+    )
+    assert done.returncode == 1, done.stderr[-2000:]
+    assert [line[:30] for line in done.stderr.splitlines()] == ["error: stdout is closed: give "], done.stderr
+
+
+def full_stderr():
+    full = os.open("/dev/full", os.O_WRONLY)
+    return lambda: os.dup2(full, 2)
+
+
+@pytest.mark.parametrize("stderr", [closed_fd(2), full_stderr()], ids=["closed", "full"])
+def test_bad_input_exits_2_whether_or_not_its_line_could_be_written(tmp_path, stderr):
+    done = subprocess.run(
+        [sys.executable, "-m", "executor.cli.main", "lookup", "redis", "--kb", "nope"],
+        stdout=subprocess.PIPE,
+        env={**os.environ, "EXECUTOR_HOME": str(tmp_path / "home")},
+        cwd=REPO,
+        timeout=120,
+        preexec_fn=stderr,
+    )
+    assert done.returncode == 2, done.stdout[-500:]
+
+
+@pytest.fixture(scope="module")
+def h17_home(tmp_path_factory):
+    return conftest.ingested_home(tmp_path_factory, "h17-streams")
+
+
+def test_executor_mcp_with_stderr_on_a_full_device_answers_lookups(h17_home, tmp_path):
+    import anyio
+    from mcp import ClientSession, StdioServerParameters
+    from mcp.client.stdio import stdio_client
+
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "executor.cli.main", "mcp"],
+        env={**os.environ, "EXECUTOR_HOME": str(h17_home)},
+        cwd=str(tmp_path),
+    )
+
+    async def session():
+        # a host that logs the server's stderr to a full disk: its start line and warnings cannot be written
+        with open("/dev/full", "w") as full:
+            async with stdio_client(params, errlog=full) as (read, write), ClientSession(read, write) as client:
+                await client.initialize()
+                return await client.call_tool("lookup_knowledge", {"query": "ERR_TIMEOUT", "session": "h17-full"})
+
+    result = anyio.run(session)
+    assert not result.isError, result.content
+    assert "ERR_TIMEOUT" in result.content[0].text, result.content[0].text[:500]  # pyright: ignore[reportAttributeAccessIssue]
+
+
+def test_executor_mcp_with_stdin_closed_says_so_in_one_line(tmp_path):
+    done = subprocess.run(
+        [sys.executable, "-m", "executor.cli.main", "mcp"],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "EXECUTOR_HOME": str(tmp_path / "home")},
+        cwd=REPO,
+        timeout=120,
+        preexec_fn=closed_fd(0),
+    )
+    assert done.returncode != 0
+    assert done.stdout == ""
+    assert [line[:29] for line in done.stderr.splitlines()] == ["error: stdin is closed: the s"], done.stderr

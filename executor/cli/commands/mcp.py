@@ -59,10 +59,13 @@ def mcp(
 
     from executor.agent.mcp_server import ExecutorMCP, server_version
     from executor.agent.runtime import Runtime
-    from executor.core.errors import InputError, register_secret
+    from executor.core import fs
+    from executor.core.errors import ExecutorError, InputError, register_secret
     from executor.core.fs import private_file
     from executor.core.local_http import is_loopback, server_config
 
+    if not http and 0 in fs.closed_at_start:  # the host's requests come on stdin: there would be none to answer
+        raise ExecutorError("stdin is closed: the stdio MCP server reads the host's requests there (or use --http)")
     if not http:
         # the transport options mean nothing on stdio: a token given there would protect nothing, silently
         given = [name for name, value in (("--host", host != "127.0.0.1"), ("--port", port != 8765)) if value]
