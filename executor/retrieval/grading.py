@@ -11,6 +11,7 @@ a level means the same thing everywhere.
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Mapping
 from contextlib import suppress
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -25,6 +26,7 @@ from executor.retrieval.ranking import IDENTIFIER, Candidate, Profile, backgroun
 from executor.retrieval.text_profiles import TextProfiles
 from executor.retrieval.vocabulary import QueryTerms, Vocabulary, query_terms, subject_texts, terms
 from executor.stores.catalog import Catalog
+from executor.stores.database import DocumentRow
 from executor.stores.embedders import Embedder
 from executor.stores.vector_hits import ChunkHit
 from executor.stores.vector_store import VectorStore
@@ -73,6 +75,30 @@ def named_first(candidates: list[Candidate], floor: float) -> list[Candidate]:
     return [named[0], *(c for c in candidates if c is not named[0])]
 
 
+def copies(rows: Mapping[str, DocumentRow]) -> dict[str, str]:
+    """Each document's first key (in sorted order) among the documents of the same text: the same parsed content
+    (`content_hash`) or the same file bytes (`file_hash`: a file copied under another name or folder, whose title
+    or domain came from its name). Such copies are one answer: a lookup sends one of them, and self-calibration
+    counts any of them as its question's page. A document with no copy maps to itself."""
+    parent = {key: key for key in rows}
+
+    def root(key: str) -> str:
+        while parent[key] != key:
+            key = parent[key]
+        return key
+
+    seen: dict[str, str] = {}
+    for key in sorted(rows):
+        row = rows[key]
+        for h in (f"content:{row.content_hash}", f"file:{row.file_hash}" if row.file_hash else ""):
+            if h and h in seen:
+                a, b = sorted((root(seen[h]), root(key)))
+                parent[b] = a
+            elif h:
+                seen[h] = key
+    return {key: root(key) for key in rows}
+
+
 def chunk_ids(doc_key: str, chunk_count: int) -> list[str]:
     return [f"{doc_key}#{i}" for i in range(min(chunk_count, MAX_CHUNKS_PER_DOC))]
 
@@ -88,6 +114,7 @@ class Graded:
     background: float = 0.0
     level: Level | None = None
     weak: bool = False  # a REFERENCE in the answerability model's weak band (`core.relevance.weak`)
+    copies: Mapping[str, str] = field(default_factory=dict)  # doc key -> its first identical copy (`copies`)
 
     def regrade(self, t: Thresholds) -> Graded:
         """Score, order and grade the candidates under `t` (calibration re-grades with each fold's model)."""
@@ -109,7 +136,10 @@ class Graded:
           right after the best: the two layers disagree, and on a question worded far from its page the ranker's
           overlap features pick a page sharing a common word while the meaning points at the answer (sample KB,
           "How do we prevent a cache stampede when keys expire together?": the secrets page first at similarity
-          0.27, the cache expiry page 2nd at 0.37, the highest). One page more at most."""
+          0.27, the cache expiry page 2nd at 0.37, the highest). One page more at most.
+
+        A copy of a document already chosen (the same text under another name, `copies`) is never chosen: it
+        would send the same text again (5 copies of a page: the page sent 4 times, as primary and supplements)."""
         if self.level is None:
             return []
         best = self.candidates[0].score
@@ -121,9 +151,15 @@ class Graded:
         ]
         if t.ranker is not None and self.level != Level.PRECISE:
             closest = max(self.candidates, key=lambda c: c.similarity)
-            if closest not in sent:
+            if all(self.copy_of(closest) != self.copy_of(c) for c in sent):
                 sent.insert(1, closest)
-        return sent
+        first: dict[str, Candidate] = {}
+        for c in sent:
+            first.setdefault(self.copy_of(c), c)
+        return list(first.values())
+
+    def copy_of(self, c: Candidate) -> str:
+        return self.copies.get(c.doc_key, c.doc_key)
 
     def details(self) -> dict:
         top = self.candidates[0] if self.candidates else None
@@ -162,6 +198,7 @@ class Grader:
         self._profiles: dict[str, tuple[str, TextProfiles]] = {}
         self._groups: dict[str, tuple[str, dict[str, int]]] = {}
         self._titles: dict[str, tuple[str, dict[str, set[str]]]] = {}
+        self._copies: dict[str, tuple[str, dict[str, str]]] = {}
 
     # -- per-KB views, rebuilt when the KB's version moves ---------------------
     def vocabulary(self, kb: str, version: str, rows: list | None = None) -> Vocabulary:
@@ -232,6 +269,14 @@ class Grader:
                 counts[page_key(k)] = counts.get(page_key(k), 0) + 1
             cached = (version, counts)
             self._groups[kb] = cached
+        return cached[1]
+
+    def copies(self, kb: str, version: str) -> dict[str, str]:
+        """Each document's first identical copy (`copies`), from the catalog's hashes: no text read."""
+        cached = self._copies.get(kb)
+        if cached is None or cached[0] != version:
+            cached = (version, copies(self.catalog.documents(kb)))
+            self._copies[kb] = cached
         return cached[1]
 
     def titles(self, kb: str, version: str) -> dict[str, set[str]]:
@@ -368,4 +413,5 @@ class Grader:
             l0=l0,
             dense_distances=[h.distance for h in dense],
             background=floor,
+            copies=self.copies(kb, version),
         ).regrade(t)

@@ -1,0 +1,56 @@
+"""Identical pages are one answer (issue 30, hostile16 finding 10): which documents are copies of each other
+(`grading.copies`), and self-calibration's questions labelled with every copy of their page."""
+
+from types import SimpleNamespace
+
+from executor.retrieval.grading import copies
+from executor.retrieval.self_calibration import Source, generate
+
+BODY = (
+    "# Worker queue full\n\nThe API answers `ERR_QUEUE_FULL` when more than ten thousand jobs are waiting "
+    "in the queue for a worker.\n\n## Why jobs pile up\n\nA slow downstream service makes every worker "
+    "wait for its answer before it takes the next job.\n"
+)
+OTHER = Source(
+    "retries.md",
+    "Retry policy",
+    [],
+    [],
+    "# Retry policy\n\nFailed jobs are retried three times with exponential backoff starting at two "
+    "seconds, then moved to the dead-letter list.\n",
+)
+
+
+def _row(content: str, file: str | None):
+    return SimpleNamespace(content_hash=content, file_hash=file)
+
+
+def test_copies_are_the_same_parsed_text_or_the_same_file_bytes():
+    rows = {
+        "b.md": _row("c1", "f1"),
+        "a.md": _row("c1", "f1"),  # the same file under another name
+        "old/c.md": _row("c2", "f1"),  # the same bytes, another folder: its domain (and so its hash) differs
+        "d.md": _row("c2", None),  # the same parse as c, its file's hash unknown
+        "e.md": _row("c3", None),
+        "f.md": _row("c4", "f4"),
+    }
+    assert copies(rows) == {
+        "a.md": "a.md",
+        "b.md": "a.md",
+        "old/c.md": "a.md",
+        "d.md": "a.md",
+        "e.md": "e.md",
+        "f.md": "f.md",
+    }
+
+
+def test_a_question_on_a_page_with_copies_is_labelled_with_every_copy():
+    page = Source("a.md", "Worker queue full", ["ERR_QUEUE_FULL"], ["ERR_QUEUE_FULL"], BODY)
+    copy = Source("b.md", "Worker queue full", ["ERR_QUEUE_FULL"], ["ERR_QUEUE_FULL"], BODY, copy_of="a.md")
+    questions = generate([page, copy, OTHER])
+    on_page = [label for label, _ in questions if "retries.md" not in label.relevant]
+    assert on_page
+    # labelled with the page alone, a question whose copy the grader put first counted as a miss
+    assert all(set(label.relevant) == {"a.md", "b.md"} for label in on_page)
+    # an identifier of the page and its copy is still one page's: asked about
+    assert any("ERR_QUEUE_FULL" in label.query for label in on_page)
