@@ -26,7 +26,6 @@ from executor.retrieval.ranking import IDENTIFIER, Candidate, Profile, backgroun
 from executor.retrieval.text_profiles import TextProfiles
 from executor.retrieval.vocabulary import QueryTerms, Vocabulary, query_terms, subject_texts, terms
 from executor.stores.catalog import Catalog
-from executor.stores.database import DocumentRow
 from executor.stores.embedders import Embedder
 from executor.stores.vector_hits import ChunkHit
 from executor.stores.vector_store import VectorStore
@@ -75,12 +74,13 @@ def named_first(candidates: list[Candidate], floor: float) -> list[Candidate]:
     return [named[0], *(c for c in candidates if c is not named[0])]
 
 
-def copies(rows: Mapping[str, DocumentRow]) -> dict[str, str]:
+def copies(hashes: Mapping[str, tuple[str, str | None]]) -> dict[str, str]:
     """Each document's first key (in sorted order) among the documents of the same text: the same parsed content
     (`content_hash`) or the same file bytes (`file_hash`: a file copied under another name or folder, whose title
     or domain came from its name). Such copies are one answer: a lookup sends one of them, and self-calibration
-    counts any of them as its question's page. A document with no copy maps to itself."""
-    parent = {key: key for key in rows}
+    counts any of them as its question's page. A document with no copy maps to itself. `hashes`: doc key ->
+    (content hash, file hash or None), as the catalog has them (`catalog_hashes`)."""
+    parent = {key: key for key in hashes}
 
     def root(key: str) -> str:
         while parent[key] != key:
@@ -88,15 +88,20 @@ def copies(rows: Mapping[str, DocumentRow]) -> dict[str, str]:
         return key
 
     seen: dict[str, str] = {}
-    for key in sorted(rows):
-        row = rows[key]
-        for h in (f"content:{row.content_hash}", f"file:{row.file_hash}" if row.file_hash else ""):
+    for key in sorted(hashes):
+        content, file = hashes[key]
+        for h in (f"content:{content}", f"file:{file}" if file else ""):
             if h and h in seen:
                 a, b = sorted((root(seen[h]), root(key)))
                 parent[b] = a
             elif h:
                 seen[h] = key
-    return {key: root(key) for key in rows}
+    return {key: root(key) for key in hashes}
+
+
+def catalog_hashes(catalog: Catalog, kb: str) -> dict[str, tuple[str, str | None]]:
+    """What `copies` compares of the KB's documents: their rows' hashes (no text read)."""
+    return {k: (d.content_hash, d.file_hash) for k, d in catalog.documents(kb).items()}
 
 
 def chunk_ids(doc_key: str, chunk_count: int) -> list[str]:
@@ -275,7 +280,7 @@ class Grader:
         """Each document's first identical copy (`copies`), from the catalog's hashes: no text read."""
         cached = self._copies.get(kb)
         if cached is None or cached[0] != version:
-            cached = (version, copies(self.catalog.documents(kb)))
+            cached = (version, copies(catalog_hashes(self.catalog, kb)))
             self._copies[kb] = cached
         return cached[1]
 

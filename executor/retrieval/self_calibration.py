@@ -42,7 +42,7 @@ from executor.retrieval.calibration import FOLDS, Bars, Label, Observed, cross_v
 from executor.retrieval.chunking import PATH_SEPARATOR
 from executor.retrieval.documents import Document
 from executor.retrieval.glossary import to_chinese, to_english
-from executor.retrieval.grading import copies
+from executor.retrieval.grading import catalog_hashes, copies
 from executor.retrieval.keywords import TOKEN, normalize
 from executor.retrieval.off_topic import POOL
 from executor.retrieval.quality import measure
@@ -428,7 +428,7 @@ def sources_of(catalog, rows: list, kb: str) -> list[Source]:
     """The KB's documents, each with its stored chunks (`rows`: the vector store's `texts`)."""
     docs = catalog.documents(kb)
     bodies = catalog.stored_bodies(kb, set(docs))
-    same = copies(docs)
+    same = copies(catalog_hashes(catalog, kb))
     stored: dict[str, dict[int, tuple[str, tuple[str, ...]]]] = defaultdict(dict)
     for chunk_id, doc_key, _, text in rows:
         stored[doc_key][int(chunk_id.rpartition("#")[2])] = (chunk_id, tuple(text.split("\n")))

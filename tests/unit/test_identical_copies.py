@@ -1,8 +1,6 @@
 """Identical pages are one answer (issue 30, hostile16 finding 10): which documents are copies of each other
 (`grading.copies`), and self-calibration's questions labelled with every copy of their page."""
 
-from types import SimpleNamespace
-
 from executor.retrieval.grading import copies
 from executor.retrieval.self_calibration import Source, generate
 
@@ -21,18 +19,14 @@ OTHER = Source(
 )
 
 
-def _row(content: str, file: str | None):
-    return SimpleNamespace(content_hash=content, file_hash=file)
-
-
 def test_copies_are_the_same_parsed_text_or_the_same_file_bytes():
     rows = {
-        "b.md": _row("c1", "f1"),
-        "a.md": _row("c1", "f1"),  # the same file under another name
-        "old/c.md": _row("c2", "f1"),  # the same bytes, another folder: its domain (and so its hash) differs
-        "d.md": _row("c2", None),  # the same parse as c, its file's hash unknown
-        "e.md": _row("c3", None),
-        "f.md": _row("c4", "f4"),
+        "b.md": ("c1", "f1"),
+        "a.md": ("c1", "f1"),  # the same file under another name
+        "old/c.md": ("c2", "f1"),  # the same bytes, another folder: its domain (and so its hash) differs
+        "d.md": ("c2", None),  # the same parse as c, its file's hash unknown
+        "e.md": ("c3", None),
+        "f.md": ("c4", "f4"),
     }
     assert copies(rows) == {
         "a.md": "a.md",
