@@ -34,6 +34,9 @@ MAX_CHUNKS_PER_DOC = 20  # chunks fetched for a document found by keyword or by 
 NAMED_SHARE = 0.25  # a name whose rarest word more of the pages use than this names no one page
 # A weak REFERENCE's runner-ups scoring at least this share of its best are sent with it (`Graded.relevant`)
 NEAR_TIE = 0.8
+# a query with a name the KB never uses and no L0 match, of whose term weight the KB knows less than this share, is
+# a REFERENCE at most (`Graded.unknown_name_cap`)
+UNKNOWN_SHARE = 0.5
 
 
 def name_length(term: str) -> float:
@@ -127,7 +130,26 @@ class Graded:
         self.candidates = named_first(ranked, t.reference_threshold) if t.ranker is not None else ranked
         self.level = grade(self.candidates, t)
         self.weak = self.level == Level.REFERENCE and weak(self.candidates, t)
+        if self.query_terms.unknown_names and not self.l0 and self.level is not None:
+            self.level, self.weak = self.unknown_name_cap(self.level)
         return self
+
+    def unknown_name_cap(self, level: Level) -> tuple[Level | None, bool]:
+        """A query naming what the KB never uses (`unknown_names`: an identifier, product or file name), and no
+        title or keyword of the KB (L0), is found by similarity alone. When the KB knows none of its words either
+        (`kb_coverage` 0: the query is that name and words the KB never writes), nothing is found; when what it
+        knows weighs less than what it lacks (`UNKNOWN_SHARE`), it is a weak REFERENCE at most (its hint names
+        what the page lacks). A KB too small for a background to score against (2 pages, graded by the shared
+        preset, which has no answerability model) put "ERR_TIMEOUT" and "Redis maxmemory-policy allkeys-lru"
+        HIGHLY_RELEVANT on its connection-pool page. Capping every query with an unknown name cost answers the
+        KB has (sample labels: "nginx upstream proxy_pass", an L0 match, PRECISE -> REFERENCE; "How are HTTPS
+        certificates renewed automatically?", coverage 0.68, HIGHLY_RELEVANT -> REFERENCE)."""
+        coverage = self.query_terms.coverage
+        if coverage == 0.0:
+            return None, False
+        if coverage < UNKNOWN_SHARE and level in (Level.PRECISE, Level.HIGHLY_RELEVANT):
+            return Level.REFERENCE, True
+        return level, self.weak
 
     def relevant(self, t: Thresholds) -> list[Candidate]:
         """The documents worth sending: the best one whenever there is a level (its score is what says the KB
