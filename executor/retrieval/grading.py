@@ -122,7 +122,6 @@ class Graded:
     background: float = 0.0
     level: Level | None = None
     weak: bool = False  # a REFERENCE in the answerability model's weak band (`core.relevance.weak`)
-    copies: Mapping[str, str] = field(default_factory=dict)  # doc key -> its first identical copy (`copies`)
 
     def regrade(self, t: Thresholds) -> Graded:
         """Score, order and grade the candidates under `t` (calibration re-grades with each fold's model)."""
@@ -185,8 +184,9 @@ class Graded:
             first.setdefault(self.copy_of(c), c)
         return list(first.values())
 
-    def copy_of(self, c: Candidate) -> str:
-        return self.copies.get(c.doc_key, c.doc_key)
+    @staticmethod
+    def copy_of(c: Candidate) -> str:
+        return c.copy_of or c.doc_key
 
     def details(self) -> dict:
         top = self.candidates[0] if self.candidates else None
@@ -288,12 +288,13 @@ class Grader:
         return cached[1]
 
     def groups(self, kb: str, version: str) -> dict[str, int]:
-        """How many documents each page is (itself and its translations)."""
+        """How many documents each page is (itself, its translations and its copies: `Candidate.group`)."""
         cached = self._groups.get(kb)
         if cached is None or cached[0] != version:
             counts: dict[str, int] = {}
+            same = self.copies(kb, version)
             for k in self.catalog.documents(kb):
-                counts[page_key(k)] = counts.get(page_key(k), 0) + 1
+                counts[page_key(same[k])] = counts.get(page_key(same[k]), 0) + 1
             cached = (version, counts)
             self._groups[kb] = cached
         return cached[1]
@@ -311,9 +312,10 @@ class Grader:
         cached = self._titles.get(kb)
         if cached is None or cached[0] != version:
             pages: dict[str, set[str]] = {}
+            same = self.copies(kb, version)
             for k, d in self.catalog.documents(kb).items():
                 if name_length(normalize(d.title)) >= 2:
-                    pages.setdefault(stemmed(d.title), set()).add(page_key(k))
+                    pages.setdefault(stemmed(d.title), set()).add(page_key(same[k]))
             cached = (version, pages)
             self._titles[kb] = cached
         return cached[1]
@@ -375,8 +377,13 @@ class Grader:
         vocabulary = self.vocabulary(kb, version)
         found: dict[str, Candidate] = {}
 
+        same = self.copies(kb, version)
+
         def take(hit: ChunkHit, lexical: float | None = None) -> Candidate:
-            c = found.setdefault(hit.doc_key, Candidate(hit.doc_key, hit.title, hit.domain))
+            c = found.setdefault(
+                hit.doc_key,
+                Candidate(hit.doc_key, hit.title, hit.domain, copy_of=same.get(hit.doc_key, hit.doc_key)),
+            )
             c.add(hit, lexical)
             return c
 
@@ -413,7 +420,7 @@ class Grader:
                     # not when most pages' text uses its words too (pip's docs: `pip install`, one page's keyword)
                     c.named = any(
                         name_length(term) >= 2
-                        and len({page_key(d) for d in index.documents(term)}) == 1
+                        and len({page_key(same.get(d, d)) for d in index.documents(term)}) == 1
                         and vocabulary.document_frequency(term) <= NAMED_SHARE * vocabulary.documents
                         for term in matched
                     )
@@ -440,5 +447,4 @@ class Grader:
             l0=l0,
             dense_distances=[h.distance for h in dense],
             background=floor,
-            copies=self.copies(kb, version),
         ).regrade(t)

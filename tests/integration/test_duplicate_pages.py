@@ -46,3 +46,14 @@ def test_a_lookup_sends_the_text_of_copies_once(ingested, query):
     assert [d["doc_key"] for d in docs if d["doc_key"] in COPIES] == ["copy-a.md"], docs
     # and the slots they took go to the other page
     assert "connection-pool.md" in [d["doc_key"] for d in docs]
+
+
+def test_an_identifier_of_a_page_with_copies_is_as_precise_as_on_the_page_alone(ingested):
+    """Its copies' text uses the identifier too, so no one page used it alone: not decisive, and the specific L0
+    matches were five pages (HIGHLY_RELEVANT or REFERENCE, by the model). The page and its copies are one page."""
+    home, _ = ingested
+    r = run_cli(home, "lookup", "ERR_TIMEOUT", "--kb", "dup", "--no-graph", "--json")
+    assert r.returncode == 0, r.stderr
+    result = json.loads(r.stdout)
+    assert result["relevance_level"] == "PRECISE", result
+    assert result["primary"][0]["doc_key"] == "copy-a.md"
