@@ -181,7 +181,11 @@ class Graded:
                 sent.insert(1, closest)
         first: dict[str, Candidate] = {}
         for c in sent:
-            first.setdefault(self.copy_of(c), c)
+            kept = first.setdefault(self.copy_of(c), c)
+            if c.doc_key == self.copy_of(c) and c.score >= kept.score:
+                # copies tie (the same text scores the same): the first copy is sent whatever order the store
+                # returned them in, so every lookup of a session sends the one key it then holds
+                first[self.copy_of(c)] = c
         return list(first.values())
 
     @staticmethod

@@ -42,8 +42,9 @@ def test_a_lookup_sends_the_text_of_copies_once(ingested, query):
     result = json.loads(r.stdout)
     assert result["found"], result["message"]
     docs = result["primary"] + result["supplement"]
-    # it was the page four times (copy-a, then copies b, c and e as supplements), each with the page's text
-    assert [d["doc_key"] for d in docs if d["doc_key"] in COPIES] == ["copy-a.md"], docs
+    # it was the page four times (copy-a, then copies b, c and e as supplements), each with the page's text; now
+    # once, always the same copy (the first by key: the session holds one)
+    assert [d["doc_key"] for d in docs if d["doc_key"] in COPIES] == [min(COPIES)], docs
     # and the slots they took go to the other page
     assert "connection-pool.md" in [d["doc_key"] for d in docs]
 
@@ -56,4 +57,4 @@ def test_an_identifier_of_a_page_with_copies_is_as_precise_as_on_the_page_alone(
     assert r.returncode == 0, r.stderr
     result = json.loads(r.stdout)
     assert result["relevance_level"] == "PRECISE", result
-    assert result["primary"][0]["doc_key"] == "copy-a.md"
+    assert result["primary"][0]["doc_key"] == min(COPIES)
