@@ -11,6 +11,7 @@ a level means the same thing everywhere.
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Mapping
 from contextlib import suppress
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -33,6 +34,9 @@ MAX_CHUNKS_PER_DOC = 20  # chunks fetched for a document found by keyword or by 
 NAMED_SHARE = 0.25  # a name whose rarest word more of the pages use than this names no one page
 # A weak REFERENCE's runner-ups scoring at least this share of its best are sent with it (`Graded.relevant`)
 NEAR_TIE = 0.8
+# a query with a name the KB never uses and no L0 match, of whose term weight the KB knows less than this share, is
+# a REFERENCE at most (`Graded.unknown_name_cap`)
+UNKNOWN_SHARE = 0.5
 
 
 def name_length(term: str) -> float:
@@ -85,6 +89,36 @@ def named_first(candidates: list[Candidate], floor: float) -> list[Candidate]:
     return [named[0], *(c for c in candidates if c is not named[0])]
 
 
+def copies(hashes: Mapping[str, tuple[str, str | None]]) -> dict[str, str]:
+    """Each document's first key (in sorted order) among the documents of the same text: the same parsed content
+    (`content_hash`) or the same file bytes (`file_hash`: a file copied under another name or folder, whose title
+    or domain came from its name). Such copies are one answer: a lookup sends one of them, and self-calibration
+    counts any of them as its question's page. A document with no copy maps to itself. `hashes`: doc key ->
+    (content hash, file hash or None), as the catalog has them (`catalog_hashes`)."""
+    parent = {key: key for key in hashes}
+
+    def root(key: str) -> str:
+        while parent[key] != key:
+            key = parent[key]
+        return key
+
+    seen: dict[str, str] = {}
+    for key in sorted(hashes):
+        content, file = hashes[key]
+        for h in (f"content:{content}", f"file:{file}" if file else ""):
+            if h and h in seen:
+                a, b = sorted((root(seen[h]), root(key)))
+                parent[b] = a
+            elif h:
+                seen[h] = key
+    return {key: root(key) for key in hashes}
+
+
+def catalog_hashes(catalog: Catalog, kb: str) -> dict[str, tuple[str, str | None]]:
+    """What `copies` compares of the KB's documents: their rows' hashes (no text read)."""
+    return {k: (d.content_hash, d.file_hash) for k, d in catalog.documents(kb).items()}
+
+
 def chunk_ids(doc_key: str, chunk_count: int) -> list[str]:
     return [f"{doc_key}#{i}" for i in range(min(chunk_count, MAX_CHUNKS_PER_DOC))]
 
@@ -107,7 +141,26 @@ class Graded:
         self.candidates = named_first(ranked, t.reference_threshold) if t.ranker is not None else ranked
         self.level = grade(self.candidates, t)
         self.weak = self.level == Level.REFERENCE and weak(self.candidates, t)
+        if self.query_terms.unknown_names and not self.l0 and self.level is not None:
+            self.level, self.weak = self.unknown_name_cap(self.level)
         return self
+
+    def unknown_name_cap(self, level: Level) -> tuple[Level | None, bool]:
+        """A query naming what the KB never uses (`unknown_names`: an identifier, product or file name), and no
+        title or keyword of the KB (L0), is found by similarity alone. When the KB knows none of its words either
+        (`kb_coverage` 0: the query is that name and words the KB never writes), nothing is found; when what it
+        knows weighs less than what it lacks (`UNKNOWN_SHARE`), it is a weak REFERENCE at most (its hint names
+        what the page lacks). A KB too small for a background to score against (2 pages, graded by the shared
+        preset, which has no answerability model) put "ERR_TIMEOUT" and "Redis maxmemory-policy allkeys-lru"
+        HIGHLY_RELEVANT on its connection-pool page. Capping every query with an unknown name cost answers the
+        KB has (sample labels: "nginx upstream proxy_pass", an L0 match, PRECISE -> REFERENCE; "How are HTTPS
+        certificates renewed automatically?", coverage 0.68, HIGHLY_RELEVANT -> REFERENCE)."""
+        coverage = self.query_terms.coverage
+        if coverage == 0.0:
+            return None, False
+        if coverage < UNKNOWN_SHARE and level in (Level.PRECISE, Level.HIGHLY_RELEVANT):
+            return Level.REFERENCE, True
+        return level, self.weak
 
     def relevant(self, t: Thresholds) -> list[Candidate]:
         """The documents worth sending: the best one whenever there is a level (its score is what says the KB
@@ -121,7 +174,10 @@ class Graded:
           right after the best: the two layers disagree, and on a question worded far from its page the ranker's
           overlap features pick a page sharing a common word while the meaning points at the answer (sample KB,
           "How do we prevent a cache stampede when keys expire together?": the secrets page first at similarity
-          0.27, the cache expiry page 2nd at 0.37, the highest). One page more at most."""
+          0.27, the cache expiry page 2nd at 0.37, the highest). One page more at most.
+
+        A copy of a document already chosen (the same text under another name, `copies`) is never chosen: it
+        would send the same text again (5 copies of a page: the page sent 4 times, as primary and supplements)."""
         if self.level is None:
             return []
         best = self.candidates[0].score
@@ -133,9 +189,20 @@ class Graded:
         ]
         if t.ranker is not None and self.level != Level.PRECISE:
             closest = max(self.candidates, key=lambda c: c.similarity)
-            if closest not in sent:
+            if all(self.copy_of(closest) != self.copy_of(c) for c in sent):
                 sent.insert(1, closest)
-        return sent
+        first: dict[str, Candidate] = {}
+        for c in sent:
+            kept = first.setdefault(self.copy_of(c), c)
+            if c.doc_key == self.copy_of(c) and c.score >= kept.score:
+                # copies tie (the same text scores the same): the first copy is sent whatever order the store
+                # returned them in, so every lookup of a session sends the one key it then holds
+                first[self.copy_of(c)] = c
+        return list(first.values())
+
+    @staticmethod
+    def copy_of(c: Candidate) -> str:
+        return c.copy_of or c.doc_key
 
     def details(self) -> dict:
         top = self.candidates[0] if self.candidates else None
@@ -174,6 +241,7 @@ class Grader:
         self._profiles: dict[str, tuple[str, TextProfiles]] = {}
         self._groups: dict[str, tuple[str, dict[str, int]]] = {}
         self._titles: dict[str, tuple[str, dict[str, set[str]]]] = {}
+        self._copies: dict[str, tuple[str, dict[str, str]]] = {}
 
     # -- per-KB views, rebuilt when the KB's version moves ---------------------
     def vocabulary(self, kb: str, version: str, rows: list | None = None) -> Vocabulary:
@@ -236,14 +304,23 @@ class Grader:
         return cached[1]
 
     def groups(self, kb: str, version: str) -> dict[str, int]:
-        """How many documents each page is (itself and its translations)."""
+        """How many documents each page is (itself, its translations and its copies: `Candidate.group`)."""
         cached = self._groups.get(kb)
         if cached is None or cached[0] != version:
             counts: dict[str, int] = {}
+            same = self.copies(kb, version)
             for k in self.catalog.documents(kb):
-                counts[page_key(k)] = counts.get(page_key(k), 0) + 1
+                counts[page_key(same[k])] = counts.get(page_key(same[k]), 0) + 1
             cached = (version, counts)
             self._groups[kb] = cached
+        return cached[1]
+
+    def copies(self, kb: str, version: str) -> dict[str, str]:
+        """Each document's first identical copy (`copies`), from the catalog's hashes: no text read."""
+        cached = self._copies.get(kb)
+        if cached is None or cached[0] != version:
+            cached = (version, copies(catalog_hashes(self.catalog, kb)))
+            self._copies[kb] = cached
         return cached[1]
 
     def titles(self, kb: str, version: str) -> dict[str, set[str]]:
@@ -251,9 +328,10 @@ class Grader:
         cached = self._titles.get(kb)
         if cached is None or cached[0] != version:
             pages: dict[str, set[str]] = {}
+            same = self.copies(kb, version)
             for k, d in self.catalog.documents(kb).items():
                 if name_length(normalize(d.title)) >= 2:
-                    pages.setdefault(stemmed(d.title), set()).add(page_key(k))
+                    pages.setdefault(stemmed(d.title), set()).add(page_key(same[k]))
             cached = (version, pages)
             self._titles[kb] = cached
         return cached[1]
@@ -315,8 +393,13 @@ class Grader:
         vocabulary = self.vocabulary(kb, version)
         found: dict[str, Candidate] = {}
 
+        same = self.copies(kb, version)
+
         def take(hit: ChunkHit, lexical: float | None = None) -> Candidate:
-            c = found.setdefault(hit.doc_key, Candidate(hit.doc_key, hit.title, hit.domain))
+            c = found.setdefault(
+                hit.doc_key,
+                Candidate(hit.doc_key, hit.title, hit.domain, copy_of=same.get(hit.doc_key, hit.doc_key)),
+            )
             c.add(hit, lexical)
             return c
 
@@ -354,7 +437,7 @@ class Grader:
                     # not when most pages' text uses its words too (pip's docs: `pip install`, one page's keyword)
                     c.named = any(
                         name_length(term) >= 2
-                        and len({page_key(d) for d in index.documents(term)}) == 1
+                        and len({page_key(same.get(d, d)) for d in index.documents(term)}) == 1
                         and vocabulary.document_frequency(term) <= NAMED_SHARE * vocabulary.documents
                         for term in matched
                     )

@@ -97,10 +97,12 @@ class Candidate:
     similarity: float = 0.0
     features: dict[str, float] = field(default_factory=dict)
     score: float = 0.0
+    copy_of: str = ""  # the first document of the same text (`grading.copies`); empty: none but itself
 
     @property
     def group(self) -> str:
-        return page_key(self.doc_key)
+        """The page: the document with its translations and its copies (identical pages are one answer)."""
+        return page_key(self.copy_of or self.doc_key)
 
     def add(self, hit: ChunkHit, lexical: float | None = None) -> None:
         self.chunks.setdefault(hit.chunk_index, hit)

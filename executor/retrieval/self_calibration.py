@@ -42,6 +42,7 @@ from executor.retrieval.calibration import FOLDS, Bars, Label, Observed, cross_v
 from executor.retrieval.chunking import PATH_SEPARATOR
 from executor.retrieval.documents import Document
 from executor.retrieval.glossary import to_chinese, to_english
+from executor.retrieval.grading import catalog_hashes, copies
 from executor.retrieval.keywords import TOKEN, normalize
 from executor.retrieval.off_topic import POOL
 from executor.retrieval.quality import measure
@@ -156,6 +157,8 @@ class Source:
     body: str
     # (chunk id, lines) per chunk as ingest stored them (the first line is the heading path); None: parse `body`
     chunks: tuple[tuple[str, tuple[str, ...]], ...] | None = None
+    # the first document of the same text (`grading.copies`: a copy under another name); None: itself
+    copy_of: str | None = None
 
 
 def _identifiers(source: Source) -> list[str]:
@@ -225,14 +228,37 @@ def _sentence(chunks: list[tuple[str, tuple[str, ...]]], rng: random.Random) -> 
     return rng.choice(found) if found else None
 
 
+def pages(sources: list[Source]) -> dict[str, str]:
+    """Each document's page: one key for a page, its translations (`page_key`) and its copies (`Source.copy_of`,
+    the same text under another name), which all answer the same questions. A question whose page has copies
+    labelled with the page alone counted every copy the grader put first as a miss (5 copies of one page and one
+    other page: held-out hit@1 0.23)."""
+    parent = {s.doc_key: s.doc_key for s in sources}
+
+    def root(key: str) -> str:
+        while parent[key] != key:
+            key = parent[key]
+        return key
+
+    first: dict[str, str] = {}
+    for s in sources:
+        for same in (f"page:{page_key(s.doc_key)}", f"copy:{s.copy_of or s.doc_key}"):
+            if same in first:
+                parent[root(s.doc_key)] = root(first[same])
+            else:
+                first[same] = s.doc_key
+    return {s.doc_key: root(s.doc_key) for s in sources}
+
+
 def generate(sources: list[Source], limit: int = MAX_GENERATED, seed: int = SEED) -> list[tuple[Label, str | None]]:
     """Questions labelled with the documents that answer them, at most `limit`, spread over the documents; each
     with the chunk to hold out when it is graded (None: none, the question names the subject only)."""
     rng = random.Random(seed)
+    page = pages(sources)
     twins: dict[str, list[str]] = defaultdict(list)
     for s in sources:
-        twins[page_key(s.doc_key)].append(s.doc_key)
-    # in how many pages (a page and its translations counted once) each identifier appears
+        twins[page[s.doc_key]].append(s.doc_key)
+    # in how many pages (a page, its translations and its copies counted once) each identifier appears
     spread: dict[str, set[str]] = defaultdict(set)
     idents = {s.doc_key: _identifiers(s) for s in sources}
     # a page uses an identifier when its text holds it as a token (the L0 layer's tokens: `err_x`, `a.b-c`)
@@ -241,12 +267,12 @@ def generate(sources: list[Source], limit: int = MAX_GENERATED, seed: int = SEED
         parts = TOKEN.findall(normalize(ident))
         for key, used in tokens.items():
             if parts and all(p in used for p in parts):
-                spread[ident].add(page_key(key))
+                spread[ident].add(page[key])
 
     per_doc: list[list[tuple[Label, str | None]]] = []
     for s in sources:
         language = document_language((s.body or s.title)[:4000])  # the opening says the language, cheaply
-        relevant = twins[page_key(s.doc_key)]
+        relevant = twins[page[s.doc_key]]
         asked: list[Label] = []
         held: list[tuple[Label, str]] = []
         title_other = rng.random() < 0.5
@@ -402,6 +428,7 @@ def sources_of(catalog, rows: list, kb: str) -> list[Source]:
     """The KB's documents, each with its stored chunks (`rows`: the vector store's `texts`)."""
     docs = catalog.documents(kb)
     bodies = catalog.stored_bodies(kb, set(docs))
+    same = copies(catalog_hashes(catalog, kb))
     stored: dict[str, dict[int, tuple[str, tuple[str, ...]]]] = defaultdict(dict)
     for chunk_id, doc_key, _, text in rows:
         stored[doc_key][int(chunk_id.rpartition("#")[2])] = (chunk_id, tuple(text.split("\n")))
@@ -413,6 +440,7 @@ def sources_of(catalog, rows: list, kb: str) -> list[Source]:
             list(d.error_codes or []),
             bodies.get(k, ""),
             tuple(c for _, c in sorted(stored[k].items())) if k in stored else None,
+            same[k] if same[k] != k else None,
         )
         for k, d in docs.items()
     ]
@@ -424,6 +452,16 @@ def observe_all(
     """Grade every question once, as lookup would (the queries embedded in one batch, the store searched in
     batches of `SEARCH_BATCH`), each without the chunk it holds out."""
     at = version(catalog.require(kb))
+    same = grader.copies(kb, at)
+
+    def held_out(label: Label, held: str | None) -> frozenset[str]:
+        """The chunk a sentence question came from, and the same chunk of each copy of its page: a copy's identical
+        sentence would find it as surely as the sentence itself."""
+        if held is None:
+            return frozenset()
+        key, _, index = held.rpartition("#")
+        return frozenset([held, *(f"{k}#{index}" for k in label.relevant if same.get(k, k) == same.get(key, key))])
+
     vectors = list(embedder.embed_documents([label.query for label, _ in questions])) if questions else []
     observed: list[Observed] = []
     with tqdm(
@@ -437,7 +475,7 @@ def observe_all(
                 [label.query for label, _ in batch],
                 vectors[start : start + SEARCH_BATCH],
                 t,
-                [frozenset([held]) if held else frozenset() for _, held in batch],
+                [held_out(label, held) for label, held in batch],
             )
             observed += [Observed(label, kb, g) for (label, _), g in zip(batch, graded, strict=True)]
             bar.update(len(batch))
