@@ -16,7 +16,8 @@ from pathlib import Path
 import yaml
 
 # libyaml's C loader where PyYAML has it: the same data as the pure-Python one, several times faster
-LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+# libyaml's loader when PyYAML was built with it; typed as the pure-Python one, whose interface it shares
+LOADER: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 # the tags YAML 1.1 gives a plain word that is no text: `on`, `yes`, `off`, `no`, `true` (bool), `~`, `null`
 _WORD_TAGS = ("tag:yaml.org,2002:bool", "tag:yaml.org,2002:null")

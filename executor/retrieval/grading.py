@@ -34,6 +34,12 @@ MAX_CHUNKS_PER_DOC = 20  # chunks fetched for a document found by keyword or by 
 NAMED_SHARE = 0.25  # a name whose rarest word more of the pages use than this names no one page
 # A weak REFERENCE's runner-ups scoring at least this share of its best are sent with it (`Graded.relevant`)
 NEAR_TIE = 0.8
+# ... and the dense layer's first page, when the ranker put another first, if it scores at least this share of the
+# best: below, the ranker reads it as noise (a 10-page KB, `LaunchDarkly`: a page never naming it, scored 0.005 at
+# the background against the best's 0.097, was sent ahead of the near tie that answers; the cache stampede page the
+# rule is for scores 0.92 of its best on a self-calibrated copy of the sample KB; at 0.2 one Hatch question lost
+# the page that answers, at 0.1 none of the held-out sets' figures moves)
+DENSE_FIRST_SHARE = 0.1
 # a query with a name the KB never uses and no L0 match, of whose term weight the KB knows less than this share, is
 # a REFERENCE at most (`Graded.unknown_name_cap`)
 UNKNOWN_SHARE = 0.5
@@ -174,7 +180,8 @@ class Graded:
           right after the best: the two layers disagree, and on a question worded far from its page the ranker's
           overlap features pick a page sharing a common word while the meaning points at the answer (sample KB,
           "How do we prevent a cache stampede when keys expire together?": the secrets page first at similarity
-          0.27, the cache expiry page 2nd at 0.37, the highest). One page more at most.
+          0.27, the cache expiry page 2nd at 0.37, the highest). One page more at most, and only one the ranker
+          scores at `DENSE_FIRST_SHARE` of the best or more (not noise).
 
         A copy of a document already chosen (the same text under another name, `copies`) is never chosen: it
         would send the same text again (5 copies of a page: the page sent 4 times, as primary and supplements)."""
@@ -189,7 +196,9 @@ class Graded:
         ]
         if t.ranker is not None and self.level != Level.PRECISE:
             closest = max(self.candidates, key=lambda c: c.similarity)
-            if all(self.copy_of(closest) != self.copy_of(c) for c in sent):
+            if closest.score >= DENSE_FIRST_SHARE * best and all(
+                self.copy_of(closest) != self.copy_of(c) for c in sent
+            ):
                 sent.insert(1, closest)
         first: dict[str, Candidate] = {}
         for c in sent:

@@ -127,11 +127,6 @@ def test_plain_questions_on_a_small_self_calibrated_kb_find_their_page(cal_rt):
     assert all(sent(r)[0] == questions[q] for q, r in results.items()), {q: sent(r) for q, r in results.items()}
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="issue 30 round 17 finding 4: below PRECISE the dense layer's first page is sent second whatever its "
-    "score (Graded.relevant): a page the ranker scores at the background is sent ahead of the real near tie",
-)
 def test_the_dense_layers_first_page_at_noise_level_is_not_sent_ahead_of_a_near_tie():
     # the figures of `LaunchDarkly` on the KB above (finding 4): the stuffed page first, flags.md (the page that
     # answers) a near tie, migrations.md (never names LaunchDarkly) scored at the background, similarity 0.099
