@@ -7,9 +7,8 @@ import os
 import signal
 
 import pytest
-from conftest import copy_of, ingested_home, run_cli
 from milvus_lite.server_manager import server_manager_instance
-from test_lite_recovery import only_lite_server_of
+from test_lite_recovery import home, only_lite_server_of, pristine  # noqa: F401 - home, pristine: fixtures
 
 from executor.core.errors import BackendError
 from executor.stores.vectors import MilvusVectorStore
@@ -17,16 +16,9 @@ from executor.stores.vectors import MilvusVectorStore
 pytestmark = pytest.mark.timeout(300)
 
 
-@pytest.fixture(scope="module")
-def pristine(tmp_path_factory):
-    home = ingested_home(tmp_path_factory, "lite-edges-home")
-    run_cli(home, "graph", "stop")
-    return home
-
-
 @pytest.fixture
-def store(pristine, tmp_path):
-    home = copy_of(pristine, tmp_path)
+def store(home):  # noqa: F811 - the imported fixture, requested
+    """`home`: a copy of an ingested home (test_lite_recovery's fixtures); a store on its Lite file, in process."""
     db = home / "milvus.db"
     store = MilvusVectorStore(str(db))
     yield store, db
