@@ -581,7 +581,7 @@ class MilvusVectorStore:
         failed every later lookup until the process was restarted."""
         opened = self._client
         try:
-            return call()
+            return self._when_ready(call)
         except Exception as exc:
             failure = self._read_failure(kb, exc)
             if failure is None:
@@ -589,7 +589,20 @@ class MilvusVectorStore:
             if not self._restarted(opened, exc):
                 raise failure from exc
         with self._reading(kb):
-            return call()
+            return self._when_ready(call)
+
+    def _when_ready(self, call: Callable[[], T]) -> T:
+        """`call`, made again while a Lite server just started answers that its memory-mapping is not set up yet
+        (`LITE_NOT_READY`; seen under load, between its first answer and its first read): that is no damage, and
+        read as one it told the user to move the file away. Bounded by the store's timeout."""
+        deadline = time.monotonic() + self._timeout
+        while True:
+            try:
+                return call()
+            except Exception as exc:
+                if not (self.is_lite and LITE_NOT_READY in str(exc)) or time.monotonic() > deadline:
+                    raise
+            time.sleep(LITE_READY_POLL_S)
 
     @contextmanager
     def _reading(self, kb: str):
@@ -621,6 +634,11 @@ class MilvusVectorStore:
             return None
         said = first_line(getattr(exc, "message", None) or exc)
         self._refuse_if_disk_full(exc, "read", "free some space")
+        if self.is_lite and LITE_NOT_READY in said:
+            return BackendError(
+                f"cannot read knowledge base {kb!r} from {self._where()}: its server was not ready within "
+                f"EXECUTOR_MILVUS_TIMEOUT_S={self._timeout:g} s"
+            )
         damaged = ("failed to parse", "Assert", "malformed", "Load data failed")
         if self.is_lite and any(sign in said for sign in damaged):
             return BackendError(self._damaged_message(f"its records cannot be read: {said[:120]}"))
@@ -838,6 +856,11 @@ def _status(exc: Exception):
     """A gRPC error's status code (grpc.RpcError declares none; those pymilvus raises are calls, which have one)."""
     code = getattr(exc, "code", None)
     return code() if callable(code) else None
+
+
+# what a Lite server that has just started says to a read it is not ready for (milvus-lite 2.5.1)
+LITE_NOT_READY = "Mmap manager has not been init"
+LITE_READY_POLL_S = 0.1
 
 
 def _connection_lost(exc: Exception) -> bool:
