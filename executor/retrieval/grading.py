@@ -57,6 +57,11 @@ def stemmed(text: str) -> str:
     )
 
 
+def to_front(candidates: list[Candidate], page: Candidate) -> list[Candidate]:
+    """`candidates` with `page` first, the others in their order."""
+    return [page, *(c for c in candidates if c is not page)]
+
+
 def decisive_first(candidates: list[Candidate]) -> list[Candidate]:
     """When the specific L0 matches are all one page (or its translations) and one of them is decisive (a unique
     identifier), that page goes first: the exact name of an error code or key outranks any similarity."""
@@ -64,7 +69,7 @@ def decisive_first(candidates: list[Candidate]) -> list[Candidate]:
     decisive = [c for c in specific if c.decisive]
     if not decisive or len({c.group for c in specific}) != 1 or decisive[0] is candidates[0]:
         return candidates
-    return [decisive[0], *(c for c in candidates if c is not decisive[0])]
+    return to_front(candidates, decisive[0])
 
 
 def spelled_first(candidates: list[Candidate]) -> list[Candidate]:
@@ -76,7 +81,7 @@ def spelled_first(candidates: list[Candidate]) -> list[Candidate]:
     specific = [c for c in candidates if c.specific]
     if not specific or len({c.group for c in specific}) != 1 or not specific[0].spelled or specific[0] is candidates[0]:
         return candidates
-    return [specific[0], *(c for c in candidates if c is not specific[0])]
+    return to_front(candidates, specific[0])
 
 
 def named_first(candidates: list[Candidate], floor: float) -> list[Candidate]:
@@ -92,7 +97,7 @@ def named_first(candidates: list[Candidate], floor: float) -> list[Candidate]:
         or named[0].score < floor
     ):
         return candidates
-    return [named[0], *(c for c in candidates if c is not named[0])]
+    return to_front(candidates, named[0])
 
 
 def copies(hashes: Mapping[str, tuple[str, str | None]]) -> dict[str, str]:
