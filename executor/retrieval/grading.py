@@ -84,6 +84,26 @@ def spelled_first(candidates: list[Candidate]) -> list[Candidate]:
     return to_front(candidates, specific[0])
 
 
+def specific_first(candidates: list[Candidate], floor: float) -> list[Candidate]:
+    """Graded by the bare similarity (no ranker to weigh the L0 layer): when the specific L0 matches are all one page
+    (or its translations), one of them a name (`Candidate.specific_name`: `PgBouncer`, `HikariCP`), and its
+    similarity reaches REFERENCE (`floor`), that page goes first. A name only that page's keywords give says more
+    than words a page of the question's language shares with it (sample KB, "PgBouncer 的连接池模式": the Chinese
+    connection-pool page first at 0.35, the English page that names PgBouncer second at 0.29; the ranker, which
+    weighs `specific_keyword`, puts it first). Plain words are not enough: `memory limit`, a keyword of the OOMKilled
+    page, put it ahead of the Redis eviction page for "What happens when Redis reaches its memory limit?"."""
+    specific = [c for c in candidates if c.specific]
+    if (
+        not specific
+        or len({c.group for c in specific}) != 1
+        or not any(c.specific_name for c in specific)
+        or specific[0] is candidates[0]
+        or specific[0].score < floor
+    ):
+        return candidates
+    return to_front(candidates, specific[0])
+
+
 def named_first(candidates: list[Candidate], floor: float) -> list[Candidate]:
     """The one page the query names, by its title or an identifier only it uses, goes first when the ranker
     finds it relevant at all (`floor`): "What is a library chart?" is the library charts page,
@@ -149,7 +169,10 @@ class Graded:
     def regrade(self, t: Thresholds) -> Graded:
         """Score, order and grade the candidates under `t` (calibration re-grades with each fold's model)."""
         ranked = decisive_first(spelled_first(rank(self.candidates, t.ranker)))
-        self.candidates = named_first(ranked, t.reference_threshold) if t.ranker is not None else ranked
+        if t.ranker is not None:
+            self.candidates = named_first(ranked, t.reference_threshold)
+        else:
+            self.candidates = specific_first(ranked, t.reference_threshold)
         self.level = grade(self.candidates, t)
         self.weak = self.level == Level.REFERENCE and weak(self.candidates, t)
         if self.query_terms.unknown_names and not self.l0 and self.level is not None:
@@ -442,6 +465,7 @@ class Grader:
                     c = found[k]
                     c.l0_terms = matched
                     c.specific = any(vocabulary.specific(term) for term in matched)
+                    c.specific_name = any(vocabulary.specific(t) and t in vocabulary.spellings for t in matched)
                     c.decisive = any(
                         (IDENTIFIER.fullmatch(term) or vocabulary.code_name(term))
                         and vocabulary.document_frequency(term) <= groups[c.group]

@@ -79,6 +79,7 @@ class Candidate:
     lexical: float = 0.0  # best BM25 (or lexical-weight) score of its chunks; 0 when the lexical layer missed it
     l0_terms: list[str] = field(default_factory=list)
     specific: bool = False  # one of its L0 terms is specific
+    specific_name: bool = False  # ... and written as a name (`Vocabulary.spellings`: `PgBouncer`, `ERR_TIMEOUT`)
     # one of its L0 terms is an identifier (an error code, config key, flag: `_`, `.`, `-` or a digit inside one
     # token) that no page but this one and its translations uses anywhere: the exact name decides (PRECISE),
     # whatever the dense similarity of a bare code string says
