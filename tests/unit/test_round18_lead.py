@@ -1,0 +1,43 @@
+"""Round eighteen's findings of severity 7-9 (evals/review/hostile18-findings.md, hostile18b-findings.md)."""
+
+import pytest
+
+from executor.core.errors import redact
+
+
+# -- hostile18 #15, hostile18b #10: MySQL's own "(using password: YES)" is no credential ------------------------------
+@pytest.mark.parametrize("said", ["YES", "NO"])
+def test_mysqls_access_denied_keeps_whether_a_password_was_sent(said):
+    text = f"(1045, \"Access denied for user 'root'@'127.0.0.1' (using password: {said})\")"
+    assert redact(text) == text
+
+
+def test_a_password_after_the_same_words_is_still_masked():
+    assert redact("using password: hunter2") == "using password: ***"
+    assert redact("password: YES-really-secret") == "password: ***"
+
+
+# -- round eighteen (hostile18 #13, hostile18b #5): a database URL whose driver is not installed ---------------------
+@pytest.mark.parametrize(
+    ("url", "advice"),
+    [
+        ("mysql://root@127.0.0.1:3306/test", "mysql+pymysql://"),
+        ("mysql+mysqldb://root:pw@127.0.0.1:3306/test", "mysql+pymysql://"),
+        ("mariadb://root@127.0.0.1:3306/test", "mariadb+pymysql://"),
+    ],
+)
+def test_a_database_url_naming_a_driver_that_is_not_installed_is_a_setting_to_fix(url, advice):
+    from pydantic import ValidationError
+
+    from executor.core.settings import Settings
+
+    with pytest.raises(ValidationError, match=r"driver 'mysqldb' is not installed; name one that is, such as ") as err:
+        Settings(database_url=url)
+    assert advice in str(err.value)
+    assert "pw" not in str(err.value)
+
+
+def test_a_database_url_whose_driver_is_installed_passes():
+    from executor.core.settings import Settings
+
+    assert Settings(database_url="mysql+pymysql://root@127.0.0.1:3306/test").database_url
