@@ -41,3 +41,19 @@ def test_a_database_url_whose_driver_is_installed_passes():
     from executor.core.settings import Settings
 
     assert Settings(database_url="mysql+pymysql://root@127.0.0.1:3306/test").database_url
+
+
+# -- hostile18b #6: a knowledge base id of `query_knowledge_graph` is the caller's text ---------------------------------
+@pytest.mark.parametrize("bad", ["x\x1b]52;c;SGk=\x07", "a\u202eb", "n\x00ul"])
+def test_an_id_with_control_characters_is_shown_escaped_in_the_result_text(bad):
+    from executor.core.results import KGResult
+    from executor.prompts.results import kg_text
+
+    result = KGResult(
+        query="PgBouncer",
+        errors=[{"knowledge_base_id": bad, "error": "invalid knowledge base name"}],
+        warnings=[{"knowledge_base_id": bad, "message": "skipped"}],
+    )
+    text = kg_text(result)
+    assert not any(ch in text for ch in "\x1b\x07\u202e\x00"), text
+    assert text.count(repr(bad)[1:-1]) == 2, text
