@@ -174,6 +174,10 @@ class InputError(ExecutorError):
     """The request itself is malformed (empty query, unknown knowledge base, ...)."""
 
 
+class OutputError(ExecutorError):
+    """stdout cannot take the command's output (a full device or disk behind it): the command is told, exit 1."""
+
+
 class ConfigError(ExecutorError):
     """The configuration is wrong (a setting, the embedder, a model folder): no request can fix it."""
 

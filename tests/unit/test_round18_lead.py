@@ -43,7 +43,7 @@ def test_a_database_url_whose_driver_is_installed_passes():
     assert Settings(database_url="mysql+pymysql://root@127.0.0.1:3306/test").database_url
 
 
-# -- hostile18b #6: a knowledge base id of `query_knowledge_graph` is the caller's text ---------------------------------
+# -- hostile18b #6: a knowledge base id of `query_knowledge_graph` is the caller's text --------------------------------
 @pytest.mark.parametrize("bad", ["x\x1b]52;c;SGk=\x07", "a\u202eb", "n\x00ul"])
 def test_an_id_with_control_characters_is_shown_escaped_in_the_result_text(bad):
     from executor.core.results import KGResult
@@ -57,3 +57,25 @@ def test_an_id_with_control_characters_is_shown_escaped_in_the_result_text(bad):
     text = kg_text(result)
     assert not any(ch in text for ch in "\x1b\x07\u202e\x00"), text
     assert text.count(repr(bad)[1:-1]) == 2, text
+
+
+# -- hostile18b #11: `eval --policy llm` with no model is asked wrongly (exit 2), not a failure (exit 1) --------------
+def test_policy_llm_without_a_model_is_an_input_error():
+    from types import SimpleNamespace
+
+    from evals.runner import llm_policy_model
+    from executor.core.errors import InputError
+
+    with pytest.raises(InputError, match="--policy llm needs EXECUTOR_LOCAL_MODEL"):
+        llm_policy_model(SimpleNamespace(settings=SimpleNamespace(llm_configured=False)))
+
+
+# -- hostile18b #8: a path too long is said to be too long, not to hold characters it does not hold ------------------
+def test_a_path_over_the_limit_says_its_length():
+    from executor.core.errors import InputError
+    from executor.retrieval.documents import MAX_DOC_KEY_CHARS, check_doc_key
+
+    deep = "d/" * 300 + "deep.md"
+    with pytest.raises(InputError, match=rf"the path is {len(deep):,} characters long; at most {MAX_DOC_KEY_CHARS}"):
+        check_doc_key(deep)
+    assert check_doc_key("d/" * 197 + "deep.md") == "d/" * 197 + "deep.md"
