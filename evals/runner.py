@@ -23,7 +23,7 @@ from tqdm import tqdm
 from evals.policy import ScriptedPolicy
 from evals.scenarios_model import Expect, Scenario, Turn
 from executor.agent.session import TurnResult, run_turn
-from executor.core.errors import ExecutorError
+from executor.core.errors import ExecutorError, InputError
 from executor.core.relevance import Level
 from executor.nodes.state import Context
 from executor.prompts.executor import NOTHING_FOUND
@@ -355,7 +355,8 @@ def llm_policy_model(rt):
     """The chat model `--policy llm` asks: the runtime's (EXECUTOR_LOCAL_MODEL, served by a runtime built with
     `serve_model`, or the configured OpenAI-compatible endpoint)."""
     if not rt.settings.llm_configured:
-        raise ExecutorError("--policy llm needs EXECUTOR_LOCAL_MODEL, OPENAI_API_KEY or OPENAI_BASE_URL")
+        # asked wrongly (a setting is missing), not a failure: exit 2, as --help defines
+        raise InputError("--policy llm needs EXECUTOR_LOCAL_MODEL, OPENAI_API_KEY or OPENAI_BASE_URL")
     return rt.chat_model[0]
 
 

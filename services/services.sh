@@ -118,7 +118,7 @@ neo4j() { if [ -x "$here/neo4j/start.sh" ]; then "$here/neo4j/start.sh" "$@"; el
 print_env() {
   cat <<EOF
 export NEO4J_URI=bolt://127.0.0.1:7687 NEO4J_USER=neo4j NEO4J_PASSWORD=executor-neo4j
-# PostgreSQL: postgresql://postgres@127.0.0.1:$PG_PORT/test   MariaDB: mysql://root@127.0.0.1:$MY_PORT/test
+# PostgreSQL: postgresql://postgres@127.0.0.1:$PG_PORT/test   MariaDB: mysql+pymysql://root@127.0.0.1:$MY_PORT/test
 # stop them: services/services.sh stop   (or make services-stop)
 EOF
 }

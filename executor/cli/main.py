@@ -54,6 +54,7 @@ try:
         ConfigError,
         ExecutorError,
         InputError,
+        OutputError,
         describe,
         printable,
         redact,
@@ -79,7 +80,7 @@ def report(exc: BaseException, argv: list[str]) -> int:
     if debugging(argv):  # what users paste into bug reports: redacted like every other line, its escapes shown
         sys.stderr.write(terminal_safe(redact("".join(traceback.format_exception(exc)))))
     line = printable(redact(message))  # click echoes option values, which may hold a secret
-    if "--json" in flags:
+    if "--json" in flags and not isinstance(exc, OutputError):  # stdout is what failed: no JSON can reach it
         sys.stdout.write(json.dumps({"error": line, "code": code}, ensure_ascii=False) + "\n")
         sys.stdout.flush()
     sys.stderr.write(f"error: {line}\n")
@@ -154,6 +155,8 @@ def leave(code: int) -> NoReturn:
     for stream in (sys.stdout, sys.stderr):
         try:
             stream.flush()
+        except OutputError as exc:  # the output was lost: the command did not do what it was asked
+            code = code or report(exc, [])
         except (OSError, ValueError):  # a closed pipe: nothing more can reach the reader
             pass
     os._exit(code)

@@ -46,6 +46,8 @@ def register_secret(value: str | None) -> None:
         _SECRET_PATTERN = re.compile(rf"(?<![A-Za-z0-9_])(?:{alternatives})(?![A-Za-z0-9_])")
 
 
+# MySQL's and MariaDB's "Access denied for user 'u'@'h' (using password: YES)": whether one was sent, never the password
+MYSQL_DENIED = re.compile(r"using password: (?:YES|NO)\)?")
 # the word a `password:`-style key ends: "/etc/passwd: no such folder" is a path and an error, not a credential
 _WORD_BEFORE = re.compile(r"[^\s'\"`=]*\Z")
 
@@ -53,6 +55,8 @@ _WORD_BEFORE = re.compile(r"[^\s'\"`=]*\Z")
 def _mask_param(m: re.Match) -> str:
     """`key: ***`, unless the key is the last part of a file path followed by a colon (a query's `token=` is
     always masked)."""
+    if MYSQL_DENIED.fullmatch(m.string, max(0, m.start() - 6), m.end()):
+        return m.group()
     before = _WORD_BEFORE.search(m.string, max(0, m.start() - 500), m.start())
     if "=" not in m.group("sep") and before is not None and ("/" in before.group() or "\\" in before.group()):
         return m.group()
@@ -168,6 +172,10 @@ class ExecutorError(RuntimeError):
 
 class InputError(ExecutorError):
     """The request itself is malformed (empty query, unknown knowledge base, ...)."""
+
+
+class OutputError(ExecutorError):
+    """stdout cannot take the command's output (a full device or disk behind it): the command is told, exit 1."""
 
 
 class ConfigError(ExecutorError):

@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import fcntl
+import io
 import os
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TextIO, cast
+
+from executor.core.errors import OutputError
 
 PRIVATE_UMASK = 0o077  # files 0600, folders 0700
 
@@ -203,12 +206,37 @@ def standard_streams() -> frozenset[int]:
     if sys.stdin is None:
         sys.stdin = open(0, encoding="utf-8", closefd=False)  # noqa: SIM115 (the process's own, never closed)
     if sys.stdout is None:
-        sys.stdout = open(1, "w", encoding="utf-8", closefd=False)  # noqa: SIM115
+        sys.stdout = _Stdout(open(1, "wb", closefd=False), encoding="utf-8")  # noqa: SIM115
+    elif sys.stdout is sys.__stdout__ and isinstance(sys.stdout, io.TextIOWrapper):  # a test's capture: left alone
+        out = sys.stdout
+        sys.stdout = _Stdout(out.buffer, encoding=out.encoding, errors=out.errors, line_buffering=out.line_buffering)
     if sys.stderr is None or sys.stderr is sys.__stderr__:  # a test's captured stderr is left alone
         stream = sys.stderr or open(2, "w", buffering=1, errors="backslashreplace", closefd=False)  # noqa: SIM115
         sys.stderr = cast(TextIO, _Unfailing(stream))
     closed_at_start = frozenset(closed)
     return closed_at_start
+
+
+class _Stdout(io.TextIOWrapper):
+    """stdout whose failed writes say they are stdout's (`>/dev/full`, a full disk behind `> file`): they read
+    "error: OSError: [Errno 28] No space left on device", as if the command's own work had failed on the home's disk.
+    A reader gone (EPIPE, `| head`) is left as it is: the command line handles that on its own."""
+
+    def write(self, text: str) -> int:
+        try:
+            return super().write(text)
+        except BrokenPipeError:
+            raise
+        except OSError as exc:
+            raise OutputError(f"cannot write to stdout: {exc.strerror or exc}") from None
+
+    def flush(self) -> None:
+        try:
+            super().flush()
+        except BrokenPipeError:
+            raise
+        except OSError as exc:
+            raise OutputError(f"cannot write to stdout: {exc.strerror or exc}") from None
 
 
 class _Unfailing:

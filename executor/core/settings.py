@@ -791,7 +791,7 @@ class Settings(BaseSettings):
 
             try:
                 url = make_url(value)
-                url.get_dialect()  # an unknown dialect ("nope://") is a setting to fix, not a crash
+                dialect = url.get_dialect()  # an unknown dialect ("nope://") is a setting to fix, not a crash
             except NoSuchModuleError:
                 kind = value.partition(":")[0]  # the scheme alone: what follows may hold a password
                 raise ValueError(f"unknown database kind {kind!r} (sqlite, postgresql, mysql)") from None
@@ -800,6 +800,19 @@ class Settings(BaseSettings):
                 if not isinstance(exc, ArgumentError):
                     problem += f": {_url_problem(exc, value)}"
                 raise ValueError(problem) from None
+            try:
+                # the driver a URL names is imported only when the first command connects: `mysql://` (SQLAlchemy's
+                # default driver for it, mysqlclient) was "ModuleNotFoundError: No module named 'MySQLdb'" there
+                dialect.import_dbapi()
+            except ImportError:
+                backend, driver = url.get_backend_name(), url.get_driver_name()
+                hint = {
+                    "mysql": "mysql+pymysql://... with pip install pymysql",
+                    "mariadb": "mariadb+pymysql://... with pip install pymysql",
+                    "postgresql": "postgresql+psycopg://...",
+                }
+                other = f"; name one that is, such as {hint[backend]}" if backend in hint else ""
+                raise ValueError(f"the {backend} driver {driver!r} is not installed{other}") from None
             if url.get_backend_name() == "sqlite" and (url.database or ":memory:") == ":memory:":
                 # the catalog and the sessions would be gone when the command ends, while its vectors stay in the
                 # home: an ingest that "succeeded" left a KB no later command knows

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from executor.core.errors import terminal_safe
 from executor.core.relevance import language_of
 from executor.core.results import GraphExpansion, KGResult, LookupResult
 from executor.prompts.framing import quoted, quoted_document
@@ -37,8 +38,10 @@ def kg_text(result: KGResult) -> str:
     lines = [f"results: {result.count} from {counts}"]
     if result.dedup_reason:
         lines += [f"dedup_reason: {result.dedup_reason}", f"completeness_hint: {result.completeness_hint}"]
-    lines += [f"warning: {w['knowledge_base_id']}: {w['message']}" for w in result.warnings]
-    lines += [f"error: {e['knowledge_base_id']}: {e['error']}" for e in result.errors]
+    # an id is the caller's text, as given (a name that is no KB's among them): escaped as its message shows it, so a
+    # host printing results to a terminal obeys no escape sequence in it
+    lines += [f"warning: {terminal_safe(w['knowledge_base_id'])}: {w['message']}" for w in result.warnings]
+    lines += [f"error: {terminal_safe(e['knowledge_base_id'])}: {e['error']}" for e in result.errors]
     edges = result.graph_data["edges"]
     if edges:  # entity names come from documents: quoted; the cut is said (a host reads every edge in graph_data)
         lines.append(

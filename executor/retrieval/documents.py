@@ -98,13 +98,20 @@ def _symbol(ch: str) -> str:
     return "x" if unicodedata.category(ch) == "So" or "\U0001f3fb" <= ch <= "\U0001f3ff" else ch
 
 
+MAX_DOC_KEY_CHARS = 401
+
+
 def check_doc_key(doc_key: str) -> str:
     # a combining mark belongs to the letter before it, and Persian writes words with a zero-width non-joiner:
     # Devanagari's vowel signs (`हिंदी.md`), Hebrew points, an accent kept apart (NFD) and `می‌خواهم.md` were
     # refused as if they were punctuation; so were emoji (`🚀 launch.md`, `✅ done.md`), which are symbols a name
     # may hold (an emoji's variation selector and joiners are marks and joiners, read with it)
+    if len(doc_key) > MAX_DOC_KEY_CHARS:  # a name of allowed characters, 300 folders deep, was told its characters
+        raise InputError(
+            f"{doc_key[:60]}...: the path is {len(doc_key):,} characters long; at most {MAX_DOC_KEY_CHARS} are read"
+        )
     bare = "".join(_symbol(ch) for ch in doc_key if not _in_letter(ch))
-    if _in_letter(doc_key[:1] or " ") or len(doc_key) > 401 or not DOC_KEY.fullmatch(bare):
+    if _in_letter(doc_key[:1] or " ") or not DOC_KEY.fullmatch(bare):
         raise InputError(f"{doc_key}: file names may hold letters, digits, emoji, '_', '-', '.', '/' and spaces only")
     return doc_key
 

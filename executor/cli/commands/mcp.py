@@ -36,13 +36,15 @@ def mcp(
     # the whole home is served on purpose: query_knowledge_graph reads several KBs in one call and
     # list_knowledge_bases names them; --kb only picks the one lookup_knowledge and navigate_graph read
     kb: Annotated[
-        str,
+        str | None,
         typer.Option(
             "--kb",
             help="the knowledge base lookup_knowledge and navigate_graph read (query_knowledge_graph and "
-            "list_knowledge_bases see every KB of the home: serve a home holding only what the host may read)",
+            "list_knowledge_bases see every KB of the home: serve a home holding only what the host may read) "
+            "[default: sample]",
+            show_default=False,
         ),
-    ] = "sample",
+    ] = None,
     token: Annotated[
         str | None,
         typer.Option(
@@ -60,9 +62,10 @@ def mcp(
     from executor.agent.mcp_server import ExecutorMCP, server_version
     from executor.agent.runtime import Runtime
     from executor.core import fs
-    from executor.core.errors import ExecutorError, InputError, register_secret
+    from executor.core.errors import ExecutorError, InputError, OutputError, register_secret
     from executor.core.fs import private_file
     from executor.core.local_http import is_loopback, server_config
+    from executor.core.validation import validate_kb_name
 
     if not http and 0 in fs.closed_at_start:  # the host's requests come on stdin: there would be none to answer
         raise ExecutorError("stdin is closed: the stdio MCP server reads the host's requests there (or use --http)")
@@ -85,12 +88,27 @@ def mcp(
         name = "EXECUTOR_MCP_TOKEN" if os.environ.get("EXECUTOR_MCP_TOKEN") == token else "--token"
         raise InputError(f"{name} must have at least 16 characters")
     register_secret(token)
+    if kb is not None:
+        validate_kb_name(kb)  # a name no KB can have: refused before anything starts, as `executor lookup` refuses it
     with Runtime(mcp_settings(), source="mcp") as rt:
+        if kb is not None:
+            # named on purpose, so a host's every lookup would fail on it ("unknown knowledge base"): refused now.
+            # The default may be missing: a home served for query_knowledge_graph alone need not hold `sample`
+            rt.catalog.require(kb)
+        kb = kb or "sample"
         server = ExecutorMCP(rt, kb=kb)
         where = f"home {rt.settings.home}, knowledge base {kb}, version {server_version()}"
         if not http:  # stdout is the protocol's: the start-up line goes to stderr, which hosts log
             print(f"executor MCP server on stdio ({where})", file=sys.stderr, flush=True)
-            anyio.run(server.run_stdio)
+            try:
+                anyio.run(server.run_stdio)
+            except Exception as exc:
+                # what escapes the stdio server is its transport's (a tool's failure is the host's answer): an
+                # OSError there is stdout failing (`>/dev/full`), said as every command says it
+                lost = _transport_failure(exc)
+                if lost is None:
+                    raise
+                raise OutputError(f"cannot write to stdout: {lost.strerror or lost}") from None
             return
         import uvicorn
 
@@ -112,6 +130,17 @@ def mcp(
         )
         with _root_log_to(log):
             uvicorn.Server(config).run(sockets=[sock])
+
+
+def _transport_failure(exc: BaseException) -> OSError | None:
+    """The OSError (a reader gone aside) in what the stdio server raised, alone or in anyio's exception group."""
+    if isinstance(exc, OSError) and not isinstance(exc, BrokenPipeError):
+        return exc
+    for inner in getattr(exc, "exceptions", ()):
+        found = _transport_failure(inner)
+        if found is not None:
+            return found
+    return None
 
 
 def _listen(host: str, port: int):
