@@ -152,3 +152,17 @@ def test_query_knowledge_graph_on_a_backend_without_the_kbs_graph_says_so(falkor
     r = run_cli(falkordb_home, "kg", "PgBouncer connection pool", EXECUTOR_GRAPH_BACKEND="sql")
     assert r.returncode == 1, r.stdout
     assert "the graph of knowledge base 'sample' is not in this graph backend" in r.stderr, r.stderr
+
+
+# -- finding 9: Neo4j's reason on the line after its colon ---------------------------------------------------------
+def test_a_neo4j_that_cannot_be_reached_says_why():
+    from executor.core.errors import BackendError
+    from executor.stores.knowledge_graph_drivers import Neo4jDriver
+
+    with silent_server() as port:
+        pass  # the port is closed again: nothing listens on it
+    driver = Neo4jDriver(f"bolt://127.0.0.1:{port}", "neo4j", "x", None, timeout_s=3)
+    with pytest.raises(BackendError) as failed:
+        driver.run("RETURN 1 AS x")
+    driver.close()
+    assert "Connection refused" in str(failed.value), str(failed.value)
