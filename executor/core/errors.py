@@ -99,7 +99,11 @@ def json_safe(text: str) -> str:
 def first_line(exc, limit: int = 300) -> str:
     """An exception from a library as one line for an error message (its class name if it says nothing)."""
     text = redact(str(exc).strip()) or exc.__class__.__name__
-    return text.splitlines()[0][:limit]
+    lines = text.splitlines()
+    line = lines[0]
+    if line.endswith(":") and len(lines) > 1:  # "Couldn't connect to HOST (...):" has its reason on the next line
+        line = f"{line} {lines[1].strip()}"
+    return line[:limit]
 
 
 EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 1, 2, 130

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from executor.core.errors import BackendError
 from executor.core.fs import private_dir, private_file
 from executor.retrieval.alignment import EntityAligner
 from executor.retrieval.documents import ERROR_CODE
@@ -145,6 +146,22 @@ class EntityExtractor:
         return [Mention(found[k][0], found[k][1], counts[k]) for k in found]
 
 
+def absent_graph(kb: str, built: int) -> str:
+    """A graph backend that holds nothing of a KB whose last ingest built `built` entities: the backend was switched
+    (EXECUTOR_GRAPH_BACKEND, NEO4J_URI, FALKORDB_URL, EXECUTOR_GRAPH_NAME) or its graph emptied since. Said, where
+    an empty answer would read as "no such entity" or "nothing related" (hostile18b finding 4)."""
+    return (
+        f"the graph of knowledge base {kb!r} is not in this graph backend: its last ingest built {built} entities, "
+        "this backend holds none (it was built with another EXECUTOR_GRAPH_BACKEND, NEO4J_URI, FALKORDB_URL or "
+        "EXECUTOR_GRAPH_NAME, or emptied since); ingest it again with `--rebuild`"
+    )
+
+
+def built_entities(row) -> int:
+    """How many entities the KB's last ingest put in its graph (0: never built, or built empty)."""
+    return int(((row.graph_counts if row is not None else None) or {}).get("entities") or 0)
+
+
 class KnownEntities:
     """Which of a knowledge base's graph entities a text names, with the matchers cached per KB version.
 
@@ -178,6 +195,8 @@ class KnownEntities:
         cached = self._cache.get(kb)
         if cached is None or cached[0] != version:
             names = self._entity_names(kb, version)
+            if not names and (built := built_entities(row)):
+                raise BackendError(absent_graph(kb, built))
             s = self.settings
             aligner = EntityAligner(
                 names, self.embedder.embed_documents, s.entity_fuzzy_cutoff, s.entity_embedding_threshold

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 from executor.core.errors import BackendError, DamagedError, EmptyGraphError
 from executor.retrieval.documents import Document
-from executor.retrieval.extraction import EntityExtractor
+from executor.retrieval.extraction import EntityExtractor, absent_graph, built_entities
 from executor.stores.knowledge_graph import DEFAULT_WEIGHT, RELATION_TYPES, GraphData, entity_key
 
 if TYPE_CHECKING:
@@ -38,8 +38,7 @@ def graph_failure(exc: BackendError, catalog: Catalog, kb: str) -> BackendError:
     if not isinstance(exc, EmptyGraphError):
         return exc
     named = sum(len(d.entities or []) for d in catalog.documents(kb).values())
-    row = catalog.get(kb)
-    built = int(((row.graph_counts if row is not None else None) or {}).get("entities") or 0)
+    built = built_entities(catalog.get(kb))
     if named:
         said = f"its documents name {named} entities"
     elif built:  # entities found by the rule-based extractor alone: only the ingest's record knows they were there
@@ -53,11 +52,20 @@ def graph_failure(exc: BackendError, catalog: Catalog, kb: str) -> BackendError:
     )
 
 
+def graph_absent(graph, catalog: Catalog, kb: str) -> str | None:
+    """The graph backend holds nothing of a KB whose last ingest built entities (`absent_graph`), else None: asked
+    when an entity is not found, so "no entity X" is never said of a graph that is not there."""
+    built = built_entities(catalog.get(kb))
+    return absent_graph(kb, built) if built and not graph.stats(kb).get("entities") else None
+
+
 def graph_shortfall(stats: dict[str, int], catalog: Catalog, kb: str) -> str | None:
     """What a graph lacks of what the last ingest built (a graph partly lost: an older copy of its files put back,
     nodes deleted by hand): a damage to say, where its smaller counts would read as a healthy graph."""
     row = catalog.get(kb)
     built = (row.graph_counts if row is not None else None) or {}
+    if built_entities(row) and not stats.get("entities"):
+        return absent_graph(kb, built_entities(row))  # none of it: another backend, not a part lost
     short = [
         f"{stats.get(k, 0)} of the {int(built[k])} {k}"
         for k in ("entities", "relations")

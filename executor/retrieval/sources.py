@@ -243,8 +243,9 @@ def _classify(path: Path, base: Path, limits: SourceLimits, found: Discovery) ->
 
 
 def read_regular_file(path: Path, max_bytes: int) -> bytes:
-    """The bytes of a regular file, refusing a symbolic link even if one replaced the file since the walk."""
-    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | getattr(os, "O_NONBLOCK", 0))
+    """The bytes of a regular file, refusing a symbolic link even if one replaced the file, or a folder on its
+    path, since the walk."""
+    fd = _open_without_links(path)
     with os.fdopen(fd, "rb") as handle:
         if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
             raise OSError("not a regular file")
@@ -252,6 +253,30 @@ def read_regular_file(path: Path, max_bytes: int) -> bytes:
     if len(data) > max_bytes:
         raise OSError(f"grew over the {max_bytes / MB:,.0f} MB file limit while being read")
     return data
+
+
+def _open_without_links(path: Path) -> int:
+    """`path` opened for reading one component at a time, following no symbolic link anywhere on it. O_NOFOLLOW
+    guards the last component only: a folder swapped for a link once the walk had listed it (another user of a
+    shared docs folder, during a long ingest) was followed out of the KB folder (hostile18b finding 3). The paths
+    read are under the resolved root, so a link on one is always such a swap."""
+    # O_PATH: a folder this user may cross but not list is crossed as `open` crosses it
+    walk = getattr(os, "O_PATH", os.O_RDONLY) | os.O_DIRECTORY
+    parts = path.parts
+    fd = os.open(parts[0], walk)
+    try:
+        for depth, part in enumerate(parts[1:-1], start=2):
+            try:
+                step = os.open(part, walk | os.O_NOFOLLOW, dir_fd=fd)
+            except OSError as exc:  # O_PATH | O_NOFOLLOW on a link: "not a folder"
+                if exc.errno in (errno.ENOTDIR, errno.ELOOP) and Path(*parts[:depth]).is_symlink():
+                    raise OSError(errno.ELOOP, "a folder on its path is a symbolic link", str(path)) from exc
+                raise
+            os.close(fd)
+            fd = step
+        return os.open(parts[-1], os.O_RDONLY | os.O_NOFOLLOW | getattr(os, "O_NONBLOCK", 0), dir_fd=fd)
+    finally:
+        os.close(fd)
 
 
 def file_hash(data: bytes) -> str:

@@ -340,4 +340,24 @@ def _engine(url: str) -> Engine:
             dbapi_conn.execute("PRAGMA synchronous=NORMAL")
 
         return engine
-    return create_engine(url, pool_pre_ping=True)
+    return create_engine(url, pool_pre_ping=True, connect_args=_server_timeouts(url))
+
+
+# A server that accepts a connection and never answers (stopped with SIGSTOP, a firewall dropping its replies, a hung
+# proxy) held every command without limit: psycopg waits for ever unless told, PyMySQL bounds the TCP connect alone
+# and reads the handshake and every reply with no timeout (hostile18b finding 1). No statement of ours takes a
+# minute: a read that long is a server that stopped answering.
+CONNECT_TIMEOUT_S = 10
+READ_TIMEOUT_S = 60
+
+
+def _server_timeouts(url: str) -> dict:
+    from sqlalchemy.engine import make_url
+
+    parsed = make_url(url)
+    if parsed.get_backend_name() == "postgresql":
+        # libpq's (and psycopg 3's) connect_timeout bounds the whole connection, its start-up exchange included
+        return {"connect_timeout": CONNECT_TIMEOUT_S}
+    if parsed.get_backend_name() == "mysql" and parsed.get_driver_name() in ("pymysql", "mysqldb"):
+        return {"connect_timeout": CONNECT_TIMEOUT_S, "read_timeout": READ_TIMEOUT_S, "write_timeout": READ_TIMEOUT_S}
+    return {}

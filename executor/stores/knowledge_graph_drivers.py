@@ -11,6 +11,7 @@ never see a driver's node, edge or record types.
 from __future__ import annotations
 
 import re
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -233,6 +234,10 @@ class FalkorDriver:
             pass
 
 
+# beyond the graph timeout, what a Neo4j call may take: the connect (5 s) and the connection's acquisition
+NO_ANSWER_GRACE_S = 10
+
+
 class Neo4jDriver:
     """The official neo4j driver (Neo4j in production; FalkorDB's Bolt port in tests)."""
 
@@ -261,14 +266,18 @@ class Neo4jDriver:
         self.database = database
         self.plain_bolt = plain_bolt
         self.description = f"Neo4j at {display_url(uri)}" + (f" (database {database})" if database else "")
-        auth = (user, password or "") if user else None
         self._neo4j = neo4j
+        self._uri, self._auth = uri, ((user, password or "") if user else None)
+        self._driver = self._open()
+
+    def _open(self):
+        neo4j = self._neo4j
         try:
-            self._driver = neo4j.GraphDatabase.driver(
-                uri,
-                auth=auth,
+            return neo4j.GraphDatabase.driver(
+                self._uri,
+                auth=self._auth,
                 connection_timeout=5,
-                connection_acquisition_timeout=timeout_s + 5,
+                connection_acquisition_timeout=self.timeout_s + 5,
                 max_transaction_retry_time=0,
                 # "relationship type does not exist" for every whitelisted type a graph has no edge of yet:
                 # the server's hints are not errors, and logged per query they drown the real warnings
@@ -278,6 +287,34 @@ class Neo4jDriver:
             raise BackendError(f"graph unavailable: {self.description}: {first_line(exc)}") from exc
 
     def run(self, query: str, params: dict | None = None, *, write: bool = False) -> list[dict[str, Any]]:
+        """The query's rows, or an error within the graph timeout and the connect time. The driver has no read
+        timeout of its own: a server that stops answering with the connection open (SIGSTOP, a swap storm, a hung
+        proxy) held a call for the server's `connection.recv_timeout_seconds` hint, 120 s, whatever
+        EXECUTOR_GRAPH_TIMEOUT_S said (the query's timeout is the server's to apply; hostile18b finding 2). The
+        query runs on a thread of its own; past the bound, the driver is closed (which ends the hung read) and a
+        new one opened for the next call."""
+        box: dict[str, Any] = {}
+
+        def work() -> None:
+            try:
+                box["rows"] = self._run(query, params, write)
+            except BaseException as exc:  # noqa: BLE001 - handed to the caller's thread as it is
+                box["error"] = exc
+
+        worker = threading.Thread(target=work, name="neo4j-query", daemon=True)
+        worker.start()
+        worker.join(self.timeout_s + NO_ANSWER_GRACE_S)
+        if worker.is_alive():
+            hung, self._driver = self._driver, self._open()
+            hung.close()
+            raise BackendError(
+                f"graph unavailable: {self.description}: no answer within EXECUTOR_GRAPH_TIMEOUT_S={self.timeout_s:g} s"
+            )
+        if "error" in box:
+            raise box["error"]
+        return box["rows"]
+
+    def _run(self, query: str, params: dict | None, write: bool) -> list[dict[str, Any]]:
         neo4j = self._neo4j
         text = cast(LiteralString, query)  # names from the whitelists only; values go as parameters
         if self.plain_bolt:

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
 from executor.cli.commands.common import JsonOpt, KbOpt, csv_list, echo, print_json, runtime, sub_app, write_text
-from executor.core.errors import InputError
+from executor.core.errors import BackendError, InputError
 
 graph_app = sub_app(help="Explore a knowledge base's graph.")
 
@@ -38,6 +40,19 @@ def _graph_runtime(kb: str):
     return rt
 
 
+@contextmanager
+def _entities_of(rt, kb: str) -> Iterator[None]:
+    """An entity not found in a backend that holds none of the KB's graph is that absence, not "no entity"."""
+    from executor.retrieval.graph_build import graph_absent
+
+    try:
+        yield
+    except InputError as exc:
+        if absent := graph_absent(rt.graph, rt.catalog, kb):
+            raise BackendError(absent) from exc
+        raise
+
+
 @graph_app.command("neighbors")
 def graph_neighbors(
     entity: EntityArg,
@@ -48,7 +63,7 @@ def graph_neighbors(
     as_json: JsonOpt = False,
 ):
     """Paths from ENTITY to what surrounds it, best first (score = product of edge weights)."""
-    with _graph_runtime(kb) as rt:
+    with _graph_runtime(kb) as rt, _entities_of(rt, kb):
         paths = rt.graph.navigate(kb, entity, hops, csv_list(relations), max_paths, rt.settings.graph_max_nodes_per_hop)
     if as_json:
         print_json({"entity": entity, "kb": kb, "paths": [p.model_dump() for p in paths]})
@@ -70,7 +85,7 @@ def graph_path(
     as_json: JsonOpt = False,
 ):
     """Paths between two entities, best first; says so when there are none."""
-    with _graph_runtime(kb) as rt:
+    with _graph_runtime(kb) as rt, _entities_of(rt, kb):
         found = rt.graph.navigate_between(kb, source, target, hops, csv_list(relations), max_paths)
     if as_json:
         print_json(found.model_dump())
@@ -96,7 +111,7 @@ def graph_show(
     if html.is_dir():  # "" is the current folder: known before any graph work
         named = "is empty" if str(html) == "." else f"{html} is a folder"
         raise InputError(f"--html {named}: name the page's file, e.g. graph.html")
-    with _graph_runtime(kb) as rt:
+    with _graph_runtime(kb) as rt, _entities_of(rt, kb):
         node = require_entity(rt.graph, kb, entity)
         paths = rt.graph.navigate(kb, entity, hops, csv_list(relations), 60, rt.settings.graph_max_nodes_per_hop)
     write_text(html, render(f"{node.name} — {kb}", node.name, paths))
