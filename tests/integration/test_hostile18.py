@@ -1,0 +1,155 @@
+"""Round eighteen of the hostile pass (issue 30): what it found of severity 6 or worse, each case as it fails today.
+
+Every test is marked `xfail(strict=True)` with its finding's number in evals/review/hostile18-findings.md: it fails
+on today's code (so the file passes), and whoever mends the finding flips the marker (a strict xfail that passes
+fails the suite, which says so). Real components throughout: the sample KB in Milvus Lite with the USE embedder
+(`sample_rt`), the graph in process over a real SQLite checkpointer (as `langgraph dev` runs it: the probe saw each
+case through the server and `langgraph_sdk` too), and `llm serve`'s own request parsing.
+"""
+
+import json
+import sqlite3
+import uuid
+
+import pytest
+from langchain_core.messages import HumanMessage
+from langgraph.checkpoint.sqlite import SqliteSaver
+from langgraph.types import Command
+
+from executor.agent.planner import OfflinePlanner
+from executor.core.errors import InputError
+from executor.local_llm.protocol import RequestError, parse_request
+from executor.nodes.common import text_of
+from executor.nodes.state import Context
+
+pytestmark = pytest.mark.timeout(300)
+
+HIKARI = "infrastructure/hikaricp-parameters.md"
+
+
+def lookup(rt, query: str, kb: str = "sample"):
+    return rt.lookup_service.lookup(query, session_id=f"h18-{uuid.uuid4().hex[:10]}", kb=kb)
+
+
+def sent(result) -> list[str]:
+    return [d.doc_key for d in (*result.primary, *result.supplement)]
+
+
+# -- finding 1: a question of several words around one page's own keyword --------------------------------------
+@pytest.mark.xfail(strict=True, reason="hostile18 finding 1: the keyword's page is not first")
+@pytest.mark.parametrize(
+    "query",
+    [
+        "what does leakDetectionThreshold do in Spring Boot",  # REFERENCE on kubernetes-rolling-update.md
+        "how do I set leakDetectionThreshold for our service",  # nothing found
+    ],
+)
+def test_a_question_around_a_pages_own_keyword_finds_that_page(sample_rt, query):
+    # `leakDetectionThreshold` is a front-matter keyword of the HikariCP page alone; `what does
+    # leakDetectionThreshold do` finds it (REFERENCE), a few words more lose it
+    result = lookup(sample_rt, query)
+    assert result.relevance_level is not None, result.details.get("top_score")
+    assert sent(result)[0] == HIKARI, sent(result)
+
+
+# -- finding 2: a camel-case key typed in snake or kebab case, or as its words ------------------------------------
+@pytest.mark.xfail(strict=True, reason="hostile18 finding 2: nothing found for the key in another style")
+@pytest.mark.parametrize("query", ["maximum_pool_size", "leak-detection-threshold", "leak detection threshold"])
+def test_a_config_key_typed_in_another_style_finds_its_page(sample_rt, query):
+    # the KB writes maximumPoolSize and leakDetectionThreshold; `maximumpoolsize` and `LEAKDETECTIONTHRESHOLD` find
+    # their pages (as_searched), `maximum_pool_size` (top score 0.40) is capped to nothing as an unknown name
+    result = lookup(sample_rt, query)
+    assert result.relevance_level is not None, (result.details.get("top_score"), result.details.get("unknown_names"))
+    assert {HIKARI, "infrastructure/mysql-connection-pool.md"} & set(sent(result)), sent(result)
+
+
+# -- finding 3: a command the pages use, asked alone -----------------------------------------------------------
+@pytest.mark.xfail(strict=True, reason="hostile18 finding 3: kubectl alone is 'nothing found'")
+@pytest.mark.parametrize("query", ["kubectl", "KUBECTL"])
+def test_a_command_the_pages_use_asked_alone_is_found(sample_rt, query):
+    # five pages write kubectl (the rolling-update page three times, the rollback page's keyword
+    # `kubectl rollout undo`); `kubectl rollout` finds the rolling-update page
+    result = lookup(sample_rt, query)
+    assert result.relevance_level is not None, result.details.get("top_score")
+    assert {"deployment/kubernetes-rolling-update.md", "deployment/rollback.md"} & set(sent(result)), sent(result)
+
+
+# -- findings 4 and 5: a refused run on a thread, from a fork or as a Command -------------------------------------
+FIRST_Q = "ERR_TIMEOUT 是什么？"
+NEXT_Q = "How do I roll back a Helm release?"
+
+
+@pytest.fixture
+def thread(sample_rt, tmp_path):
+    """The graph over a real SQLite checkpointer, and a thread that asked FIRST_Q and NEXT_Q (both answered)."""
+    with sqlite3.connect(tmp_path / "checkpoints.sqlite", check_same_thread=False) as db:
+        app = sample_rt.app(OfflinePlanner(), "offline", checkpointer=SqliteSaver(db))
+        config = {"configurable": {"thread_id": uuid.uuid4().hex}}
+        for question in (FIRST_Q, NEXT_Q):
+            app.invoke({"messages": [HumanMessage(question)]}, config, context=Context())
+        yield app, config
+
+
+def _asked(values: dict) -> list[str]:
+    return [text_of(m) for m in values["messages"] if isinstance(m, HumanMessage)]
+
+
+@pytest.mark.xfail(strict=True, reason="hostile18 finding 4: a refused fork moves the thread's head")
+@pytest.mark.parametrize("question", ["bad\x07", "y" * 2500], ids=["control", "too-long"])
+def test_a_refused_run_from_an_earlier_checkpoint_leaves_the_thread_as_it_was(thread, question):
+    app, config = thread
+    before = app.get_state(config).values
+    [first_turn] = [
+        s.config
+        for s in app.get_state_history(config)
+        if not s.next and _asked(s.values) == [FIRST_Q]  # the end of the first turn
+    ]
+    with pytest.raises(InputError):
+        app.invoke({"messages": [HumanMessage(question)]}, first_turn, context=Context())
+    # today the thread's head is the fork point: NEXT_Q and its answer are gone from the thread's state
+    assert _asked(app.get_state(config).values) == [FIRST_Q, NEXT_Q]
+    assert app.get_state(config).values == before
+
+
+@pytest.mark.xfail(strict=True, reason="hostile18 finding 5: a Command's question is never checked")
+@pytest.mark.parametrize("question", ["bad\x07", "y" * 2500], ids=["control", "too-long"])
+def test_a_question_sent_as_a_command_is_checked_as_a_runs_input(thread, question):
+    # langgraph_sdk: runs.wait(thread, "executor", command={"update": {...}, "goto": "begin_turn"}); today the turn
+    # answers it ("The knowledge base has nothing on this question.") and the thread keeps it
+    app, config = thread
+    before = app.get_state(config).values
+    with pytest.raises(InputError):
+        app.invoke(Command(update={"messages": [HumanMessage(question)]}, goto="begin_turn"), config, context=Context())
+    assert app.get_state(config).values == before
+
+
+# -- finding 6: llm serve, tool schemas nothing can satisfy or no reply can hold ----------------------------------
+@pytest.mark.xfail(strict=True, reason="hostile18 finding 6: accepted, the engine then ends in an empty 'length'")
+@pytest.mark.parametrize(
+    "schema",
+    [
+        {"type": "string", "pattern": "^(a{100}){100}$"},  # forces 10,000 characters
+        {"enum": []},  # nothing is one of no values
+        {"type": "integer", "minimum": 10, "maximum": 1},
+    ],
+    ids=["pattern-forces-10000", "empty-enum", "minimum-above-maximum"],
+)
+def test_a_tool_schema_no_reply_can_satisfy_is_refused(schema):
+    # each answered 200 after 120-190 s of the one engine (a one-string tool: 52 s on the same loaded machine),
+    # with an empty message and finish_reason "length"
+    body = {
+        "model": "m",
+        "messages": [{"role": "user", "content": "call the tool t"}],
+        "tools": [
+            {
+                "type": "function",
+                "function": {
+                    "name": "t",
+                    "parameters": {"type": "object", "properties": {"a": schema}, "required": ["a"]},
+                },
+            }
+        ],
+        "tool_choice": "required",
+    }
+    with pytest.raises(RequestError, match="'t'"):
+        parse_request(json.dumps(body).encode())
