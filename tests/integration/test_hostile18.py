@@ -124,7 +124,6 @@ def test_a_question_sent_as_a_command_is_checked_as_a_runs_input(thread, questio
 
 
 # -- finding 6: llm serve, tool schemas nothing can satisfy or no reply can hold ----------------------------------
-@pytest.mark.xfail(strict=True, reason="hostile18 finding 6: accepted, the engine then ends in an empty 'length'")
 @pytest.mark.parametrize(
     "schema",
     [
