@@ -22,7 +22,7 @@ from executor.core.relevance import CJK, Level, answer_features, grade, page_key
 from executor.core.settings import Thresholds
 from executor.retrieval.glossary import equivalents
 from executor.retrieval.keywords import TOKEN, KeywordIndex, normalize
-from executor.retrieval.ranking import IDENTIFIER, Candidate, Profile, background, describe, rank
+from executor.retrieval.ranking import IDENTIFIER, KEYWORD_TERMS, Candidate, Profile, background, describe, rank
 from executor.retrieval.text_profiles import TextProfiles
 from executor.retrieval.vocabulary import QueryTerms, Vocabulary, query_terms, subject_texts, terms
 from executor.stores.catalog import Catalog
@@ -72,13 +72,20 @@ def decisive_first(candidates: list[Candidate]) -> list[Candidate]:
     return to_front(candidates, decisive[0])
 
 
-def spelled_first(candidates: list[Candidate]) -> list[Candidate]:
+def spelled_first(candidates: list[Candidate], documented: bool = False) -> list[Candidate]:
     """When the specific L0 matches are all one page (or its translations) and it spells every term of the query
     (`Candidate.spelled`: a keyword, alone or in a question's few words), that page goes first: the KB's own
     keyword for one page says more than the dense similarity of one or two words (sample KB,
     `leakDetectionThreshold`: the HikariCP parameters page, whose keyword it is, 3rd at similarity 0.15 behind the
-    secrets page at 0.23, and "nothing found")."""
+    secrets page at 0.23, and "nothing found").
+
+    `documented`: the query is a keyword lookup whose every term the KB's titles, headings, keywords or code name
+    (`Vocabulary.documented`). With no page having it as a specific keyword of its own, the best page that spells it
+    goes first: `kubectl`, in the commands of five pages, was "nothing found" behind pages that never write it."""
     specific = [c for c in candidates if c.specific]
+    if not specific and documented:
+        spelled = [c for c in candidates if c.spelled]
+        return to_front(candidates, spelled[0]) if spelled and spelled[0] is not candidates[0] else candidates
     if not specific or len({c.group for c in specific}) != 1 or not specific[0].spelled or specific[0] is candidates[0]:
         return candidates
     return to_front(candidates, specific[0])
@@ -145,10 +152,11 @@ class Graded:
     background: float = 0.0
     level: Level | None = None
     weak: bool = False  # a REFERENCE in the answerability model's weak band (`core.relevance.weak`)
+    documented: bool = False  # a keyword lookup the KB's titles, headings, keywords or code name (`spelled_first`)
 
     def regrade(self, t: Thresholds) -> Graded:
         """Score, order and grade the candidates under `t` (calibration re-grades with each fold's model)."""
-        ranked = decisive_first(spelled_first(rank(self.candidates, t.ranker)))
+        ranked = decisive_first(spelled_first(rank(self.candidates, t.ranker), self.documented))
         self.candidates = named_first(ranked, t.reference_threshold) if t.ranker is not None else ranked
         self.level = grade(self.candidates, t)
         self.weak = self.level == Level.REFERENCE and weak(self.candidates, t)
@@ -447,6 +455,13 @@ class Grader:
                         and vocabulary.document_frequency(term) <= groups[c.group]
                         for term in matched
                     )
+                    # the page's own keyword for a key another page's text also mentions (`leakDetectionThreshold`
+                    # in a troubleshooting page): not decisive, but a question around it is this page's, never
+                    # the page its other words are most similar to ("... in Spring Boot": the Kubernetes page)
+                    c.coded = any(
+                        (IDENTIFIER.fullmatch(term) or vocabulary.code_name(term)) and vocabulary.specific(term)
+                        for term in matched
+                    )
                     # a name of two words or more that only this page (or its translation) has: its own subject;
                     # not when most pages' text uses its words too (pip's docs: `pip install`, one page's keyword)
                     c.named = any(
@@ -478,4 +493,7 @@ class Grader:
             l0=l0,
             dense_distances=[h.distance for h in dense],
             background=floor,
+            documented=q.words <= KEYWORD_TERMS
+            and 0 < len(q.weights) <= KEYWORD_TERMS
+            and all(vocabulary.documented(term) for term in q.weights),
         ).regrade(t)

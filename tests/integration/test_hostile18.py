@@ -36,12 +36,11 @@ def sent(result) -> list[str]:
 
 
 # -- finding 1: a question of several words around one page's own keyword --------------------------------------
-@pytest.mark.xfail(strict=True, reason="hostile18 finding 1: the keyword's page is not first")
 @pytest.mark.parametrize(
     "query",
     [
-        "what does leakDetectionThreshold do in Spring Boot",  # REFERENCE on kubernetes-rolling-update.md
-        "how do I set leakDetectionThreshold for our service",  # nothing found
+        "what does leakDetectionThreshold do in Spring Boot",  # was REFERENCE on kubernetes-rolling-update.md
+        "how do I set leakDetectionThreshold for our service",  # was nothing found
     ],
 )
 def test_a_question_around_a_pages_own_keyword_finds_that_page(sample_rt, query):
@@ -53,7 +52,6 @@ def test_a_question_around_a_pages_own_keyword_finds_that_page(sample_rt, query)
 
 
 # -- finding 2: a camel-case key typed in snake or kebab case, or as its words ------------------------------------
-@pytest.mark.xfail(strict=True, reason="hostile18 finding 2: nothing found for the key in another style")
 @pytest.mark.parametrize("query", ["maximum_pool_size", "leak-detection-threshold", "leak detection threshold"])
 def test_a_config_key_typed_in_another_style_finds_its_page(sample_rt, query):
     # the KB writes maximumPoolSize and leakDetectionThreshold; `maximumpoolsize` and `LEAKDETECTIONTHRESHOLD` find
@@ -64,7 +62,6 @@ def test_a_config_key_typed_in_another_style_finds_its_page(sample_rt, query):
 
 
 # -- finding 3: a command the pages use, asked alone -----------------------------------------------------------
-@pytest.mark.xfail(strict=True, reason="hostile18 finding 3: kubectl alone is 'nothing found'")
 @pytest.mark.parametrize("query", ["kubectl", "KUBECTL"])
 def test_a_command_the_pages_use_asked_alone_is_found(sample_rt, query):
     # five pages write kubectl (the rolling-update page three times, the rollback page's keyword
@@ -152,3 +149,20 @@ def test_a_tool_schema_no_reply_can_satisfy_is_refused(schema):
     }
     with pytest.raises(RequestError, match="'t'"):
         parse_request(json.dumps(body).encode())
+
+
+# -- findings 8 and 9 (severity 7): invisible characters inside a name; an identifier beside an unknown word ------
+@pytest.mark.parametrize("query", ["Pg\u00adBouncer", "Pg\u200bBouncer", "P\u200bgBouncer"])
+def test_an_invisible_character_inside_a_name_is_read_as_nothing(sample_rt, query):
+    # a soft hyphen (a browser's hyphenation, copied) or a zero-width space: `Bouncer` was an unknown name and
+    # nothing was found; `PgBouncer` is REFERENCE on the connection-limits page
+    plain, typed = lookup(sample_rt, "PgBouncer"), lookup(sample_rt, query)
+    assert typed.relevance_level == plain.relevance_level, typed.details.get("unknown_names")
+    assert sent(typed) == sent(plain)
+
+
+def test_an_error_code_beside_a_word_the_kb_never_writes_keeps_its_page_first(sample_rt):
+    # `ERR_TIMEOUT on macOS` was REFERENCE with err-disk-full.md first (`ERR_TIMEOUT in Envoy`: PRECISE)
+    result = lookup(sample_rt, "ERR_TIMEOUT on macOS")
+    assert result.relevance_level is not None
+    assert sent(result)[0] == "troubleshooting/err-timeout.md", sent(result)
