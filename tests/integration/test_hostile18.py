@@ -166,3 +166,15 @@ def test_an_error_code_beside_a_word_the_kb_never_writes_keeps_its_page_first(sa
     result = lookup(sample_rt, "ERR_TIMEOUT on macOS")
     assert result.relevance_level is not None
     assert sent(result)[0] == "troubleshooting/err-timeout.md", sent(result)
+
+
+# -- finding 10 (severity 8): a Command that starts a run at take_back or refuse ----------------------------------
+@pytest.mark.parametrize("node", ["take_back", "refuse"])
+def test_a_run_started_at_the_refusal_nodes_is_refused_in_one_line(thread, node):
+    # `refuse` raised InputError with the thread's messages as its text; `take_back` a KeyError: 'error'
+    app, config = thread
+    before = app.get_state(config).values
+    with pytest.raises(InputError) as caught:
+        app.invoke(Command(goto=node), config, context=Context())
+    assert str(caught.value) == f"a run cannot start at {node!r}: send the question as the run's input"
+    assert app.get_state(config).values == before
