@@ -30,7 +30,7 @@ from sqlalchemy.engine import Engine
 from sqlalchemy.exc import DBAPIError, OperationalError
 from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column, sessionmaker
 
-from executor.core.errors import BackendError
+from executor.core.errors import BackendError, ConfigError
 from executor.core.fs import private_file
 from executor.stores.integrity import disk_full, milvus_lite_collections, sqlite_damage
 
@@ -340,4 +340,11 @@ def _engine(url: str) -> Engine:
             dbapi_conn.execute("PRAGMA synchronous=NORMAL")
 
         return engine
-    return create_engine(url, pool_pre_ping=True)
+    try:
+        return create_engine(url, pool_pre_ping=True)
+    except ModuleNotFoundError as exc:
+        # `mysql://` names the MySQLdb driver, which is not ours: a bare ModuleNotFoundError said nothing of the URL
+        raise ConfigError(
+            f"cannot open the database {_safe(url)}: its driver {exc.name!r} is not installed; use postgresql:// "
+            "for PostgreSQL or mysql+pymysql:// for MariaDB and MySQL"
+        ) from None

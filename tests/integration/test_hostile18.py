@@ -12,6 +12,7 @@ import sqlite3
 import uuid
 
 import pytest
+from conftest import run_cli
 from langchain_core.messages import HumanMessage
 from langgraph.checkpoint.sqlite import SqliteSaver
 from langgraph.types import Command
@@ -178,3 +179,12 @@ def test_a_run_started_at_the_refusal_nodes_is_refused_in_one_line(thread, node)
         app.invoke(Command(goto=node), config, context=Context())
     assert str(caught.value) == f"a run cannot start at {node!r}: send the question as the run's input"
     assert app.get_state(config).values == before
+
+
+# -- finding 13 (severity 8): a database URL naming a driver we do not ship --------------------------------------
+def test_a_mysql_url_without_a_driver_is_one_line_naming_the_form_it_takes(tmp_path):
+    # it was "error: ModuleNotFoundError: No module named 'MySQLdb'", exit 1
+    r = run_cli(tmp_path, "kb", "list", EXECUTOR_DATABASE_URL="mysql://root:S3cretPw9@127.0.0.1:3306/x")
+    assert r.returncode == 2, r.stderr
+    assert "mysql+pymysql://" in r.stderr and "mysql://***@127.0.0.1:3306/x" in r.stderr, r.stderr
+    assert "S3cretPw9" not in r.stderr + r.stdout
