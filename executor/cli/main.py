@@ -13,9 +13,11 @@ Whatever a command raises becomes one line on stderr (`error: ...`), and under
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import signal
+import stat
 import sys
 import traceback
 from typing import Annotated, NoReturn
@@ -74,17 +76,35 @@ def report(exc: BaseException, argv: list[str]) -> int:
     if type(exc).__name__ == "NoArgsIsHelpError" and callable(format_message):
         sys.stdout.write(str(format_message()) + "\n")
         return EXIT_USAGE
-    message, code = describe(exc)
+    message, code = describe(_stdout_failure(exc) or exc)
     flags = _before_dashdash(argv)
     if debugging(argv):  # what users paste into bug reports: redacted like every other line, its escapes shown
         sys.stderr.write(terminal_safe(redact("".join(traceback.format_exception(exc)))))
     line = printable(redact(message))  # click echoes option values, which may hold a secret
     if "--json" in flags:
-        sys.stdout.write(json.dumps({"error": line, "code": code}, ensure_ascii=False) + "\n")
-        sys.stdout.flush()
+        try:
+            sys.stdout.write(json.dumps({"error": line, "code": code}, ensure_ascii=False) + "\n")
+            sys.stdout.flush()
+        except (OSError, ValueError):  # stdout itself failed (`>/dev/full`): stderr's line is all that can be said
+            pass
     sys.stderr.write(f"error: {line}\n")
     sys.stderr.flush()
     return code
+
+
+def _stdout_failure(exc: BaseException) -> ExecutorError | None:
+    """A failed write that was stdout's, said as stdout's: "No space left on device" alone read as the home's disk
+    being full. stdout's: a device that is no terminal (`>/dev/full`; /dev/null never fails), or a file on a
+    filesystem with no free block left."""
+    if not isinstance(exc, OSError) or exc.errno not in (errno.ENOSPC, errno.EFBIG):
+        return None
+    try:
+        mode = os.fstat(1).st_mode
+        full = stat.S_ISCHR(mode) and not os.isatty(1) or stat.S_ISREG(mode) and os.fstatvfs(1).f_bavail == 0
+    except OSError:
+        return None
+    said = f"stdout is full: {exc.strerror} (the device or file it writes to, not the home)"
+    return ExecutorError(said) if full else None
 
 
 DEBUG_VALUES = {"1": True, "true": True, "yes": True, "0": False, "false": False, "no": False, "": False}

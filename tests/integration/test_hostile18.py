@@ -8,11 +8,14 @@ case through the server and `langgraph_sdk` too), and `llm serve`'s own request 
 """
 
 import json
+import os
 import sqlite3
+import subprocess
+import sys
 import uuid
 
 import pytest
-from conftest import run_cli
+from conftest import REPO, run_cli
 from langchain_core.messages import HumanMessage
 from langgraph.checkpoint.sqlite import SqliteSaver
 from langgraph.types import Command
@@ -188,3 +191,24 @@ def test_a_mysql_url_without_a_driver_is_one_line_naming_the_form_it_takes(tmp_p
     assert r.returncode == 2, r.stderr
     assert "mysql+pymysql://" in r.stderr and "mysql://***@127.0.0.1:3306/x" in r.stderr, r.stderr
     assert "S3cretPw9" not in r.stderr + r.stdout
+
+
+# -- finding 12 (severity 8): stdout on a full device -------------------------------------------------------------
+@pytest.mark.parametrize("args", [("kb", "list"), ("kb", "list", "--json")], ids=["text", "json"])
+def test_stdout_on_a_full_device_is_one_line_naming_stdout(tmp_path, args):
+    # it was "OSError: [Errno 28] No space left on device (run 'executor --debug ...')", read as the home's disk;
+    # with --json two tracebacks (the error's own JSON line failed to write too)
+    with open("/dev/full", "w") as full:
+        r = subprocess.run(
+            [sys.executable, "-m", "executor.cli.main", *args],
+            stdout=full,
+            stderr=subprocess.PIPE,
+            text=True,
+            env={**os.environ, "EXECUTOR_HOME": str(tmp_path)},
+            cwd=REPO,
+            timeout=120,
+        )
+    assert r.returncode == 1, r.stderr
+    assert r.stderr.splitlines() == [
+        "error: stdout is full: No space left on device (the device or file it writes to, not the home)"
+    ]
