@@ -346,7 +346,30 @@ INVISIBLE = dict.fromkeys(map(ord, "\u00ad\u200b\u2060\ufeff"))
 def as_searched(query: str, vocabulary: Vocabulary) -> str:
     """What a lookup of `query` searches before any graph entity is added: the query without invisible characters
     (`INVISIBLE`), unshouted, without noise, and spelt as the KB writes its words."""
-    return spelled(without_noise(unshouted(query.translate(INVISIBLE)), vocabulary), vocabulary)
+    return spelled(without_noise(unmarked(unshouted(query.translate(INVISIBLE)), vocabulary), vocabulary), vocabulary)
+
+
+def unmarked(query: str, vocabulary: Vocabulary) -> str:
+    """The query with its words marked up letter by letter read as their letters: a word with a combining mark on
+    half its letters or more (`ŕéd́íś`, a lighter Zalgo than `unstacked` removes), that without them is an ASCII
+    word the KB writes and with them is not. The keyword layers fold the marks anyway; the sentence encoder read
+    `ŕéd́íś eviction policy` as other words ("nothing found"). Accented words of real languages keep theirs: few
+    of their letters carry one (`éléphant`), or the KB writes them so."""
+    words = query.split(" ")
+    out = []
+    for word in words:
+        bare = "".join(c for c in unicodedata.normalize("NFD", word) if not unicodedata.combining(c))
+        marks = len(unicodedata.normalize("NFD", word)) - len(bare)
+        letters = sum(c.isalpha() for c in bare)
+        plain = (
+            marks >= 2
+            and marks * 2 >= letters
+            and bare.isascii()
+            and bare.lower() in vocabulary.df
+            and unicodedata.normalize("NFC", word).lower() not in vocabulary.df
+        )
+        out.append(bare if plain else word)
+    return " ".join(out)
 
 
 def search_text(known_entities, kb: str, graph: bool, query: str) -> tuple[str, dict]:

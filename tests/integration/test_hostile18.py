@@ -212,3 +212,11 @@ def test_stdout_on_a_full_device_is_one_line_naming_stdout(tmp_path, args):
     assert r.stderr.splitlines() == [
         "error: stdout is full: No space left on device (the device or file it writes to, not the home)"
     ]
+
+
+# -- finding 14 (severity 8): a combining mark on every letter ----------------------------------------------------
+def test_a_word_marked_up_letter_by_letter_is_read_as_its_letters(sample_rt):
+    # `ŕéd́íś eviction policy` was "nothing found" (`kb_coverage` 1.0: the keyword layers fold the marks)
+    result = lookup(sample_rt, "r\u0301e\u0301d\u0301i\u0301s\u0301 eviction policy")
+    assert result.relevance_level is not None, result.details.get("top_score")
+    assert sent(result)[0] == "infrastructure/redis-eviction-policy.md", sent(result)
