@@ -72,20 +72,13 @@ def decisive_first(candidates: list[Candidate]) -> list[Candidate]:
     return to_front(candidates, decisive[0])
 
 
-def spelled_first(candidates: list[Candidate], documented: bool = False) -> list[Candidate]:
+def spelled_first(candidates: list[Candidate]) -> list[Candidate]:
     """When the specific L0 matches are all one page (or its translations) and it spells every term of the query
     (`Candidate.spelled`: a keyword, alone or in a question's few words), that page goes first: the KB's own
     keyword for one page says more than the dense similarity of one or two words (sample KB,
     `leakDetectionThreshold`: the HikariCP parameters page, whose keyword it is, 3rd at similarity 0.15 behind the
-    secrets page at 0.23, and "nothing found").
-
-    `documented`: the query is a keyword lookup whose every term the KB's titles, headings, keywords or code name
-    (`Vocabulary.documented`). With no page having it as a specific keyword of its own, the best page that spells it
-    goes first: `kubectl`, in the commands of five pages, was "nothing found" behind pages that never write it."""
+    secrets page at 0.23, and "nothing found")."""
     specific = [c for c in candidates if c.specific]
-    if not specific and documented:
-        spelled = [c for c in candidates if c.spelled]
-        return to_front(candidates, spelled[0]) if spelled and spelled[0] is not candidates[0] else candidates
     if not specific or len({c.group for c in specific}) != 1 or not specific[0].spelled or specific[0] is candidates[0]:
         return candidates
     return to_front(candidates, specific[0])
@@ -156,9 +149,17 @@ class Graded:
 
     def regrade(self, t: Thresholds) -> Graded:
         """Score, order and grade the candidates under `t` (calibration re-grades with each fold's model)."""
-        ranked = decisive_first(spelled_first(rank(self.candidates, t.ranker), self.documented))
+        ranked = decisive_first(spelled_first(rank(self.candidates, t.ranker)))
         self.candidates = named_first(ranked, t.reference_threshold) if t.ranker is not None else ranked
         self.level = grade(self.candidates, t)
+        spelling = [c for c in self.candidates if c.spelled]
+        if self.level is None and self.documented and spelling and not any(c.specific for c in self.candidates):
+            # a keyword lookup the KB's titles, headings, keywords or code name, which no page has as a specific
+            # keyword of its own: the best page that spells it is a reference, never "nothing found" (`kubectl`,
+            # in the commands of five pages, was "nothing found" behind pages that never write it). Only when
+            # nothing was found: ahead of a page found, it sent the secrets page for `passwords`
+            self.candidates = to_front(self.candidates, spelling[0])
+            self.level = grade(self.candidates, t)
         self.weak = self.level == Level.REFERENCE and weak(self.candidates, t)
         if self.query_terms.unknown_names and not self.l0 and self.level is not None:
             self.level, self.weak = self.unknown_name_cap(self.level)
