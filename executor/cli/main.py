@@ -81,8 +81,11 @@ def report(exc: BaseException, argv: list[str]) -> int:
         sys.stderr.write(terminal_safe(redact("".join(traceback.format_exception(exc)))))
     line = printable(redact(message))  # click echoes option values, which may hold a secret
     if "--json" in flags and not isinstance(exc, OutputError):  # stdout is what failed: no JSON can reach it
-        sys.stdout.write(json.dumps({"error": line, "code": code}, ensure_ascii=False) + "\n")
-        sys.stdout.flush()
+        try:
+            sys.stdout.write(json.dumps({"error": line, "code": code}, ensure_ascii=False) + "\n")
+            sys.stdout.flush()
+        except (OSError, OutputError, ValueError):  # stdout failed on this line: stderr's is all that can be said
+            pass
     sys.stderr.write(f"error: {line}\n")
     sys.stderr.flush()
     return code

@@ -19,6 +19,7 @@ reply; beyond that the request is refused here, naming the keyword, rather than 
 from __future__ import annotations
 
 import json
+import math
 import re
 from typing import Any, NoReturn
 
@@ -213,6 +214,7 @@ class _Walk:
                 self.refuse(f"{key} at {where} is {str(value)[:40]} (at most {MAX_NUMBER} either side of 0)")
             if key == "multipleOf" and value <= 0:
                 self.refuse(f"multipleOf at {where} is {value}: it must be above 0", lead="")
+        self.satisfiable(schema, where)
         enum = schema.get("enum")
         if isinstance(enum, list):
             if len(enum) > MAX_ENUM:
@@ -229,6 +231,36 @@ class _Walk:
                 count = max(int(m.group(1)), int(m.group(2) or 0))
                 if count > MAX_REPEAT:
                     self.refuse(f"pattern at {where} repeats {count} times (at most {MAX_REPEAT})")
+
+    def satisfiable(self, schema: dict[str, Any], where: str) -> None:
+        """Refuse a schema no value satisfies: the grammar has no way to finish the reply, and the engine ran until
+        the tokens ran out (120-190 s) for an empty reply with finish_reason "length"."""
+        nothing = f"at {where}: no value satisfies it"
+        if schema.get("enum") == [] or schema.get("type") == [] or schema.get("not") in ({}, True):
+            key = "enum" if schema.get("enum") == [] else "type" if schema.get("type") == [] else "not"
+            self.refuse(f"{key} {json.dumps(schema[key])} {nothing}", lead="")
+        properties = schema.get("properties")
+        declared = properties if isinstance(properties, dict) else {}
+        kinds = schema.get("type")
+        closed = "properties" in schema or "object" in (kinds if isinstance(kinds, list) else [kinds])
+        for name in _list(schema.get("required")):
+            if declared.get(name) is False:
+                self.refuse(f"required property {str(name)[:40]!r} is `false` {nothing}", lead="")
+            if closed and name not in declared and not schema.get("patternProperties"):
+                # the grammar closes every object (prompt._bounded): an undeclared property can never be written
+                self.refuse(f"required property {str(name)[:40]!r} is not among its properties {nothing}", lead="")
+        low, high = _range(schema)
+        if low is not None and high is not None and low > high:
+            self.refuse(f"the bounds {_bounds_text(schema)} {nothing}", lead="")
+        pattern = schema.get("pattern")
+        if isinstance(pattern, str) and isinstance(schema.get("maxLength"), int):
+            shortest = _pattern_width(pattern)
+            if shortest > schema["maxLength"]:
+                self.refuse(
+                    f"pattern at {where} needs {shortest} characters, above its maxLength {schema['maxLength']}: "
+                    "no value satisfies it",
+                    lead="",
+                )
 
     def literal(self, value: Any, what: str, where: str) -> None:
         size = len(json.dumps(value, ensure_ascii=False))
@@ -261,6 +293,44 @@ class _Walk:
 
 def _list(value: Any) -> list[Any]:
     return value if isinstance(value, list) else []
+
+
+def _number(value: Any) -> float | None:
+    return value if isinstance(value, int | float) and not isinstance(value, bool) else None
+
+
+def _range(schema: dict[str, Any]) -> tuple[float | None, float | None]:
+    """The least and the greatest value a numeric schema allows (inclusive; an integer schema's exclusive bounds
+    moved to the next integer in), None where unbounded. Bounds are numbers here: `check_node` refused others."""
+    integer = schema.get("type") == "integer"
+    low, high = _number(schema.get("minimum")), _number(schema.get("maximum"))
+    above, below = _number(schema.get("exclusiveMinimum")), _number(schema.get("exclusiveMaximum"))
+    if above is not None:
+        nearest = math.floor(above) + 1 if integer else math.nextafter(above, math.inf)
+        low = nearest if low is None else max(low, nearest)
+    if below is not None:
+        nearest = math.ceil(below) - 1 if integer else math.nextafter(below, -math.inf)
+        high = nearest if high is None else min(high, nearest)
+    if integer:
+        low = None if low is None else math.ceil(low)
+        high = None if high is None else math.floor(high)
+    return low, high
+
+
+def _bounds_text(schema: dict[str, Any]) -> str:
+    return ", ".join(f"{key} {schema[key]}" for key in _BOUNDS[:4] if _number(schema.get(key)) is not None)
+
+
+def _pattern_width(pattern: str) -> int:
+    """The fewest characters a string matching `pattern` has (read as Python reads the regex: JSON Schema's ECMA
+    regexes agree on counted repetition); 0 when Python cannot read it. A pattern is at most MAX_PATTERN characters
+    and each repetition at most MAX_REPEAT, but nested ones multiply: `^(a{100}){100}$` forces 10,000."""
+    import re._parser as parser
+
+    try:
+        return int(parser.parse(pattern).getwidth()[0])
+    except (re.error, RecursionError, OverflowError, ValueError):
+        return 0
 
 
 class _Forced:
@@ -297,8 +367,12 @@ class _Forced:
         kinds = set(kinds) if isinstance(kinds, list) else {kinds}
         if "null" in kinds or "boolean" in kinds or "integer" in kinds or "number" in kinds:
             return 1
-        if "string" in kinds or "minLength" in schema:
+        if "string" in kinds or "minLength" in schema or "pattern" in schema:
             count = schema.get("minLength", 0)
+            pattern = schema.get("pattern")
+            shortest = _pattern_width(pattern) if isinstance(pattern, str) else 0
+            if shortest > count:
+                return 2 + self.note(shortest, f"pattern at {where}")
             return 2 + self.note(count, f"minLength {count} at {where}")
         if "array" in kinds or "items" in schema or "prefixItems" in schema:
             size = 2

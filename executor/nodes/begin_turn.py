@@ -85,16 +85,23 @@ def make_check_input(catalog, max_query_chars: int):
     return check_input
 
 
+NOT_A_START = "a run cannot start at {node!r}: send the question as the run's input"
+
+
 def take_back(refusal: Refusal) -> Command:
     """The conversation as it was before the refused run (all of it, in its order, whatever the run's input did to
-    it), then `refuse` with the error (a Send: the error is no part of the state)."""
+    it), then `refuse` with the error (a Send: the error is no part of the state). Reached any other way (a
+    client's `Command(goto="take_back")`, which hands it the thread's state) it refuses the run in one line."""
+    if set(refusal) != set(Refusal.__annotations__):
+        raise InputError(NOT_A_START.format(node=TAKE_BACK))
     restored = [RemoveMessage(id=REMOVE_ALL_MESSAGES), *refusal["messages"]]
     return Command(update={"messages": restored}, goto=Send(REFUSE, refusal["error"]))
 
 
 def refuse(error: str) -> None:
-    """The refused run ends in its InputError (`take_back` has put the thread back as it was)."""
-    raise InputError(error)
+    """The refused run ends in its InputError (`take_back` has put the thread back as it was). Reached any other
+    way (`Command(goto="refuse")` or a resume, which hand it the thread's state) it says so, never the state."""
+    raise InputError(error if isinstance(error, str) else NOT_A_START.format(node=REFUSE))
 
 
 def begin_turn(state: ExecutorState) -> ExecutorState:

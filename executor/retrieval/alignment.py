@@ -257,8 +257,13 @@ def spelled(query: str, vocabulary: Vocabulary) -> str:
     last = i = 0
     while i < len(found):
         start, end, spelt = found[i].start(), found[i].end(), vocabulary.spelling(found[i].group())
-        spelt = _unslugged(spelt, vocabulary)
-        if i + 1 < len(found) and _joins(
+        spelt = _as_code_name(spelt, vocabulary) or _unslugged(spelt, vocabulary)
+        words = _code_name_words(found, i, text, vocabulary)
+        if words:
+            joined = "".join(m.group() for m in found[i : i + words])
+            end, spelt = found[i + words - 1].end(), vocabulary.spelling(joined)
+            i += words - 1
+        elif i + 1 < len(found) and _joins(
             found[i].group(), found[i + 1].group(), text[end : found[i + 1].start()], vocabulary
         ):
             end, spelt = found[i + 1].end(), vocabulary.spelling(found[i].group() + found[i + 1].group())
@@ -268,6 +273,36 @@ def spelled(query: str, vocabulary: Vocabulary) -> str:
     out.append(text[last:])
     spelt_text = "".join(out)
     return spelt_text if spelt_text != text else query
+
+
+# a config key written as its words is at most this many (`leak detection threshold`: `leakDetectionThreshold`)
+CODE_NAME_WORDS = 4
+
+
+def _as_code_name(word: str, vocabulary: Vocabulary) -> str | None:
+    """A name in snake or kebab case (`maximum_pool_size`, `leak-detection-threshold`, as Spring's application.yml
+    writes HikariCP's keys) that the KB writes only in camel case (`maximumPoolSize`), as the KB writes it; None
+    for any other word. Read whole it is a name the KB never uses: `unknown_name_cap` made it "nothing found",
+    though the dense layer put the key's page first."""
+    parts = re.split(r"[_\-]", word)
+    if len(parts) < 2 or not all(p.isalpha() for p in parts) or vocabulary.known(word.lower()):
+        return None
+    joined = "".join(parts)
+    return vocabulary.spelling(joined) if vocabulary.code_name(joined.lower()) else None
+
+
+def _code_name_words(found: list[re.Match[str]], i: int, text: str, vocabulary: Vocabulary) -> int:
+    """How many words from `found[i]` on (three to `CODE_NAME_WORDS`, spaces between) the KB writes joined as a
+    name in code (`leak detection threshold` -> `leakDetectionThreshold`); 0 when none. Two words are `_joins`'s."""
+    for n in range(CODE_NAME_WORDS, 2, -1):
+        run = found[i : i + n]
+        if len(run) < n or not all(m.group().isalpha() for m in run):
+            continue
+        if all(text[a.end() : b.start()].isspace() for a, b in zip(run, run[1:], strict=False)) and (
+            vocabulary.code_name("".join(m.group() for m in run).lower())
+        ):
+            return n
+    return 0
 
 
 # a word of this many dashed parts or more is a slug (a page's file name, `redis-eviction-policy`), not a name
@@ -302,10 +337,39 @@ def _joins(first: str, second: str, between: str, vocabulary: Vocabulary) -> boo
     )
 
 
+# characters that show as nothing and break no word: a soft hyphen (copied from a page a browser hyphenated), a
+# zero-width space, a word joiner, a byte-order mark. `Pg\u00adBouncer` was two words the KB never writes and
+# "nothing found". ZWJ and ZWNJ stay: they shape emoji and Indic and Persian words.
+INVISIBLE = dict.fromkeys(map(ord, "\u00ad\u200b\u2060\ufeff"))
+
+
 def as_searched(query: str, vocabulary: Vocabulary) -> str:
-    """What a lookup of `query` searches before any graph entity is added: the query unshouted, without noise, and
-    spelt as the KB writes its words."""
-    return spelled(without_noise(unshouted(query), vocabulary), vocabulary)
+    """What a lookup of `query` searches before any graph entity is added: the query without invisible characters
+    (`INVISIBLE`), unshouted, without noise, and spelt as the KB writes its words."""
+    return spelled(without_noise(unmarked(unshouted(query.translate(INVISIBLE)), vocabulary), vocabulary), vocabulary)
+
+
+def unmarked(query: str, vocabulary: Vocabulary) -> str:
+    """The query with its words marked up letter by letter read as their letters: a word with a combining mark on
+    half its letters or more (`ŕéd́íś`, a lighter Zalgo than `unstacked` removes), that without them is an ASCII
+    word the KB writes and with them is not. The keyword layers fold the marks anyway; the sentence encoder read
+    `ŕéd́íś eviction policy` as other words ("nothing found"). Accented words of real languages keep theirs: few
+    of their letters carry one (`éléphant`), or the KB writes them so."""
+    words = query.split(" ")
+    out = []
+    for word in words:
+        bare = "".join(c for c in unicodedata.normalize("NFD", word) if not unicodedata.combining(c))
+        marks = len(unicodedata.normalize("NFD", word)) - len(bare)
+        letters = sum(c.isalpha() for c in bare)
+        plain = (
+            marks >= 2
+            and marks * 2 >= letters
+            and bare.isascii()
+            and bare.lower() in vocabulary.df
+            and unicodedata.normalize("NFC", word).lower() not in vocabulary.df
+        )
+        out.append(bare if plain else word)
+    return " ".join(out)
 
 
 def search_text(known_entities, kb: str, graph: bool, query: str) -> tuple[str, dict]:

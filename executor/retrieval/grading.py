@@ -22,7 +22,7 @@ from executor.core.relevance import CJK, Level, answer_features, grade, page_key
 from executor.core.settings import Thresholds
 from executor.retrieval.glossary import equivalents
 from executor.retrieval.keywords import TOKEN, KeywordIndex, normalize
-from executor.retrieval.ranking import IDENTIFIER, Candidate, Profile, background, describe, rank
+from executor.retrieval.ranking import IDENTIFIER, KEYWORD_TERMS, Candidate, Profile, background, describe, rank
 from executor.retrieval.text_profiles import TextProfiles
 from executor.retrieval.vocabulary import QueryTerms, Vocabulary, query_terms, subject_texts, terms
 from executor.stores.catalog import Catalog
@@ -165,6 +165,7 @@ class Graded:
     background: float = 0.0
     level: Level | None = None
     weak: bool = False  # a REFERENCE in the answerability model's weak band (`core.relevance.weak`)
+    documented: bool = False  # a keyword lookup the KB's titles, headings, keywords or code name (`spelled_first`)
 
     def regrade(self, t: Thresholds) -> Graded:
         """Score, order and grade the candidates under `t` (calibration re-grades with each fold's model)."""
@@ -174,6 +175,14 @@ class Graded:
         else:
             self.candidates = specific_first(ranked, t.reference_threshold)
         self.level = grade(self.candidates, t)
+        spelling = [c for c in self.candidates if c.spelled]
+        if self.level is None and self.documented and spelling and not any(c.specific for c in self.candidates):
+            # a keyword lookup the KB's titles, headings, keywords or code name, which no page has as a specific
+            # keyword of its own: the best page that spells it is a reference, never "nothing found" (`kubectl`,
+            # in the commands of five pages, was "nothing found" behind pages that never write it). Only when
+            # nothing was found: ahead of a page found, it sent the secrets page for `passwords`
+            self.candidates = to_front(self.candidates, spelling[0])
+            self.level = grade(self.candidates, t)
         self.weak = self.level == Level.REFERENCE and weak(self.candidates, t)
         if self.query_terms.unknown_names and not self.l0 and self.level is not None:
             self.level, self.weak = self.unknown_name_cap(self.level)
@@ -471,6 +480,13 @@ class Grader:
                         and vocabulary.document_frequency(term) <= groups[c.group]
                         for term in matched
                     )
+                    # the page's own keyword for a key another page's text also mentions (`leakDetectionThreshold`
+                    # in a troubleshooting page): not decisive, but a question around it is this page's, never
+                    # the page its other words are most similar to ("... in Spring Boot": the Kubernetes page)
+                    c.coded = any(
+                        (IDENTIFIER.fullmatch(term) or vocabulary.code_name(term)) and vocabulary.specific(term)
+                        for term in matched
+                    )
                     # a name of two words or more that only this page (or its translation) has: its own subject;
                     # not when most pages' text uses its words too (pip's docs: `pip install`, one page's keyword)
                     c.named = any(
@@ -502,4 +518,7 @@ class Grader:
             l0=l0,
             dense_distances=[h.distance for h in dense],
             background=floor,
+            documented=q.words <= KEYWORD_TERMS
+            and 0 < len(q.weights) <= KEYWORD_TERMS
+            and all(vocabulary.documented(term) for term in q.weights),
         ).regrade(t)

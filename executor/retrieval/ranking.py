@@ -95,6 +95,9 @@ class Candidate:
     # the query is a few words this page's text holds word for word (`quoted`): whatever the dense similarity of a
     # few words says, the KB holds a page on it (never "nothing")
     spelled: bool = False
+    # a specific keyword of this page the query names is a name in code (an error code, a config key such as
+    # `leakDetectionThreshold`): the page is spelled by the query whatever words are around the name
+    coded: bool = False
     similarity: float = 0.0
     features: dict[str, float] = field(default_factory=dict)
     score: float = 0.0
@@ -148,7 +151,9 @@ def features(
     # a keyword lookup, or a question of a few words around a specific keyword of this page ("What does
     # leakDetectionThreshold do?"): the words around it ask nothing the keyword does not
     lookup = q.words <= KEYWORD_TERMS or c.specific
-    c.spelled = (lookup and 0 < len(q.weights) <= KEYWORD_TERMS and spells(text_terms, q.weights)) or quoted(c, q)
+    c.spelled = (
+        (lookup and 0 < len(q.weights) <= KEYWORD_TERMS and spells(text_terms, q.weights)) or quoted(c, q) or c.coded
+    )
     coverage = q.coverage_of(text_terms)
     lexical = c.lexical / top_lexical if top_lexical > 0 else 0.0
     same = 0.0 if language != q.language else 1.0
