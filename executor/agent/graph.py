@@ -8,7 +8,8 @@
     nothing was) → call_tools → answer
     a store or the configuration failed: call_tools → fail (the run raises the error)
     (START's edge is check_input: a refused run (an unknown KB, control characters) → take_back, which puts the
-    thread back as it was before the run → refuse, which raises the error)
+    thread back as it was before the run → refuse, which raises the error; begin_turn's edge checks the question
+    again, for a client's Command that starts the run at begin_turn, past START)
 
 The rules live in `executor/agent/routing.py` (where to go) and `executor/nodes/guard.py`
 (what may run); `executor/nodes/call_tools.py` runs the approved calls through the tool
@@ -22,12 +23,22 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from langchain_core.language_models.chat_models import BaseChatModel
+from langchain_core.runnables import RunnableConfig
 from langgraph.graph import END, START, StateGraph
 from langgraph.runtime import Runtime as RunContext
+from langgraph.types import Send
 
 from executor.agent import routing
 from executor.nodes.answer import fail, make_answer
-from executor.nodes.begin_turn import REFUSE, TAKE_BACK, begin_turn, make_check_input, refuse, take_back
+from executor.nodes.begin_turn import (
+    REFUSE,
+    TAKE_BACK,
+    begin_turn,
+    make_check_input,
+    make_check_turn,
+    refuse,
+    take_back,
+)
 from executor.nodes.call_tools import make_call_tools
 from executor.nodes.executor import make_executor
 from executor.nodes.graph_expand import make_graph_expand
@@ -37,6 +48,16 @@ from executor.nodes.state import Context, ExecutorInput, ExecutorOutput, Executo
 from executor.stores.catalog import Catalog
 from executor.stores.memory import ActionMemory
 from executor.tools.registry import ToolTable
+
+
+def _checked(check, rule):
+    """begin_turn's path: the question's check first (a refusal is a Send to `take_back`), then the routing rule."""
+
+    def path(state: ExecutorState, runtime: RunContext[Context], config: RunnableConfig) -> str | Send:
+        return check(state, config) or rule(state, runtime.context or Context())
+
+    path.__name__ = rule.__name__
+    return path
 
 
 def _route(rule):
@@ -81,7 +102,12 @@ def build_graph(
 
     # an edge, not a node: only START's own step sees the thread both with the run's input and without it
     graph.add_conditional_edges(START, make_check_input(catalog, max_query_chars), ["begin_turn", TAKE_BACK])
-    graph.add_conditional_edges("begin_turn", _route(routing.after_begin_turn), ["executor", "answer"])
+    # checked again: a client's Command can start a run at begin_turn, past START
+    graph.add_conditional_edges(
+        "begin_turn",
+        _checked(make_check_turn(max_query_chars), routing.after_begin_turn),
+        ["executor", "answer", TAKE_BACK],
+    )
     graph.add_conditional_edges("executor", _route(routing.after_executor), ["guard", "settle", "answer"])
     graph.add_conditional_edges("settle", _route(routing.after_settle), ["call_tools", "answer"])
     graph.add_conditional_edges("guard", _route(routing.after_guard), ["call_tools", "executor", "answer"])

@@ -19,6 +19,8 @@ them (`get_state` applies them), so the refused input would read as part of the 
 
 from __future__ import annotations
 
+from typing import NotRequired
+
 from langchain_core.messages import AnyMessage, HumanMessage, RemoveMessage
 from langchain_core.runnables import RunnableConfig
 
@@ -41,10 +43,12 @@ REFUSE = "refuse"
 
 
 class Refusal(TypedDict):
-    """What a refused run's `take_back` is sent: the error, and the conversation as it was before the run."""
+    """What a refused run's `take_back` is sent: the error, the conversation as it was before the run, and (when
+    `begin_turn` had already run) the turn's fields as they were."""
 
     error: str
     messages: list[AnyMessage]
+    turn: NotRequired[dict]
 
 
 def checked_context(catalog, context) -> Context:
@@ -57,12 +61,19 @@ def checked_context(catalog, context) -> Context:
     return ctx
 
 
-def make_check_input(catalog, max_query_chars: int):
-    """`catalog`: where the run's knowledge base must be; `max_query_chars`: the longest question a lookup takes."""
+def question_check(max_query_chars: int):
+    """The check a question passes before a turn answers it (`max_query_chars`: the longest a lookup takes)."""
 
     def check_question(text: str) -> None:
         no_control_characters(text, "the question")
         within_limit(text, max_query_chars, "the query")  # in the words `executor ask` refuses it with
+
+    return check_question
+
+
+def make_check_input(catalog, max_query_chars: int):
+    """`catalog`: where the run's knowledge base must be; `max_query_chars`: the longest question a lookup takes."""
+    check_question = question_check(max_query_chars)
 
     def check_input(state: ExecutorState, runtime: RunContext[Context], config: RunnableConfig) -> str | Send:
         """START's edge: the turn, or `take_back` with the error. `state` holds the run's input; the messages the
@@ -85,6 +96,35 @@ def make_check_input(catalog, max_query_chars: int):
     return check_input
 
 
+def make_check_turn(max_query_chars: int):
+    """begin_turn's edge, before the turn's own routing: the question checked again, for a run that did not come
+    through START. A client's Command (`goto: "begin_turn"`, its `update` bringing the question) starts the run at
+    begin_turn, past `check_input`, and the turn answered a question holding control characters ("nothing on this
+    question"). Refused, it goes to `take_back` with the conversation as the step found it less the questions that
+    fail (a Command's update was written before this step: a message it replaced by `id` is not known here), and the
+    turn's fields as begin_turn found them. Returns None for a question that passes."""
+    check_question = question_check(max_query_chars)
+
+    def failing(message: AnyMessage) -> bool:
+        try:
+            check_question(text_of(message))
+        except InputError:
+            return True
+        return False
+
+    def check_turn(state: ExecutorState, config: RunnableConfig) -> Send | None:
+        try:
+            check_question(state.get("question") or "")
+        except InputError as exc:
+            unmerged = (config.get("configurable") or {})[CONFIG_KEY_READ]
+            kept = [m for m in unmerged("messages", False) or [] if not (isinstance(m, HumanMessage) and failing(m))]
+            turn = {k: v for k in ("question", *TURN_RESET) if (v := unmerged(k, False)) is not None}
+            return Send(TAKE_BACK, Refusal(error=str(exc), messages=kept, turn=turn))
+        return None
+
+    return check_turn
+
+
 NOT_A_START = "a run cannot start at {node!r}: send the question as the run's input"
 
 
@@ -92,10 +132,11 @@ def take_back(refusal: Refusal) -> Command:
     """The conversation as it was before the refused run (all of it, in its order, whatever the run's input did to
     it), then `refuse` with the error (a Send: the error is no part of the state). Reached any other way (a
     client's `Command(goto="take_back")`, which hands it the thread's state) it refuses the run in one line."""
-    if set(refusal) != set(Refusal.__annotations__):
+    if not {"error", "messages"} <= set(refusal) <= set(Refusal.__annotations__):
         raise InputError(NOT_A_START.format(node=TAKE_BACK))
     restored = [RemoveMessage(id=REMOVE_ALL_MESSAGES), *refusal["messages"]]
-    return Command(update={"messages": restored}, goto=Send(REFUSE, refusal["error"]))
+    update = {**refusal.get("turn", {}), "messages": restored}  # the turn's fields, when begin_turn had set them
+    return Command(update=update, goto=Send(REFUSE, refusal["error"]))
 
 
 def refuse(error: str) -> None:

@@ -109,7 +109,6 @@ def test_a_refused_run_from_an_earlier_checkpoint_leaves_the_thread_as_it_was(th
     assert app.get_state(config).values == before
 
 
-@pytest.mark.xfail(strict=True, reason="hostile18 finding 5: a Command's question is never checked")
 @pytest.mark.parametrize("question", ["bad\x07", "y" * 2500], ids=["control", "too-long"])
 def test_a_question_sent_as_a_command_is_checked_as_a_runs_input(thread, question):
     # langgraph_sdk: runs.wait(thread, "executor", command={"update": {...}, "goto": "begin_turn"}); today the turn
