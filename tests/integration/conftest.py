@@ -471,3 +471,36 @@ def raw_mcp_stdio(home: Path) -> subprocess.Popen:
         env={**os.environ, "EXECUTOR_HOME": str(home)},
         cwd=REPO,
     )
+
+
+# -- a thread of two answered turns (tests/integration/test_refused_run_thread.py, test_hostile18.py) ---------------
+FIRST_Q = "ERR_TIMEOUT 是什么？"
+NEXT_Q = "MySQL 连接池怎么配置？"
+
+
+@pytest.fixture
+def thread(sample_rt, tmp_path):
+    """The graph over a real SQLite checkpointer, and a thread that asked FIRST_Q and NEXT_Q (both answered)."""
+    import sqlite3
+
+    from langchain_core.messages import HumanMessage
+    from langgraph.checkpoint.sqlite import SqliteSaver
+
+    from executor.agent.planner import OfflinePlanner
+    from executor.nodes.state import Context
+
+    with sqlite3.connect(tmp_path / "checkpoints.sqlite", check_same_thread=False) as db:
+        app = sample_rt.app(OfflinePlanner(), "offline", checkpointer=SqliteSaver(db))
+        config = {"configurable": {"thread_id": uuid.uuid4().hex}}
+        for question in (FIRST_Q, NEXT_Q):
+            app.invoke({"messages": [HumanMessage(question)]}, config, context=Context())
+        yield app, config
+
+
+def asked(values: dict) -> list[str]:
+    """The questions of a thread's values, in order."""
+    from langchain_core.messages import HumanMessage
+
+    from executor.nodes.common import text_of
+
+    return [text_of(m) for m in values["messages"] if isinstance(m, HumanMessage)]

@@ -8,19 +8,15 @@ case through the server and `langgraph_sdk` too), and `llm serve`'s own request 
 """
 
 import json
-import sqlite3
 import uuid
 
 import pytest
-from conftest import run_cli
+from conftest import FIRST_Q, NEXT_Q, asked, run_cli
 from langchain_core.messages import HumanMessage
-from langgraph.checkpoint.sqlite import SqliteSaver
 from langgraph.types import Command
 
-from executor.agent.planner import OfflinePlanner
 from executor.core.errors import InputError
 from executor.local_llm.protocol import RequestError, parse_request
-from executor.nodes.common import text_of
 from executor.nodes.state import Context
 
 pytestmark = pytest.mark.timeout(300)
@@ -73,23 +69,7 @@ def test_a_command_the_pages_use_asked_alone_is_found(sample_rt, query):
 
 
 # -- findings 4 and 5: a refused run on a thread, from a fork or as a Command -------------------------------------
-FIRST_Q = "ERR_TIMEOUT 是什么？"
-NEXT_Q = "How do I roll back a Helm release?"
-
-
-@pytest.fixture
-def thread(sample_rt, tmp_path):
-    """The graph over a real SQLite checkpointer, and a thread that asked FIRST_Q and NEXT_Q (both answered)."""
-    with sqlite3.connect(tmp_path / "checkpoints.sqlite", check_same_thread=False) as db:
-        app = sample_rt.app(OfflinePlanner(), "offline", checkpointer=SqliteSaver(db))
-        config = {"configurable": {"thread_id": uuid.uuid4().hex}}
-        for question in (FIRST_Q, NEXT_Q):
-            app.invoke({"messages": [HumanMessage(question)]}, config, context=Context())
-        yield app, config
-
-
-def _asked(values: dict) -> list[str]:
-    return [text_of(m) for m in values["messages"] if isinstance(m, HumanMessage)]
+# `thread` (conftest): FIRST_Q and NEXT_Q asked and answered over a real SQLite checkpointer
 
 
 @pytest.mark.xfail(strict=True, reason="hostile18 finding 4: a refused fork moves the thread's head")
@@ -100,12 +80,12 @@ def test_a_refused_run_from_an_earlier_checkpoint_leaves_the_thread_as_it_was(th
     [first_turn] = [
         s.config
         for s in app.get_state_history(config)
-        if not s.next and _asked(s.values) == [FIRST_Q]  # the end of the first turn
+        if not s.next and asked(s.values) == [FIRST_Q]  # the end of the first turn
     ]
     with pytest.raises(InputError):
         app.invoke({"messages": [HumanMessage(question)]}, first_turn, context=Context())
     # today the thread's head is the fork point: NEXT_Q and its answer are gone from the thread's state
-    assert _asked(app.get_state(config).values) == [FIRST_Q, NEXT_Q]
+    assert asked(app.get_state(config).values) == [FIRST_Q, NEXT_Q]
     assert app.get_state(config).values == before
 
 

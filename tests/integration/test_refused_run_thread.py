@@ -8,40 +8,18 @@ mode) and through the real `langgraph dev` server with `langgraph_sdk`."""
 
 from __future__ import annotations
 
-import sqlite3
-import uuid
-
 import pytest
-from conftest import langgraph_dev
+from conftest import FIRST_Q, NEXT_Q, asked, langgraph_dev
 from langchain_core.messages import AIMessage, HumanMessage
-from langgraph.checkpoint.sqlite import SqliteSaver
 
-from executor.agent.planner import OfflinePlanner
 from executor.core.errors import InputError
 from executor.nodes.common import text_of
 from executor.nodes.state import Context
 
 pytestmark = pytest.mark.timeout(300)
 
-FIRST_Q = "ERR_TIMEOUT 是什么？"
-NEXT_Q = "MySQL 连接池怎么配置？"
 LAST_Q = "How do I roll back a Helm release?"
 CONTROL = "the question contains control characters"
-
-
-@pytest.fixture
-def thread(sample_rt, tmp_path):
-    """The graph over a real SQLite checkpointer, and a thread that asked FIRST_Q and NEXT_Q (both answered)."""
-    with sqlite3.connect(tmp_path / "checkpoints.sqlite", check_same_thread=False) as db:
-        app = sample_rt.app(OfflinePlanner(), "offline", checkpointer=SqliteSaver(db))
-        config = {"configurable": {"thread_id": uuid.uuid4().hex}}
-        for question in (FIRST_Q, NEXT_Q):
-            app.invoke({"messages": [HumanMessage(question)]}, config, context=Context())
-        yield app, config
-
-
-def _asked(values: dict) -> list[str]:
-    return [text_of(m) for m in values["messages"] if isinstance(m, HumanMessage)]
 
 
 def _refused(app, config, run_input, context, durability: str, error: str) -> None:
@@ -69,7 +47,7 @@ def test_a_bad_question_under_an_earlier_questions_id_is_refused_and_that_questi
     bad = HumanMessage("bad\x07", id=_question_id(app, config, replaced))
     _refused(app, config, {"messages": [bad]}, Context(), durability, CONTROL)
     app.invoke({"messages": [HumanMessage(LAST_Q)]}, config, context=Context(), durability=durability)
-    assert _asked(app.get_state(config).values) == [FIRST_Q, NEXT_Q, LAST_Q]
+    assert asked(app.get_state(config).values) == [FIRST_Q, NEXT_Q, LAST_Q]
 
 
 @pytest.mark.parametrize("durability", ["sync", "async", "exit"])
@@ -87,7 +65,7 @@ def test_a_refused_input_of_several_messages_is_taken_out_whole(thread, durabili
     app, config = thread
     _refused(app, config, {"messages": brought}, Context(), durability, CONTROL)
     app.invoke({"messages": [HumanMessage(LAST_Q)]}, config, context=Context(), durability=durability)
-    assert _asked(app.get_state(config).values) == [FIRST_Q, NEXT_Q, LAST_Q]
+    assert asked(app.get_state(config).values) == [FIRST_Q, NEXT_Q, LAST_Q]
 
 
 @pytest.mark.parametrize("durability", ["sync", "async", "exit"])
@@ -97,7 +75,7 @@ def test_a_refused_run_that_brings_nothing_removes_nothing(thread, durability):
     app, config = thread
     app.update_state(config, {"messages": [HumanMessage(LAST_Q)]}, as_node="answer")
     _refused(app, config, {"messages": []}, {"kb": "nope"}, durability, "unknown knowledge base 'nope'")
-    assert _asked(app.get_state(config).values) == [FIRST_Q, NEXT_Q, LAST_Q]
+    assert asked(app.get_state(config).values) == [FIRST_Q, NEXT_Q, LAST_Q]
 
 
 def test_a_bad_question_already_in_the_thread_is_still_refused_and_left_where_it_is(thread):
@@ -107,7 +85,7 @@ def test_a_bad_question_already_in_the_thread_is_still_refused_and_left_where_it
     app, config = thread
     app.update_state(config, {"messages": [HumanMessage("stored\x07")]}, as_node="answer")
     _refused(app, config, {"messages": []}, Context(), "async", CONTROL)
-    assert _asked(app.get_state(config).values) == [FIRST_Q, NEXT_Q, "stored\x07"]
+    assert asked(app.get_state(config).values) == [FIRST_Q, NEXT_Q, "stored\x07"]
 
 
 # -- through `langgraph dev`, as Studio and the Agent Chat UI send a run -----------------------------------------

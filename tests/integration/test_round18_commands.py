@@ -33,11 +33,11 @@ def test_mcp_with_a_kb_it_cannot_serve_is_refused_at_start(tmp_path, kb, said, t
 
 
 # -- hostile18 #12: stdout on a full device is said to be stdout's, exit 1 ---------------------------------------------
-@pytest.mark.parametrize("args", [["kb", "list"], ["kb", "list", "--json"], ["--version"]])
-def test_a_command_whose_stdout_is_full_says_so(tmp_path, args):
+def with_stdout_full(tmp_path, args, stdin: str | None = None) -> subprocess.CompletedProcess:
     with open("/dev/full", "w") as full:
-        r = subprocess.run(
+        return subprocess.run(
             [sys.executable, "-m", "executor.cli.main", *args],
+            input=stdin,
             stdout=full,
             stderr=subprocess.PIPE,
             text=True,
@@ -45,20 +45,15 @@ def test_a_command_whose_stdout_is_full_says_so(tmp_path, args):
             cwd=REPO,
             timeout=120,
         )
+
+
+@pytest.mark.parametrize("args", [["kb", "list"], ["kb", "list", "--json"], ["--version"]])
+def test_a_command_whose_stdout_is_full_says_so(tmp_path, args):
+    r = with_stdout_full(tmp_path, args)
     assert one_error_line(r, 1) == "error: cannot write to stdout: No space left on device"
 
 
 def test_the_stdio_mcp_server_whose_stdout_is_full_says_so(tmp_path):
-    with open("/dev/full", "w") as full:
-        r = subprocess.run(
-            [sys.executable, "-m", "executor.cli.main", "mcp"],
-            input=INITIALIZE,
-            stdout=full,
-            stderr=subprocess.PIPE,
-            text=True,
-            env={**os.environ, "EXECUTOR_HOME": str(tmp_path / "home")},
-            cwd=REPO,
-            timeout=120,
-        )
+    r = with_stdout_full(tmp_path, ["mcp"], INITIALIZE)
     assert r.returncode == 1, r.stderr
     assert r.stderr.splitlines()[-1] == "error: cannot write to stdout: No space left on device", r.stderr
