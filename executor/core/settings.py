@@ -22,7 +22,16 @@ from typing import Any, ClassVar, Literal, Union, get_args, get_origin
 from urllib.parse import urlsplit
 
 import yaml
-from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import (
+    AliasChoices,
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
 from executor.core import bounded_yaml
@@ -784,7 +793,7 @@ class Settings(BaseSettings):
 
     @field_validator("database_url", "checkpoint_url")
     @classmethod
-    def _database_url_parses(cls, value: str | None) -> str | None:
+    def _database_url_parses(cls, value: str | None, info: ValidationInfo) -> str | None:
         if value:
             from sqlalchemy.engine import make_url
             from sqlalchemy.exc import ArgumentError, NoSuchModuleError
@@ -800,19 +809,8 @@ class Settings(BaseSettings):
                 if not isinstance(exc, ArgumentError):
                     problem += f": {_url_problem(exc, value)}"
                 raise ValueError(problem) from None
-            try:
-                # the driver a URL names is imported only when the first command connects: `mysql://` (SQLAlchemy's
-                # default driver for it, mysqlclient) was "ModuleNotFoundError: No module named 'MySQLdb'" there
-                dialect.import_dbapi()
-            except ImportError:
-                backend, driver = url.get_backend_name(), url.get_driver_name()
-                hint = {
-                    "mysql": "mysql+pymysql://... with pip install pymysql",
-                    "mariadb": "mariadb+pymysql://... with pip install pymysql",
-                    "postgresql": "postgresql+psycopg://...",
-                }
-                other = f"; name one that is, such as {hint[backend]}" if backend in hint else ""
-                raise ValueError(f"the {backend} driver {driver!r} is not installed{other}") from None
+            if info.field_name == "database_url":  # a checkpoint URL is PostgreSQL's or nothing, said where it opens
+                _driver_installed(url, dialect)
             if url.get_backend_name() == "sqlite" and (url.database or ":memory:") == ":memory:":
                 # the catalog and the sessions would be gone when the command ends, while its vectors stay in the
                 # home: an ingest that "succeeded" left a KB no later command knows
@@ -950,6 +948,23 @@ class Settings(BaseSettings):
             raise ConfigError(
                 f"invalid setting EXECUTOR_HOME: cannot create the folder {self.home} ({exc.strerror or exc})"
             ) from exc
+
+
+def _driver_installed(url, dialect) -> None:
+    """The driver a database URL names is imported only when the first command connects: `mysql://` (SQLAlchemy's
+    default driver for it, mysqlclient) was "ModuleNotFoundError: No module named 'MySQLdb'" there, from every
+    command. A ValueError naming it, and one that is installed."""
+    try:
+        dialect.import_dbapi()
+    except ImportError:
+        backend, driver = url.get_backend_name(), url.get_driver_name()
+        hint = {
+            "mysql": "mysql+pymysql://... with pip install pymysql",
+            "mariadb": "mariadb+pymysql://... with pip install pymysql",
+            "postgresql": "postgresql+psycopg://...",
+        }
+        other = f"; name one that is, such as {hint[backend]}" if backend in hint else ""
+        raise ValueError(f"the {backend} driver {driver!r} is not installed{other}") from None
 
 
 def _url_problem(exc: ValueError, url: str) -> str:
