@@ -29,12 +29,8 @@ fs.standard_streams()
 # us as exceptions anyway; GRPC_VERBOSITY set by hand (to debug) still wins
 os.environ.setdefault("GRPC_VERBOSITY", "NONE")
 # Ctrl-C while the modules below load (about 2 s) stops the command as it does later: one line, exit 130, no
-# traceback out of importlib; also in a command a script started with `&` (which inherits SIGINT ignored). It is held
-# until they have loaded: an interrupt inside an import left gRPC's C core half started, and its poller printed
-# "E1206 ... epoll_wait error: Bad file descriptor" before our line (through its own logger: GRPC_VERBOSITY did not
-# reach it; CI, session 25). The threads the imports start keep it blocked: only the main thread takes Ctrl-C.
+# traceback out of importlib; also in a command a script started with `&` (which inherits SIGINT ignored)
 signal.signal(signal.SIGINT, signal.default_int_handler)
-held = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
 try:
     import typer
     from typer.core import TyperGroup
@@ -64,15 +60,9 @@ try:
         redact,
         terminal_safe,
     )
-finally:
-    interrupted = signal.SIGINT in signal.sigpending()
-    if interrupted:
-        signal.sigwait({signal.SIGINT})  # taken here, so that it is not raised at some later line
-    signal.pthread_sigmask(signal.SIG_SETMASK, held)
-if interrupted:
+except KeyboardInterrupt:
     sys.stderr.write("error: interrupted\n")
-    sys.stderr.flush()
-    os._exit(130)  # as `leave` ends: nothing has run yet that must be undone
+    raise SystemExit(130) from None
 
 
 def _before_dashdash(argv: list[str]) -> list[str]:
