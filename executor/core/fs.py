@@ -223,20 +223,23 @@ class _Stdout(io.TextIOWrapper):
     A reader gone (EPIPE, `| head`) is left as it is: the command line handles that on its own."""
 
     def write(self, text: str) -> int:
-        try:
+        with _as_stdouts():
             return super().write(text)
-        except BrokenPipeError:
-            raise
-        except OSError as exc:
-            raise OutputError(f"cannot write to stdout: {exc.strerror or exc}") from None
 
     def flush(self) -> None:
-        try:
+        with _as_stdouts():
             super().flush()
-        except BrokenPipeError:
-            raise
-        except OSError as exc:
-            raise OutputError(f"cannot write to stdout: {exc.strerror or exc}") from None
+
+
+@contextmanager
+def _as_stdouts():
+    """An OSError of stdout's write or flush as stdout's (`OutputError`); a reader gone (EPIPE) as it is."""
+    try:
+        yield
+    except BrokenPipeError:
+        raise
+    except OSError as exc:
+        raise OutputError(f"cannot write to stdout: {exc.strerror or exc}") from None
 
 
 class _Unfailing:
