@@ -1,6 +1,5 @@
 import json
 import os
-import re
 import shutil
 import socket
 import stat
@@ -507,12 +506,12 @@ def asked(values: dict) -> list[str]:
     return [text_of(m) for m in values["messages"] if isinstance(m, HumanMessage)]
 
 
-# gRPC's C core (pymilvus's transport) logs on its own to stderr, past GRPC_VERBOSITY=NONE: now and then, under
-# load, a command that ends right after its modules load prints "E1207 00:24:54.598105 20314 ev_epoll1_linux.cc:373]
-# ... epoll_wait error: Bad file descriptor" before its own line (CI, sessions 24-25; cause not found, see
-# docs/reliability.md). Tests of the exact lines a command writes read them without that library's.
-GRPC_LOG_LINE = re.compile(r"^[EWID]\d{4} \d\d:\d\d:\d\d\.\d+ +\d+ \S+:\d+\] .*$\n?", re.MULTILINE)
+def launched(*steps: str) -> list[str]:
+    """The head of a command line that runs `steps` (Python statements; `os` and `signal` imported) and then
+    becomes the rest of the line: what a shell's `<&-` or `trap '' INT` does before the command starts.
 
-
-def without_grpc_log(stderr: str) -> str:
-    return GRPC_LOG_LINE.sub("", stderr)
+    Not `preexec_fn`: it makes `subprocess` fork this process, whose gRPC threads (pymilvus's) the child then
+    restarts, and gRPC 1.80-1.83 crash that child before its exec now and then: "E... ev_epoll1_linux.cc:373] ...
+    epoll_wait error: Bad file descriptor" instead of the command's own line (grpc/grpc#43055; CI, sessions 24-26).
+    `executor` itself never forks: its children start through vfork (`start_new_session`) or "spawn"."""
+    return [sys.executable, "-c", "; ".join(["import os, signal, sys", *steps, "os.execv(sys.argv[1], sys.argv[1:])"])]

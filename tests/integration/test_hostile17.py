@@ -150,19 +150,18 @@ def test_the_dense_layers_first_page_at_noise_level_is_not_sent_ahead_of_a_near_
 
 
 # -- findings 5 and 6: a closed standard stream ----------------------------------------------------------------------
-def closed_fd(fd: int):
-    return lambda: os.close(fd)
+def closed_fd(fd: int) -> list[str]:
+    return conftest.launched(f"os.close({fd})")
 
 
 def test_a_command_with_stderr_closed_still_prints_its_output(tmp_path):
     home = tmp_path / "home"
     done = subprocess.run(
-        [sys.executable, "-m", "executor.cli.main", "kb", "list", "--json"],
+        [*closed_fd(2), sys.executable, "-m", "executor.cli.main", "kb", "list", "--json"],
         stdout=subprocess.PIPE,
         env={**os.environ, "EXECUTOR_HOME": str(home)},
         cwd=REPO,
         timeout=120,
-        preexec_fn=closed_fd(2),
     )
     assert done.returncode == 0, done.stdout[-500:]
     assert isinstance(json.loads(done.stdout), list | dict), done.stdout[-500:]
@@ -171,12 +170,11 @@ def test_a_command_with_stderr_closed_still_prints_its_output(tmp_path):
 def test_executor_mcp_with_stderr_closed_writes_only_json_rpc_on_stdout(tmp_path):
     home = tmp_path / "home"
     proc = subprocess.Popen(
-        [sys.executable, "-m", "executor.cli.main", "mcp"],
+        [*closed_fd(2), sys.executable, "-m", "executor.cli.main", "mcp"],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         env={**os.environ, "EXECUTOR_HOME": str(home)},
         cwd=REPO,
-        preexec_fn=closed_fd(2),
     )
     try:
         assert proc.stdin is not None and proc.stdout is not None
@@ -258,33 +256,29 @@ def test_an_npm_client_folder_others_may_write_is_not_trusted(tmp_path, monkeypa
 # -- finding 5 (stdout), 11 and 15: a closed or full standard stream -----------------------------------------------
 def test_a_command_with_stdout_closed_says_so_in_one_line(tmp_path):
     done = subprocess.run(
-        [sys.executable, "-m", "executor.cli.main", "kb", "list"],
+        [*closed_fd(1), sys.executable, "-m", "executor.cli.main", "kb", "list"],
         stderr=subprocess.PIPE,
         text=True,
         env={**os.environ, "EXECUTOR_HOME": str(tmp_path / "home")},
         cwd=REPO,
         timeout=120,
-        preexec_fn=closed_fd(1),
     )
     assert done.returncode == 1, done.stderr[-2000:]
-    ours = conftest.without_grpc_log(done.stderr)
-    assert [line[:30] for line in ours.splitlines()] == ["error: stdout is closed: give "], done.stderr
+    assert [line[:30] for line in done.stderr.splitlines()] == ["error: stdout is closed: give "], done.stderr
 
 
-def full_stderr():
-    full = os.open("/dev/full", os.O_WRONLY)
-    return lambda: os.dup2(full, 2)
+def full_stderr() -> list[str]:
+    return conftest.launched('os.dup2(os.open("/dev/full", os.O_WRONLY), 2)')
 
 
 @pytest.mark.parametrize("stderr", [closed_fd(2), full_stderr()], ids=["closed", "full"])
 def test_bad_input_exits_2_whether_or_not_its_line_could_be_written(tmp_path, stderr):
     done = subprocess.run(
-        [sys.executable, "-m", "executor.cli.main", "lookup", "redis", "--kb", "nope"],
+        [*stderr, sys.executable, "-m", "executor.cli.main", "lookup", "redis", "--kb", "nope"],
         stdout=subprocess.PIPE,
         env={**os.environ, "EXECUTOR_HOME": str(tmp_path / "home")},
         cwd=REPO,
         timeout=120,
-        preexec_fn=stderr,
     )
     assert done.returncode == 2, done.stdout[-500:]
 
@@ -320,13 +314,12 @@ def test_executor_mcp_with_stderr_on_a_full_device_answers_lookups(h17_home, tmp
 
 def test_executor_mcp_with_stdin_closed_says_so_in_one_line(tmp_path):
     done = subprocess.run(
-        [sys.executable, "-m", "executor.cli.main", "mcp"],
+        [*closed_fd(0), sys.executable, "-m", "executor.cli.main", "mcp"],
         capture_output=True,
         text=True,
         env={**os.environ, "EXECUTOR_HOME": str(tmp_path / "home")},
         cwd=REPO,
         timeout=120,
-        preexec_fn=closed_fd(0),
     )
     assert done.returncode != 0
     assert done.stdout == ""
