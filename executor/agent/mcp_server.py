@@ -24,6 +24,7 @@ import math
 import os
 import sys
 import threading
+import time
 import uuid
 import weakref
 from collections import OrderedDict
@@ -404,6 +405,7 @@ class ExecutorMCP:
             allowed_origins=sorted(f"http://{h}" for h in hosts) + sorted(f"https://{h}" for h in hosts),
         )
         logging.getLogger("mcp.server.streamable_http").addFilter(_closed_normally)  # once: filters are a set
+        self.server.reordered = True  # each message is a POST of its own: a cancel may overtake its request
         manager = StreamableHTTPSessionManager(app=self.server, security_settings=security)
         app = Starlette(
             routes=[Route("/mcp", endpoint=StreamableHTTPASGIApp(manager))], lifespan=lambda app: manager.run()
@@ -466,9 +468,11 @@ class _Server(Server):
     records in action memory forgotten (`Cancels`); over stdio and HTTP alike: both transports hand their streams
     to `run`."""
 
+    reordered = False  # True when the transport may hand the host's messages over out of order (HTTP)
+
     async def run(self, read_stream, write_stream, *args, **kwargs):
         valid_send, valid = anyio.create_memory_object_stream(0)
-        cancels = Cancels()
+        cancels = Cancels(early_s=Cancels.EARLY_S if self.reordered else 0.0)
         CANCELS.set(cancels)  # this connection's: its request handlers run in tasks started from this one
 
         async def answer_invalid_requests():
@@ -662,12 +666,21 @@ class Cancels:
     The host never reads a cancelled call's answer, so the documents it marked as sent were never sent: a later
     lookup must send them again, not be DEDUPED on them. A call cannot be stopped (it runs in a thread), so a
     cancel meets it running (it forgets its records when it ends) or ended (the forgetting it left is run then).
-    Calls end in a worker thread and cancels arrive on the event loop: the two meet under a lock of their own."""
+    Calls end in a worker thread and cancels arrive on the event loop: the two meet under a lock of their own.
+
+    A cancel of a request not yet received is ignored where messages come in order (stdio: MCP says a cancel
+    refers to a request in progress; kept, it made a later request under that id forget its answered call's
+    records, hostile17 finding 14). Over HTTP each message is a POST of its own, and a host that cancels at once
+    has its cancel's POST served before its request's now and then (CI, session 25: the lookup answered, its page
+    DEDUPED on the retry though the host never read it); there a cancel holds for its request for `early_s`."""
 
     KEPT = 64  # cancels of requests not (yet) seen to end, and ended calls' forgetting, kept per connection
+    EARLY_S = 5.0  # how long a cancel waits for its request over HTTP: two POSTs of one host, sent together
 
-    def __init__(self):
+    def __init__(self, early_s: float = 0.0):
         self._lock = threading.Lock()
+        self._early_s = early_s
+        self._early: OrderedDict[types.RequestId, float] = OrderedDict()
         self._received: OrderedDict[types.RequestId, None] = OrderedDict()
         self._cancelled: OrderedDict[types.RequestId, None] = OrderedDict()
         self._forget: OrderedDict[types.RequestId, Callable[[], None]] = OrderedDict()
@@ -676,6 +689,9 @@ class Cancels:
         """The host sent this request (a cancel may refer to it from now on)."""
         with self._lock:
             _keep(self._received, request_id, None)
+            cancelled_at = self._early.pop(request_id, None)
+            if cancelled_at is not None and time.monotonic() - cancelled_at <= self._early_s:
+                _keep(self._cancelled, request_id, None)
 
     def finished(self, request_id: types.RequestId, forget: Callable[[], None]) -> bool:
         """A call ended: True if the host cancelled it (its caller forgets its records now); if not, `forget` is
@@ -689,11 +705,11 @@ class Cancels:
 
     def cancel(self, request_id: types.RequestId) -> Callable[[], None] | None:
         """The host cancelled a request: what forgets the records of its call if that has ended, else None (a
-        call still running forgets them when it ends). A cancel of a request the host has not sent is ignored (MCP:
-        a cancel refers to a request in progress): kept, it made a later request under that id forget its answered
-        call's records."""
+        call still running forgets them when it ends; one not yet received, over HTTP, when it ends)."""
         with self._lock:
             if request_id not in self._received:
+                if self._early_s > 0:
+                    _keep(self._early, request_id, time.monotonic())
                 return None
             forget = self._forget.pop(request_id, None)
             if forget is None:
