@@ -58,3 +58,35 @@ def test_an_identifier_of_a_page_with_copies_is_as_precise_as_on_the_page_alone(
     result = json.loads(r.stdout)
     assert result["relevance_level"] == "PRECISE", result
     assert result["primary"][0]["doc_key"] == min(COPIES)
+
+
+@pytest.mark.parametrize(
+    ("before", "after"),
+    [({"copy-a.md": PAGE, "copy-b.md": PAGE}, {"copy-b.md": PAGE}), ({"old-name.md": PAGE}, {"new-name.md": PAGE})],
+    ids=["the-sent-copy-removed", "the-page-renamed"],
+)
+def test_a_page_the_session_holds_stays_held_when_a_reingest_drops_its_name(tmp_path, before, after):
+    """Hostile18 finding 11: a session was sent `copy-a.md`; a re-ingest removed it, its identical copy stayed. The
+    same lookup sent the copy's text in full again (PRECISE), as new: action memory knew the page by its old name
+    only. A page renamed (moved to another folder) is the same case: its text is what the session holds."""
+    folder = tmp_path / "docs"
+    home = tmp_path / "home"
+    write_pages(folder, {**before, "connection-pool.md": OTHER})
+    assert run_cli(home, "ingest", str(folder), "--kb", "moved", "--json").returncode == 0
+    first = run_cli(home, "lookup", "ERR_TIMEOUT", "--kb", "moved", "--no-graph", "--session", "s1", "--json")
+    assert json.loads(first.stdout)["primary"][0]["doc_key"] == min(before), first.stdout[-500:]
+    for name in before:
+        (folder / name).unlink()
+    write_pages(folder, after)
+    r = run_cli(home, "ingest", str(folder), "--kb", "moved", "--json")
+    assert r.returncode == 0 and json.loads(r.stdout)["removed"] >= 1, r.stdout[-500:]
+    again = json.loads(
+        run_cli(home, "lookup", "ERR_TIMEOUT", "--kb", "moved", "--no-graph", "--session", "s1", "--json").stdout
+    )
+    assert again["relevance_level"] == "DEDUPED", again
+    # it points at the page the session holds, under the name it has now, and sends none of its text
+    assert [d["doc_key"] for d in again["primary"]] == [min(after)], again
+    assert not any(d.get("content") for d in again["primary"] + again["supplement"]), again
+    # a new session is sent the page under its name now
+    fresh = json.loads(run_cli(home, "lookup", "ERR_TIMEOUT", "--kb", "moved", "--no-graph", "--json").stdout)
+    assert fresh["relevance_level"] == "PRECISE" and fresh["primary"][0]["doc_key"] == min(after), fresh

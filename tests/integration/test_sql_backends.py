@@ -154,3 +154,35 @@ def test_feedback_round_trip(db_url):
         "数据库连接池怎么配置？",
         "PRECISE",
     )
+
+
+def test_a_session_keeps_holding_a_page_renamed_by_a_reingest_on_every_database(db_url):
+    """Hostile18 finding 11 at the store: a re-ingest that removes a page whose text stays under another name (its
+    copy, or the page renamed) moves the sessions' record of it to that name, in the ingest's transaction; a session
+    that held both names keeps one record. The statements differ per database (MySQL refuses a DELETE that reads
+    its own table in a subquery)."""
+    from executor.stores.catalog import Catalog, DocumentChange
+
+    db = Database(db_url)
+    catalog, memory = Catalog(db), ActionMemory(db)
+
+    def page(key: str, text_hash: str) -> DocumentChange:
+        return DocumentChange(key, f"title of {key}", key.split("/")[0], [], [], [], [], text_hash, 1)
+
+    new = {"description": "", "extract_config": {}, "grading": None}
+    catalog.apply_ingest(
+        "k", [page("a/x.md", "h1"), page("b/x.md", "h1"), page("c/y.md", "h2")], [], "e", 4, "/", new=new
+    )
+    memory.record("one", "a", "PRECISE", [SentDocument("k", "a/x.md", "a", "title of a/x.md")])
+    memory.record("both", "a", "PRECISE", [SentDocument("k", k, k[0], "t") for k in ("a/x.md", "b/x.md")])
+    memory.record("other", "c", "PRECISE", [SentDocument("k", "c/y.md", "c", "title of c/y.md")])
+    catalog.apply_ingest("k", [page("d/z.md", "h2")], ["a/x.md", "c/y.md"], "e", 4, "/")
+    assert set(memory.sent_documents("one")) == {("k", "b/x.md")}
+    assert memory.sent_documents("one")[("k", "b/x.md")].title == "title of b/x.md"
+    assert set(memory.sent_documents("both")) == {("k", "b/x.md")}
+    assert set(memory.sent_documents("other")) == {("k", "d/z.md")}  # renamed: the new name came in this ingest
+    db.engine.dispose()
+
+
+def test_a_session_keeps_holding_a_renamed_page_on_sqlite(tmp_path):
+    test_a_session_keeps_holding_a_page_renamed_by_a_reingest_on_every_database(f"sqlite:///{tmp_path / 'e.db'}")
