@@ -76,6 +76,36 @@ def test_a_thread_interrupted_before_begin_turn_stays_interrupted_after_a_refuse
     assert asked(app.get_state(config).values) == [FIRST_Q, NEXT_Q, LAST_Q]
 
 
+@pytest.mark.parametrize("durability", DURABILITY)
+def test_an_async_refused_run_leaves_the_head_as_it_was(sample_rt, durability):
+    """The same through `ainvoke` (the path langgraph-api's runs take: `astream`, an async checkpointer read)."""
+    import asyncio
+
+    from langgraph.checkpoint.memory import InMemorySaver
+
+    from executor.agent.planner import OfflinePlanner
+
+    app = sample_rt.app(OfflinePlanner(), "offline", checkpointer=InMemorySaver())
+    config = {"configurable": {"thread_id": "async-refused"}}
+
+    async def scenario():
+        await app.ainvoke({"messages": [HumanMessage(FIRST_Q)]}, config, context=Context())
+        await app.ainvoke(
+            {"messages": [HumanMessage(NEXT_Q)]}, config, context=Context(), interrupt_before=["begin_turn"]
+        )
+        before = _head(app, config)
+        for run_config in (config, _end_of_first_turn(app, config)):
+            with pytest.raises(InputError, match=CONTROL):
+                await app.ainvoke(
+                    {"messages": [HumanMessage("bad\x07")]}, run_config, context={"kb": "sample"}, durability=durability
+                )
+            assert _head(app, config) == before
+        return await app.ainvoke(None, config, context=Context(), durability=durability)
+
+    assert asyncio.run(scenario())["answer"]
+    assert asked(app.get_state(config).values) == [FIRST_Q, NEXT_Q]
+
+
 # -- through `langgraph dev`, as Studio and the SDKs send a run ---------------------------------------------------
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
