@@ -166,3 +166,15 @@ def test_on_the_server_an_interrupted_thread_can_be_resumed_after_a_refused_run(
     assert resumed["answer"], resumed
     assert client.threads.get_state(thread_id)["values"]["question"] == LAST_Q
     assert _server_asked(client, thread_id) == [FIRST_Q, NEXT_Q, LAST_Q]
+
+
+def test_on_the_server_a_run_that_brings_nothing_is_checked_against_the_threads_own_question(server_thread):
+    """The check reads the thread through the server's checkpointer: a run that brings no message would answer the
+    thread's last question, here one with control characters that `update_state` put there (which no check sees),
+    and is refused, the head left where it was."""
+    client, thread_id = server_thread
+    client.threads.update_state(thread_id, {"messages": BAD}, as_node="answer")
+    before = _server_head(client, thread_id)
+    out = client.runs.wait(thread_id, "executor", input={"messages": []}, raise_error=False)
+    assert out["__error__"] == {"error": "InputError", "message": CONTROL}, out
+    assert _server_head(client, thread_id) == before
