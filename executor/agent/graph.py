@@ -7,9 +7,10 @@
     a round that does not advance the turn: executor → settle (its calls not run; the question looked up when
     nothing was) → call_tools → answer
     a store or the configuration failed: call_tools → fail (the run raises the error)
-    (START's edge is check_input: a refused run (an unknown KB, control characters) → take_back, which puts the
-    thread back as it was before the run → refuse, which raises the error; begin_turn's edge checks the question
-    again, for a client's Command that starts the run at begin_turn, past START)
+    (a run is checked before it starts (`CheckedGraph`): a refused run (an unknown KB, control characters) raises
+    before it writes anything to its thread; begin_turn's edge checks the question again, for a run that reaches it
+    without bringing one (a client's Command, a resume): refused, → take_back, which puts the turn back as
+    begin_turn found it → refuse, which raises the error)
 
 The rules live in `executor/agent/routing.py` (where to go) and `executor/nodes/guard.py`
 (what may run); `executor/nodes/call_tools.py` runs the approved calls through the tool
@@ -20,13 +21,19 @@ the collaborators it uses.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import asyncio
+from collections.abc import AsyncGenerator, Callable, Mapping
+from contextlib import aclosing
+from typing import cast
 
 from langchain_core.language_models.chat_models import BaseChatModel
 from langchain_core.runnables import RunnableConfig
+from langchain_core.runnables.config import merge_configs
+from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph import END, START, StateGraph
+from langgraph.graph.state import CompiledStateGraph
 from langgraph.runtime import Runtime as RunContext
-from langgraph.types import Send
+from langgraph.types import Command, Send
 
 from executor.agent import routing
 from executor.nodes.answer import fail, make_answer
@@ -34,7 +41,7 @@ from executor.nodes.begin_turn import (
     REFUSE,
     TAKE_BACK,
     begin_turn,
-    make_check_input,
+    make_check_run,
     make_check_turn,
     refuse,
     take_back,
@@ -70,6 +77,50 @@ def _route(rule):
     return path
 
 
+def _brought(run_input) -> list | None:
+    """The messages a run's input, or its Command's update, sends (as sent); None for a run that sends none."""
+    if isinstance(run_input, Command):
+        # every shape of update, read as LangGraph writes it (langgraph/types.py)
+        sent = [value for key, value in run_input._update_as_tuples() if key == "messages"]
+        return [m for value in sent for m in (value if isinstance(value, list) else [value])] if sent else None
+    if isinstance(run_input, Mapping):
+        return run_input.get("messages") or []
+    return None
+
+
+class CheckedGraph(CompiledStateGraph):
+    """The compiled graph, which refuses a run (`check_run`, executor/nodes/begin_turn.py) before the run writes
+    anything to its thread. LangGraph writes a run's input, and under every durability mode the checkpoints of a run
+    that fails, as the thread's newest checkpoint whatever checkpoint the run started from: refused inside the graph,
+    a run from an earlier checkpoint made that checkpoint's conversation the thread's, and a run on a thread
+    interrupted before begin_turn left `refuse` as its next task. Every way to run the graph (invoke, ainvoke,
+    astream_events, langgraph-api's runs) goes through `stream` or `astream`."""
+
+    def __init__(self, *, check_run: Callable, **kwargs):
+        super().__init__(**kwargs)
+        self.check_run = check_run  # an argument, so `copy` keeps it: langgraph-api copies the graph for each run
+
+    def _on_thread(self, config: RunnableConfig | None) -> bool:
+        configurable = merge_configs(self.config, config).get("configurable") or {}
+        return isinstance(self.checkpointer, BaseCheckpointSaver) and "thread_id" in configurable
+
+    def stream(self, input, config=None, **kwargs):  # pyright: ignore[reportIncompatibleMethodOverride]
+        brought = _brought(input)
+        before = self.get_state(config or {}).values if brought is not None and self._on_thread(config) else {}
+        self.check_run(before.get("messages") or [], brought, kwargs.get("context"))
+        yield from super().stream(input, config, **kwargs)
+
+    async def astream(self, input, config=None, **kwargs):  # pyright: ignore[reportIncompatibleMethodOverride]
+        brought = _brought(input)
+        before = (await self.aget_state(config or {})).values if brought is not None and self._on_thread(config) else {}
+        # in a thread: the catalog is read from disk, and langgraph-api refuses blocking calls on its event loop
+        await asyncio.to_thread(self.check_run, before.get("messages") or [], brought, kwargs.get("context"))
+        # closed with this generator (a cancelled run), so LangGraph's loop ends now, not when it is collected
+        async with aclosing(cast(AsyncGenerator, super().astream(input, config, **kwargs))) as parts:
+            async for part in parts:
+                yield part
+
+
 def build_graph(
     tools: ToolTable,
     catalog: Catalog,
@@ -86,8 +137,8 @@ def build_graph(
     document's text, for the offline answer; `mode`: "llm" or "offline"; `max_query_chars`: the longest question a run
     may bring (a longer one is refused, as `executor ask` refuses it)."""
     graph = StateGraph(ExecutorState, context_schema=Context, input_schema=ExecutorInput, output_schema=ExecutorOutput)
-    # a refused run's input is taken back out of the thread (executor/nodes/begin_turn.py); their input is what
-    # the Send carries, not the state
+    # a question refused on begin_turn's edge: the turn put back (executor/nodes/begin_turn.py); their input is
+    # what the Send carries, not the state
     graph.add_node(TAKE_BACK, take_back, destinations=(REFUSE,))  # pyright: ignore[reportArgumentType]
     graph.add_node(REFUSE, refuse)  # pyright: ignore[reportArgumentType]
     graph.add_node("begin_turn", begin_turn)
@@ -100,9 +151,8 @@ def build_graph(
     graph.add_node("answer", make_answer(model, mode, read_document=read_document))
     graph.add_node("fail", fail)
 
-    # an edge, not a node: only START's own step sees the thread both with the run's input and without it
-    graph.add_conditional_edges(START, make_check_input(catalog, max_query_chars), ["begin_turn", TAKE_BACK])
-    # checked again: a client's Command can start a run at begin_turn, past START
+    graph.add_edge(START, "begin_turn")
+    # checked again: a client's Command, or a resume, can reach begin_turn without bringing the question
     graph.add_conditional_edges(
         "begin_turn",
         _checked(make_check_turn(max_query_chars), routing.after_begin_turn),
@@ -116,4 +166,7 @@ def build_graph(
     )
     graph.add_conditional_edges("graph_expand", _route(routing.after_graph_expand), ["executor", "answer"])
     graph.add_edge("answer", END)
-    return graph.compile(checkpointer=checkpointer, name="executor")
+    compiled = graph.compile(checkpointer=checkpointer, name="executor")
+    # as `Pregel.copy` makes one (`__orig_class__` is the generic alias's, set on the instance)
+    attrs = {k: v for k, v in vars(compiled).items() if k != "__orig_class__"}
+    return CheckedGraph(check_run=make_check_run(catalog, max_query_chars), **attrs)

@@ -9,8 +9,8 @@ name before the graph sees it (langgraph_api/stream.py, `_filter_context_by_sche
 to the thread before the first node can refuse the run. The factory is handed the context as the client sent it
 (`ServerRuntime.execution_runtime.context`) before either, so an unknown field or knowledge base is refused there,
 as `app.invoke(..., context=...)` refuses it, and the refused question never reaches the thread. The factory does
-not see the run's input: a question refused for itself (control characters) is refused by the graph's first edge,
-and the thread put back as it was before the run (`check_input`, executor/nodes/begin_turn.py).
+not see the run's input: a question refused for itself (control characters) is refused by the graph before the run
+writes anything to its thread (`CheckedGraph`, executor/agent/graph.py).
 """
 
 import asyncio

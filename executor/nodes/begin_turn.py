@@ -1,35 +1,36 @@
-"""check_input and begin_turn: a run's input is checked before the turn starts; a new user message resets the
-turn's part of the state, the session's part stays.
+"""check_run and begin_turn: a run's input is checked before the run writes anything; a new user message resets
+the turn's part of the state, the session's part stays.
 
-`check_input` refuses a run whose context names a knowledge base that is not there (an InputError that names it
+`check_run` refuses a run whose context names a knowledge base that is not there (an InputError that names it
 and the home that was read, which every LangGraph client shows), or that brings a question holding control
 characters or longer than the query limit (`max_query_chars`), as `executor ask` refuses it (its lookups would each
 fail on them, and the turn said the knowledge base had nothing). The default KB is not checked here: a run that
 uses no retrieval tool needs none (a lookup in a KB that is not there ends the turn in that error anyway).
 
-A refused run leaves its thread exactly as it was. LangGraph writes a run's input to the thread in the run's first
-step (START's task), before any node runs, and a node that raised left the refused input in the checkpoint. Only
-that step can tell what the input was: `check_input` is START's conditional edge, which sees the thread with the
-input (its state) and, unmerged, without it. A refused run goes to `take_back`, which puts the conversation back as
-it was before the run (each message the run brought out again, one it replaced by `id` back in its place), then to
-`refuse`, which raises the error: the run ends in it, and the thread's values are those from before the run.
-Raising in START's step itself would not do: LangGraph keeps a failed task's writes, and a thread's state shows
-them (`get_state` applies them), so the refused input would read as part of the conversation.
+A refused run leaves its thread exactly as it was: its head (the newest checkpoint), that checkpoint's values and
+its next task. LangGraph writes a run's input to the thread before any node runs, and keeps the checkpoints of a run
+that fails under every durability mode, as the thread's newest whatever checkpoint the run started from (a fork, or
+a thread interrupted before `begin_turn`). So the graph calls `check_run` before the run starts
+(executor/agent/graph.py, `CheckedGraph`), with the messages of the checkpoint the run starts from.
+
+A run can reach `begin_turn` without bringing a question through its input: a client's Command (`goto:
+"begin_turn"`) or a resume after `update_state`. begin_turn's edge checks the question again (`make_check_turn`): a
+refused one goes to `take_back`, which puts the conversation back as begin_turn found it, then to `refuse`, which
+raises the error.
 """
 
 from __future__ import annotations
 
-from typing import NotRequired
+from typing import cast
 
 from langchain_core.messages import AnyMessage, HumanMessage, RemoveMessage
 from langchain_core.runnables import RunnableConfig
 
 # internal: the read a task's own conditional edges use (langgraph/pregel/_read.py); `fresh=False` gives the
 # channels as the step started, without this task's writes. Pinned by pyproject (langgraph <1.3) and exercised by
-# tests/integration/test_refused_run_thread.py.
+# tests/integration/test_hostile18.py (a question sent as a Command).
 from langgraph._internal._constants import CONFIG_KEY_READ
-from langgraph.graph.message import REMOVE_ALL_MESSAGES
-from langgraph.runtime import Runtime as RunContext
+from langgraph.graph.message import REMOVE_ALL_MESSAGES, add_messages
 from langgraph.types import Command, Send
 from typing_extensions import TypedDict
 
@@ -43,12 +44,12 @@ REFUSE = "refuse"
 
 
 class Refusal(TypedDict):
-    """What a refused run's `take_back` is sent: the error, the conversation as it was before the run, and (when
-    `begin_turn` had already run) the turn's fields as they were."""
+    """What a refused run's `take_back` is sent: the error, the conversation as begin_turn found it less the questions
+    that fail, and the turn's fields as they were."""
 
     error: str
     messages: list[AnyMessage]
-    turn: NotRequired[dict]
+    turn: dict
 
 
 def checked_context(catalog, context) -> Context:
@@ -71,38 +72,37 @@ def question_check(max_query_chars: int):
     return check_question
 
 
-def make_check_input(catalog, max_query_chars: int):
+def make_check_run(catalog, max_query_chars: int):
     """`catalog`: where the run's knowledge base must be; `max_query_chars`: the longest question a lookup takes."""
     check_question = question_check(max_query_chars)
 
-    def check_input(state: ExecutorState, runtime: RunContext[Context], config: RunnableConfig) -> str | Send:
-        """START's edge: the turn, or `take_back` with the error. `state` holds the run's input; the messages the
-        run brought are those not in the thread before it, or there with other content (the same `id`)."""
-        unmerged = (config.get("configurable") or {})[CONFIG_KEY_READ]
-        before: list[AnyMessage] = list(unmerged("messages", False) or [])
+    def check_run(before: list[AnyMessage], brought, context) -> None:
+        """Raises the InputError a run is refused with. `before`: the messages of the checkpoint the run starts from;
+        `brought`: the messages its input (or its Command's update) sends, as sent, or None for a run that sends
+        none (a resume, a Command's goto), whose question begin_turn's edge checks. The messages the run brings are
+        those not in the thread before it, or there with other content (the same `id`)."""
+        checked_context(catalog, context)
+        if brought is None:
+            return
         was = {m.id: m for m in before}
-        brought = [m for m in state.get("messages") or [] if was.get(m.id) != m]
-        try:
-            checked_context(catalog, runtime.context)
-            for message in brought:
-                if isinstance(message, HumanMessage):
-                    check_question(text_of(message))
-            # the question the turn would answer, though an earlier run (or `update_state`) put it there
-            check_question(last_question(state))
-        except InputError as exc:
-            return Send(TAKE_BACK, Refusal(error=str(exc), messages=before))
-        return "begin_turn"
+        # the thread's reducer: the conversation the turn would read
+        merged = cast("list[AnyMessage]", add_messages([*before], brought))
+        for message in merged:
+            if isinstance(message, HumanMessage) and was.get(message.id) != message:
+                check_question(text_of(message))
+        # the question the turn would answer, though an earlier run (or `update_state`) put it there
+        check_question(last_question({"messages": merged}))
 
-    return check_input
+    return check_run
 
 
 def make_check_turn(max_query_chars: int):
-    """begin_turn's edge, before the turn's own routing: the question checked again, for a run that did not come
-    through START. A client's Command (`goto: "begin_turn"`, its `update` bringing the question) starts the run at
-    begin_turn, past `check_input`, and the turn answered a question holding control characters ("nothing on this
-    question"). Refused, it goes to `take_back` with the conversation as the step found it less the questions that
-    fail (a Command's update was written before this step: a message it replaced by `id` is not known here), and the
-    turn's fields as begin_turn found them. Returns None for a question that passes."""
+    """begin_turn's edge, before the turn's own routing: the question checked again, for a run that reaches
+    begin_turn without bringing it (`check_run` checked what a run brings before it started): a client's
+    `Command(goto="begin_turn")`, or a resume, after `update_state` put the question there; the turn answered a
+    question holding control characters ("nothing on this question"). Refused, it goes to `take_back` with the
+    conversation as the step found it less the questions that fail, and the turn's fields as begin_turn found them.
+    Returns None for a question that passes."""
     check_question = question_check(max_query_chars)
 
     def failing(message: AnyMessage) -> bool:
@@ -129,19 +129,19 @@ NOT_A_START = "a run cannot start at {node!r}: send the question as the run's in
 
 
 def take_back(refusal: Refusal) -> Command:
-    """The conversation as it was before the refused run (all of it, in its order, whatever the run's input did to
-    it), then `refuse` with the error (a Send: the error is no part of the state). Reached any other way (a
-    client's `Command(goto="take_back")`, which hands it the thread's state) it refuses the run in one line."""
-    if not {"error", "messages"} <= set(refusal) <= set(Refusal.__annotations__):
+    """The conversation and the turn's fields as begin_turn found them, then `refuse` with the error (a Send: the
+    error is no part of the state). Reached any other way (a client's `Command(goto="take_back")`, which hands it
+    the thread's state) it refuses the run in one line."""
+    if set(refusal) != set(Refusal.__annotations__):
         raise InputError(NOT_A_START.format(node=TAKE_BACK))
     restored = [RemoveMessage(id=REMOVE_ALL_MESSAGES), *refusal["messages"]]
-    update = {**refusal.get("turn", {}), "messages": restored}  # the turn's fields, when begin_turn had set them
+    update = {**refusal["turn"], "messages": restored}
     return Command(update=update, goto=Send(REFUSE, refusal["error"]))
 
 
 def refuse(error: str) -> None:
-    """The refused run ends in its InputError (`take_back` has put the thread back as it was). Reached any other
-    way (`Command(goto="refuse")` or a resume, which hand it the thread's state) it says so, never the state."""
+    """The refused run ends in its InputError (`take_back` has put the turn back as begin_turn found it). Reached any
+    other way (`Command(goto="refuse")` or a resume, which hand it the thread's state) it says so, never the state."""
     raise InputError(error if isinstance(error, str) else NOT_A_START.format(node=REFUSE))
 
 
