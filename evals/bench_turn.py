@@ -31,7 +31,7 @@ from evals.baseline import BEFORE_ISSUE_17, REPO, run_on
 
 LABELS = REPO / "evals" / "labels" / "sample.yaml"
 WARM_UP = 5
-NODES = ("check_input", "begin_turn", "executor", "guard", "call_tools", "graph_expand", "answer")
+NODES = ("begin_turn", "executor", "guard", "call_tools", "graph_expand", "answer")
 RENAMED = {"lookup": "call_tools"}  # the baseline's name of the node (this file also runs on that code)
 
 
