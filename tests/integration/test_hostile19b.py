@@ -106,3 +106,76 @@ def test_readable_shapes_still_pass(answered_thread):
         out = client.runs.wait(thread_id, "executor", input={"messages": messages})
         assert "MySQL" in out["answer"], out
     assert json.dumps(client.threads.get_state(thread_id)["values"], ensure_ascii=False).count(NEXT_Q) >= 3
+
+
+# -- llm serve --------------------------------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def endpoint():
+    """`executor llm serve`'s app with the bundled model, on a loopback port (as test_local_llm.py starts it)."""
+    from executor.core.settings import Settings
+    from executor.local_llm.serve import LocalEndpoint, engine_options
+
+    settings = Settings(local_model_threads=1, local_model_ctx=4096)
+    with LocalEndpoint(engine_options(settings, "bundled")) as ep:
+        yield ep
+
+
+def chat(endpoint, body: dict) -> tuple[int, dict]:
+    import httpx
+
+    r = httpx.post(f"{endpoint.base_url}/chat/completions", json={"model": "m", **body}, timeout=300)
+    return r.status_code, r.json()
+
+
+def test_text_past_a_stop_sequence_is_not_answered(endpoint):
+    """Finding 12: `stop` was ignored; the reply ran on past it (a ReAct agent's "Observation:" made up by the
+    model). With "e" as the stop, an English reply ends before its first "e"."""
+    status, out = chat(
+        endpoint, {"messages": [{"role": "user", "content": "Describe the sea in one sentence."}], "stop": ["e"]}
+    )
+    assert status == 200, out
+    choice = out["choices"][0]
+    assert "e" not in choice["message"]["content"] and choice["finish_reason"] == "stop", choice
+
+
+IMAGE = {"type": "image_url", "image_url": {"url": "data:image/png;base64,iVBORw0KGgo="}}
+
+
+@pytest.mark.parametrize(
+    "content",
+    [
+        [IMAGE],
+        [{"type": "text", "text": "What is in this image?"}, IMAGE],
+        [{"type": "input_audio", "input_audio": {"data": "UklGRg==", "format": "wav"}}],
+        [{"text": "Say hi"}],  # no type: was dropped, and the model answered an empty turn
+    ],
+    ids=["image", "text-and-image", "audio", "no-type"],
+)
+def test_a_part_the_text_model_cannot_read_is_refused(endpoint, content):
+    """Finding 11 (and 13): an image or audio part was dropped and the model answered as if it had seen it ("This
+    image is a stunning example of the Lion's Breath")."""
+    status, out = chat(endpoint, {"messages": [{"role": "user", "content": content}], "max_tokens": 8})
+    assert status == 400, out
+    assert "messages.0.content" in out["error"]["message"] and "text only" in out["error"]["message"], out
+
+
+TOOL = {"type": "object", "properties": {"a": {"type": "string"}}, "required": ["a"]}
+
+
+@pytest.mark.parametrize(
+    ("tools", "said"),
+    [
+        ([("f", {"type": "string"})], "type 'object'"),  # 12 s of the engine, then an empty "length" reply
+        ([("f", TOOL), ("f", {"type": "object", "properties": {"b": {"type": "integer"}}})], "given twice"),  # 20 s
+    ],
+    ids=["parameters-not-an-object", "one-name-twice"],
+)
+def test_tools_no_call_can_be_made_to_are_refused(endpoint, tools, said):
+    """Finding 14 (and 15)."""
+    body = {
+        "messages": [{"role": "user", "content": "call f"}],
+        "tools": [{"type": "function", "function": {"name": n, "parameters": p}} for n, p in tools],
+        "tool_choice": "required",
+    }
+    status, out = chat(endpoint, body)
+    assert status == 400 and said in out["error"]["message"], out
