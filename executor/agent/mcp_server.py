@@ -538,12 +538,66 @@ class _ValidIds:
         if body is None:
             return
         try:
-            error = invalid_message(json_body(body))
+            message = json_body(body)
+            error = invalid_message(message)
         except ValueError:
-            error = (types.PARSE_ERROR, "Parse error: the body is not a JSON-RPC 2.0 message")
+            message, error = None, (types.PARSE_ERROR, "Parse error: the body is not a JSON-RPC 2.0 message")
         if error is not None:
             return await _invalid_request(send, *error)
-        return await self.app(scope, replaying(body, receive), send)
+        session = dict(scope.get("headers") or []).get(b"mcp-session-id")
+        if session is None or not isinstance(message, dict) or "method" not in message or "id" not in message:
+            return await self.app(scope, replaying(body, receive), send)
+        return await self._unless_host_leaves(scope, replaying(body, receive), send, message["id"])
+
+    async def _unless_host_leaves(self, scope, receive, send, request_id) -> None:
+        """A request whose host goes away before its answer is sent is cancelled, as if the host had cancelled it:
+        the answer is lost (no event store keeps it for a reconnection), so what the call recorded in action memory
+        is forgotten (`Cancels`). A lookup whose connection dropped mid-call was recorded as sent, and the host's
+        retry in the same session was DEDUPED on a page it never read."""
+        answered = gone = False
+
+        async def watched_receive():
+            nonlocal gone
+            message = await receive()
+            gone = gone or message["type"] == "http.disconnect"
+            return message
+
+        async def watched_send(message):
+            nonlocal answered
+            # the request's answer is a JSON-RPC result or error in the body (an SSE event, or the JSON response)
+            chunk = message.get("body", b"") if message["type"] == "http.response.body" else b""
+            answered = answered or (b'"jsonrpc"' in chunk and (b'"result"' in chunk or b'"error"' in chunk))
+            await send(message)
+
+        await self.app(scope, watched_receive, watched_send)
+        if gone and not answered:
+            await self._cancel(scope, request_id)
+
+    async def _cancel(self, scope, request_id) -> None:
+        """MCP's `notifications/cancelled` for `request_id`, through the transport as the host would send it (on
+        the same session, with the same headers); its 202 is read by nobody."""
+        body = json.dumps(
+            {
+                "jsonrpc": "2.0",
+                "method": CANCELLED,
+                "params": {"requestId": request_id, "reason": "the host went away before the answer"},
+            }
+        ).encode()
+        headers = [(k, v) for k, v in scope.get("headers") or [] if k.lower() != b"content-length"]
+        cancel_scope = {**scope, "headers": [*headers, (b"content-length", str(len(body)).encode())]}
+        delivered = False
+
+        async def receive():
+            nonlocal delivered
+            if delivered:
+                return {"type": "http.disconnect"}
+            delivered = True
+            return {"type": "http.request", "body": body, "more_body": False}
+
+        async def nobody(message) -> None:
+            pass
+
+        await self.app(cancel_scope, receive, nobody)
 
 
 def invalid_message(message) -> tuple[int, str] | None:

@@ -179,3 +179,64 @@ def test_tools_no_call_can_be_made_to_are_refused(endpoint, tools, said):
     }
     status, out = chat(endpoint, body)
     assert status == 400 and said in out["error"]["message"], out
+
+
+# -- executor mcp --http ----------------------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def mcp_http(tmp_path_factory):
+    """`executor mcp --http` on a fresh ingested home: its port."""
+    from conftest import ingested_home, run_cli, stop_process
+    from test_mcp import start_http_server
+
+    home = ingested_home(tmp_path_factory, "hostile19b-mcp")
+    out = open(home / "http-server.out", "w")
+    proc, url = start_http_server(home, out)
+    assert proc is not None and url is not None, (home / "http-server.out").read_text()[-2000:]
+    try:
+        yield int(url.rsplit(":", 1)[1].split("/")[0])
+    finally:
+        stop_process(proc, out)
+        run_cli(home, "graph", "stop")
+
+
+def mcp_post(port: int, message: dict, session: str | None = None) -> tuple[str | None, str]:
+    """One JSON-RPC message POSTed as a host does: (the session id the server gives, the response body)."""
+    import http.client
+
+    headers = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
+    if session is not None:
+        headers |= {"mcp-session-id": session, "mcp-protocol-version": "2025-06-18"}
+    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
+    connection.request("POST", "/mcp", body=json.dumps(message), headers=headers)
+    response = connection.getresponse()
+    return response.getheader("mcp-session-id"), response.read().decode()
+
+
+def lookup_call(request_id: int) -> dict:
+    params = {"name": "lookup_knowledge", "arguments": {"query": FIRST_Q}}
+    return {"jsonrpc": "2.0", "id": request_id, "method": "tools/call", "params": params}
+
+
+def test_a_lookup_whose_host_went_away_is_sent_again_on_the_retry(mcp_http):
+    """Finding 9: a host whose connection dropped before the answer (a crash, a network cut, a killed tab) retried
+    the lookup in the same MCP session and was told DEDUPED: the page it never read counted as sent."""
+    import socket
+    import time
+
+    init = {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "h19b", "version": "0"}}
+    session, _ = mcp_post(mcp_http, {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": init})
+    assert session is not None
+    mcp_post(mcp_http, {"jsonrpc": "2.0", "method": "notifications/initialized"}, session)
+    body = json.dumps(lookup_call(2)).encode()
+    head = (
+        f"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:{mcp_http}\r\nContent-Type: application/json\r\n"
+        f"Accept: application/json, text/event-stream\r\nmcp-session-id: {session}\r\n"
+        f"mcp-protocol-version: 2025-06-18\r\nContent-Length: {len(body)}\r\n\r\n"
+    ).encode()
+    with socket.create_connection(("127.0.0.1", mcp_http)) as gone:
+        gone.sendall(head + body)  # and the host is gone before its answer
+    time.sleep(3)  # the call runs on to its end
+    _, retry = mcp_post(mcp_http, lookup_call(3), session)
+    assert "relevance_level: PRECISE" in retry, retry[:500]
+    _, again = mcp_post(mcp_http, lookup_call(4), session)  # one the host did read: the session's rules hold
+    assert "relevance_level: DEDUPED" in again, again[:500]
