@@ -240,3 +240,26 @@ def test_a_lookup_whose_host_went_away_is_sent_again_on_the_retry(mcp_http):
     assert "relevance_level: PRECISE" in retry, retry[:500]
     _, again = mcp_post(mcp_http, lookup_call(4), session)  # one the host did read: the session's rules hold
     assert "relevance_level: DEDUPED" in again, again[:500]
+
+
+@pytest.mark.parametrize(
+    "checkpoint_id", ["00000000-0000-0000-0000-000000000000", "1f0a0a0a-0000-6000-8000-000000000000"]
+)
+def test_a_run_from_a_checkpoint_the_thread_does_not_hold_is_refused(answered_thread, checkpoint_id):
+    """Finding 3: a mistyped or stale `checkpoint_id` was answered as a first question, and the thread's head became
+    that one-question conversation (its earlier turns gone from it)."""
+    client, thread_id = answered_thread
+    out = client.runs.wait(
+        thread_id, "executor", input=question(NEXT_Q), checkpoint_id=checkpoint_id, raise_error=False
+    )
+    assert out["__error__"]["error"] == "InputError", out
+    assert checkpoint_id in out["__error__"]["message"], out
+    _thread_goes_on(client, thread_id)
+
+
+def test_a_run_from_a_checkpoint_the_thread_holds_still_forks(answered_thread):
+    client, thread_id = answered_thread
+    start = client.threads.get_history(thread_id, limit=100)[-1]["checkpoint"]["checkpoint_id"]  # before any turn
+    out = client.runs.wait(thread_id, "executor", input=question(NEXT_Q), checkpoint_id=start)
+    assert "MySQL" in out["answer"], out
+    assert asked(client.threads.get_state(thread_id)["values"]) == [NEXT_Q]
