@@ -263,3 +263,40 @@ def test_a_run_from_a_checkpoint_the_thread_holds_still_forks(answered_thread):
     out = client.runs.wait(thread_id, "executor", input=question(NEXT_Q), checkpoint_id=start)
     assert "MySQL" in out["answer"], out
     assert asked(client.threads.get_state(thread_id)["values"]) == [NEXT_Q]
+
+
+# -- open: they need executor/nodes (the graph's checks), outside this round's files ----------------------------
+@pytest.mark.xfail(
+    strict=True,
+    reason="hostile19b finding 4: a Command whose goto starts a turn with no new question (begin_turn, executor, "
+    "answer, call_tools, graph_expand) is answered 'nothing found' for a question the KB answers",
+)
+def test_a_command_that_starts_a_turn_without_a_question_is_refused(answered_thread):
+    client, thread_id = answered_thread
+    out = client.runs.wait(thread_id, "executor", command={"goto": "begin_turn"}, raise_error=False)
+    # the thread's one question (ERR_TIMEOUT) is PRECISE on its page: "nothing found" is a wrong answer
+    assert "__error__" in out and out["__error__"]["error"] == "InputError", out
+    assert asked(client.threads.get_state(thread_id)["values"]) == [FIRST_Q]
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="hostile19b finding 7: an input ending in the client's own AI message with tool calls is answered "
+    "'nothing on this question' without a lookup",
+)
+def test_an_input_ending_in_a_clients_tool_call_is_not_answered_nothing_found(server):
+    from langgraph_sdk import get_sync_client
+
+    client = get_sync_client(url=server)
+    thread_id = client.threads.create()["thread_id"]
+    messages = [
+        {"role": "user", "content": FIRST_Q},
+        {
+            "role": "assistant",
+            "content": "",
+            "tool_calls": [{"id": "t1", "name": "lookup_knowledge", "args": {"query": "x"}}],
+        },
+    ]
+    out = client.runs.wait(thread_id, "executor", input={"messages": messages}, raise_error=False)
+    # refused, or the question answered from its page: never "nothing on this question" for ERR_TIMEOUT
+    assert "__error__" in out or "err-timeout.md" in out["answer"], out
