@@ -28,7 +28,7 @@ import time
 import uuid
 import weakref
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from contextvars import ContextVar
 from importlib.metadata import PackageNotFoundError
 from importlib.metadata import version as package_version
@@ -333,11 +333,19 @@ class ExecutorMCP:
         os.dup2(2, 1)
         try:
             with open(protocol, "wb", closefd=True) as out:
-                await self._run_stdio(anyio.wrap_file(TextIOWrapper(out, encoding="utf-8")))
+                stdout = anyio.wrap_file(TextIOWrapper(out, encoding="utf-8"))
+                await self._run_stdio(_Delivered(stdout, self._lost))
         finally:
             sys.stdout.flush()
             os.dup2(saved, 1)
             os.close(saved)
+
+    async def _lost(self, request_id: types.RequestId) -> None:
+        """An answer the host never got (it went away): its call is forgotten as a cancelled one's (`Cancels`)."""
+        cancels = self.server.cancels
+        forget = cancels.cancel(request_id) if cancels is not None else None
+        if forget is not None:
+            await anyio.to_thread.run_sync(forget)
 
     async def _run_stdio(self, stdout) -> None:
         from mcp.server.stdio import stdio_server
@@ -469,10 +477,11 @@ class _Server(Server):
     to `run`."""
 
     reordered = False  # True when the transport may hand the host's messages over out of order (HTTP)
+    cancels: Cancels | None = None  # the latest connection's (stdio has one)
 
     async def run(self, read_stream, write_stream, *args, **kwargs):
         valid_send, valid = anyio.create_memory_object_stream(0)
-        cancels = Cancels(early_s=Cancels.EARLY_S if self.reordered else 0.0)
+        cancels = self.cancels = Cancels(early_s=Cancels.EARLY_S if self.reordered else 0.0)
         CANCELS.set(cancels)  # this connection's: its request handlers run in tasks started from this one
 
         async def answer_invalid_requests():
@@ -807,6 +816,36 @@ class _Answered:
 
     async def __aexit__(self, *exc):
         return await self._stream.__aexit__(*exc)
+
+
+class _Delivered:
+    """The stdio server's stdout, for the SDK's writer (`write`, then `flush`, a message a line): an answer that
+    cannot be written because the host closed its end (it went away mid-call) is `lost`, then the error goes on (the
+    server ends). A host sharing a `session` across connections was told DEDUPED, on its next connection, for the
+    pages of a lookup whose answer it never read."""
+
+    def __init__(self, stream, lost: Callable[[types.RequestId], Awaitable[None]]):
+        self._stream, self._lost, self._line = stream, lost, ""
+
+    async def write(self, text: str) -> None:
+        self._line = text
+        await self._delivered(self._stream.write(text))
+
+    async def flush(self) -> None:
+        await self._delivered(self._stream.flush())
+
+    async def _delivered(self, written: Awaitable) -> None:
+        try:
+            await written
+        except BrokenPipeError:
+            try:
+                message = json.loads(self._line)
+            except ValueError:
+                message = None
+            if isinstance(message, dict) and ("result" in message or "error" in message):
+                if _valid_id(message.get("id")):
+                    await self._lost(message["id"])
+            raise
 
 
 class _NullIdError:

@@ -300,3 +300,39 @@ def test_an_input_ending_in_a_clients_tool_call_is_not_answered_nothing_found(se
     out = client.runs.wait(thread_id, "executor", input={"messages": messages}, raise_error=False)
     # refused, or the question answered from its page: never "nothing on this question" for ERR_TIMEOUT
     assert "__error__" in out or "err-timeout.md" in out["answer"], out
+
+
+def test_a_lookup_whose_stdio_host_went_away_is_sent_again_in_its_shared_session(tmp_path_factory):
+    """Finding 18: a host sharing a `session` across connections went away mid-call (closed its pipes); on its next
+    connection the same lookup in that session was DEDUPED on the page it never read."""
+    import uuid
+
+    from conftest import ingested_home, raw_mcp_stdio, run_cli
+
+    home = ingested_home(tmp_path_factory, "hostile19b-stdio")
+    session = f"h19b-{uuid.uuid4().hex[:8]}"
+    init = {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "h19b", "version": "0"}}
+    handshake = [
+        {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": init},
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+    ]
+    call = lookup_call(2)
+    call["params"]["arguments"]["session"] = session
+    lines = "".join(json.dumps(m) + "\n" for m in (*handshake, call)).encode()
+    try:
+        gone = raw_mcp_stdio(home)
+        assert gone.stdin is not None and gone.stdout is not None
+        gone.stdin.write(lines[: lines.index(b"\n") + 1])
+        gone.stdin.flush()
+        assert gone.stdout.readline()  # initialized: the host is there
+        gone.stdin.write(lines[lines.index(b"\n") + 1 :])
+        gone.stdin.flush()
+        gone.stdout.close()  # and it is gone before the answer
+        gone.stdin.close()
+        gone.wait(timeout=120)
+        again = raw_mcp_stdio(home)
+        out, _ = again.communicate(lines, timeout=120)
+        [answer] = [m for m in map(json.loads, out.decode().splitlines()) if m.get("id") == 2]
+        assert "relevance_level: PRECISE" in answer["result"]["content"][0]["text"], answer
+    finally:
+        run_cli(home, "graph", "stop")
