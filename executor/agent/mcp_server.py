@@ -275,7 +275,20 @@ class ExecutorMCP:
                 raise McpError(
                     types.ErrorData(code=types.INVALID_PARAMS, message=f"there is no prompt named {str(name)[:80]!r}")
                 )
-            lang = "zh" if (arguments or {}).get("lang") == "zh" else "en"
+            arguments = arguments or {}
+            unknown = sorted(set(arguments) - {"lang"})
+            lang = arguments.get("lang", "en")
+            if unknown or lang not in RULES:
+                # "lang: fr" was answered in English and an unknown argument ignored, where a tool refuses both
+                what = (
+                    f"unknown argument {printable(unknown[0])[:40]!r}" if unknown else f"lang {printable(lang)[:20]!r}"
+                )
+                raise McpError(
+                    types.ErrorData(
+                        code=types.INVALID_PARAMS,
+                        message=f"retrieval_rules: {what}; it takes lang, one of {', '.join(sorted(RULES))}",
+                    )
+                )
             return types.GetPromptResult(
                 description="retrieval rules",
                 messages=[types.PromptMessage(role="user", content=types.TextContent(type="text", text=RULES[lang]))],
@@ -297,6 +310,11 @@ class ExecutorMCP:
                     description="the knowledge bases: name, description, documents, graph or not",
                 ),
             ]
+
+        # none: listed so that a host which asks (the Inspector, on connecting) is answered, not "Method not found"
+        @server.list_resource_templates()
+        async def list_resource_templates() -> list[types.ResourceTemplate]:
+            return []
 
         # each with the type `resources/list` gives it (a bare string is sent as text/plain, and is deprecated)
         @server.read_resource()

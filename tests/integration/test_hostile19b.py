@@ -336,3 +336,39 @@ def test_a_lookup_whose_stdio_host_went_away_is_sent_again_in_its_shared_session
         assert "relevance_level: PRECISE" in answer["result"]["content"][0]["text"], answer
     finally:
         run_cli(home, "graph", "stop")
+
+
+# -- severity 7-9, mended with them -----------------------------------------------------------------------------
+def test_the_mcp_server_answers_resource_templates_and_refuses_unknown_prompt_arguments(sample_rt):
+    """Findings 8 and 10: `resources/templates/list` (the Inspector asks on connecting) was -32601 "Method not found"
+    from a server that declares resources; `retrieval_rules` with `lang: fr` or an unknown argument answered English
+    and said nothing, where a tool refuses an unknown argument."""
+    import anyio
+    from mcp.shared.exceptions import McpError
+    from test_mcp import connected
+
+    from executor.agent.mcp_server import ExecutorMCP
+
+    async def main():
+        async with connected(ExecutorMCP(sample_rt, kb="sample")) as client:
+            templates = (await client.list_resource_templates()).resourceTemplates
+            said = []
+            for arguments in ({"lang": "fr"}, {"language": "zh"}):
+                with pytest.raises(McpError) as refused:
+                    await client.get_prompt("retrieval_rules", arguments)
+                said.append(refused.value.error.message)
+            zh = (await client.get_prompt("retrieval_rules", {"lang": "zh"})).messages[0].content
+            return templates, said, zh
+
+    templates, said, zh = anyio.run(main)
+    assert templates == []
+    assert "lang 'fr'" in said[0] and "'language'" in said[1], said
+    assert getattr(zh, "text", "").startswith("检索约束"), zh
+
+
+def test_a_temperature_that_is_not_a_number_is_said_so():
+    """Finding 17: `temperature: NaN` was "Input should be less than or equal to 2"."""
+    from executor.local_llm.protocol import RequestError, parse_request
+
+    with pytest.raises(RequestError, match="temperature: Input should be a finite number"):
+        parse_request(b'{"messages": [{"role": "user", "content": "hi"}], "temperature": NaN}')
