@@ -15,6 +15,7 @@ from executor.local_llm.schema_bounds import SchemaRefused, check_tools
 
 # the content parts a text model reads, each with the key holding its text
 TEXT_PARTS = {"text": "text", "refusal": "refusal"}
+UNREAD = "\n[a part of type {kind} was attached here; it is not shown: this model reads text only]\n"
 MAX_STOPS = 4  # OpenAI's bound on `stop`
 
 
@@ -42,25 +43,29 @@ class Message(BaseModel):
 
     @field_validator("content")
     @classmethod
-    def _text_parts_only(cls, value):
-        """Content parts are text (or an assistant's refusal): this model reads nothing else. An image or audio part
-        was dropped, and the model answered as if it had seen it ("This image is a stunning example of ..."); a part
-        without a type was dropped too, and the model answered an empty turn."""
+    def _typed_parts(cls, value):
+        """Each content part says what it is (`type`), and a text part holds its text as a string: a part without a
+        type was dropped, and the model answered an empty turn."""
         for i, part in enumerate(value if isinstance(value, list) else []):
             kind = part.get("type")
-            if kind not in TEXT_PARTS:
-                what = f"a part of type {str(kind)[:40]!r}" if isinstance(kind, str) else "a part without a type"
-                raise ValueError(f"{i}: {what} is not supported: this model reads text only (type 'text')")
-            if not isinstance(part.get(TEXT_PARTS[kind]), str):
+            if not isinstance(kind, str) or not kind:
+                raise ValueError(f"{i}: a content part needs its type ('text', 'image_url', ...)")
+            if kind in TEXT_PARTS and not isinstance(part.get(TEXT_PARTS[kind]), str):
                 raise ValueError(f"{i}: a {kind!r} part needs its {TEXT_PARTS[kind]!r} as a string")
         return value
 
     @property
     def text(self) -> str:
-        """Content parts joined (each is text: `_text_parts_only`)."""
-        if isinstance(self.content, list):
-            return "".join(p[TEXT_PARTS[p["type"]]] for p in self.content)
-        return self.content or ""
+        """Content parts joined. A part that is not text (an image, audio, a file) is named where it was, as not
+        shown: this model reads text only. Dropped without a word, the model answered as if it had seen the image
+        ("This image is a stunning example of ..."); refused, the executor's own turns failed on a question that came
+        with an image (it sends the conversation as the client gave it, and answers from the text)."""
+        if not isinstance(self.content, list):
+            return self.content or ""
+        return "".join(
+            p[TEXT_PARTS[p["type"]]] if p["type"] in TEXT_PARTS else UNREAD.format(kind=str(p["type"])[:40])
+            for p in self.content
+        )
 
 
 class FunctionSpec(BaseModel):

@@ -139,24 +139,31 @@ def test_text_past_a_stop_sequence_is_not_answered(endpoint):
 
 
 IMAGE = {"type": "image_url", "image_url": {"url": "data:image/png;base64,iVBORw0KGgo="}}
+AUDIO = {"type": "input_audio", "input_audio": {"data": "UklGRg==", "format": "wav"}}
 
 
 @pytest.mark.parametrize(
     "content",
-    [
-        [IMAGE],
-        [{"type": "text", "text": "What is in this image?"}, IMAGE],
-        [{"type": "input_audio", "input_audio": {"data": "UklGRg==", "format": "wav"}}],
-        [{"text": "Say hi"}],  # no type: was dropped, and the model answered an empty turn
-    ],
-    ids=["image", "text-and-image", "audio", "no-type"],
+    [[IMAGE], [{"type": "text", "text": "What is in this image?"}, IMAGE], [AUDIO]],
+    ids=["image", "text-and-image", "audio"],
 )
-def test_a_part_the_text_model_cannot_read_is_refused(endpoint, content):
-    """Finding 11 (and 13): an image or audio part was dropped and the model answered as if it had seen it ("This
-    image is a stunning example of the Lion's Breath")."""
+def test_the_model_is_told_a_part_it_cannot_read_was_not_shown(endpoint, content):
+    """Finding 11: an image or audio part was dropped without a word, and the model answered as if it had seen it
+    ("This image is a stunning example of the Lion's Breath"). Refusing it would fail the executor's own turns,
+    which send the conversation as the client gave it: the prompt says where a part was and that it is not shown."""
+    status, out = chat(endpoint, {"messages": [{"role": "user", "content": content}], "max_tokens": 4})
+    assert status == 200, out
+    kind = content[-1]["type"]
+    assert f"a part of type {kind} was attached here; it is not shown" in (endpoint.service.last_prompt or "")
+
+
+@pytest.mark.parametrize(
+    "content", [[{"text": "Say hi"}], [{"type": "text", "text": {"nested": "Say hi"}}]], ids=["no-type", "text-not-str"]
+)
+def test_a_content_part_without_its_type_or_text_is_refused(endpoint, content):
+    """Finding 13: a part without a type was dropped, and the model answered an empty turn."""
     status, out = chat(endpoint, {"messages": [{"role": "user", "content": content}], "max_tokens": 8})
-    assert status == 400, out
-    assert "messages.0.content" in out["error"]["message"] and "text only" in out["error"]["message"], out
+    assert status == 400 and "messages.0.content" in out["error"]["message"], out
 
 
 TOOL = {"type": "object", "properties": {"a": {"type": "string"}}, "required": ["a"]}
