@@ -379,3 +379,13 @@ def test_a_temperature_that_is_not_a_number_is_said_so():
 
     with pytest.raises(RequestError, match="temperature: Input should be a finite number"):
         parse_request(b'{"messages": [{"role": "user", "content": "hi"}], "temperature": NaN}')
+
+
+@pytest.mark.parametrize("asked", [{"logprobs": True}, {"logprobs": True, "top_logprobs": 3}, {"top_logprobs": 2}])
+def test_log_probabilities_asked_for_are_refused_not_left_out(asked):
+    """Finding 16: answered 200 with no `logprobs` in the choice (a client reading them failed on a missing key)."""
+    from executor.local_llm.protocol import RequestError, parse_request
+
+    body = {"messages": [{"role": "user", "content": "hi"}], **asked}
+    with pytest.raises(RequestError, match="logprobs"):
+        parse_request(json.dumps(body).encode())
