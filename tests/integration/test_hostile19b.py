@@ -389,3 +389,13 @@ def test_log_probabilities_asked_for_are_refused_not_left_out(asked):
     body = {"messages": [{"role": "user", "content": "hi"}], **asked}
     with pytest.raises(RequestError, match="logprobs"):
         parse_request(json.dumps(body).encode())
+
+
+def test_a_stop_sequence_beside_tools_is_refused():
+    """Finding 12, with tools: the reply is JSON decoded to the tools' schemas, which a stop sequence would cut."""
+    from executor.local_llm.protocol import RequestError, parse_request
+
+    tool = {"type": "function", "function": {"name": "f", "parameters": TOOL}}
+    body = {"messages": [{"role": "user", "content": "call f"}], "tools": [tool], "stop": ["\nObservation:"]}
+    with pytest.raises(RequestError, match="stop is not supported with tools"):
+        parse_request(json.dumps(body).encode())
