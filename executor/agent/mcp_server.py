@@ -28,7 +28,7 @@ import time
 import uuid
 import weakref
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from contextvars import ContextVar
 from importlib.metadata import PackageNotFoundError
 from importlib.metadata import version as package_version
@@ -275,7 +275,20 @@ class ExecutorMCP:
                 raise McpError(
                     types.ErrorData(code=types.INVALID_PARAMS, message=f"there is no prompt named {str(name)[:80]!r}")
                 )
-            lang = "zh" if (arguments or {}).get("lang") == "zh" else "en"
+            arguments = arguments or {}
+            unknown = sorted(set(arguments) - {"lang"})
+            lang = arguments.get("lang", "en")
+            if unknown or lang not in RULES:
+                # "lang: fr" was answered in English and an unknown argument ignored, where a tool refuses both
+                what = (
+                    f"unknown argument {printable(unknown[0])[:40]!r}" if unknown else f"lang {printable(lang)[:20]!r}"
+                )
+                raise McpError(
+                    types.ErrorData(
+                        code=types.INVALID_PARAMS,
+                        message=f"retrieval_rules: {what}; it takes lang, one of {', '.join(sorted(RULES))}",
+                    )
+                )
             return types.GetPromptResult(
                 description="retrieval rules",
                 messages=[types.PromptMessage(role="user", content=types.TextContent(type="text", text=RULES[lang]))],
@@ -297,6 +310,11 @@ class ExecutorMCP:
                     description="the knowledge bases: name, description, documents, graph or not",
                 ),
             ]
+
+        # none: listed so that a host which asks (the Inspector, on connecting) is answered, not "Method not found"
+        @server.list_resource_templates()
+        async def list_resource_templates() -> list[types.ResourceTemplate]:
+            return []
 
         # each with the type `resources/list` gives it (a bare string is sent as text/plain, and is deprecated)
         @server.read_resource()
@@ -333,11 +351,19 @@ class ExecutorMCP:
         os.dup2(2, 1)
         try:
             with open(protocol, "wb", closefd=True) as out:
-                await self._run_stdio(anyio.wrap_file(TextIOWrapper(out, encoding="utf-8")))
+                stdout = anyio.wrap_file(TextIOWrapper(out, encoding="utf-8"))
+                await self._run_stdio(_Delivered(stdout, self._lost))
         finally:
             sys.stdout.flush()
             os.dup2(saved, 1)
             os.close(saved)
+
+    async def _lost(self, request_id: types.RequestId) -> None:
+        """An answer the host never got (it went away): its call is forgotten as a cancelled one's (`Cancels`)."""
+        cancels = self.server.cancels
+        forget = cancels.cancel(request_id) if cancels is not None else None
+        if forget is not None:
+            await anyio.to_thread.run_sync(forget)
 
     async def _run_stdio(self, stdout) -> None:
         from mcp.server.stdio import stdio_server
@@ -469,10 +495,11 @@ class _Server(Server):
     to `run`."""
 
     reordered = False  # True when the transport may hand the host's messages over out of order (HTTP)
+    cancels: Cancels | None = None  # the latest connection's (stdio has one)
 
     async def run(self, read_stream, write_stream, *args, **kwargs):
         valid_send, valid = anyio.create_memory_object_stream(0)
-        cancels = Cancels(early_s=Cancels.EARLY_S if self.reordered else 0.0)
+        cancels = self.cancels = Cancels(early_s=Cancels.EARLY_S if self.reordered else 0.0)
         CANCELS.set(cancels)  # this connection's: its request handlers run in tasks started from this one
 
         async def answer_invalid_requests():
@@ -538,12 +565,66 @@ class _ValidIds:
         if body is None:
             return
         try:
-            error = invalid_message(json_body(body))
+            message = json_body(body)
+            error = invalid_message(message)
         except ValueError:
-            error = (types.PARSE_ERROR, "Parse error: the body is not a JSON-RPC 2.0 message")
+            message, error = None, (types.PARSE_ERROR, "Parse error: the body is not a JSON-RPC 2.0 message")
         if error is not None:
             return await _invalid_request(send, *error)
-        return await self.app(scope, replaying(body, receive), send)
+        session = dict(scope.get("headers") or []).get(b"mcp-session-id")
+        if session is None or not isinstance(message, dict) or "method" not in message or "id" not in message:
+            return await self.app(scope, replaying(body, receive), send)
+        return await self._unless_host_leaves(scope, replaying(body, receive), send, message["id"])
+
+    async def _unless_host_leaves(self, scope, receive, send, request_id) -> None:
+        """A request whose host goes away before its answer is sent is cancelled, as if the host had cancelled it:
+        the answer is lost (no event store keeps it for a reconnection), so what the call recorded in action memory
+        is forgotten (`Cancels`). A lookup whose connection dropped mid-call was recorded as sent, and the host's
+        retry in the same session was DEDUPED on a page it never read."""
+        answered = gone = False
+
+        async def watched_receive():
+            nonlocal gone
+            message = await receive()
+            gone = gone or message["type"] == "http.disconnect"
+            return message
+
+        async def watched_send(message):
+            nonlocal answered
+            # the request's answer is a JSON-RPC result or error in the body (an SSE event, or the JSON response)
+            chunk = message.get("body", b"") if message["type"] == "http.response.body" else b""
+            answered = answered or (b'"jsonrpc"' in chunk and (b'"result"' in chunk or b'"error"' in chunk))
+            await send(message)
+
+        await self.app(scope, watched_receive, watched_send)
+        if gone and not answered:
+            await self._cancel(scope, request_id)
+
+    async def _cancel(self, scope, request_id) -> None:
+        """MCP's `notifications/cancelled` for `request_id`, through the transport as the host would send it (on
+        the same session, with the same headers); its 202 is read by nobody."""
+        body = json.dumps(
+            {
+                "jsonrpc": "2.0",
+                "method": CANCELLED,
+                "params": {"requestId": request_id, "reason": "the host went away before the answer"},
+            }
+        ).encode()
+        headers = [(k, v) for k, v in scope.get("headers") or [] if k.lower() != b"content-length"]
+        cancel_scope = {**scope, "headers": [*headers, (b"content-length", str(len(body)).encode())]}
+        delivered = False
+
+        async def receive():
+            nonlocal delivered
+            if delivered:
+                return {"type": "http.disconnect"}
+            delivered = True
+            return {"type": "http.request", "body": body, "more_body": False}
+
+        async def nobody(message) -> None:
+            pass
+
+        await self.app(cancel_scope, receive, nobody)
 
 
 def invalid_message(message) -> tuple[int, str] | None:
@@ -753,6 +834,36 @@ class _Answered:
 
     async def __aexit__(self, *exc):
         return await self._stream.__aexit__(*exc)
+
+
+class _Delivered:
+    """The stdio server's stdout, for the SDK's writer (`write`, then `flush`, a message a line): an answer that
+    cannot be written because the host closed its end (it went away mid-call) is `lost`, then the error goes on (the
+    server ends). A host sharing a `session` across connections was told DEDUPED, on its next connection, for the
+    pages of a lookup whose answer it never read."""
+
+    def __init__(self, stream, lost: Callable[[types.RequestId], Awaitable[None]]):
+        self._stream, self._lost, self._line = stream, lost, ""
+
+    async def write(self, text: str) -> None:
+        self._line = text
+        await self._delivered(self._stream.write(text))
+
+    async def flush(self) -> None:
+        await self._delivered(self._stream.flush())
+
+    async def _delivered(self, written: Awaitable) -> None:
+        try:
+            await written
+        except BrokenPipeError:
+            try:
+                message = json.loads(self._line)
+            except ValueError:
+                message = None
+            if isinstance(message, dict) and ("result" in message or "error" in message):
+                if _valid_id(message.get("id")):
+                    await self._lost(message["id"])
+            raise
 
 
 class _NullIdError:

@@ -7,10 +7,14 @@ Studio's, which is a page on smith.langchain.com talking to the local server."""
 
 from __future__ import annotations
 
+import json
+
+from pydantic import ValidationError
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
 
-from executor.core.local_http import LocalGuard, own_hosts
+from executor.core.errors import printable, validation_line
+from executor.core.local_http import LocalGuard, json_body, own_hosts, read_body, replaying
 
 STUDIO_ORIGINS = ("https://smith.langchain.com", "https://eu.smith.langchain.com")
 
@@ -39,8 +43,101 @@ class StudioGuard:
         host, port = scope.get("server") or ("127.0.0.1", 0)
         guard = self._guards.get((host, port))
         if guard is None:
-            guard = self._guards[(host, port)] = LocalGuard(self.app, own_hosts(host, port), origins=STUDIO_ORIGINS)
+            guard = self._guards[(host, port)] = LocalGuard(
+                ReadableMessages(self.app), own_hosts(host, port), origins=STUDIO_ORIGINS
+            )
         return await guard(scope, receive, send)
+
+
+class ReadableMessages:
+    """ASGI middleware: a request that would write messages LangChain cannot read into a thread (a run's input, a
+    Command's update, `update_state`'s values, a thread's supersteps) is refused, 422 with one line naming the
+    message, before the API writes anything. LangGraph writes them as sent and reads them only when the messages
+    reducer runs: a run's input `{"content": 42}` (or a role "bogus", a list inside a list of content blocks) failed
+    the run with pydantic's many-line dump, and `get_state` of the thread was that dump (400) until the next run; a
+    Command's update of one kept the thread failing every later run and every read of its state for good."""
+
+    def __init__(self, app):
+        self.app = app
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] != "http" or scope.get("method") not in ("POST", "PUT", "PATCH"):
+            return await self.app(scope, receive, send)
+        body = await read_body(receive)  # bounded by LocalGuard in front
+        if body is None:
+            return
+        try:
+            payload = json_body(body)
+        except ValueError:
+            payload = None  # the API's own answer to a body that is not JSON
+        refusal = unreadable(payload)
+        if refusal is not None:
+            reply = json.dumps({"detail": refusal}).encode()
+            await send(
+                {
+                    "type": "http.response.start",
+                    "status": 422,
+                    "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(reply)).encode())],
+                }
+            )
+            return await send({"type": "http.response.body", "body": reply})
+        return await self.app(scope, replaying(body, receive), send)
+
+
+def unreadable(payload) -> str | None:
+    """One line naming the first message in a request body that LangChain cannot read, or None. The places a
+    client's messages reach a thread from: `input`, `command.update` (an object, or a list of [key, value] pairs),
+    `values` (update_state: an object or a list of them), `supersteps[].updates[]` (a thread made with its history),
+    each in every run of a batch."""
+    for where, value in _messages_in(payload):
+        problem = _unreadable_messages(value)
+        if problem is not None:
+            return f"invalid {where}: {problem}"
+    return None
+
+
+def _messages_in(payload, where: str = ""):
+    if isinstance(payload, list):  # /runs/batch
+        for i, item in enumerate(payload):
+            yield from _messages_in(item, f"{where}{i}.")
+        return
+    if not isinstance(payload, dict):
+        return
+    yield from _messages_of(payload.get("input"), f"{where}input")
+    command = payload.get("command")
+    if isinstance(command, dict):
+        yield from _messages_of(command.get("update"), f"{where}command.update")
+    values = payload.get("values")
+    for i, item in enumerate(values if isinstance(values, list) else [values]):
+        yield from _messages_of(item, f"{where}values" + (f".{i}" if isinstance(values, list) else ""))
+    for i, step in enumerate(payload.get("supersteps") or [] if isinstance(payload.get("supersteps"), list) else []):
+        for j, update in enumerate(step.get("updates") or [] if isinstance(step, dict) else []):
+            yield from _messages_in(update, f"{where}supersteps.{i}.updates.{j}.")
+
+
+def _messages_of(update, where: str):
+    """(where, messages) of a state update: an object's `messages`, or the `messages` pairs of a list of them."""
+    if isinstance(update, dict) and "messages" in update:
+        yield f"{where}.messages", update["messages"]
+    elif isinstance(update, list):
+        for i, pair in enumerate(update):
+            if isinstance(pair, list | tuple) and len(pair) == 2 and pair[0] == "messages":
+                yield f"{where}.{i}", pair[1]
+
+
+def _unreadable_messages(value) -> str | None:
+    """What the messages reducer (`add_messages`) would fail on in `value` (a message or a list of them), or None."""
+    from langgraph.graph.message import add_messages
+
+    items = value if isinstance(value, list) else [value]
+    for i, item in enumerate(items):
+        try:
+            add_messages([], [item])
+        except ValidationError as exc:
+            return printable(f"{i}.{validation_line(exc, 'message')}")[:300]
+        except (ValueError, TypeError, NotImplementedError) as exc:
+            return printable(f"{i}: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}")[:300]
+    return None
 
 
 app = Starlette(middleware=[Middleware(StudioGuard)])

@@ -75,7 +75,9 @@ class ChatService:
         n_predict = min(asked or default, self.engine.options.n_ctx // 2)
         prompt = await self.fit(turns, n_predict)
         self.last_prompt = prompt
-        out = await self.engine.complete(prompt, schema, n_predict, request.temperature or 0.0, request.seed)
+        out = await self.engine.complete(
+            prompt, schema, n_predict, request.temperature or 0.0, request.seed, request.stops
+        )
         t = out.get("timings") or {}
         log.debug("reply: %r", out.get("content"))
         log.info(

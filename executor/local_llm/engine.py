@@ -97,14 +97,21 @@ class LlamaEngine:
         return len(response["tokens"])
 
     async def complete(
-        self, prompt: str, schema: dict | None, n_predict: int, temperature: float, seed: int | None
+        self,
+        prompt: str,
+        schema: dict | None,
+        n_predict: int,
+        temperature: float,
+        seed: int | None,
+        stops: list[str] | None = None,
     ) -> dict:
+        """llama.cpp's completion of `prompt`; `stops`: the client's stop sequences, besides the turn's end."""
         body = {
             "prompt": prompt,
             "n_predict": n_predict,
             "temperature": temperature,
             "seed": self.options.seed if seed is None else seed,
-            "stop": STOP,
+            "stop": STOP + list(stops or []),
             "cache_prompt": True,
         }
         if schema is not None:

@@ -13,6 +13,11 @@ from executor.core.errors import validation_line
 from executor.core.local_http import json_body, json_leaves
 from executor.local_llm.schema_bounds import SchemaRefused, check_tools
 
+# the content parts a text model reads, each with the key holding its text
+TEXT_PARTS = {"text": "text", "refusal": "refusal"}
+UNREAD = "\n[a part of type {kind} was attached here; it is not shown: this model reads text only]\n"
+MAX_STOPS = 4  # OpenAI's bound on `stop`
+
 
 class FunctionCall(BaseModel):
     name: str = Field(min_length=1)
@@ -36,12 +41,31 @@ class Message(BaseModel):
     tool_call_id: str | None = None
     name: str | None = None
 
+    @field_validator("content")
+    @classmethod
+    def _typed_parts(cls, value):
+        """Each content part says what it is (`type`), and a text part holds its text as a string: a part without a
+        type was dropped, and the model answered an empty turn."""
+        for i, part in enumerate(value if isinstance(value, list) else []):
+            kind = part.get("type")
+            if not isinstance(kind, str) or not kind:
+                raise ValueError(f"{i}: a content part needs its type ('text', 'image_url', ...)")
+            if kind in TEXT_PARTS and not isinstance(part.get(TEXT_PARTS[kind]), str):
+                raise ValueError(f"{i}: a {kind!r} part needs its {TEXT_PARTS[kind]!r} as a string")
+        return value
+
     @property
     def text(self) -> str:
-        """Content parts joined: only text parts mean anything to a text model."""
-        if isinstance(self.content, list):
-            return "".join(str(p.get("text", "")) for p in self.content if p.get("type") == "text")
-        return self.content or ""
+        """Content parts joined. A part that is not text (an image, audio, a file) is named where it was, as not
+        shown: this model reads text only. Dropped without a word, the model answered as if it had seen the image
+        ("This image is a stunning example of ..."); refused, the executor's own turns failed on a question that came
+        with an image (it sends the conversation as the client gave it, and answers from the text)."""
+        if not isinstance(self.content, list):
+            return self.content or ""
+        return "".join(
+            p[TEXT_PARTS[p["type"]]] if p["type"] in TEXT_PARTS else UNREAD.format(kind=str(p["type"])[:40])
+            for p in self.content
+        )
 
 
 class FunctionSpec(BaseModel):
@@ -76,7 +100,7 @@ class ChatRequest(BaseModel):
     messages: list[Message] = Field(min_length=1)
     tools: list[Tool] | None = None
     tool_choice: Literal["none", "auto", "required"] | NamedToolChoice | None = None
-    temperature: float | None = Field(default=None, ge=0, le=2)
+    temperature: float | None = Field(default=None, ge=0, le=2, allow_inf_nan=False)
     seed: int | None = None
     max_tokens: int | None = Field(default=None, ge=1)
     max_completion_tokens: int | None = Field(default=None, ge=1)
@@ -87,6 +111,23 @@ class ChatRequest(BaseModel):
     n: int | None = Field(default=None, ge=1, le=1)
     # read to be refused: an output format this endpoint does not constrain to (see parse_request)
     response_format: dict[str, Any] | None = None
+    # ignored, text past a stop sequence was answered (a ReAct prompt's "Observation:" made up by the model)
+    stop: str | list[str] | None = None
+    # read to be refused: ignored, a client asking for log probabilities got an answer without them
+    logprobs: StrictBool | None = None
+    top_logprobs: int | None = None
+
+    @field_validator("stop")
+    @classmethod
+    def _stops(cls, value):
+        stops = [value] if isinstance(value, str) else value
+        if stops is not None and (len(stops) > MAX_STOPS or not all(stops)):
+            raise ValueError(f"at most {MAX_STOPS} stop sequences, none of them empty")
+        return stops
+
+    @property
+    def stops(self) -> list[str]:
+        return list(self.stop or [])
 
     @property
     def forced_tool(self) -> str | None:
@@ -129,10 +170,16 @@ def parse_request(body: bytes) -> ChatRequest:
         raise RequestError(validation_line(exc, "body")) from None
     if request.tool_choice not in (None, "none", "auto") and not request.tools:
         raise RequestError("tool_choice asks for a tool call, but the request has no tools")
+    _check_functions([tool.function for tool in request.tools or []])
     try:  # only the tools the reply may call become the grammar (and a named tool that is not there is refused)
         check_tools([(tool.name, tool.parameters) for tool in request.active_tools()])
     except SchemaRefused as exc:
         raise RequestError(str(exc)) from None
+    if request.logprobs or request.top_logprobs is not None:
+        raise RequestError("logprobs and top_logprobs are not supported: the reply carries no log probabilities")
+    if request.stops and request.active_tools():
+        # the reply is then JSON decoded to a grammar (a tool call or {"answer": ...}): a stop sequence would cut it
+        raise RequestError("stop is not supported with tools: the reply is decoded whole to the tools' JSON schemas")
     kind = (request.response_format or {}).get("type", "text")
     if kind != "text":
         # ignored, a client that asked for JSON (`with_structured_output(method="json_schema")`) got free text, 200
@@ -141,6 +188,23 @@ def parse_request(body: bytes) -> ChatRequest:
             "tool_choice), which is decoded to the tool's JSON schema"
         )
     return request
+
+
+def _check_functions(functions: list[FunctionSpec]) -> None:
+    """Two tools under one name, or a tool whose parameters are no object schema, are refused: the grammar took
+    either, and the reply was empty with finish_reason "length" after seconds of the one engine (a call's arguments
+    are a JSON object, as OpenAI's API requires of `parameters`)."""
+    seen: set[str] = set()
+    for function in functions:
+        if function.name in seen:
+            raise RequestError(f"tools: {function.name!r} is given twice; each tool needs a name of its own")
+        seen.add(function.name)
+        kind = function.parameters.get("type", "object")
+        if kind != "object":
+            raise RequestError(
+                f"tool {function.name!r}: parameters must be a JSON schema of type 'object' (the call's arguments), "
+                f"not {str(kind)[:40]!r}"
+            )
 
 
 def _lone_surrogate(data) -> str | None:
