@@ -88,6 +88,12 @@ def _brought(run_input) -> list | None:
     return None
 
 
+def _goto(run_input) -> list[str]:
+    """The nodes a client's Command starts the run at (a name, a Send, or a list of them)."""
+    goto = run_input.goto if isinstance(run_input, Command) else ()
+    return [g.node if isinstance(g, Send) else str(g) for g in (goto if isinstance(goto, list | tuple) else [goto])]
+
+
 class CheckedGraph(CompiledStateGraph):
     """The compiled graph, which refuses a run (`check_run`, executor/nodes/begin_turn.py) before the run writes
     anything to its thread. LangGraph writes a run's input, and under every durability mode the checkpoints of a run
@@ -107,14 +113,16 @@ class CheckedGraph(CompiledStateGraph):
     def stream(self, input, config=None, **kwargs):  # pyright: ignore[reportIncompatibleMethodOverride]
         brought = _brought(input)
         before = self.get_state(config or {}).values if brought is not None and self._on_thread(config) else {}
-        self.check_run(before.get("messages") or [], brought, kwargs.get("context"))
+        self.check_run(before.get("messages") or [], brought, kwargs.get("context"), _goto(input))
         yield from super().stream(input, config, **kwargs)
 
     async def astream(self, input, config=None, **kwargs):  # pyright: ignore[reportIncompatibleMethodOverride]
         brought = _brought(input)
         before = (await self.aget_state(config or {})).values if brought is not None and self._on_thread(config) else {}
         # in a thread: the catalog is read from disk, and langgraph-api refuses blocking calls on its event loop
-        await asyncio.to_thread(self.check_run, before.get("messages") or [], brought, kwargs.get("context"))
+        await asyncio.to_thread(
+            self.check_run, before.get("messages") or [], brought, kwargs.get("context"), _goto(input)
+        )
         # closed with this generator (a cancelled run), so LangGraph's loop ends now, not when it is collected
         async with aclosing(cast(AsyncGenerator, super().astream(input, config, **kwargs))) as parts:
             async for part in parts:

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from typing import cast
 
-from langchain_core.messages import AnyMessage, HumanMessage, RemoveMessage
+from langchain_core.messages import AnyMessage, HumanMessage, RemoveMessage, ToolMessage
 from langchain_core.runnables import RunnableConfig
 
 # internal: the read a task's own conditional edges use (langgraph/pregel/_read.py); `fresh=False` gives the
@@ -76,19 +76,35 @@ def make_check_run(catalog, max_query_chars: int):
     """`catalog`: where the run's knowledge base must be; `max_query_chars`: the longest question a lookup takes."""
     check_question = question_check(max_query_chars)
 
-    def check_run(before: list[AnyMessage], brought, context) -> None:
+    def check_run(before: list[AnyMessage], brought, context, goto: list[str]) -> None:
         """Raises the InputError a run is refused with. `before`: the messages of the checkpoint the run starts from;
         `brought`: the messages its input (or its Command's update) sends, as sent, or None for a run that sends
-        none (a resume, a Command's goto), whose question begin_turn's edge checks. The messages the run brings are
-        those not in the thread before it, or there with other content (the same `id`)."""
+        none (a resume, a Command's goto), whose question begin_turn's edge checks; `goto`: the nodes a client's
+        Command starts the run at. The messages the run brings are those not in the thread before it, or there with
+        other content (the same `id`)."""
         checked_context(catalog, context)
-        if brought is None:
-            return
         was = {m.id: m for m in before}
         # the thread's reducer: the conversation the turn would read
-        merged = cast("list[AnyMessage]", add_messages([*before], brought))
-        for message in merged:
-            if isinstance(message, HumanMessage) and was.get(message.id) != message:
+        merged = cast("list[AnyMessage]", add_messages([*before], brought or []))
+        new = [m for m in merged if was.get(m.id) != m]
+        # a Command may start a turn only where a run does, with its question: started elsewhere, or with none, the
+        # turn answered the thread's last question "nothing found" (hostile19b findings 4 and 5: `goto` executor,
+        # answer; `fail` blamed a backend)
+        for node in goto:
+            if node != "begin_turn" or not any(isinstance(m, HumanMessage) for m in new):
+                raise InputError(NOT_A_START.format(node=node))
+        if brought is None:
+            return
+        if (
+            new
+            and merged[-1] in new
+            and (isinstance(merged[-1], ToolMessage) or getattr(merged[-1], "tool_calls", None))
+        ):
+            # the turn found no question after the client's own call and answered "nothing on this question",
+            # looking nothing up (hostile19b finding 7)
+            raise InputError(ENDS_IN_A_CALL)
+        for message in new:
+            if isinstance(message, HumanMessage):
                 check_question(text_of(message))
         # the question the turn would answer, though an earlier run (or `update_state`) put it there
         check_question(last_question({"messages": merged}))
@@ -126,6 +142,10 @@ def make_check_turn(max_query_chars: int):
 
 
 NOT_A_START = "a run cannot start at {node!r}: send the question as the run's input"
+ENDS_IN_A_CALL = (
+    "the run's input ends in a tool call or a tool's result: send the question as its last message (the agent makes "
+    "its own lookups)"
+)
 
 
 def take_back(refusal: Refusal) -> Command:

@@ -272,12 +272,7 @@ def test_a_run_from_a_checkpoint_the_thread_holds_still_forks(answered_thread):
     assert asked(client.threads.get_state(thread_id)["values"]) == [NEXT_Q]
 
 
-# -- open: they need executor/nodes (the graph's checks), outside this round's files ----------------------------
-@pytest.mark.xfail(
-    strict=True,
-    reason="hostile19b finding 4: a Command whose goto starts a turn with no new question (begin_turn, executor, "
-    "answer, call_tools, graph_expand) is answered 'nothing found' for a question the KB answers",
-)
+# -- findings 4, 5 and 7: a run that starts inside the turn, or brings no question after the client's call -----
 def test_a_command_that_starts_a_turn_without_a_question_is_refused(answered_thread):
     client, thread_id = answered_thread
     out = client.runs.wait(thread_id, "executor", command={"goto": "begin_turn"}, raise_error=False)
@@ -286,11 +281,6 @@ def test_a_command_that_starts_a_turn_without_a_question_is_refused(answered_thr
     assert asked(client.threads.get_state(thread_id)["values"]) == [FIRST_Q]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="hostile19b finding 7: an input ending in the client's own AI message with tool calls is answered "
-    "'nothing on this question' without a lookup",
-)
 def test_an_input_ending_in_a_clients_tool_call_is_not_answered_nothing_found(server):
     from langgraph_sdk import get_sync_client
 
@@ -399,3 +389,35 @@ def test_a_stop_sequence_beside_tools_is_refused():
     body = {"messages": [{"role": "user", "content": "call f"}], "tools": [tool], "stop": ["\nObservation:"]}
     with pytest.raises(RequestError, match="stop is not supported with tools"):
         parse_request(json.dumps(body).encode())
+
+
+@pytest.mark.parametrize(
+    "node", ["begin_turn", "executor", "answer", "call_tools", "graph_expand", "guard", "settle", "fail", "take_back"]
+)
+def test_a_command_that_starts_a_run_inside_the_turn_is_refused_in_one_line(thread, node):
+    """Findings 4 and 5 in process: `goto` executor or answer answered the thread's question "nothing found"; `fail`,
+    `guard` and `settle` raised "BackendError: the turn failed", blaming a backend. The thread stays as it was."""
+    from langgraph.types import Command
+
+    from executor.core.errors import InputError
+    from executor.nodes.state import Context
+
+    app, config = thread
+    before = app.get_state(config)
+    with pytest.raises(InputError) as caught:
+        app.invoke(Command(goto=node), config, context=Context())
+    assert str(caught.value) == f"a run cannot start at {node!r}: send the question as the run's input"
+    assert app.get_state(config).config == before.config  # no checkpoint written
+
+
+def test_a_command_bringing_its_question_to_begin_turn_is_still_answered(thread):
+    from langchain_core.messages import HumanMessage
+    from langgraph.types import Command
+
+    from executor.nodes.state import Context
+
+    app, config = thread
+    out = app.invoke(
+        Command(update={"messages": [HumanMessage(FIRST_Q)]}, goto="begin_turn"), config, context=Context()
+    )
+    assert "err-timeout.md" in out["answer"], out["answer"][:300]
