@@ -392,7 +392,8 @@ def test_a_stop_sequence_beside_tools_is_refused():
 
 
 @pytest.mark.parametrize(
-    "node", ["begin_turn", "executor", "answer", "call_tools", "graph_expand", "guard", "settle", "fail", "take_back"]
+    "node",
+    ["begin_turn", "executor", "answer", "call_tools", "graph_expand", "guard", "settle", "fail", "take_back", "nope"],
 )
 def test_a_command_that_starts_a_run_inside_the_turn_is_refused_in_one_line(thread, node):
     """Findings 4 and 5 in process: `goto` executor or answer answered the thread's question "nothing found"; `fail`,
