@@ -458,6 +458,15 @@ REQUEST_MODELS = {
 }
 
 
+def _valid_notification(root: types.JSONRPCNotification) -> bool:
+    """A host's notification as MCP defines it (the SDK's own check: the ClientNotification union)."""
+    try:
+        types.ClientNotification.model_validate(root.model_dump(by_alias=True, exclude_none=True))
+    except ValidationError:
+        return False
+    return True
+
+
 def request_error(root: types.JSONRPCRequest) -> types.ErrorData | None:
     """JSON-RPC's error for a request the SDK would refuse without a word on why, or None: -32601 Method not found
     naming the method, -32602 Invalid params naming the field and what it should be."""
@@ -526,6 +535,11 @@ class _Server(Server):
                             forget = cancels.cancel(request_id) if _valid_id(request_id) else None
                             if forget is not None:
                                 await anyio.to_thread.run_sync(forget)
+                            continue
+                        if isinstance(root, types.JSONRPCNotification) and not _valid_notification(root):
+                            # the SDK logged its own warning with pydantic's dump of every notification model (40
+                            # lines) for a host's malformed `notifications/progress` (hostile19b finding 19)
+                            LOG.warning("dropped the host's %r notification: not one MCP defines", root.method[:100])
                             continue
                         if isinstance(root, types.JSONRPCRequest) and error is not None:
                             reply = types.JSONRPCError(jsonrpc="2.0", id=root.id, error=error)

@@ -422,3 +422,28 @@ def test_a_command_bringing_its_question_to_begin_turn_is_still_answered(thread)
         Command(update={"messages": [HumanMessage(FIRST_Q)]}, goto="begin_turn"), config, context=Context()
     )
     assert "err-timeout.md" in out["answer"], out["answer"][:300]
+
+
+def test_a_malformed_notification_from_the_host_is_one_line_in_the_log(sample_rt, caplog):
+    """Finding 19: `notifications/progress` with `progress: "x"` had the SDK log a warning holding pydantic's dump of
+    every notification model (40 lines); it is dropped with one line naming its method."""
+    import anyio
+    import mcp.types as types
+    from mcp.shared.message import SessionMessage
+
+    from executor.agent.mcp_server import ExecutorMCP
+
+    server = ExecutorMCP(sample_rt, kb="sample").server
+    bad = {"jsonrpc": "2.0", "method": "notifications/progress", "params": {"progressToken": 1, "progress": "x"}}
+
+    async def main():
+        to_server, read = anyio.create_memory_object_stream(4)
+        written, _ = anyio.create_memory_object_stream(4)
+        await to_server.send(SessionMessage(types.JSONRPCMessage.model_validate(bad)))
+        await to_server.aclose()  # the host is gone after it: the server ends
+        await server.run(read, written, server.create_initialization_options())
+
+    with caplog.at_level("DEBUG"):
+        anyio.run(main)
+    said = [r.getMessage() for r in caplog.records if r.levelname in ("WARNING", "ERROR")]
+    assert said == ["dropped the host's 'notifications/progress' notification: not one MCP defines"], said
