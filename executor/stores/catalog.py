@@ -20,7 +20,15 @@ from sqlalchemy import delete, func, select, update
 
 from executor.core.errors import InputError
 from executor.core.validation import check_description, validate_kb_name
-from executor.stores.database import Database, DocumentRow, KnowledgeBase, LlmExtraction, SessionDocument, utcnow
+from executor.stores.database import (
+    Database,
+    DocumentRow,
+    KnowledgeBase,
+    LlmExtraction,
+    SessionDocument,
+    SessionLookup,
+    utcnow,
+)
 
 
 @dataclass(frozen=True)
@@ -230,6 +238,27 @@ class Catalog:
             row.revision += 1
             if graph_counts is not None:
                 row.graph_counts = {k: int(v) for k, v in graph_counts.items()}
+            # a session holds a page's text as it was sent: once the page's text changes (or it goes), the session
+            # no longer holds it, and its next lookup sends it again. Kept as sent, the lookup was DEDUPED ("answer
+            # from what you have") on text the KB no longer says (hostile19 finding 1). A rebuild that re-embeds a
+            # page without changing its text keeps it held.
+            held = dict(
+                s.execute(select(DocumentRow.doc_key, DocumentRow.content_hash).where(DocumentRow.kb == kb)).all()
+            )
+            stale = [*removed, *(c.doc_key for c in changed if held.get(c.doc_key, c.content_hash) != c.content_hash)]
+            for start in range(0, len(stale), 500):  # bound the statement's parameters: a KB may change thousands
+                batch = stale[start : start + 500]
+                s.execute(delete(SessionDocument).where(SessionDocument.kb == kb, SessionDocument.doc_key.in_(batch)))
+            if stale:
+                # nor do the session's earlier lookups that found it cover it any more: the repeat rule blocked the
+                # same question as "query_repeated", pointing at a page the session no longer holds
+                gone = set(stale)
+                earlier = s.execute(select(SessionLookup.id, SessionLookup.doc_keys).where(SessionLookup.kb == kb))
+                kept = [
+                    {"id": i, "doc_keys": [k for k in keys if k not in gone]} for i, keys in earlier if gone & set(keys)
+                ]
+                if kept:
+                    s.execute(update(SessionLookup), kept)
             if removed:
                 s.execute(delete(DocumentRow).where(DocumentRow.kb == kb, DocumentRow.doc_key.in_(removed)))
             for c in changed:
