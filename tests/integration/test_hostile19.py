@@ -6,10 +6,11 @@ components throughout: the sample KB in Milvus Lite with the USE embedder (`samp
 a home of their own.
 """
 
+import json
 import uuid
 
 import pytest
-from conftest import make_runtime, write_pages
+from conftest import make_runtime, run_cli, write_pages
 
 from executor.retrieval.ingest import ingest
 
@@ -121,3 +122,19 @@ def test_a_pages_own_keyword_puts_that_page_first(sample_rt, query, page):
 def test_a_name_one_page_writes_finds_that_page(sample_rt, query, page):
     result = lookup(sample_rt, query, f"h19-{uuid.uuid4().hex[:8]}", "sample")
     assert result.documents and result.documents[0].doc_key == page, [d.doc_key for d in result.documents]
+
+
+# -- findings 6 and 7: `kb create` and `kb show` of a KB not ingested yet -------------------------------------
+def test_a_new_kb_with_a_graph_config_is_shown_as_not_built_yet_with_its_types_once(tmp_path):
+    home = tmp_path / "home"
+    r = run_cli(home, "kb", "create", "ops", "--entities", "Software,,Software", "--relations", "DEPENDS_ON,DEPENDS_ON")
+    assert r.returncode == 0, r.stderr
+    # finding 7: a type named twice was kept twice ("created ops with a graph of Software, Software")
+    assert r.stdout.strip() == "created ops with a graph of Software", r.stdout
+    shown = run_cli(home, "kb", "show", "ops", "--json")
+    assert shown.returncode == 0, shown.stderr
+    info = json.loads(shown.stdout)
+    assert info["extract_config"] == {"entity_types": ["Software"], "relation_types": ["DEPENDS_ON"]}, info
+    # finding 6: the graph of a KB never ingested was "unavailable: ... is empty: it was never built, or its files
+    # were removed or emptied; run `executor ingest --rebuild`"
+    assert info["graph"] == {"entities": 0, "documents": 0, "relations": 0}, info["graph"]
