@@ -10,7 +10,7 @@ import json
 import uuid
 
 import pytest
-from conftest import make_runtime, run_cli, write_pages
+from conftest import last_error_line, make_runtime, run_cli, write_pages
 
 from executor.retrieval.ingest import ingest
 
@@ -138,3 +138,12 @@ def test_a_new_kb_with_a_graph_config_is_shown_as_not_built_yet_with_its_types_o
     # finding 6: the graph of a KB never ingested was "unavailable: ... is empty: it was never built, or its files
     # were removed or emptied; run `executor ingest --rebuild`"
     assert info["graph"] == {"entities": 0, "documents": 0, "relations": 0}, info["graph"]
+
+
+# -- finding 10: a password given as a URL parameter took the colon after it --------------------------------------
+def test_a_password_parameter_of_the_database_url_is_masked_without_the_colon_after_it(tmp_path):
+    r = run_cli(tmp_path / "home", "kb", "list", EXECUTOR_DATABASE_URL="postgresql://127.0.0.1:1/db?password=s3cretPW")
+    line = last_error_line(r, 1)
+    assert "s3cretPW" not in r.stderr, r.stderr
+    # was "cannot open the database postgresql://127.0.0.1:1/db?password=*** connection failed: ..."
+    assert "db?password=***: connection failed" in line, line
