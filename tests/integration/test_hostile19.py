@@ -147,3 +147,21 @@ def test_a_password_parameter_of_the_database_url_is_masked_without_the_colon_af
     assert "s3cretPW" not in r.stderr, r.stderr
     # was "cannot open the database postgresql://127.0.0.1:1/db?password=*** connection failed: ..."
     assert "db?password=***: connection failed" in line, line
+
+
+# -- findings 12 and 13: which option is wrong; an option that names nothing ---------------------------------------
+@pytest.mark.parametrize(
+    ("args", "said"),
+    [
+        # was "--policy is scripted or llm, --guards is on or off, --judge is expectations or bound"
+        (("eval", "--policy", "nope"), "error: --policy is scripted or llm, not 'nope'"),
+        (("eval", "--judge", "nope"), "error: --judge is expectations or bound, not 'nope'"),
+        # each meant "no filter", silently (`--source ''` and `--entities ',,,'` are refused)
+        (("stats", "--since", ""), "error: --since is empty"),
+        (("graph", "neighbors", "PgBouncer", "--relations", ",,,"), "error: --relations names no relation type"),
+        (("graph", "path", "PgBouncer", "Redis", "--relations", ""), "error: --relations names no relation type"),
+    ],
+)
+def test_a_wrong_or_empty_option_is_named_alone(tmp_path, args, said):
+    line = last_error_line(run_cli(tmp_path / "home", *args), 2)
+    assert line.startswith(said), line
