@@ -165,3 +165,13 @@ def test_a_password_parameter_of_the_database_url_is_masked_without_the_colon_af
 def test_a_wrong_or_empty_option_is_named_alone(tmp_path, args, said):
     line = last_error_line(run_cli(tmp_path / "home", *args), 2)
     assert line.startswith(said), line
+
+
+# -- finding 14: an identifier in the plural ---------------------------------------------------------------------
+@pytest.mark.xfail(strict=True, reason="hostile19 finding 14: ERR_TIMEOUTS (the plural) is 'nothing found'")
+def test_an_identifier_in_the_plural_finds_its_page(sample_rt):
+    # `ERR_TIMEOUT` is PRECISE on its page; `ERR_TIMEOUTS` ("we see ERR_TIMEOUTS in prod") was nothing found
+    result = lookup(sample_rt, "ERR_TIMEOUTS", f"h19-{uuid.uuid4().hex[:8]}", "sample")
+    assert result.documents and result.documents[0].doc_key == "troubleshooting/err-timeout.md", result.details.get(
+        "top_score"
+    )
