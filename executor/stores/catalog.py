@@ -20,7 +20,15 @@ from sqlalchemy import delete, func, select, update
 
 from executor.core.errors import InputError
 from executor.core.validation import check_description, validate_kb_name
-from executor.stores.database import Database, DocumentRow, KnowledgeBase, LlmExtraction, SessionDocument, utcnow
+from executor.stores.database import (
+    Database,
+    DocumentRow,
+    KnowledgeBase,
+    LlmExtraction,
+    SessionDocument,
+    SessionLookup,
+    utcnow,
+)
 
 
 @dataclass(frozen=True)
@@ -73,11 +81,19 @@ def version(row: KnowledgeBase) -> str:
     return f"{row.revision}@{row.created_at.isoformat() if row.created_at else ''}"
 
 
-def _keep_held_texts(s, kb: str, removed: list[str]) -> None:
+def _forget_sent(s, kb: str, keys: list[str]) -> None:
+    """The sessions no longer hold these pages of `kb` (in batches: a KB may change thousands at once)."""
+    for start in range(0, len(keys), 500):
+        batch = keys[start : start + 500]
+        s.execute(delete(SessionDocument).where(SessionDocument.kb == kb, SessionDocument.doc_key.in_(batch)))
+
+
+def _keep_held_texts(s, kb: str, removed: list[str]) -> dict[str, str]:
     """The sessions that were sent a removed page whose text the KB still holds under another name (its identical
     copy, or the page renamed or moved) hold it under that name now: action memory knows pages by name, and a
     session sent `archive/x.md` was sent `x.md`'s text in full again, as new, once a re-ingest dropped the archive
-    copy (hostile18 finding 11). The name is the first of the text's names (`grading.copies`' choice)."""
+    copy (hostile18 finding 11). The name is the first of the text's names (`grading.copies`' choice). Returns
+    each removed name whose text stays, with the name it stays under."""
     columns = (
         DocumentRow.doc_key,
         DocumentRow.content_hash,
@@ -87,6 +103,7 @@ def _keep_held_texts(s, kb: str, removed: list[str]) -> None:
     )
     rows = s.execute(select(*columns).where(DocumentRow.kb == kb)).all()
     gone = set(removed)
+    moved: dict[str, str] = {}
     named: dict[str, tuple[str, str, str]] = {}  # a text's hash -> its first remaining name, domain and title
     for key, content, file, domain, title in sorted(r for r in rows if r[0] not in gone):
         for h in (f"content:{content}", f"file:{file}" if file else ""):
@@ -99,6 +116,7 @@ def _keep_held_texts(s, kb: str, removed: list[str]) -> None:
         if there is None:
             continue
         new_key, domain, title = there
+        moved[key] = new_key
         # read first: MySQL refuses a DELETE whose subquery reads the table it deletes from (error 1093)
         holding = s.scalars(
             select(SessionDocument.session_id).where(SessionDocument.kb == kb, SessionDocument.doc_key == new_key)
@@ -107,6 +125,7 @@ def _keep_held_texts(s, kb: str, removed: list[str]) -> None:
         if holding:
             s.execute(delete(SessionDocument).where(*mine, SessionDocument.session_id.in_(holding)))
         s.execute(update(SessionDocument).where(*mine).values(doc_key=new_key, domain=domain, title=title))
+    return moved
 
 
 class Catalog:
@@ -266,12 +285,41 @@ class Catalog:
             row.revision += 1
             if graph_counts is not None:
                 row.graph_counts = {k: int(v) for k, v in graph_counts.items()}
+            # each page's text as the sessions were sent it, before this ingest
+            held = dict(
+                s.execute(select(DocumentRow.doc_key, DocumentRow.content_hash).where(DocumentRow.kb == kb)).all()
+            )
             for c in changed:
                 values = {**c.__dict__, "body": None if c.body is None else _compress(c.body)}
                 s.merge(DocumentRow(kb=kb, updated_at=utcnow(), **values))
+            # a session holds a page's text as it was sent: once the page's text changes (or it goes), the session
+            # no longer holds it, and its next lookup sends it again. Kept as sent, the lookup was DEDUPED ("answer
+            # from what you have") on text the KB no longer says (hostile19 finding 1). A rebuild that re-embeds a
+            # page without changing its text keeps it held, and so does a page whose text lives on under another
+            # name (`_keep_held_texts`, after the changed pages' old texts are forgotten: a page may take on the
+            # text of one removed)
+            stale = [c.doc_key for c in changed if held.get(c.doc_key, c.content_hash) != c.content_hash]
+            _forget_sent(s, kb, stale)
+            moved: dict[str, str] = {}
             if removed:
                 s.flush()  # the changed rows are among the names a removed page's text may live on under
-                _keep_held_texts(s, kb, removed)
+                moved = _keep_held_texts(s, kb, removed)
+                _forget_sent(s, kb, [k for k in removed if k not in moved])
+                stale += [k for k in removed if k not in moved]
+            if stale or moved:
+                # nor do the session's earlier lookups that found it cover it any more: the repeat rule blocked the
+                # same question as "query_repeated", pointing at a page the session no longer holds; a page held
+                # under its new name is found under that name
+                gone = set(stale)
+                earlier = s.execute(select(SessionLookup.id, SessionLookup.doc_keys).where(SessionLookup.kb == kb))
+                kept = [
+                    {"id": i, "doc_keys": list(dict.fromkeys(moved.get(k, k) for k in keys if k not in gone))}
+                    for i, keys in earlier
+                    if (gone | moved.keys()) & set(keys)
+                ]
+                if kept:
+                    s.execute(update(SessionLookup), kept)
+            if removed:
                 s.execute(delete(DocumentRow).where(DocumentRow.kb == kb, DocumentRow.doc_key.in_(removed)))
             updates = []
             for c in refreshed or []:

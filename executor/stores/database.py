@@ -30,7 +30,7 @@ from sqlalchemy.engine import Engine
 from sqlalchemy.exc import DBAPIError, OperationalError
 from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column, sessionmaker
 
-from executor.core.errors import BackendError
+from executor.core.errors import BackendError, redact
 from executor.core.fs import private_file
 from executor.stores.integrity import disk_full, milvus_lite_collections, sqlite_damage
 
@@ -323,7 +323,9 @@ def _ddl_transaction(conn):
 def _safe(url: str) -> str:
     from sqlalchemy.engine import make_url
 
-    return make_url(url).render_as_string(hide_password=True)
+    # redacted here too, before the message puts a colon after it: a `?password=` at the URL's end was masked
+    # with that colon ("...db?password=*** connection failed", hostile19 finding 10)
+    return redact(make_url(url).render_as_string(hide_password=True))
 
 
 @lru_cache(maxsize=8)

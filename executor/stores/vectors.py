@@ -13,7 +13,9 @@ import json
 import logging
 import os
 import re
+import resource
 import shutil
+import signal
 import subprocess
 import threading
 import time
@@ -691,7 +693,17 @@ class MilvusVectorStore:
         return f"the Milvus Lite file {self.uri}" if self.is_lite else f"Milvus at {display_url(self.uri)}"
 
     def _refuse_if_disk_full(self, exc: Exception, verb: str, then: str) -> None:
-        """A Lite file's failure on a full disk said as such: the server's own message names neither."""
+        """A Lite file's failure on a full disk said as such: the server's own message names neither. So is a Lite
+        server the file-size limit (`ulimit -f`) stopped: SIGXFSZ ends it at the limit, and pymilvus said only "Fail
+        connecting to server ..., illegal connection params or server unavailable" (hostile19 finding 8)."""
+        process = self._lite_process() if self.is_lite else None
+        if process is not None and process.poll() == -signal.SIGXFSZ:
+            limit = resource.getrlimit(resource.RLIMIT_FSIZE)[0]
+            size = "" if limit == resource.RLIM_INFINITY else f" of {limit // 1024:,} kB"
+            raise BackendError(
+                f"cannot {verb} {self._where()}: the file-size limit{size} (ulimit -f) stopped its server; raise it "
+                "(`ulimit -f unlimited`) and run the command again"
+            ) from exc
         if self.is_lite:
             free = shutil.disk_usage(Path(self.uri).parent).free
             if free < DISK_FULL_BYTES:

@@ -19,7 +19,7 @@ from executor.cli.commands.common import (
     write_plot,
     write_text,
 )
-from executor.core.errors import ExecutorError, InputError
+from executor.core.errors import ExecutorError, InputError, printable
 
 
 def eval_(
@@ -63,8 +63,14 @@ def eval_(
     from evals.runner import aggregate, default_repeat_labels, llm_policy_model, prepare_knowledge_bases, run_suite
     from evals.scenarios_model import load_scenarios
 
-    if policy not in ("scripted", "llm") or guards not in ("on", "off") or judge not in ("expectations", "bound"):
-        raise InputError("--policy is scripted or llm, --guards is on or off, --judge is expectations or bound")
+    # the option that is wrong, alone (the line named all three whichever it was)
+    for option, value, allowed in (
+        ("--policy", policy, ("scripted", "llm")),
+        ("--guards", guards, ("on", "off")),
+        ("--judge", judge, ("expectations", "bound")),
+    ):
+        if value not in allowed:
+            raise InputError(f"{option} is {' or '.join(allowed)}, not {printable(value)!r}")
     from executor.retrieval.repeat_calibration import load_repeat_labels
 
     scenarios = load_scenarios(paths or [REPO_ROOT / "evals" / "scenarios"])
@@ -162,6 +168,8 @@ def stats(
         check_session_id(session)
     if source is not None and not csv_list(source):  # "" would otherwise mean the default, silently
         raise InputError("--source names no source; give e.g. chat,ask or all, or leave it out for real use")
+    if since is not None and not since.strip():  # "" would otherwise mean every lookup, silently
+        raise InputError("--since is empty: give a date (YYYY-MM-DD) or an ISO time, or leave it out for all")
     try:
         start = datetime.fromisoformat(since) if since else None
     except ValueError:

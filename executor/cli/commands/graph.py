@@ -53,6 +53,15 @@ def _entities_of(rt, kb: str) -> Iterator[None]:
         raise
 
 
+def relation_filter(relations: str | None) -> list[str]:
+    """--relations as a list; one that names nothing (`""`, `",,,"`) is refused, as `--entities` and `--source` are:
+    it meant every relation type, silently (hostile19 finding 13)."""
+    names = csv_list(relations)
+    if relations is not None and not names:
+        raise InputError("--relations names no relation type; give e.g. DEPENDS_ON,RELATED_TO, or leave it out for all")
+    return names
+
+
 @graph_app.command("neighbors")
 def graph_neighbors(
     entity: EntityArg,
@@ -63,8 +72,11 @@ def graph_neighbors(
     as_json: JsonOpt = False,
 ):
     """Paths from ENTITY to what surrounds it, best first (score = product of edge weights)."""
+    relation_filter(relations)  # before any graph work
     with _graph_runtime(kb) as rt, _entities_of(rt, kb):
-        paths = rt.graph.navigate(kb, entity, hops, csv_list(relations), max_paths, rt.settings.graph_max_nodes_per_hop)
+        paths = rt.graph.navigate(
+            kb, entity, hops, relation_filter(relations), max_paths, rt.settings.graph_max_nodes_per_hop
+        )
     if as_json:
         print_json({"entity": entity, "kb": kb, "paths": [p.model_dump() for p in paths]})
         return
@@ -85,8 +97,9 @@ def graph_path(
     as_json: JsonOpt = False,
 ):
     """Paths between two entities, best first; says so when there are none."""
+    relation_filter(relations)  # before any graph work
     with _graph_runtime(kb) as rt, _entities_of(rt, kb):
-        found = rt.graph.navigate_between(kb, source, target, hops, csv_list(relations), max_paths)
+        found = rt.graph.navigate_between(kb, source, target, hops, relation_filter(relations), max_paths)
     if as_json:
         print_json(found.model_dump())
         return
@@ -108,12 +121,13 @@ def graph_show(
     from executor.agent.knowledge_graph_page import render
     from executor.stores.knowledge_graph import require_entity
 
+    relation_filter(relations)  # before any graph work
     if html.is_dir():  # "" is the current folder: known before any graph work
         named = "is empty" if str(html) == "." else f"{html} is a folder"
         raise InputError(f"--html {named}: name the page's file, e.g. graph.html")
     with _graph_runtime(kb) as rt, _entities_of(rt, kb):
         node = require_entity(rt.graph, kb, entity)
-        paths = rt.graph.navigate(kb, entity, hops, csv_list(relations), 60, rt.settings.graph_max_nodes_per_hop)
+        paths = rt.graph.navigate(kb, entity, hops, relation_filter(relations), 60, rt.settings.graph_max_nodes_per_hop)
     write_text(html, render(f"{node.name} — {kb}", node.name, paths))
     typer.echo(f"wrote {html} ({len(paths)} paths)")
 

@@ -45,12 +45,13 @@ def kb_create(
     """Create an empty knowledge base; with --entities/--relations it gets a graph at ingest."""
     from executor.retrieval.knowledge_bases import graph_config
 
-    entity_types = csv_list(entities)
+    # a type named twice is one type (it was kept twice: "a graph of Software, Software")
+    entity_types = list(dict.fromkeys(csv_list(entities)))
     if entities is not None and not entity_types:  # ",,," would otherwise make a KB without a graph, silently
         raise InputError("--entities: no entity types given; name them, e.g. Software,Database, or leave it out")
     if len(entity_types) > MAX_ENTITY_TYPES:  # each is named in every page's extraction prompt: 2,000 were taken
         raise InputError(f"--entities: {len(entity_types):,} entity types; at most {MAX_ENTITY_TYPES} are taken")
-    config = graph_config(entity_types, csv_list(relations) if relations else None)
+    config = graph_config(entity_types, list(dict.fromkeys(csv_list(relations))) if relations else None)
     check_grading(grading)
     with runtime() as rt:
         rt.catalog.create(name, description=description, extract_config=config, grading=grading)
@@ -86,7 +87,7 @@ def _kb_info(rt, name: str, with_graph: bool = True) -> dict:
     # not a listing that looks healthy over a KB that cannot answer
     info["chunks_stored"] = rt.vectors.count(name) if rt.vectors.has(name) else 0
     if with_graph and info["has_graph_config"]:
-        from executor.core.errors import BackendError
+        from executor.core.errors import BackendError, EmptyGraphError
         from executor.retrieval.graph_build import graph_failure, graph_shortfall
 
         try:
@@ -94,7 +95,12 @@ def _kb_info(rt, name: str, with_graph: bool = True) -> dict:
             if shortfall := graph_shortfall(info["graph"], rt.catalog, name):
                 info["graph"] = {"error": shortfall}
         except BackendError as exc:  # a lost graph of a KB whose documents name entities: damaged, not "empty"
-            info["graph"] = {"error": str(graph_failure(exc, rt.catalog, name))}
+            if isinstance(exc, EmptyGraphError) and not row.revision:
+                # a KB created and never ingested: its graph is yet to be built, not lost. It was "unavailable: the
+                # graph is empty ... run `executor ingest --rebuild`", as an empty home's graph server holds nothing
+                info["graph"] = {"entities": 0, "documents": 0, "relations": 0}
+            else:
+                info["graph"] = {"error": str(graph_failure(exc, rt.catalog, name))}
         except ExecutorError as exc:
             info["graph"] = {"error": str(exc)}
     return info
