@@ -16,9 +16,14 @@ def open_checkpointer(settings: Settings):
     url = settings.checkpoint_url
     if url and url.startswith(("postgresql://", "postgres://")):
         from langgraph.checkpoint.postgres import PostgresSaver
+        from psycopg.conninfo import make_conninfo
+
+        from executor.stores.database import CONNECT_TIMEOUT_S
 
         try:
-            with PostgresSaver.from_conn_string(url) as saver:
+            # bounded as the database URL's connection is: a server that accepts and never answers held `ask`
+            # silent for psycopg's 130 s (hostile19 finding 5)
+            with PostgresSaver.from_conn_string(make_conninfo(url, connect_timeout=CONNECT_TIMEOUT_S)) as saver:
                 saver.setup()
                 yield saver
         except Exception as exc:  # psycopg's errors; anything else is a bug and will show its traceback

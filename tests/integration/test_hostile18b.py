@@ -166,3 +166,17 @@ def test_a_neo4j_that_cannot_be_reached_says_why():
         driver.run("RETURN 1 AS x")
     driver.close()
     assert "Connection refused" in str(failed.value), str(failed.value)
+
+
+def test_a_checkpoint_server_that_never_answers_is_one_line_not_a_hang(tmp_path):
+    """Hostile19 finding 5: the checkpoint URL's connection was unbounded (psycopg's 130 s): `ask` sat silent for
+    136 s, where the database URL's says so in about 10 s."""
+    with silent_server() as port:
+        url = f"postgresql://executor@127.0.0.1:{port}/test"
+        started = time.monotonic()
+        try:
+            r = run_cli(tmp_path / "home", "ask", "ERR_TIMEOUT 是什么？", timeout=90, EXECUTOR_CHECKPOINT_URL=url)
+        except Exception as exc:  # subprocess.TimeoutExpired: the command was still waiting after 90 s
+            pytest.fail(f"`ask` still waiting after {time.monotonic() - started:.0f} s: {exc}")
+    assert r.returncode == 1, r.stderr
+    assert r.stderr.strip().splitlines() == [r.stderr.strip()] and "checkpoint database unavailable" in r.stderr
