@@ -7,6 +7,7 @@ that is not a valid name) become warnings on that document, never a traceback.
 
 from __future__ import annotations
 
+import datetime
 import hashlib
 import math
 import re
@@ -85,6 +86,23 @@ class Document:
             Chunk(chunk_id=f"{self.doc_key}#{i}", doc_key=self.doc_key, index=i, text=text)
             for i, text in enumerate(self._chunk_texts)
         ]
+
+
+def a_kind(value) -> str:
+    """What a YAML value is, in YAML's words for a person ("not a int" read as our slip, and named Python)."""
+    if isinstance(value, bool):
+        return "true or false"
+    if isinstance(value, int | float):
+        return "a number"
+    if isinstance(value, list | tuple):
+        return "a list"
+    if isinstance(value, dict):
+        return "a mapping"
+    if value is None:
+        return "an empty value"
+    if isinstance(value, datetime.date):
+        return "a date"
+    return "text" if isinstance(value, str) else f"a {type(value).__name__}"
 
 
 def _in_letter(ch: str) -> bool:
@@ -167,7 +185,7 @@ def split_front_matter(text: str) -> tuple[dict, str, list[str]]:
         except (yaml.YAMLError, tomllib.TOMLDecodeError, ValueError) as exc:
             return {}, text[match.end() :], [f"front matter is not valid {kind} ({_parse_problem(exc)}); ignored"]
         if not isinstance(meta, dict):
-            return {}, text[match.end() :], [f"front matter is a {type(meta).__name__}, not a mapping; ignored"]
+            return {}, text[match.end() :], [f"front matter is {a_kind(meta)}, not a mapping; ignored"]
         # TOML refuses a key given twice; YAML's loader keeps the last one, silently
         twice = bounded_yaml.duplicate_keys(match.group(1)) if kind == "YAML" else []
         return (
@@ -188,7 +206,7 @@ def _text_field(meta: dict, key: str, warnings: list[str]) -> str | None:
         return None
     if isinstance(value, (str, int, float)) and not isinstance(value, bool):
         return sanitize_line(str(value)) or None
-    warnings.append(f"front matter '{key}' should be text, not a {type(value).__name__}; ignored")
+    warnings.append(f"front matter '{key}' should be text, not {a_kind(value)}; ignored")
     return None
 
 
@@ -205,7 +223,7 @@ def _list_field(meta: dict, key: str, warnings: list[str]) -> list[str]:
         if len(items) < len([v for v in value if v is not None]):
             warnings.append(f"front matter '{key}' holds items that are not text; they were ignored")
     else:
-        warnings.append(f"front matter '{key}' should be a list of words, not a {type(value).__name__}; ignored")
+        warnings.append(f"front matter '{key}' should be a list of words, not {a_kind(value)}; ignored")
         return []
     return [_bounded(clean, key, warnings) for clean in (sanitize_line(v) for v in items) if clean]
 
@@ -216,7 +234,7 @@ def _records(meta: dict, key: str, warnings: list[str], name_only: bool) -> list
     if value is None:
         return []
     if not isinstance(value, list):
-        warnings.append(f"front matter '{key}' should be a list, not a {type(value).__name__}; ignored")
+        warnings.append(f"front matter '{key}' should be a list, not {a_kind(value)}; ignored")
         return []
     out: list[dict] = []
     for item in value:
@@ -227,7 +245,7 @@ def _records(meta: dict, key: str, warnings: list[str], name_only: bool) -> list
         elif name_only and isinstance(item, (str, int, float)) and not isinstance(item, bool):
             out.append({"name": _bounded(sanitize_line(str(item)), key, warnings)})
         elif item is not None:
-            warnings.append(f"front matter '{key}' holds a {type(item).__name__} item; ignored")
+            warnings.append(f"front matter '{key}' holds {a_kind(item)} item; ignored")
     return out
 
 
@@ -240,7 +258,7 @@ def _record(item: dict, key: str, warnings: list[str]) -> dict | None:
     for name in _TEXT_FIELDS[key]:
         value = item.get(name)
         if value is not None and not (isinstance(value, (str, int, float)) and not isinstance(value, bool)):
-            warnings.append(f"front matter '{key}': '{name}' should be text, not a {type(value).__name__}; ignored")
+            warnings.append(f"front matter '{key}': '{name}' should be text, not {a_kind(value)}; ignored")
             return None
         if value is not None:
             item[name] = _bounded(str(value), key, warnings)

@@ -41,7 +41,7 @@ def graph_config(entity_types: list[str], relation_types: list[str] | None) -> d
     bad = [t for t in entity_types if not t.replace("_", "").isalnum() or len(t) > 40]
     if bad:  # asked wrongly: a usage error (exit 2), naming the type
         raise InputError(
-            f"--entities: {printable(bad[0])[:60]!r} is not an entity type "
+            f"--entities: '{printable(bad[0])[:60]}' is not an entity type "  # escaped once: a repr doubled it
             "(a name of letters, digits and '_', at most 40 characters)"
         )
     if relations and not entity_types:

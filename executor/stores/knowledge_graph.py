@@ -14,7 +14,7 @@ from typing import Protocol
 
 from pydantic import BaseModel, ConfigDict
 
-from executor.core.errors import InputError
+from executor.core.errors import InputError, printable
 from executor.stores.knowledge_graph_nearest import NearestPair, Neighbours, nearest_pair
 
 RELATION_TYPES = ("DEPENDS_ON", "REFERENCES", "CO_OCCURS", "CONFLICTS_WITH", "DERIVED_FROM", "RELATED_TO")
@@ -42,13 +42,14 @@ def relation_types(relation_filter: Iterable[str] | None) -> list[str]:
     """The relation types a filter names, from the whitelist only (all of them for no filter)."""
     if relation_filter is None:
         return list(RELATION_TYPES)
-    wanted = [str(r).strip().upper() for r in relation_filter if str(r).strip()]
-    if not wanted:
+    given = [str(r).strip() for r in relation_filter if str(r).strip()]
+    if not given:
         return list(RELATION_TYPES)
-    unknown = [r for r in wanted if r not in RELATION_TYPES]
-    if unknown:
-        raise InputError(f"unknown relation type {unknown[0]!r} (known: {', '.join(RELATION_TYPES)})")
-    return list(dict.fromkeys(wanted))
+    unknown = [r for r in given if r.upper() not in RELATION_TYPES]
+    if unknown:  # as typed: upper-cased, it read as if the user had written it so
+        shown = printable(unknown[0])[:60]
+        raise InputError(f"unknown relation type '{shown}' (known: {', '.join(RELATION_TYPES)})")
+    return list(dict.fromkeys(r.upper() for r in given))
 
 
 def relation_pattern(relation_filter: Iterable[str] | None) -> str:
