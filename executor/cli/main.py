@@ -4,7 +4,8 @@ Exit codes (also in the README and in `executor -h`):
   0  done
   1  the command ran and failed: a backend down or locked, an LLM endpoint unreachable, a failed eval
   2  it was asked wrongly: an unknown option, a missing argument, input the command rejects, a bad setting
- 130 interrupted (Ctrl-C); 143 `executor ingest` stopped by SIGTERM
+ 130 interrupted (Ctrl-C); 143 `executor ingest` stopped by SIGTERM (another command, or an ingest still
+     loading its modules, ends at once and silently, as any program SIGTERM ends: the shell reports 143)
 
 Whatever a command raises becomes one line on stderr (`error: ...`), and under
 `--json` also `{"error": ..., "code": ...}` on stdout; `executor --debug ...`
