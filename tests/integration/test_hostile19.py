@@ -8,13 +8,12 @@ a home of their own.
 
 import json
 import os
-import resource
 import subprocess
 import sys
 import uuid
 
 import pytest
-from conftest import last_error_line, make_runtime, run_cli, write_pages
+from conftest import last_error_line, launched, make_runtime, run_cli, write_pages
 
 from executor.retrieval.ingest import ingest
 
@@ -183,12 +182,14 @@ def test_an_identifier_in_the_plural_finds_its_page(sample_rt):
 
 # -- finding 8: a file-size limit stops the Lite server --------------------------------------------------------------
 def test_a_file_size_limit_that_stops_the_lite_server_is_named(tmp_path):
-    def limited() -> None:  # what `ulimit -f 500` sets in the shell that runs the command
-        resource.setrlimit(resource.RLIMIT_FSIZE, (500 * 1024, resource.getrlimit(resource.RLIMIT_FSIZE)[1]))
-
+    # what `ulimit -f 500` sets in the shell that runs the command
+    limited = launched(
+        "import resource",
+        "resource.setrlimit(resource.RLIMIT_FSIZE, (500 * 1024, resource.getrlimit(resource.RLIMIT_FSIZE)[1]))",
+    )
     env = {**os.environ, "EXECUTOR_HOME": str(tmp_path / "home")}
-    cmd = [sys.executable, "-m", "executor.cli.main", "ingest"]
-    r = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=240, preexec_fn=limited)
+    cmd = [*limited, sys.executable, "-m", "executor.cli.main", "ingest"]
+    r = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=240)
     line = last_error_line(r, 1)
     # was "...: Fail connecting to server on unix:/tmp/..._milvus.db.sock, illegal connection params or server
     # unavailable": the server had been killed by SIGXFSZ at the limit
