@@ -515,3 +515,14 @@ def launched(*steps: str) -> list[str]:
     epoll_wait error: Bad file descriptor" instead of the command's own line (grpc/grpc#43055; CI, sessions 24-26).
     `executor` itself never forks: its children start through vfork (`start_new_session`) or "spawn"."""
     return [sys.executable, "-c", "; ".join(["import os, signal, sys", *steps, "os.execv(sys.argv[1], sys.argv[1:])"])]
+
+
+def sdk_thread(url: str, *questions: str):
+    """A thread on the `langgraph dev` server at `url` that asked `questions` (each answered): (client, thread id)."""
+    from langgraph_sdk import get_sync_client
+
+    client = get_sync_client(url=url)
+    thread_id = client.threads.create()["thread_id"]
+    for question in questions:
+        client.runs.wait(thread_id, "executor", input={"messages": [{"role": "user", "content": question}]})
+    return client, thread_id

@@ -34,6 +34,15 @@ def silent_server():
         listener.close()
 
 
+def not_hung(home, *args: str, **env: str):
+    """The command's result, or the test failed: it was still waiting after 90 s (psycopg's own bound is 130 s)."""
+    started = time.monotonic()
+    try:
+        return run_cli(home, *args, timeout=90, **env)
+    except Exception as exc:  # subprocess.TimeoutExpired
+        pytest.fail(f"`{' '.join(args[:2])}` still waiting after {time.monotonic() - started:.0f} s: {exc}")
+
+
 class Forwarder:
     """A TCP forwarder to a real server that can be frozen: connections stay open, and nothing passes either way."""
 
@@ -79,11 +88,7 @@ class Forwarder:
 def test_a_database_server_that_never_answers_is_one_line_not_a_hang(tmp_path, scheme):
     with silent_server() as port:
         url = f"{scheme}://executor@127.0.0.1:{port}/test"
-        started = time.monotonic()
-        try:
-            r = run_cli(tmp_path / "home", "kb", "list", timeout=90, EXECUTOR_DATABASE_URL=url)
-        except Exception as exc:  # subprocess.TimeoutExpired: the command was still waiting after 90 s
-            pytest.fail(f"`kb list` still waiting after {time.monotonic() - started:.0f} s: {exc}")
+        r = not_hung(tmp_path / "home", "kb", "list", EXECUTOR_DATABASE_URL=url)
     assert r.returncode == 1, r.stderr
     assert len(r.stderr.strip().splitlines()) == 1 and f"127.0.0.1:{port}" in r.stderr, r.stderr
 
@@ -173,10 +178,6 @@ def test_a_checkpoint_server_that_never_answers_is_one_line_not_a_hang(tmp_path)
     136 s, where the database URL's says so in about 10 s."""
     with silent_server() as port:
         url = f"postgresql://executor@127.0.0.1:{port}/test"
-        started = time.monotonic()
-        try:
-            r = run_cli(tmp_path / "home", "ask", "ERR_TIMEOUT 是什么？", timeout=90, EXECUTOR_CHECKPOINT_URL=url)
-        except Exception as exc:  # subprocess.TimeoutExpired: the command was still waiting after 90 s
-            pytest.fail(f"`ask` still waiting after {time.monotonic() - started:.0f} s: {exc}")
+        r = not_hung(tmp_path / "home", "ask", "ERR_TIMEOUT 是什么？", EXECUTOR_CHECKPOINT_URL=url)
     assert r.returncode == 1, r.stderr
     assert r.stderr.strip().splitlines() == [r.stderr.strip()] and "checkpoint database unavailable" in r.stderr

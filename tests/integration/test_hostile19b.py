@@ -10,7 +10,7 @@ and the sample KB in Milvus Lite with the USE embedder.
 import json
 
 import pytest
-from conftest import FIRST_Q, NEXT_Q, langgraph_dev
+from conftest import FIRST_Q, NEXT_Q, langgraph_dev, sdk_thread
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -29,12 +29,7 @@ def server(tmp_path_factory):
 @pytest.fixture
 def answered_thread(server):
     """A thread of one answered turn: (client, thread id)."""
-    from langgraph_sdk import get_sync_client
-
-    client = get_sync_client(url=server)
-    thread_id = client.threads.create()["thread_id"]
-    client.runs.wait(thread_id, "executor", input=question(FIRST_Q))
-    return client, thread_id
+    return sdk_thread(server, FIRST_Q)
 
 
 UNREADABLE = [

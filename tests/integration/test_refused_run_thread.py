@@ -9,7 +9,7 @@ mode) and through the real `langgraph dev` server with `langgraph_sdk`."""
 from __future__ import annotations
 
 import pytest
-from conftest import FIRST_Q, NEXT_Q, asked, langgraph_dev
+from conftest import FIRST_Q, NEXT_Q, asked, langgraph_dev, sdk_thread
 from langchain_core.messages import AIMessage, HumanMessage
 
 from executor.core.errors import InputError
@@ -97,13 +97,7 @@ def server(tmp_path_factory):
 
 @pytest.fixture
 def server_thread(server):
-    from langgraph_sdk import get_sync_client
-
-    client = get_sync_client(url=server)
-    thread_id = client.threads.create()["thread_id"]
-    for question in (FIRST_Q, NEXT_Q):
-        client.runs.wait(thread_id, "executor", input={"messages": [{"role": "user", "content": question}]})
-    return client, thread_id
+    return sdk_thread(server, FIRST_Q, NEXT_Q)
 
 
 def _server_refused(client, thread_id, messages: list[dict]) -> None:
