@@ -72,11 +72,9 @@ def graph_neighbors(
     as_json: JsonOpt = False,
 ):
     """Paths from ENTITY to what surrounds it, best first (score = product of edge weights)."""
-    relation_filter(relations)  # before any graph work
+    wanted = relation_filter(relations)  # before any graph work
     with _graph_runtime(kb) as rt, _entities_of(rt, kb):
-        paths = rt.graph.navigate(
-            kb, entity, hops, relation_filter(relations), max_paths, rt.settings.graph_max_nodes_per_hop
-        )
+        paths = rt.graph.navigate(kb, entity, hops, wanted, max_paths, rt.settings.graph_max_nodes_per_hop)
     if as_json:
         print_json({"entity": entity, "kb": kb, "paths": [p.model_dump() for p in paths]})
         return
@@ -97,9 +95,9 @@ def graph_path(
     as_json: JsonOpt = False,
 ):
     """Paths between two entities, best first; says so when there are none."""
-    relation_filter(relations)  # before any graph work
+    wanted = relation_filter(relations)  # before any graph work
     with _graph_runtime(kb) as rt, _entities_of(rt, kb):
-        found = rt.graph.navigate_between(kb, source, target, hops, relation_filter(relations), max_paths)
+        found = rt.graph.navigate_between(kb, source, target, hops, wanted, max_paths)
     if as_json:
         print_json(found.model_dump())
         return
@@ -121,13 +119,13 @@ def graph_show(
     from executor.agent.knowledge_graph_page import render
     from executor.stores.knowledge_graph import require_entity
 
-    relation_filter(relations)  # before any graph work
+    wanted = relation_filter(relations)  # before any graph work
     if html.is_dir():  # "" is the current folder: known before any graph work
         named = "is empty" if str(html) == "." else f"{html} is a folder"
         raise InputError(f"--html {named}: name the page's file, e.g. graph.html")
     with _graph_runtime(kb) as rt, _entities_of(rt, kb):
         node = require_entity(rt.graph, kb, entity)
-        paths = rt.graph.navigate(kb, entity, hops, relation_filter(relations), 60, rt.settings.graph_max_nodes_per_hop)
+        paths = rt.graph.navigate(kb, entity, hops, wanted, 60, rt.settings.graph_max_nodes_per_hop)
     write_text(html, render(f"{node.name} — {kb}", node.name, paths))
     typer.echo(f"wrote {html} ({len(paths)} paths)")
 
