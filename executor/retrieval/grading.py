@@ -401,10 +401,12 @@ class Grader:
         vector: np.ndarray,
         t: Thresholds,
         exclude: frozenset[str] = frozenset(),
+        asked: str | None = None,
     ) -> Graded:
         """`exclude`: chunk ids graded as if absent (self-calibration holds out the chunk a question came from,
-        so that the question is not found by the very sentence it was made of)."""
-        return self.grade_many(kb, version, [query], [vector], t, [exclude])[0]
+        so that the question is not found by the very sentence it was made of). `asked`: the query as asked, when
+        `query` is it plus the graph entities it was aligned to (`Candidate.own_keyword` is judged on it)."""
+        return self.grade_many(kb, version, [query], [vector], t, [exclude], [asked or query])[0]
 
     def grade_many(
         self,
@@ -414,6 +416,7 @@ class Grader:
         vectors: list[np.ndarray],
         t: Thresholds,
         excludes: list[frozenset[str]],
+        asked: list[str] | None = None,
     ) -> list[Graded]:
         """`grade` for each query, the store searched once for all of them (self-calibration grades hundreds of
         questions at ingest; one search each was a third of its time)."""
@@ -421,8 +424,8 @@ class Grader:
         dense = self.vectors.dense_search_many(kb, vectors, limit)
         lexical = self.vectors.lexical_search_many(kb, queries, vectors, self.embedder, limit)
         return [
-            self._grade(kb, version, q, v, t, e, d[: self.top_k + len(e)], x[: self.top_k + len(e)])
-            for q, v, e, d, x in zip(queries, vectors, excludes, dense, lexical, strict=True)
+            self._grade(kb, version, q, v, t, e, d[: self.top_k + len(e)], x[: self.top_k + len(e)], a)
+            for q, v, e, d, x, a in zip(queries, vectors, excludes, dense, lexical, asked or queries, strict=True)
         ]
 
     def _grade(
@@ -435,6 +438,7 @@ class Grader:
         exclude: frozenset[str],
         dense_hits: list[ChunkHit],
         lexical_hits: list[tuple[ChunkHit, float]],
+        asked: str,
     ) -> Graded:
         vocabulary = self.vocabulary(kb, version)
         found: dict[str, Candidate] = {}
@@ -457,6 +461,7 @@ class Grader:
                 take(hit, score)
         groups = self.groups(kb, version)
         l0 = self.keyword_index(kb, version).match(query)
+        whole = " ".join(TOKEN.findall(normalize(asked)))
         if l0:
             rows = self.catalog.documents(kb)
             wanted = [
@@ -474,6 +479,9 @@ class Grader:
                     c = found[k]
                     c.l0_terms = matched
                     c.specific = any(vocabulary.specific(term) for term in matched)
+                    c.own_keyword = any(
+                        " ".join(TOKEN.findall(term)) == whole and vocabulary.specific(term) for term in matched
+                    )
                     c.specific_name = any(vocabulary.specific(t) and t in vocabulary.spellings for t in matched)
                     c.decisive = any(
                         (IDENTIFIER.fullmatch(term) or vocabulary.code_name(term))

@@ -165,7 +165,7 @@ class LookupService:
         # session's memory keeps the query's own vector
         text, aligned = search_text(self.known_entities, kb, has_graph(kb_row.extract_config), asked)
         searched = vector if text == asked else self.embedder.embed_query(text)
-        graded = self.grader.grade(kb, version(kb_row), text, searched, thresholds)
+        graded = self.grader.grade(kb, version(kb_row), text, searched, thresholds, asked=asked)
         level = graded.level
         details = graded.details() | aligned | {"thresholds": thresholds.model_dump(), "embedder": self.embedder.name}
         if asked != query:

@@ -98,6 +98,10 @@ class Candidate:
     # a specific keyword of this page the query names is a name in code (an error code, a config key such as
     # `leakDetectionThreshold`): the page is spelled by the query whatever words are around the name
     coded: bool = False
+    # the whole query is one of this page's specific keywords (front matter, or its headings and error codes when it
+    # has none): its author named the page for it, whether or not its text spells it the same way (`CVE` on a page
+    # writing "CVEs"; "Sunset header" on one writing `Sunset:`), so the page is spelled by the query
+    own_keyword: bool = False
     similarity: float = 0.0
     features: dict[str, float] = field(default_factory=dict)
     score: float = 0.0
@@ -152,7 +156,10 @@ def features(
     # leakDetectionThreshold do?"): the words around it ask nothing the keyword does not
     lookup = q.words <= KEYWORD_TERMS or c.specific
     c.spelled = (
-        (lookup and 0 < len(q.weights) <= KEYWORD_TERMS and spells(text_terms, q.weights)) or quoted(c, q) or c.coded
+        (lookup and 0 < len(q.weights) <= KEYWORD_TERMS and spells(text_terms, q.weights))
+        or quoted(c, q)
+        or c.coded
+        or c.own_keyword
     )
     coverage = q.coverage_of(text_terms)
     lexical = c.lexical / top_lexical if top_lexical > 0 else 0.0

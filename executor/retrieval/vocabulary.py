@@ -112,6 +112,10 @@ def subject_texts(chunk: str) -> list[str]:
     return [chunk.split("\n", 1)[0], *CODE.findall(chunk), *DEFINED.findall(CODE.sub(" ", chunk))]
 
 
+# one token with `_`, `.` or `-` inside and a final `s` (`err_timeouts`)
+CODE_PLURAL = re.compile(r"[a-z0-9]+(?:[_.\-][a-z0-9]+)+s")
+
+
 @dataclass
 class Vocabulary:
     """Document frequencies of a KB's terms; `documents` is the number of documents counted; `subjects`: the terms
@@ -163,7 +167,13 @@ class Vocabulary:
         return cls(len(per_doc), df, frozenset(named), spellings)
 
     def known(self, term: str) -> bool:
-        return term in self.df or (term.isascii() and any(term in c for c in self._compounds))
+        return (
+            term in self.df
+            or (term.isascii() and any(term in c for c in self._compounds))
+            # an error code or key in the plural ("we see ERR_TIMEOUTS"): the code the KB writes, not an unknown name
+            # (hostile19 finding 14). Codes only: the plural of a plain word read as its singular cost pip and Linux
+            or (CODE_PLURAL.fullmatch(term) is not None and term[:-1] in self.df)
+        )
 
     def used(self, term: str) -> bool:
         """Whether the KB writes `term` as a word of its own or at the head of a compound (`Flask` in `Flask-WTF`)."""

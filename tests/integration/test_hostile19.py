@@ -84,7 +84,6 @@ def test_a_reingest_that_changes_nothing_keeps_a_sessions_pages_held(tmp_path):
 
 
 # -- finding 2: a page's own front-matter keyword, asked alone, finds nothing ---------------------------------------
-@pytest.mark.xfail(strict=True, reason="hostile19 finding 2: a page's own keyword alone is 'nothing found' (grading)")
 @pytest.mark.parametrize(
     ("query", "page"),
     [
@@ -100,7 +99,6 @@ def test_a_pages_own_keyword_alone_finds_that_page(sample_rt, query, page):
 
 
 # -- finding 3: a page's own keyword puts another page first ----------------------------------------------------
-@pytest.mark.xfail(strict=True, reason="hostile19 finding 3: a keyword of one page grades another page first")
 @pytest.mark.parametrize(
     ("query", "page"),
     [
@@ -171,7 +169,6 @@ def test_a_wrong_or_empty_option_is_named_alone(tmp_path, args, said):
 
 
 # -- finding 14: an identifier in the plural ---------------------------------------------------------------------
-@pytest.mark.xfail(strict=True, reason="hostile19 finding 14: ERR_TIMEOUTS (the plural) is 'nothing found'")
 def test_an_identifier_in_the_plural_finds_its_page(sample_rt):
     # `ERR_TIMEOUT` is PRECISE on its page; `ERR_TIMEOUTS` ("we see ERR_TIMEOUTS in prod") was nothing found
     result = lookup(sample_rt, "ERR_TIMEOUTS", f"h19-{uuid.uuid4().hex[:8]}", "sample")
