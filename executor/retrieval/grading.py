@@ -84,6 +84,16 @@ def spelled_first(candidates: list[Candidate]) -> list[Candidate]:
     return to_front(candidates, specific[0])
 
 
+def sole_speller_first(candidates: list[Candidate]) -> list[Candidate]:
+    """A keyword lookup one page alone spells with a term no other page uses (`Candidate.sole_speller`) is that
+    page's, whatever a bare name's similarity says (sample KB, `MaxRAMPercentage`: the Redis eviction page first,
+    the OOMKilled page that writes `-XX:MaxRAMPercentage=75` not found; hostile19 finding 4)."""
+    sole = [c for c in candidates if c.sole_speller]
+    if not sole or len({c.group for c in sole}) != 1 or sole[0] is candidates[0]:
+        return candidates
+    return to_front(candidates, sole[0])
+
+
 def specific_first(candidates: list[Candidate], floor: float) -> list[Candidate]:
     """Graded by the bare similarity (no ranker to weigh the L0 layer): when the specific L0 matches are all one page
     (or its translations), one of them a name (`Candidate.specific_name`: `PgBouncer`, `HikariCP`), and its
@@ -169,7 +179,7 @@ class Graded:
 
     def regrade(self, t: Thresholds) -> Graded:
         """Score, order and grade the candidates under `t` (calibration re-grades with each fold's model)."""
-        ranked = decisive_first(spelled_first(rank(self.candidates, t.ranker)))
+        ranked = decisive_first(spelled_first(sole_speller_first(rank(self.candidates, t.ranker))))
         if t.ranker is not None:
             self.candidates = named_first(ranked, t.reference_threshold)
         else:

@@ -102,6 +102,10 @@ class Candidate:
     # has none): its author named the page for it, whether or not its text spells it the same way (`CVE` on a page
     # writing "CVEs"; "Sunset header" on one writing `Sunset:`), so the page is spelled by the query
     own_keyword: bool = False
+    # a keyword lookup (`KEYWORD_TERMS` words at most) one of whose terms this page uses and no other page does
+    # (`MaxRAMPercentage`, in `-XX:MaxRAMPercentage=75`; `X-Signature header`, on the page writing `X-Signature:`
+    # and never "header"): the one page that writes the name, which spells the query as far as the KB can
+    sole_speller: bool = False
     similarity: float = 0.0
     features: dict[str, float] = field(default_factory=dict)
     score: float = 0.0
@@ -161,6 +165,9 @@ def features(
         or c.coded
         or c.own_keyword
     )
+    # (Latin terms: a Chinese question is one "word" by its spaces, and a character few pages use names nothing)
+    c.sole_speller = any(t.isascii() for t in held) and q.words <= KEYWORD_TERMS and len(q.weights) <= KEYWORD_TERMS
+    c.spelled = c.spelled or c.sole_speller
     coverage = q.coverage_of(text_terms)
     lexical = c.lexical / top_lexical if top_lexical > 0 else 0.0
     same = 0.0 if language != q.language else 1.0

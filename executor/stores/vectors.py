@@ -21,7 +21,7 @@ import threading
 import time
 import warnings
 from collections.abc import Callable
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import TypeVar, cast
 
@@ -697,7 +697,12 @@ class MilvusVectorStore:
         server the file-size limit (`ulimit -f`) stopped: SIGXFSZ ends it at the limit, and pymilvus said only "Fail
         connecting to server ..., illegal connection params or server unavailable" (hostile19 finding 8)."""
         process = self._lite_process() if self.is_lite else None
-        if process is not None and process.poll() == -signal.SIGXFSZ:
+        status = process.poll() if process is not None else None
+        if process is not None and status is None:
+            # pymilvus can give up on the socket before the dying server is reaped (a loaded machine): wait for it
+            with suppress(subprocess.TimeoutExpired):
+                status = process.wait(timeout=2)
+        if status == -signal.SIGXFSZ:
             limit = resource.getrlimit(resource.RLIMIT_FSIZE)[0]
             size = "" if limit == resource.RLIM_INFINITY else f" of {limit // 1024:,} kB"
             raise BackendError(

@@ -112,12 +112,12 @@ def test_a_pages_own_keyword_puts_that_page_first(sample_rt, query, page):
 
 
 # -- finding 4: a name or phrase written in one page's text, asked, finds nothing --------------------------------
-@pytest.mark.xfail(strict=True, reason="hostile19 finding 4: a name one page writes is 'nothing found' (grading)")
 @pytest.mark.parametrize(
     ("query", "page"),
     [
         ("X-Signature header", "api/webhooks.md"),  # the page writes `X-Signature: t=<timestamp>,v1=<hex>`
         ("MaxRAMPercentage", "troubleshooting/oom-killed.md"),  # was REFERENCE on the Redis eviction page
+        ("port 8080", "deployment/docker-basics.md"),  # `docker run --rm -p 8080:8080 ...`: was nothing found
     ],
 )
 def test_a_name_one_page_writes_finds_that_page(sample_rt, query, page):
