@@ -45,42 +45,41 @@ def sent_text(result) -> str:
 
 
 # -- finding 1: a session keeps a page as sent after a re-ingest changed it ---------------------------------------
-def test_a_page_changed_by_a_reingest_is_sent_again_in_a_session(tmp_path):
-    # a session was sent the page when it said 45 seconds; a re-ingest changes it to 99: the same lookup in that
-    # session was DEDUPED ("answer from what you have"), leaving the answer to the text the KB no longer holds
-    folder = write_pages(tmp_path / "docs", {**OTHER_PAGES, "timeout.md": TIMEOUT_PAGE.format(seconds=45)})
-    rt = make_runtime(tmp_path / "home")
-    try:
-        ingest(rt, folder, "ops", progress=False)
-        session = f"h19-{uuid.uuid4().hex[:8]}"
-        first = lookup(rt, "ERR_ZORBLAX", session, "ops")
-        assert "45 seconds" in sent_text(first), first
-        (folder / "timeout.md").write_text(TIMEOUT_PAGE.format(seconds=99), encoding="utf-8")
-        ingest(rt, folder, "ops", progress=False)
-        again = lookup(rt, "ERR_ZORBLAX", session, "ops")
-        assert again.dedup_reason is None, (again.relevance_level, again.dedup_reason)
-        assert "99 seconds" in sent_text(again), again
-        # sent once in its new text, it is held again: a third lookup is DEDUPED
-        third = lookup(rt, "ERR_ZORBLAX", session, "ops")
-        assert third.dedup_reason is not None and not sent_text(third).strip(), third
-    finally:
-        rt.close()
-
-
-def test_a_reingest_that_changes_nothing_keeps_a_sessions_pages_held(tmp_path):
-    # the other side of finding 1: a rebuild re-embeds every page without changing its text; what a session holds
-    # stays held (DEDUPED), or every rebuild would send every session everything again
+@pytest.fixture
+def held_page(tmp_path):
+    """(runtime, docs folder, session): the ERR_ZORBLAX page, saying 45 seconds, ingested and sent in the session."""
     folder = write_pages(tmp_path / "docs", {**OTHER_PAGES, "timeout.md": TIMEOUT_PAGE.format(seconds=45)})
     rt = make_runtime(tmp_path / "home")
     try:
         ingest(rt, folder, "ops", progress=False)
         session = f"h19-{uuid.uuid4().hex[:8]}"
         assert "45 seconds" in sent_text(lookup(rt, "ERR_ZORBLAX", session, "ops"))
-        ingest(rt, folder, "ops", rebuild=True, progress=False)
-        again = lookup(rt, "ERR_ZORBLAX", session, "ops")
-        assert again.dedup_reason is not None, (again.relevance_level, again.dedup_reason)
+        yield rt, folder, session
     finally:
         rt.close()
+
+
+def test_a_page_changed_by_a_reingest_is_sent_again_in_a_session(held_page):
+    # a session was sent the page when it said 45 seconds; a re-ingest changes it to 99: the same lookup in that
+    # session was DEDUPED ("answer from what you have"), leaving the answer to the text the KB no longer holds
+    rt, folder, session = held_page
+    (folder / "timeout.md").write_text(TIMEOUT_PAGE.format(seconds=99), encoding="utf-8")
+    ingest(rt, folder, "ops", progress=False)
+    again = lookup(rt, "ERR_ZORBLAX", session, "ops")
+    assert again.dedup_reason is None, (again.relevance_level, again.dedup_reason)
+    assert "99 seconds" in sent_text(again), again
+    # sent once in its new text, it is held again: a third lookup is DEDUPED
+    third = lookup(rt, "ERR_ZORBLAX", session, "ops")
+    assert third.dedup_reason is not None and not sent_text(third).strip(), third
+
+
+def test_a_reingest_that_changes_nothing_keeps_a_sessions_pages_held(held_page):
+    # the other side of finding 1: a rebuild re-embeds every page without changing its text; what a session holds
+    # stays held (DEDUPED), or every rebuild would send every session everything again
+    rt, folder, session = held_page
+    ingest(rt, folder, "ops", rebuild=True, progress=False)
+    again = lookup(rt, "ERR_ZORBLAX", session, "ops")
+    assert again.dedup_reason is not None, (again.relevance_level, again.dedup_reason)
 
 
 # -- finding 2: a page's own front-matter keyword, asked alone, finds nothing ---------------------------------------
