@@ -35,7 +35,7 @@ from pydantic import (
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
 from executor.core import bounded_yaml
-from executor.core.errors import ConfigError, InputError, register_secret, warn
+from executor.core.errors import BackendError, ConfigError, InputError, register_secret, warn
 from executor.core.fs import home_folder, private_dir
 
 # the bundled sample KB is package data: the wheel carries it, and an installed `executor ingest` finds it here
@@ -383,15 +383,20 @@ def update_config(path: Path, node: tuple[str, ...], values: dict[str, Any]) -> 
     real = path.resolve()
     mode = stat.S_IMODE(real.stat().st_mode) if real.exists() else 0o600
     tmp = real.with_name(f".{real.name}.{os.getpid()}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            os.fchmod(handle.fileno(), mode)
-            handle.write(written)
-        tmp.replace(real)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as handle:
+                os.fchmod(handle.fileno(), mode)
+                handle.write(written)
+            tmp.replace(real)
+        except BaseException:
+            tmp.unlink(missing_ok=True)
+            raise
+    except OSError as exc:
+        # a full disk or a folder this user may not write: "error: OSError: [Errno 28] No space left on device"
+        # named neither the file nor that it was left as it was
+        raise BackendError(f"cannot write {path}: {exc.strerror or exc}; it is unchanged") from exc
 
 
 def _set_values(target: dict, values: dict[str, Any]) -> None:

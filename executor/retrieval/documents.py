@@ -24,6 +24,7 @@ from executor.retrieval.chunking import MAX_SECTIONS, chunk_markdown
 from executor.retrieval.chunking import headings as markdown_headings
 from executor.retrieval.doc_site import clean_doc_site
 from executor.retrieval.sanitize import sanitize_line, sanitize_text
+from executor.stores.knowledge_graph import MAX_ENTITY_CHARS
 
 # libyaml's C dumper (and loader, executor/core/bounded_yaml.py) where PyYAML has them: the same text as the pure-Python
 # one (compared on the sample KB, the Helm docs and synthetic pages), several times faster; reading
@@ -279,14 +280,17 @@ MAX_LINE_CHARS = 300  # a title, keyword or name: a 250 k-character title went i
 
 
 def _bounded(text: str, key: str, warnings: list[str]) -> str:
-    """`text` cut to MAX_LINE_CHARS; the first cut of a front-matter field says so (the page's key before it): a
-    keyword of 400 characters was cut without a word, and matched no query that held its end."""
-    if len(text) <= MAX_LINE_CHARS:
+    """`text` cut to MAX_LINE_CHARS (an entity's or relation's names to MAX_ENTITY_CHARS, what a graph command may
+    name: a 300-character entity was stored, then refused by every command that asked for it); the first cut of a
+    front-matter field says so (the page's key before it): a keyword of 400 characters was cut without a word, and
+    matched no query that held its end."""
+    limit = MAX_ENTITY_CHARS if key in _TEXT_FIELDS else MAX_LINE_CHARS
+    if len(text) <= limit:
         return text
-    said = f"front matter '{key}' holds an item longer than {MAX_LINE_CHARS} characters"
+    said = f"front matter '{key}' holds an item longer than {limit} characters"
     if not any(w.startswith(said) for w in warnings):
-        warnings.append(f"{said} ({len(text):,}); cut to {MAX_LINE_CHARS}")
-    return text[:MAX_LINE_CHARS]
+        warnings.append(f"{said} ({len(text):,}); cut to {limit}")
+    return text[:limit]
 
 
 def _sanitized(value):

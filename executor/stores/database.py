@@ -186,6 +186,8 @@ class Database:
             migrate(self.engine)
         except OperationalError as exc:
             raise BackendError(f"cannot open the database {_safe(url)}: {self._why(exc)}") from exc
+        except DBAPIError as exc:  # what the server said of the schema, rights or search_path (a ProgrammingError)
+            raise BackendError(f"cannot open the database {_safe(url)}: {_denial(exc)}") from exc
 
     def _why(self, exc: OperationalError) -> str:
         """What SQLite said, or, when its "disk I/O error" comes from a full disk, that the disk is full."""
@@ -203,11 +205,35 @@ class Database:
         except OperationalError as exc:
             s.rollback()
             raise BackendError(f"database {_safe(self.url)} failed: {self._why(exc)}") from exc
+        except DBAPIError as exc:
+            s.rollback()
+            if not _denied(exc):
+                raise
+            raise BackendError(f"database {_safe(self.url)} failed: {_denial(exc)}") from exc
         except BaseException:
             s.rollback()
             raise
         finally:
             s.close()
+
+
+def _denied(exc: DBAPIError) -> bool:
+    """PostgreSQL refused the user a right (SQLSTATE 42501), or its search_path names no schema it may use (3F000).
+    psycopg raises both as a ProgrammingError, which reached the user as "error: ProgrammingError:
+    (psycopg.errors.InsufficientPrivilege) ...", naming neither the database nor what to do; MySQL's refusals
+    (1142, 1044) are OperationalErrors."""
+    return getattr(exc.orig, "sqlstate", None) in ("42501", "3F000")
+
+
+def _denial(exc: DBAPIError) -> str:
+    said = str(exc.orig).strip()
+    said = said.splitlines()[0] if said else exc.orig.__class__.__name__
+    if not _denied(exc):
+        return said
+    return (
+        f"{said}; the user of EXECUTOR_DATABASE_URL needs a schema it may use, and to create and change its tables "
+        "(its owner, or GRANT ALL ON SCHEMA and its tables)"
+    )
 
 
 def _check_whole(path: Path) -> None:

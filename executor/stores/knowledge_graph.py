@@ -8,6 +8,7 @@ callers use) is in `executor/stores/graph_store.py`.
 
 from __future__ import annotations
 
+import unicodedata
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Protocol
@@ -26,7 +27,9 @@ DEFAULT_WEIGHT = 0.5
 
 
 def entity_key(name: str) -> str:
-    return " ".join(str(name).split()).casefold()
+    # composed (NFC) before folding: a page written on macOS spells "Café" with a combining accent (NFD), which
+    # made a second entity beside the other pages' "Café", splitting the graph between two names that look alike
+    return unicodedata.normalize("NFC", " ".join(str(name).split())).casefold()
 
 
 def check_entity_name(name: str) -> str:
@@ -196,8 +199,11 @@ class GraphData:
     relations: list[dict] = field(default_factory=list)  # {type, s, t, weight, sources}
 
     def add_entity(self, name: str, type_: str | None = None, alias: str | None = None) -> str:
+        # cut to what a query may name (check_entity_name): a longer name (front matter allows 300 characters, a
+        # URL found in the text any length) was stored, then refused by every command that asked for it
+        name = " ".join(name.split())[:MAX_ENTITY_CHARS]
         key = entity_key(name)
-        row = self.entities.setdefault(key, {"key": key, "name": " ".join(name.split()), "type": type_, "aliases": []})
+        row = self.entities.setdefault(key, {"key": key, "name": name, "type": type_, "aliases": []})
         if row["type"] is None and type_:
             row["type"] = type_
         if alias and alias != row["name"] and alias not in row["aliases"]:
