@@ -107,7 +107,7 @@ class KnowledgeGraphQuery:
         for kb in ids:
             try:
                 validate_kb_name(kb)
-                known[kb] = self.catalog.require(kb)
+                known[kb] = self.catalog.require_ingested(kb)
             except ExecutorError as exc:
                 out.add_error(kb, exc)
         vector = self.embedder.embed_query(query) if known else None

@@ -139,7 +139,7 @@ class LookupService:
         return result
 
     def _lookup(self, query, session_id, kb, missing_dimension, rules, batch, dry_run) -> LookupResult:
-        kb_row = self.catalog.require(kb)
+        kb_row = self.catalog.require_ingested(kb)
         self.check_embedder(kb)
         thresholds = self.settings.kb_thresholds(self.embedder.name, kb_row)
         lang = language_of(query)

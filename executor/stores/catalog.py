@@ -184,6 +184,15 @@ class Catalog:
             raise InputError(f"unknown knowledge base {name!r} (known: {known}{where})")
         return kb
 
+    def require_ingested(self, name: str) -> KnowledgeBase:
+        """`require`, and an ingest of the KB has been recorded (revision 0: `kb create` only, or a first ingest that
+        died after it stored vectors and before the catalog recorded its documents, which then answered lookups from
+        pages `kb list` did not show: hostile20 finding 5)."""
+        kb = self.require(name)
+        if not kb.revision:
+            raise InputError(f"knowledge base {name!r} has no documents yet: run `executor ingest FOLDER --kb {name}`")
+        return kb
+
     def create(
         self, name: str, description: str = "", extract_config: dict | None = None, grading: str | None = None
     ) -> KnowledgeBase:

@@ -375,7 +375,12 @@ def test_kb_lifecycle_and_kg(home, tmp_path):
     # its graph went with it: recreating the name starts from an empty graph
     run_cli(home, "kb", "create", "runbooks", "--entities", "Software")
     r = run_cli(home, "graph", "neighbors", "WebApp", "--kb", "runbooks")
-    assert r.returncode == 2 and "no entity 'WebApp'" in r.stderr
+    # (created, not ingested: no graph is served at all, hostile20 finding 5)
+    assert r.returncode == 2 and "has no documents yet" in r.stderr, r.stderr
+    other = write_kb(tmp_path / "other", {"cache.md": "# Cache\nThe cache keeps hot keys for 60 seconds."})
+    assert run_cli(home, "ingest", str(other), "--kb", "runbooks").returncode == 0
+    r = run_cli(home, "graph", "neighbors", "WebApp", "--kb", "runbooks")
+    assert r.returncode == 2 and "no entity 'WebApp'" in r.stderr, r.stderr
     run_cli(home, "kb", "drop", "runbooks", "--yes")
 
 

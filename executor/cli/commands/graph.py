@@ -28,7 +28,7 @@ def _graph_runtime(kb: str):
 
     rt = runtime()
     try:
-        row = rt.catalog.require(kb)
+        row = rt.catalog.require_ingested(kb)
         if not has_graph(row.extract_config):
             raise InputError(
                 f"KB {kb!r} has no graph; the graph commands need a KB created with --entities "
