@@ -7,14 +7,12 @@ Studio's, which is a page on smith.langchain.com talking to the local server."""
 
 from __future__ import annotations
 
-import json
-
 from pydantic import ValidationError
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
 
 from executor.core.errors import printable, validation_line
-from executor.core.local_http import LocalGuard, json_body, own_hosts, read_body, replaying
+from executor.core.local_http import LocalGuard, own_hosts, posted_json, replaying, send_json
 
 STUDIO_ORIGINS = ("https://smith.langchain.com", "https://eu.smith.langchain.com")
 
@@ -63,24 +61,13 @@ class ReadableMessages:
     async def __call__(self, scope, receive, send):
         if scope["type"] != "http" or scope.get("method") not in ("POST", "PUT", "PATCH"):
             return await self.app(scope, receive, send)
-        body = await read_body(receive)  # bounded by LocalGuard in front
-        if body is None:
+        posted = await posted_json(receive)
+        if posted is None:
             return
-        try:
-            payload = json_body(body)
-        except ValueError:
-            payload = None  # the API's own answer to a body that is not JSON
+        body, payload = posted  # a body that is not JSON is the API's to answer
         refusal = unreadable(payload)
         if refusal is not None:
-            reply = json.dumps({"detail": refusal}).encode()
-            await send(
-                {
-                    "type": "http.response.start",
-                    "status": 422,
-                    "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(reply)).encode())],
-                }
-            )
-            return await send({"type": "http.response.body", "body": reply})
+            return await send_json(send, 422, {"detail": refusal})
         return await self.app(scope, replaying(body, receive), send)
 
 

@@ -1,0 +1,81 @@
+"""Round twenty of the hostile pass, part B (issue 30): the real clients and the servers. What it found, each case
+as it failed (evals/review/hostile20b-findings.md, by number), and the refusals that moved into `CheckedGraph`.
+
+A test of a finding still open is `xfail(strict=True)` with its number: it fails on today's code, and whoever mends
+the finding flips the marker. Real components throughout: `langgraph dev` on this checkout's langgraph.json with
+`langgraph_sdk`, the graph over a real SQLite checkpointer, and the sample KB in Milvus Lite with the USE embedder.
+"""
+
+import pytest
+from conftest import FIRST_Q, NEXT_Q, asked, langgraph_dev, sdk_thread
+from langchain_core.messages import HumanMessage
+
+from executor.core.errors import InputError
+from executor.nodes.state import Context
+
+pytestmark = pytest.mark.timeout(300)
+
+LAST_Q = "How do I roll back a Helm release?"
+CONTROL = "the question contains control characters"
+MISSING = "00000000-0000-0000-0000-000000000000"
+
+
+def _head(app, config):
+    state = app.get_state(config)
+    return state.config["configurable"]["checkpoint_id"], state.values, state.next
+
+
+# -- a resume that reaches begin_turn with a question `update_state` stored (session 26's gap) ----------------------
+@pytest.mark.parametrize("durability", ["sync", "async", "exit"])
+def test_a_resume_of_a_question_update_state_stored_writes_nothing(thread, durability):
+    """A thread interrupted before begin_turn, its question replaced by `update_state` with one holding control
+    characters, then resumed (`None`): the run was refused on begin_turn's edge, after it had written its
+    checkpoints (the head moved, `refuse` ran). It is refused before it writes anything, and the thread resumes once
+    the question is mended."""
+    app, config = thread
+    app.invoke({"messages": [HumanMessage(LAST_Q)]}, config, context=Context(), interrupt_before=["begin_turn"])
+    app.update_state(config, {"messages": [HumanMessage("bad\x07", id="bad")]})
+    before = _head(app, config)
+    assert before[2] == ("begin_turn",)
+    with pytest.raises(InputError, match=CONTROL):
+        app.invoke(None, config, context=Context(), durability=durability)
+    assert _head(app, config) == before
+    app.update_state(config, {"messages": [HumanMessage(LAST_Q, id="bad")]})  # the same id: replaced
+    assert app.invoke(None, config, context=Context(), durability=durability)["answer"]
+    assert asked(app.get_state(config).values)[-1] == LAST_Q
+
+
+def test_a_run_in_process_from_a_checkpoint_the_thread_does_not_hold_is_refused(thread):
+    """The check `studio.graph` made for `langgraph dev` alone (hostile19b finding 3) is the graph's now: an
+    `app.invoke` from a checkpoint id the thread does not hold was answered as a first question, and the thread's
+    head became that one-question conversation."""
+    app, config = thread
+    before = _head(app, config)
+    run_config = {"configurable": {**config["configurable"], "checkpoint_id": MISSING}}
+    with pytest.raises(InputError, match=f"has no checkpoint '{MISSING}'"):
+        app.invoke({"messages": [HumanMessage(LAST_Q)]}, run_config, context=Context())
+    assert _head(app, config) == before
+
+
+# -- through `langgraph dev` ----------------------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    with langgraph_dev(tmp_path_factory, "hostile20b") as (url, _, _):
+        yield url
+
+
+def _server_head(client, thread_id):
+    state = client.threads.get_state(thread_id)
+    return state["checkpoint"]["checkpoint_id"], state["values"], state["next"]
+
+
+def test_on_the_server_a_resume_of_a_question_update_state_stored_writes_nothing(server):
+    client, thread_id = sdk_thread(server, FIRST_Q)
+    user = {"role": "user", "content": NEXT_Q}
+    client.runs.wait(thread_id, "executor", input={"messages": [user]}, interrupt_before=["begin_turn"])
+    client.threads.update_state(thread_id, {"messages": [{"role": "user", "content": "bad\x07"}]})
+    before = _server_head(client, thread_id)
+    assert before[2] == ["begin_turn"]
+    out = client.runs.wait(thread_id, "executor", input=None, raise_error=False)
+    assert out["__error__"] == {"error": "InputError", "message": CONTROL}, out
+    assert _server_head(client, thread_id) == before
