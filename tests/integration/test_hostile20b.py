@@ -79,3 +79,29 @@ def test_on_the_server_a_resume_of_a_question_update_state_stored_writes_nothing
     out = client.runs.wait(thread_id, "executor", input=None, raise_error=False)
     assert out["__error__"] == {"error": "InputError", "message": CONTROL}, out
     assert _server_head(client, thread_id) == before
+
+
+# -- finding 1: a question naming one page's entity, with a number after it --------------------------------------
+@pytest.mark.xfail(strict=True, reason="hostile20b finding 1: a number after the question makes it 'nothing found'")
+@pytest.mark.parametrize("query", ["PgBouncer #3", "PgBouncer 是什么？ 3", "PgBouncer 是什么 (ticket #3)"])
+def test_a_number_after_a_question_the_kb_answers_is_not_nothing_found(sample_rt, query):
+    """`PgBouncer 是什么？` is answered from the page titled "PostgreSQL connection limits and PgBouncer" (its keyword
+    and entity); with a ticket number after it, nothing was found. `ERR_TIMEOUT 是什么？ #3` still finds its page."""
+    import uuid
+
+    result = sample_rt.lookup_service.lookup(query, session_id=f"h20b-{uuid.uuid4().hex[:10]}", kb="sample")
+    found = [d.doc_key for d in (*result.primary, *result.supplement)]
+    assert "infrastructure/postgres-connection-limits.md" in found, (result.relevance_level, found)
+
+
+# -- finding 2: a thread's history paged with `before`, as both SDKs page it --------------------------------------
+def test_a_threads_history_pages_with_the_checkpoint_the_sdk_sends(server):
+    """`threads.get_history(thread, limit=N, before=<the last state's checkpoint>)` was a 500 (the in-memory runtime
+    took the checkpoint object for a config: `KeyError: 'configurable'`): a thread's history could not be read past
+    its first page (at most 1,000 states; a 200-turn thread holds about 1,600)."""
+    client, thread_id = sdk_thread(server, FIRST_Q, NEXT_Q)
+    whole = [s["checkpoint"]["checkpoint_id"] for s in client.threads.get_history(thread_id, limit=100)]
+    first = client.threads.get_history(thread_id, limit=3)
+    second = client.threads.get_history(thread_id, limit=3, before=first[-1]["checkpoint"])
+    paged = [s["checkpoint"]["checkpoint_id"] for s in (*first, *second)]
+    assert paged == whole[:6], (paged, whole[:6])
