@@ -479,6 +479,13 @@ def request_error(root: types.JSONRPCRequest) -> types.ErrorData | None:
         err = exc.errors()[0]  # pydantic's message names the type wanted, never the value sent
         where = printable(".".join(str(p) for p in err["loc"]))[:100]
         return types.ErrorData(code=types.INVALID_PARAMS, message=f"Invalid params: {where}: {err['msg']}")
+    if root.method.endswith("/list") and (root.params or {}).get("cursor") is not None:
+        # every list fits one page (no answer holds a nextCursor), so a cursor is none this server gave: MCP's
+        # pagination says an invalid cursor is -32602; the first page again, as answered, made a host that pages
+        # take the same items twice
+        return types.ErrorData(
+            code=types.INVALID_PARAMS, message="Invalid params: cursor: this server lists everything on one page"
+        )
     return None
 
 

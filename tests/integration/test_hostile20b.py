@@ -105,3 +105,28 @@ def test_a_threads_history_pages_with_the_checkpoint_the_sdk_sends(server):
     second = client.threads.get_history(thread_id, limit=3, before=first[-1]["checkpoint"])
     paged = [s["checkpoint"]["checkpoint_id"] for s in (*first, *second)]
     assert paged == whole[:6], (paged, whole[:6])
+
+
+# -- finding 3: a list cursor the server never gave -----------------------------------------------------------------
+def test_a_list_cursor_the_server_never_gave_is_refused(sample_rt):
+    """`tools/list` (and the other lists) with `cursor: "bogus"` answered the first page again, where MCP's pagination
+    says an invalid cursor is -32602: a host that pages took the same tools twice. Without a cursor, one page."""
+    import anyio
+    from mcp.shared.exceptions import McpError
+    from test_mcp import connected
+
+    from executor.agent.mcp_server import ExecutorMCP
+
+    async def main():
+        async with connected(ExecutorMCP(sample_rt, kb="sample")) as client:
+            listed = await client.list_tools()
+            refused = []
+            for lister in (client.list_tools, client.list_resources, client.list_prompts):
+                with pytest.raises(McpError) as error:
+                    await lister(cursor="bogus")
+                refused.append((error.value.error.code, error.value.error.message))
+            return listed, refused
+
+    listed, refused = anyio.run(main)
+    assert listed.tools and listed.nextCursor is None
+    assert all(code == -32602 and "cursor" in message for code, message in refused), refused
