@@ -73,9 +73,9 @@ class ReadableMessages:
         refusal = unreadable(payload)
         if refusal is not None:
             return await send_json(send, 422, {"detail": refusal})
-        before = _history_before(scope, payload)
-        if before is not None:
-            body = json.dumps({**payload, "before": before}).encode()  # pyright: ignore[reportGeneralTypeIssues]
+        paged = _history_before(scope, payload)
+        if paged is not None:
+            body = json.dumps(paged).encode()
             scope = {**scope, "headers": _with_length(scope.get("headers") or [], len(body))}
         return await self.app(scope, replaying(body, receive), send)
 
@@ -84,8 +84,8 @@ _HISTORY = re.compile(r"/threads/[^/]+/history/?")
 
 
 def _history_before(scope, payload) -> dict | None:
-    """A history request's `before` as the config langgraph-api's in-memory runtime reads it, or None to leave the
-    request as it is. Both SDKs page a thread's history by sending the checkpoint of the previous page's last state
+    """A history request with its `before` as the config langgraph-api's in-memory runtime reads it, or None to leave
+    the request as it is. Both SDKs page a thread's history by sending the checkpoint of the previous page's last state
     (`threads.get_history(..., before=state["checkpoint"])`), which the API validates as such and the runtime hands
     to the checkpointer as if it were a config: a 500 (`KeyError: 'configurable'`), so a thread's history could not
     be read past its first page. The same checkpoint under `configurable` is what the checkpointer reads."""
@@ -98,7 +98,7 @@ def _history_before(scope, payload) -> dict | None:
     before = payload.get("before")
     if not isinstance(before, dict) or not before.get("checkpoint_id") or "configurable" in before:
         return None
-    return {**before, "configurable": before}
+    return {**payload, "before": {**before, "configurable": before}}
 
 
 def _with_length(headers, length: int) -> list:

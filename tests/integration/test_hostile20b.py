@@ -130,3 +130,35 @@ def test_a_list_cursor_the_server_never_gave_is_refused(sample_rt):
     listed, refused = anyio.run(main)
     assert listed.tools and listed.nextCursor is None
     assert all(code == -32602 and "cursor" in message for code, message in refused), refused
+
+
+# -- finding 4: a run another client's run interrupted -------------------------------------------------------------
+@pytest.mark.xfail(
+    strict=True, reason="hostile20b finding 4: langgraph-api answers the interrupted run's wait with {}, no error"
+)
+def test_a_run_another_client_interrupts_is_not_answered_as_if_it_succeeded(server):
+    """Two clients on one thread (two Studio tabs): A asks, B asks with `multitask_strategy="interrupt"` while A's
+    run is running. A's `runs.wait` answered 200 with `{}`: no answer, no error (when both asked with "interrupt",
+    A was given B's answer to B's question)."""
+    import threading
+    import time
+
+    from langgraph_sdk import get_sync_client
+
+    client, thread_id = sdk_thread(server)
+    other = get_sync_client(url=server)
+    got = {}
+
+    def ask():
+        got["a"] = client.runs.wait(thread_id, "executor", input={"messages": [{"role": "user", "content": LAST_Q}]})
+
+    asking = threading.Thread(target=ask)
+    asking.start()
+    deadline = time.monotonic() + 30
+    while not any(r["status"] == "running" for r in other.runs.list(thread_id)) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    user = {"role": "user", "content": "PgBouncer 是什么？"}
+    other.runs.wait(thread_id, "executor", input={"messages": [user]}, multitask_strategy="interrupt")
+    asking.join()
+    a = got["a"]
+    assert "__error__" in a or "helm" in a.get("answer", "").lower(), a
