@@ -29,13 +29,13 @@ from typing import cast
 from langchain_core.language_models.chat_models import BaseChatModel
 from langchain_core.runnables import RunnableConfig
 from langchain_core.runnables.config import merge_configs
-from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.runtime import Runtime as RunContext
-from langgraph.types import Command, Send
+from langgraph.types import Command, Send, StateSnapshot
 
 from executor.agent import routing
+from executor.core.errors import InputError, printable
 from executor.nodes.answer import fail, make_answer
 from executor.nodes.begin_turn import (
     REFUSE,
@@ -100,7 +100,8 @@ class CheckedGraph(CompiledStateGraph):
     that fails, as the thread's newest checkpoint whatever checkpoint the run started from: refused inside the graph,
     a run from an earlier checkpoint made that checkpoint's conversation the thread's, and a run on a thread
     interrupted before begin_turn left `refuse` as its next task. Every way to run the graph (invoke, ainvoke,
-    astream_events, langgraph-api's runs) goes through `stream` or `astream`."""
+    astream_events, langgraph-api's runs) goes through `stream` or `astream`, which read the checkpoint the run starts
+    from once, for both checks: that it exists (`missing_checkpoint`) and what the run brings to it (`check_run`)."""
 
     def __init__(self, *, check_run: Callable, **kwargs):
         super().__init__(**kwargs)
@@ -108,25 +109,52 @@ class CheckedGraph(CompiledStateGraph):
 
     def _on_thread(self, config: RunnableConfig | None) -> bool:
         configurable = merge_configs(self.config, config).get("configurable") or {}
-        return isinstance(self.checkpointer, BaseCheckpointSaver) and "thread_id" in configurable
+        return (
+            self._resolve_checkpointer(merge_configs(self.config, config)) is not None and "thread_id" in configurable
+        )
+
+    def _checked(self, input, config: RunnableConfig | None, state: StateSnapshot | None, context) -> None:
+        """Raises the InputError the run is refused with; `state`: the checkpoint it starts from, None off a thread."""
+        brought = _brought(input)
+        if state is not None:
+            missing_checkpoint(merge_configs(self.config, config), state)
+            if brought is None and "begin_turn" in state.next:
+                # a resume of a thread interrupted before begin_turn brings the question the thread holds (one that
+                # `update_state` may have put there): checked now, as a run's own question is, not on begin_turn's
+                # edge once the run has written its checkpoint
+                brought = []
+        before = state.values if state is not None and brought is not None else {}
+        self.check_run(before.get("messages") or [], brought, context, _goto(input))
 
     def stream(self, input, config=None, **kwargs):  # pyright: ignore[reportIncompatibleMethodOverride]
-        brought = _brought(input)
-        before = self.get_state(config or {}).values if brought is not None and self._on_thread(config) else {}
-        self.check_run(before.get("messages") or [], brought, kwargs.get("context"), _goto(input))
+        state = self.get_state(config or {}) if self._on_thread(config) else None
+        self._checked(input, config, state, kwargs.get("context"))
         yield from super().stream(input, config, **kwargs)
 
     async def astream(self, input, config=None, **kwargs):  # pyright: ignore[reportIncompatibleMethodOverride]
-        brought = _brought(input)
-        before = (await self.aget_state(config or {})).values if brought is not None and self._on_thread(config) else {}
+        state = await self.aget_state(config or {}) if self._on_thread(config) else None
         # in a thread: the catalog is read from disk, and langgraph-api refuses blocking calls on its event loop
-        await asyncio.to_thread(
-            self.check_run, before.get("messages") or [], brought, kwargs.get("context"), _goto(input)
-        )
+        await asyncio.to_thread(self._checked, input, config, state, kwargs.get("context"))
         # closed with this generator (a cancelled run), so LangGraph's loop ends now, not when it is collected
         async with aclosing(cast(AsyncGenerator, super().astream(input, config, **kwargs))) as parts:
             async for part in parts:
                 yield part
+
+
+def missing_checkpoint(config: RunnableConfig, state: StateSnapshot) -> None:
+    """A run from a checkpoint (`checkpoint_id`) the thread does not hold is refused, before it writes anything.
+    LangGraph starts such a run from an empty thread: a mistyped or stale id (or one of another thread) was answered
+    as a first question, and the thread's head became that one-question conversation, its earlier turns gone from
+    it. `state`: what the checkpointer read for `config` (a checkpoint it does not hold reads as no checkpoint at
+    all: no creation time)."""
+    configurable = config.get("configurable") or {}
+    checkpoint_id = configurable.get("checkpoint_id")
+    if checkpoint_id and state.created_at is None:
+        raise InputError(
+            f"thread {printable(str(configurable.get('thread_id')))[:80]} has no checkpoint "
+            f"{printable(str(checkpoint_id))[:80]!r}: a run from a checkpoint names one of the thread's own (its "
+            "history lists them)"
+        )
 
 
 def build_graph(

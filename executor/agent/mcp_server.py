@@ -44,7 +44,7 @@ from mcp.shared.message import SessionMessage
 from pydantic import AnyUrl, ValidationError
 
 from executor.core.errors import ExecutorError, printable
-from executor.core.local_http import MAX_BODY_BYTES, json_body, json_leaves, read_body, replaying
+from executor.core.local_http import MAX_BODY_BYTES, NOT_JSON, json_leaves, posted_json, replaying, send_json
 from executor.core.validation import SESSION_ID, check_session_id
 from executor.prompts.executor import RULES
 from executor.prompts.results import expansion_text
@@ -479,6 +479,13 @@ def request_error(root: types.JSONRPCRequest) -> types.ErrorData | None:
         err = exc.errors()[0]  # pydantic's message names the type wanted, never the value sent
         where = printable(".".join(str(p) for p in err["loc"]))[:100]
         return types.ErrorData(code=types.INVALID_PARAMS, message=f"Invalid params: {where}: {err['msg']}")
+    if root.method.endswith("/list") and (root.params or {}).get("cursor") is not None:
+        # every list fits one page (no answer holds a nextCursor), so a cursor is none this server gave: MCP's
+        # pagination says an invalid cursor is -32602; the first page again, as answered, made a host that pages
+        # take the same items twice
+        return types.ErrorData(
+            code=types.INVALID_PARAMS, message="Invalid params: cursor: this server lists everything on one page"
+        )
     return None
 
 
@@ -575,14 +582,14 @@ class _ValidIds:
     async def __call__(self, scope, receive, send):
         if scope["type"] != "http" or scope.get("method") != "POST":
             return await self.app(scope, receive, send)
-        body = await read_body(receive)  # bounded by LocalGuard in front
-        if body is None:
+        posted = await posted_json(receive)
+        if posted is None:
             return
-        try:
-            message = json_body(body)
+        body, message = posted
+        if message is NOT_JSON:
+            error = types.PARSE_ERROR, "Parse error: the body is not a JSON-RPC 2.0 message"
+        else:
             error = invalid_message(message)
-        except ValueError:
-            message, error = None, (types.PARSE_ERROR, "Parse error: the body is not a JSON-RPC 2.0 message")
         if error is not None:
             return await _invalid_request(send, *error)
         session = dict(scope.get("headers") or []).get(b"mcp-session-id")
@@ -674,15 +681,7 @@ def _valid_id(value) -> TypeGuard[types.RequestId]:
 
 async def _invalid_request(send, code: int, message: str) -> None:
     # the id is null, as JSON-RPC 2.0 says when the request's id cannot be read
-    body = json.dumps({"jsonrpc": "2.0", "id": None, "error": {"code": code, "message": message}})
-    await send(
-        {
-            "type": "http.response.start",
-            "status": 400,
-            "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())],
-        }
-    )
-    await send({"type": "http.response.body", "body": body.encode()})
+    await send_json(send, 400, {"jsonrpc": "2.0", "id": None, "error": {"code": code, "message": message}})
 
 
 # what `_BoundedLines` hands on for a line past its bound: no JSON, so the SDK's parse fails on it, and

@@ -8,13 +8,14 @@ Studio's, which is a page on smith.langchain.com talking to the local server."""
 from __future__ import annotations
 
 import json
+import re
 
 from pydantic import ValidationError
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
 
 from executor.core.errors import printable, validation_line
-from executor.core.local_http import LocalGuard, json_body, own_hosts, read_body, replaying
+from executor.core.local_http import LocalGuard, own_hosts, posted_json, replaying, send_json
 
 STUDIO_ORIGINS = ("https://smith.langchain.com", "https://eu.smith.langchain.com")
 
@@ -55,7 +56,9 @@ class ReadableMessages:
     message, before the API writes anything. LangGraph writes them as sent and reads them only when the messages
     reducer runs: a run's input `{"content": 42}` (or a role "bogus", a list inside a list of content blocks) failed
     the run with pydantic's many-line dump, and `get_state` of the thread was that dump (400) until the next run; a
-    Command's update of one kept the thread failing every later run and every read of its state for good."""
+    Command's update of one kept the thread failing every later run and every read of its state for good.
+
+    The same pass hands a history request's `before` to the API as its runtime reads it (`_history_before`)."""
 
     def __init__(self, app):
         self.app = app
@@ -63,25 +66,43 @@ class ReadableMessages:
     async def __call__(self, scope, receive, send):
         if scope["type"] != "http" or scope.get("method") not in ("POST", "PUT", "PATCH"):
             return await self.app(scope, receive, send)
-        body = await read_body(receive)  # bounded by LocalGuard in front
-        if body is None:
+        posted = await posted_json(receive)
+        if posted is None:
             return
-        try:
-            payload = json_body(body)
-        except ValueError:
-            payload = None  # the API's own answer to a body that is not JSON
+        body, payload = posted  # a body that is not JSON is the API's to answer
         refusal = unreadable(payload)
         if refusal is not None:
-            reply = json.dumps({"detail": refusal}).encode()
-            await send(
-                {
-                    "type": "http.response.start",
-                    "status": 422,
-                    "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(reply)).encode())],
-                }
-            )
-            return await send({"type": "http.response.body", "body": reply})
+            return await send_json(send, 422, {"detail": refusal})
+        paged = _history_before(scope, payload)
+        if paged is not None:
+            body = json.dumps(paged).encode()
+            scope = {**scope, "headers": _with_length(scope.get("headers") or [], len(body))}
         return await self.app(scope, replaying(body, receive), send)
+
+
+_HISTORY = re.compile(r"/threads/[^/]+/history/?")
+
+
+def _history_before(scope, payload) -> dict | None:
+    """A history request with its `before` as the config langgraph-api's in-memory runtime reads it, or None to leave
+    the request as it is. Both SDKs page a thread's history by sending the checkpoint of the previous page's last state
+    (`threads.get_history(..., before=state["checkpoint"])`), which the API validates as such and the runtime hands
+    to the checkpointer as if it were a config: a 500 (`KeyError: 'configurable'`), so a thread's history could not
+    be read past its first page. The same checkpoint under `configurable` is what the checkpointer reads."""
+    if (
+        scope.get("method") != "POST"
+        or not _HISTORY.fullmatch(scope.get("path") or "")
+        or not isinstance(payload, dict)
+    ):
+        return None
+    before = payload.get("before")
+    if not isinstance(before, dict) or not before.get("checkpoint_id") or "configurable" in before:
+        return None
+    return {**payload, "before": {**before, "configurable": before}}
+
+
+def _with_length(headers, length: int) -> list:
+    return [*((k, v) for k, v in headers if k.lower() != b"content-length"), (b"content-length", str(length).encode())]
 
 
 def unreadable(payload) -> str | None:

@@ -131,19 +131,38 @@ class LocalGuard:
 
 
 async def _reply(send, status: int, message: str) -> None:
-    body = json.dumps({"error": {"message": message, "type": "invalid_request_error"}}).encode()
+    await send_json(send, status, {"error": {"message": message, "type": "invalid_request_error"}}, close=True)
+
+
+async def send_json(send, status: int, value, close: bool = False) -> None:
+    """A whole JSON response: `value` with `status`; `close` ends the connection after it (a request refused before
+    its body was read)."""
+    body = json.dumps(value).encode()
+    headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
     await send(
         {
             "type": "http.response.start",
             "status": status,
-            "headers": [
-                (b"content-type", b"application/json"),
-                (b"content-length", str(len(body)).encode()),
-                (b"connection", b"close"),
-            ],
+            "headers": headers + ([(b"connection", b"close")] if close else []),
         }
     )
     await send({"type": "http.response.body", "body": body})
+
+
+NOT_JSON = object()  # `posted_json`'s parse of a body that is not UTF-8 JSON
+
+
+async def posted_json(receive) -> tuple[bytes, object] | None:
+    """A request's body and its parse, for a middleware that looks into a request before the app parses it again:
+    (body, the JSON value, or NOT_JSON when the body is not UTF-8 JSON or nests too deeply), or None when the client
+    went away. The body is bounded by LocalGuard in front; the app is handed it with `replaying(body, receive)`."""
+    body = await read_body(receive)
+    if body is None:
+        return None
+    try:
+        return body, json_body(body)
+    except ValueError:
+        return body, NOT_JSON
 
 
 async def read_body(receive, max_body: int | None = None) -> bytes | None:

@@ -1,0 +1,164 @@
+"""Round twenty of the hostile pass, part B (issue 30): the real clients and the servers. What it found, each case
+as it failed (evals/review/hostile20b-findings.md, by number), and the refusals that moved into `CheckedGraph`.
+
+A test of a finding still open is `xfail(strict=True)` with its number: it fails on today's code, and whoever mends
+the finding flips the marker. Real components throughout: `langgraph dev` on this checkout's langgraph.json with
+`langgraph_sdk`, the graph over a real SQLite checkpointer, and the sample KB in Milvus Lite with the USE embedder.
+"""
+
+import pytest
+from conftest import FIRST_Q, NEXT_Q, asked, langgraph_dev, sdk_thread
+from langchain_core.messages import HumanMessage
+
+from executor.core.errors import InputError
+from executor.nodes.state import Context
+
+pytestmark = pytest.mark.timeout(300)
+
+LAST_Q = "How do I roll back a Helm release?"
+CONTROL = "the question contains control characters"
+MISSING = "00000000-0000-0000-0000-000000000000"
+
+
+def _head(app, config):
+    state = app.get_state(config)
+    return state.config["configurable"]["checkpoint_id"], state.values, state.next
+
+
+# -- a resume that reaches begin_turn with a question `update_state` stored (session 26's gap) ----------------------
+@pytest.mark.parametrize("durability", ["sync", "async", "exit"])
+def test_a_resume_of_a_question_update_state_stored_writes_nothing(thread, durability):
+    """A thread interrupted before begin_turn, its question replaced by `update_state` with one holding control
+    characters, then resumed (`None`): the run was refused on begin_turn's edge, after it had written its
+    checkpoints (the head moved, `refuse` ran). It is refused before it writes anything, and the thread resumes once
+    the question is mended."""
+    app, config = thread
+    app.invoke({"messages": [HumanMessage(LAST_Q)]}, config, context=Context(), interrupt_before=["begin_turn"])
+    app.update_state(config, {"messages": [HumanMessage("bad\x07", id="bad")]})
+    before = _head(app, config)
+    assert before[2] == ("begin_turn",)
+    with pytest.raises(InputError, match=CONTROL):
+        app.invoke(None, config, context=Context(), durability=durability)
+    assert _head(app, config) == before
+    app.update_state(config, {"messages": [HumanMessage(LAST_Q, id="bad")]})  # the same id: replaced
+    assert app.invoke(None, config, context=Context(), durability=durability)["answer"]
+    assert asked(app.get_state(config).values)[-1] == LAST_Q
+
+
+def test_a_run_in_process_from_a_checkpoint_the_thread_does_not_hold_is_refused(thread):
+    """The check `studio.graph` made for `langgraph dev` alone (hostile19b finding 3) is the graph's now: an
+    `app.invoke` from a checkpoint id the thread does not hold was answered as a first question, and the thread's
+    head became that one-question conversation."""
+    app, config = thread
+    before = _head(app, config)
+    run_config = {"configurable": {**config["configurable"], "checkpoint_id": MISSING}}
+    with pytest.raises(InputError, match=f"has no checkpoint '{MISSING}'"):
+        app.invoke({"messages": [HumanMessage(LAST_Q)]}, run_config, context=Context())
+    assert _head(app, config) == before
+
+
+# -- through `langgraph dev` ----------------------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    with langgraph_dev(tmp_path_factory, "hostile20b") as (url, _, _):
+        yield url
+
+
+def _server_head(client, thread_id):
+    state = client.threads.get_state(thread_id)
+    return state["checkpoint"]["checkpoint_id"], state["values"], state["next"]
+
+
+def test_on_the_server_a_resume_of_a_question_update_state_stored_writes_nothing(server):
+    client, thread_id = sdk_thread(server, FIRST_Q)
+    user = {"role": "user", "content": NEXT_Q}
+    client.runs.wait(thread_id, "executor", input={"messages": [user]}, interrupt_before=["begin_turn"])
+    client.threads.update_state(thread_id, {"messages": [{"role": "user", "content": "bad\x07"}]})
+    before = _server_head(client, thread_id)
+    assert before[2] == ["begin_turn"]
+    out = client.runs.wait(thread_id, "executor", input=None, raise_error=False)
+    assert out["__error__"] == {"error": "InputError", "message": CONTROL}, out
+    assert _server_head(client, thread_id) == before
+
+
+# -- finding 1: a question naming one page's entity, with a number after it --------------------------------------
+@pytest.mark.xfail(strict=True, reason="hostile20b finding 1: a number after the question makes it 'nothing found'")
+@pytest.mark.parametrize("query", ["PgBouncer #3", "PgBouncer 是什么？ 3", "PgBouncer 是什么 (ticket #3)"])
+def test_a_number_after_a_question_the_kb_answers_is_not_nothing_found(sample_rt, query):
+    """`PgBouncer 是什么？` is answered from the page titled "PostgreSQL connection limits and PgBouncer" (its keyword
+    and entity); with a ticket number after it, nothing was found. `ERR_TIMEOUT 是什么？ #3` still finds its page."""
+    import uuid
+
+    result = sample_rt.lookup_service.lookup(query, session_id=f"h20b-{uuid.uuid4().hex[:10]}", kb="sample")
+    found = [d.doc_key for d in (*result.primary, *result.supplement)]
+    assert "infrastructure/postgres-connection-limits.md" in found, (result.relevance_level, found)
+
+
+# -- finding 2: a thread's history paged with `before`, as both SDKs page it --------------------------------------
+def test_a_threads_history_pages_with_the_checkpoint_the_sdk_sends(server):
+    """`threads.get_history(thread, limit=N, before=<the last state's checkpoint>)` was a 500 (the in-memory runtime
+    took the checkpoint object for a config: `KeyError: 'configurable'`): a thread's history could not be read past
+    its first page (at most 1,000 states; a 200-turn thread holds about 1,600)."""
+    client, thread_id = sdk_thread(server, FIRST_Q, NEXT_Q)
+    whole = [s["checkpoint"]["checkpoint_id"] for s in client.threads.get_history(thread_id, limit=100)]
+    first = client.threads.get_history(thread_id, limit=3)
+    second = client.threads.get_history(thread_id, limit=3, before=first[-1]["checkpoint"])
+    paged = [s["checkpoint"]["checkpoint_id"] for s in (*first, *second)]
+    assert paged == whole[:6], (paged, whole[:6])
+
+
+# -- finding 3: a list cursor the server never gave -----------------------------------------------------------------
+def test_a_list_cursor_the_server_never_gave_is_refused(sample_rt):
+    """`tools/list` (and the other lists) with `cursor: "bogus"` answered the first page again, where MCP's pagination
+    says an invalid cursor is -32602: a host that pages took the same tools twice. Without a cursor, one page."""
+    import anyio
+    from mcp.shared.exceptions import McpError
+    from test_mcp import connected
+
+    from executor.agent.mcp_server import ExecutorMCP
+
+    async def main():
+        async with connected(ExecutorMCP(sample_rt, kb="sample")) as client:
+            listed = await client.list_tools()
+            refused = []
+            for lister in (client.list_tools, client.list_resources, client.list_prompts):
+                with pytest.raises(McpError) as error:
+                    await lister(cursor="bogus")
+                refused.append((error.value.error.code, error.value.error.message))
+            return listed, refused
+
+    listed, refused = anyio.run(main)
+    assert listed.tools and listed.nextCursor is None
+    assert all(code == -32602 and "cursor" in message for code, message in refused), refused
+
+
+# -- finding 4: a run another client's run interrupted -------------------------------------------------------------
+@pytest.mark.xfail(
+    strict=True, reason="hostile20b finding 4: langgraph-api answers the interrupted run's wait with {}, no error"
+)
+def test_a_run_another_client_interrupts_is_not_answered_as_if_it_succeeded(server):
+    """Two clients on one thread (two Studio tabs): A asks, B asks with `multitask_strategy="interrupt"` while A's
+    run is running. A's `runs.wait` answered 200 with `{}`: no answer, no error (when both asked with "interrupt",
+    A was given B's answer to B's question)."""
+    import threading
+    import time
+
+    from langgraph_sdk import get_sync_client
+
+    client, thread_id = sdk_thread(server)
+    other = get_sync_client(url=server)
+    got = {}
+
+    def ask():
+        got["a"] = client.runs.wait(thread_id, "executor", input={"messages": [{"role": "user", "content": LAST_Q}]})
+
+    asking = threading.Thread(target=ask)
+    asking.start()
+    deadline = time.monotonic() + 30
+    while not any(r["status"] == "running" for r in other.runs.list(thread_id)) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    user = {"role": "user", "content": "PgBouncer 是什么？"}
+    other.runs.wait(thread_id, "executor", input={"messages": [user]}, multitask_strategy="interrupt")
+    asking.join()
+    a = got["a"]
+    assert "__error__" in a or "helm" in a.get("answer", "").lower(), a
