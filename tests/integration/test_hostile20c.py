@@ -169,3 +169,25 @@ def test_a_paraphrase_whose_page_is_first_is_not_nothing_found(sample_rt):
     result = lookup(sample_rt, "my bearer token stopped working after an hour", f"h20c-{uuid.uuid4().hex[:8]}")
     assert result.details["l0_titles"] == [] and next(iter(result.details["doc_scores"])) == "api/authentication.md"
     assert result.relevance_level is not None and "api/authentication.md" in sent(result), result.relevance_level
+
+
+# -- finding 4: a code typed with two letters swapped ---------------------------------------------------------------
+def test_a_code_with_two_letters_swapped_is_not_a_name_the_kb_never_uses(service_kb):
+    # the sample KB with no graph (`executor ingest executor/kb/sample`): `ERR_TIMEOTU` was "nothing found, the KB
+    # never mentions ERR_TIMEOTU" (an unknown name with KB coverage 0, capped to nothing), though the dense layer
+    # put the ERR_TIMEOUT page first (similarity 0.42); here the same with a variable of the environment page
+    rt, _ = service_kb
+    result = lookup(rt, "SVCD_EMOIJ", f"h20c-{uuid.uuid4().hex[:8]}", kb="svc")
+    assert result.relevance_level is not None and sent(result)[0] == "environment.md", (
+        result.relevance_level,
+        sent(result),
+    )
+    assert result.details["unknown_names"] == [], result.details["unknown_names"]
+
+
+def test_a_short_code_with_two_letters_swapped_is_still_unknown():
+    # the other side: a short code two letters away may be another code (`ab_cd` and `ab_dc`), not a typo
+    from executor.retrieval.vocabulary import Vocabulary
+
+    vocabulary = Vocabulary.build([("a.md", "ab_cd err_timeout"), ("b.md", "other words")])
+    assert vocabulary.known("err_timeotu") and not vocabulary.known("ab_dc") and not vocabulary.known("err_tiemuot")
