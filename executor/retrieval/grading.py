@@ -185,8 +185,6 @@ class Graded:
         else:
             self.candidates = specific_first(ranked, t.reference_threshold)
         self.level = grade(self.candidates, t)
-        if self.level == Level.PRECISE and self.candidates[0].named_in_sentence:
-            self.level = self.named_in_passing(t)
         spelling = [c for c in self.candidates if c.spelled]
         if self.level is None and self.documented and spelling and not any(c.specific for c in self.candidates):
             # a keyword lookup the KB's titles, headings, keywords or code name, which no page has as a specific
@@ -199,22 +197,6 @@ class Graded:
         if self.query_terms.unknown_names and not self.l0 and self.level is not None:
             self.level, self.weak = self.unknown_name_cap(self.level)
         return self
-
-    def named_in_passing(self, t: Thresholds) -> Level | None:
-        """The level of a PRECISE that a rare identifier inside a sentence gave its page (`named_in_sentence`): the
-        name only upgrades a page the ranker finds highly relevant on its own; below that the page is graded as if
-        unnamed. A page of many tools' names (systemd's environment variables, its hacking guide) is the only one
-        writing `systemd-journald` or `systemd-networkd`, and "limit disk usage of systemd-journald logs" or
-        "systemd-networkd static IP address configuration" were PRECISE there, the turn stopped on a page that
-        mentions the tool and documents none of it (hostile20c finding 1)."""
-        first = self.candidates[0]
-        if first.score >= t.highly_relevant(first.features.get("other_language") == 1.0):
-            return Level.PRECISE
-        first.named = False  # graded as if unnamed, then named again: a regrade under other thresholds sees it
-        try:
-            return grade(self.candidates, t)
-        finally:
-            first.named = True
 
     def unknown_name_cap(self, level: Level) -> tuple[Level | None, bool]:
         """A query naming what the KB never uses (`unknown_names`: an identifier, product or file name), and no

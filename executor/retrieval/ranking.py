@@ -90,10 +90,6 @@ class Candidate:
     # of those, a name that is the page's own: its title, or a rare identifier (a heading names a section, and
     # another page may answer better: a sync how-to over the repository page holding a "Google Cloud Storage" heading)
     titled: bool = False
-    # named only by a rare identifier inside a sentence (not by its title, and with two terms or more besides it): the
-    # page writes the name, which says it mentions it, not that it answers what the sentence asks of it
-    # (`Graded.named_in_passing`)
-    named_in_sentence: bool = False
     # the query is a bare keyword lookup (`KEYWORD_TERMS` words and terms at most), or a few words around one of this
     # page's specific keywords, and this page's text uses every term, as a word or inside a compound (`spells`); or
     # the query is a few words this page's text holds word for word (`quoted`): whatever the dense similarity of a
@@ -159,10 +155,6 @@ def features(
     text_terms, language = profile([c.title, *(h.text for h in c.chunks.values())])
     held = rare & text_terms
     if any(IDENTIFIER.fullmatch(t) for t in held):
-        if not c.named:
-            # two terms or more besides the names ask something of them ("limit disk usage of systemd-journald
-            # logs"); "what is index.yaml for" asks what the name is, which the page writing it alone answers
-            c.named_in_sentence = len(q.weights.keys() - held) >= KEYWORD_TERMS
         c.named = c.titled = True
     # a keyword lookup, or a question of a few words around a specific keyword of this page ("What does
     # leakDetectionThreshold do?"): the words around it ask nothing the keyword does not

@@ -114,18 +114,6 @@ def subject_texts(chunk: str) -> list[str]:
 
 # one token with `_`, `.` or `-` inside and a final `s` (`err_timeouts`)
 CODE_PLURAL = re.compile(r"[a-z0-9]+(?:[_.\-][a-z0-9]+)+s")
-# one token with `_`, `.` or `-` inside (`err_timeout`, `allkeys-lru`)
-CODE = re.compile(r"[a-z0-9]+(?:[_.\-][a-z0-9]+)+")
-CODE_TYPO_LENGTH = 8  # a shorter code with two letters swapped may be another code (`e1002`), not a typo
-
-
-def swapped(term: str) -> list[str]:
-    """`term` with each two adjacent letters swapped (`err_timeotu` -> `err_timeout`): the commonest typo."""
-    return [
-        f"{term[:i]}{term[i + 1]}{term[i]}{term[i + 2 :]}"
-        for i in range(len(term) - 1)
-        if term[i] != term[i + 1] and term[i].isalpha() and term[i + 1].isalpha()
-    ]
 
 
 @dataclass
@@ -185,14 +173,6 @@ class Vocabulary:
             # an error code or key in the plural ("we see ERR_TIMEOUTS"): the code the KB writes, not an unknown name
             # (hostile19 finding 14). Codes only: the plural of a plain word read as its singular cost pip and Linux
             or (CODE_PLURAL.fullmatch(term) is not None and term[:-1] in self.df)
-            # a code the KB writes, typed with two letters swapped (`ERR_TIMEOTU`): that code, misspelt, not a name
-            # the KB never uses, which put "nothing found, the KB never mentions ERR_TIMEOTU" ahead of the ERR_TIMEOUT
-            # page the dense layer found first (hostile20c finding 4)
-            or (
-                len(term) >= CODE_TYPO_LENGTH
-                and CODE.fullmatch(term) is not None
-                and any(CODE.fullmatch(t) and t in self.df for t in swapped(term))
-            )
         )
 
     def used(self, term: str) -> bool:

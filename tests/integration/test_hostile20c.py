@@ -119,6 +119,11 @@ def graded(service_kb, query: str):
     return rt.grader.grade("svc", kb_version, query, rt.embedder.embed_query(query), DOCS_MODEL)
 
 
+@pytest.mark.xfail(
+    strict=True,
+    reason="issue 30 round 20c finding 1, open: the fix (a rare name inside a sentence PRECISE only when highly "
+    "relevant) cost Helm, label-free, hit@1 0.867 -> 0.838 and answerable 'nothing found' 1.9% -> 4.8%",
+)
 @pytest.mark.parametrize(
     "query",
     [
@@ -174,6 +179,11 @@ def test_a_paraphrase_whose_page_is_first_is_not_nothing_found(sample_rt):
 
 
 # -- finding 4: a code typed with two letters swapped ---------------------------------------------------------------
+@pytest.mark.xfail(
+    strict=True,
+    reason="issue 30 round 20c finding 4, open: reading a code with two letters swapped as the KB's code changed "
+    "Helm's self-calibrated model (hit@1 0.867 -> 0.838, answerable 'nothing found' 1.9% -> 4.8%)",
+)
 def test_a_code_with_two_letters_swapped_is_not_a_name_the_kb_never_uses(service_kb):
     # the sample KB with no graph (`executor ingest executor/kb/sample`): `ERR_TIMEOTU` was "nothing found, the KB
     # never mentions ERR_TIMEOTU" (an unknown name with KB coverage 0, capped to nothing), though the dense layer
@@ -187,6 +197,11 @@ def test_a_code_with_two_letters_swapped_is_not_a_name_the_kb_never_uses(service
     assert result.details["unknown_names"] == [], result.details["unknown_names"]
 
 
+@pytest.mark.xfail(
+    strict=True,
+    reason="issue 30 round 20c finding 4, open: reading a code with two letters swapped as the KB's code changed "
+    "Helm's self-calibrated model (hit@1 0.867 -> 0.838, answerable 'nothing found' 1.9% -> 4.8%)",
+)
 def test_a_short_code_with_two_letters_swapped_is_still_unknown():
     # the other side: a short code two letters away may be another code (`ab_cd` and `ab_dc`), not a typo
     from executor.retrieval.vocabulary import Vocabulary
