@@ -28,12 +28,13 @@ def _graph_runtime(kb: str):
 
     rt = runtime()
     try:
-        row = rt.catalog.require_ingested(kb)
+        row = rt.catalog.require(kb)
         if not has_graph(row.extract_config):
             raise InputError(
                 f"KB {kb!r} has no graph; the graph commands need a KB created with --entities "
                 "(`executor kb list` says which have one)"
             )
+        rt.catalog.require_ingested(kb)  # (after: a KB that will never have a graph is told so first)
     except BaseException:
         rt.close()
         raise
