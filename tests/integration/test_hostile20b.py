@@ -82,8 +82,20 @@ def test_on_the_server_a_resume_of_a_question_update_state_stored_writes_nothing
 
 
 # -- finding 1: a question naming one page's entity, with a number after it --------------------------------------
-@pytest.mark.xfail(strict=True, reason="hostile20b finding 1: a number after the question makes it 'nothing found'")
-@pytest.mark.parametrize("query", ["PgBouncer #3", "PgBouncer 是什么？ 3", "PgBouncer 是什么 (ticket #3)"])
+OPEN_1 = pytest.mark.xfail(
+    strict=True, reason="hostile20b finding 1: a number after the question makes it 'nothing found'"
+)
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        # mended by the keyword rules of session 27 (`Candidate.sole_speller`: a name one page alone writes)
+        "PgBouncer #3",
+        pytest.param("PgBouncer 是什么？ 3", marks=OPEN_1),
+        pytest.param("PgBouncer 是什么 (ticket #3)", marks=OPEN_1),
+    ],
+)
 def test_a_number_after_a_question_the_kb_answers_is_not_nothing_found(sample_rt, query):
     """`PgBouncer 是什么？` is answered from the page titled "PostgreSQL connection limits and PgBouncer" (its keyword
     and entity); with a ticket number after it, nothing was found. `ERR_TIMEOUT 是什么？ #3` still finds its page."""
