@@ -24,7 +24,7 @@ from executor.retrieval.glossary import equivalents
 from executor.retrieval.keywords import TOKEN, KeywordIndex, normalize
 from executor.retrieval.ranking import IDENTIFIER, KEYWORD_TERMS, Candidate, Profile, background, describe, rank
 from executor.retrieval.text_profiles import TextProfiles
-from executor.retrieval.vocabulary import QueryTerms, Vocabulary, query_terms, subject_texts, terms
+from executor.retrieval.vocabulary import QueryTerms, Vocabulary, phrase, query_terms, subject_texts, terms
 from executor.stores.catalog import Catalog
 from executor.stores.embedders import Embedder
 from executor.stores.vector_hits import ChunkHit
@@ -471,7 +471,7 @@ class Grader:
                 take(hit, score)
         groups = self.groups(kb, version)
         l0 = self.keyword_index(kb, version).match(query)
-        whole = " ".join(TOKEN.findall(normalize(asked)))
+        whole = phrase(asked)
         if l0:
             rows = self.catalog.documents(kb)
             wanted = [
@@ -490,7 +490,7 @@ class Grader:
                     c.l0_terms = matched
                     c.specific = any(vocabulary.specific(term) for term in matched)
                     c.own_keyword = any(
-                        " ".join(TOKEN.findall(term)) == whole and vocabulary.specific(term) for term in matched
+                        phrase(term) == whole and vocabulary.specific(term) for term in matched
                     )
                     c.specific_name = any(vocabulary.specific(t) and t in vocabulary.spellings for t in matched)
                     c.decisive = any(
