@@ -489,9 +489,7 @@ class Grader:
                     c = found[k]
                     c.l0_terms = matched
                     c.specific = any(vocabulary.specific(term) for term in matched)
-                    c.own_keyword = any(
-                        phrase(term) == whole and vocabulary.specific(term) for term in matched
-                    )
+                    c.own_keyword = any(phrase(term) == whole and vocabulary.specific(term) for term in matched)
                     c.specific_name = any(vocabulary.specific(t) and t in vocabulary.spellings for t in matched)
                     c.decisive = any(
                         (IDENTIFIER.fullmatch(term) or vocabulary.code_name(term))
