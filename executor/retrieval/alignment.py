@@ -228,12 +228,31 @@ def unshouted(query: str) -> str:
 REPEATED = 3
 
 
+# a number tagged on after the question: a bare number after its closing mark ("PgBouncer 是什么？ 3", a chat's turn
+# number), a `#3` at its end, or a bracket holding one ("(ticket #3)"). A number that is part of the question
+# ("install Python 3") has no mark before it and stays.
+NUMBER_TAG = re.compile(
+    r"(?:(?<=[?？!！。])\s*#?\d{1,9}|\s+#\d{1,9}|\s*[(\[（【][^()\[\]（）【】]{0,40}#\d{1,9}[)\]）】])\s*$"
+)
+
+
+def untagged(query: str) -> str:
+    """The query without the numbers tagged on after it (`NUMBER_TAG`): the sentence encoder reads them as part of
+    its meaning, and "PgBouncer 是什么？ 3" fell under the page "PgBouncer 是什么？" finds (hostile20b finding 1). A
+    query that is nothing else stays."""
+    text = query
+    while (cut := NUMBER_TAG.sub("", text)) != text and any(ch.isalpha() for ch in cut):
+        text = cut
+    return text
+
+
 def without_noise(query: str, vocabulary: Vocabulary) -> str:
     """The query without what no page can match and the sentence encoder reads as its meaning: stacked combining
-    marks (Zalgo, `keywords.unstacked`), a word repeated `REPEATED` times or more in a row (said once), and a word
-    longer than any keyword (`MAX_TERM_CHARS`) none of whose terms the KB writes (`ERR_TIMEOUT` followed by 200
-    letters found nothing; a request id or a URL naming a KB term stays). A query that is nothing else stays."""
-    text = unstacked(query)
+    marks (Zalgo, `keywords.unstacked`), numbers tagged on after the question (`untagged`), a word repeated
+    `REPEATED` times or more in a row (said once), and a word longer than any keyword (`MAX_TERM_CHARS`) none of
+    whose terms the KB writes (`ERR_TIMEOUT` followed by 200 letters found nothing; a request id or a URL naming a
+    KB term stays). A query that is nothing else stays."""
+    text = untagged(unstacked(query))
     typed = text.split()
     said = []
     for word, run in groupby(typed):

@@ -84,3 +84,22 @@ def test_the_spellings_are_kept_with_the_vocabulary(vocabulary, tmp_path):
 def test_stacked_combining_marks_are_no_part_of_a_keyword():
     assert normalize("".join(c + ZALGO for c in "ERR_TIMEOUT")) == "err_timeout"
     assert normalize("Tiếng Việt") == "tiếng việt"  # two marks on a letter are a language's
+
+
+@pytest.mark.parametrize(
+    ("typed", "searched"),
+    [
+        ("PgBouncer 是什么？ 3", "PgBouncer 是什么？"),  # a chat's turn number after the question mark
+        ("PgBouncer 是什么？ #1", "PgBouncer 是什么？"),
+        ("PgBouncer 是什么 (ticket #3)", "PgBouncer 是什么"),
+        ("PgBouncer #3", "PgBouncer"),
+        ("What is PgBouncer? 12 #4", "What is PgBouncer?"),
+    ],
+)
+def test_a_number_tagged_on_after_the_question_is_not_searched(vocabulary, typed, searched):
+    assert as_searched(typed, vocabulary) == searched
+
+
+@pytest.mark.parametrize("typed", ["install Python 3", "Python 3.11", "#3", "what is 3?", "step 3 of 5"])
+def test_a_number_in_the_question_is_searched(vocabulary, typed):
+    assert as_searched(typed, vocabulary) == typed
