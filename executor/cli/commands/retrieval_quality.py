@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Sequence
 from datetime import UTC
 from pathlib import Path
@@ -29,6 +30,9 @@ def _observe(pairs, source: str, feedback_kbs: Sequence[str] = (), generated_for
 
     loaded = [(str(path), kb, load_labels(path)) for path, kb in pairs]  # every file checked before any search
     files = {source for source, _, _ in loaded}
+    # a bar on a terminal, as ingest shows: a team's labels can take hours. On stderr, so --json's stdout stays
+    # clean even when a terminal watches the run (`--json > out.json`)
+    progress = sys.stderr.isatty()
     with runtime(source) as rt:
         for kb in feedback_kbs:
             # only answers someone called good name relevant documents; a bad answer says what is not
@@ -48,10 +52,10 @@ def _observe(pairs, source: str, feedback_kbs: Sequence[str] = (), generated_for
             t = thresholds[kb]
             if source in files:
                 _warn_unknown_documents(source, kb, labels, rt.catalog.documents(kb))
-            observed += observe(rt.grader, rt.catalog, rt.embedder, kb, labels, t, rt.known_entities)
+            observed += observe(rt.grader, rt.catalog, rt.embedder, kb, labels, t, rt.known_entities, progress)
             sources[source] = len(labels)
         if generated_for is not None:
-            observed += _generated(rt, generated_for, sources)
+            observed += _generated(rt, generated_for, sources, progress)
         return observed, sources, thresholds, rt.embedder.name
 
 
@@ -71,7 +75,7 @@ def _warn_unknown_documents(source: str, kb: str, labels, documents) -> None:
         )
 
 
-def _generated(rt, kb: str, sources: dict[str, int]) -> list:
+def _generated(rt, kb: str, sources: dict[str, int], progress: bool) -> list:
     """The human labels go on top of the KB's own evidence (executor/retrieval/self_calibration.py): its generated and
     off-topic questions add training pairs to the ranker and the answerability model, tagged as another KB's so
     that the thresholds and the figures stay on the team's own questions."""
@@ -82,7 +86,9 @@ def _generated(rt, kb: str, sources: dict[str, int]) -> list:
     row = rt.catalog.require(kb)
     if not rt.settings.self_calibrate or rt.settings.grading_of(row.grading) != "ranker":
         return []
-    found = evidence(rt.grader, rt.catalog, rt.embedder, kb, rt.settings.thresholds(rt.embedder.name, "ranker"))
+    found = evidence(
+        rt.grader, rt.catalog, rt.embedder, kb, rt.settings.thresholds(rt.embedder.name, "ranker"), progress=progress
+    )
     answerable = sum(1 for o in found if o.label.relevant)
     sources[f"generated from {kb}'s documents"] = answerable
     sources["bundled off-topic pool"] = len(found) - answerable
@@ -178,7 +184,7 @@ def calibrate(
     from executor.retrieval.calibration import kb_model, write_thresholds
 
     observed, sources, current, embedder = _observe(pairs, "calibrate", feedback or [], target)
-    result = run_calibration(observed, sources, current, embedder, target=target)
+    result = run_calibration(observed, sources, current, embedder, target=target, progress=sys.stderr.isatty())
     # what --write replaces: the KB's grading in force, or the embedder's shared ranker
     replaced = current[target] if target is not None else get_settings().thresholds(embedder, "ranker")
     written = None
