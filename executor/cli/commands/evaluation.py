@@ -86,15 +86,13 @@ def eval_(
                 raise ExecutorError(f"cannot write {out}: {exc.strerror or exc}") from exc
     with runtime("eval", serve_model=policy == "llm") as rt:
         # a scenario on documentation kept outside the repository ingests it once, or is skipped without it
-        scenarios, skipped = prepare_knowledge_bases(
-            rt, scenarios, REPO_ROOT, progress=sys.stderr.isatty() and not as_json
-        )
+        scenarios, skipped = prepare_knowledge_bases(rt, scenarios, REPO_ROOT, progress=sys.stderr.isatty())
         for line in skipped:
             console.print(line, style="yellow", highlight=False, markup=False)
         if not scenarios:
             raise InputError("no scenario can run here: " + "; ".join(skipped))
         model = llm_policy_model(rt) if policy == "llm" else None
-        show = sys.stderr.isatty() and not as_json
+        show = sys.stderr.isatty()  # on stderr: --json's stdout stays the JSON
         judged = run_suite(
             rt, scenarios, guards == "on", policy, model, progress=show, repeat_labels=labels, max_rounds=max_rounds
         )

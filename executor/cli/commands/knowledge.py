@@ -68,7 +68,7 @@ def ingest(
             source,
             kb,
             rebuild=rebuild,
-            progress=not as_json and sys.stderr.isatty(),
+            progress=sys.stderr.isatty(),  # on stderr: --json's stdout stays the JSON
             description="bundled sample knowledge base" if path is None else "",
             extract_config=config,
             llm_extractor=extractor,
