@@ -125,7 +125,9 @@ def answer_features(candidates: Sequence[Scored]) -> dict[str, float]:
     - `kb_coverage`, `unknown_names`: how much of the query's term weight the KB's vocabulary knows, and how
       many name-like words it never uses (the same for every candidate: they describe the query);
     - `passing_names`: how many name-like words it uses only in passing, never in a title, heading, keyword or
-      code (`retrieval.vocabulary.passing_names`; 0 for a model's candidates described before it existed).
+      code (`retrieval.vocabulary.passing_names`; 0 for a model's candidates described before it existed);
+    - `unknown_products`: how many of the unknown names name another product or file (`unknown_names` counts them
+      too; 0 likewise).
     """
     first = candidates[0]
     return {
@@ -134,6 +136,7 @@ def answer_features(candidates: Sequence[Scored]) -> dict[str, float]:
         "kb_coverage": first.features.get("kb_coverage", 0.0),
         "unknown_names": first.features.get("unknown_names", 0.0),
         "passing_names": first.features.get("passing_names", 0.0),
+        "unknown_products": first.features.get("unknown_products", 0.0),
     }
 
 

@@ -64,7 +64,14 @@ RANKER_FEATURES = (
 
 # The answerability model's features: facts about a query's whole result, not about one document (each
 # described in executor/core/relevance.py, `answer_features`).
-ANSWER_FEATURES = ("best_score", "best_similarity", "kb_coverage", "unknown_names", "passing_names")
+ANSWER_FEATURES = (
+    "best_score",
+    "best_similarity",
+    "kb_coverage",
+    "unknown_names",
+    "passing_names",
+    "unknown_products",
+)
 
 
 class Logistic(BaseModel):

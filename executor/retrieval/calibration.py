@@ -197,14 +197,22 @@ def _class_weights(target: np.ndarray) -> np.ndarray:
     return np.where(target, n / (2 * positives), n / (2 * (n - positives)))
 
 
-def _logistic(x: list[list[float]], y: list[bool], names: tuple[str, ...], balanced: bool = False) -> dict:
+def _logistic(
+    x: list[list[float]], y: list[bool], names: tuple[str, ...], balanced: bool = False, scaled: bool = False
+) -> dict:
     """A logistic regression's bias and weights (L2, C=1, the bias not penalised; `balanced`: each class weighs
     half), named and rounded as a stored model keeps them. This is scikit-learn's LogisticRegression with its lbfgs
     solver, objective and tolerances, whose import (~1.1 s) was a quarter of self-calibration's time: on the Helm
-    docs' self-calibration the two agree to 1e-14."""
+    docs' self-calibration the two agree to 1e-14. `scaled`: the penalty is on each weight times its feature's spread
+    (the fit on features divided by their standard deviation, the weights mapped back), so a feature that varies
+    little (a similarity spread over 0.1) is not held near zero where one counting names (0 to 2) is free."""
     from scipy.optimize import minimize  # only calibration needs it
 
     features, target = np.asarray(x, dtype=float), np.asarray(y, dtype=bool)
+    spread = np.ones(features.shape[1])
+    if scaled and len(features):
+        spread = np.where(features.std(axis=0) > 0, features.std(axis=0), 1.0)
+        features = features / spread
     weight = _class_weights(target) if balanced else np.ones(len(target))
     sign = np.where(target, 1.0, -1.0)
     total = float(weight.sum())  # scikit-learn averages the loss, and scales the penalty with it
@@ -225,7 +233,7 @@ def _logistic(x: list[list[float]], y: list[bool], names: tuple[str, ...], balan
     )
     return {
         "bias": round(float(best.x[-1]), 4),
-        "weights": {f: round(float(w), 4) for f, w in zip(names, best.x[:-1])},
+        "weights": {f: round(float(w), 4) for f, w in zip(names, best.x[:-1] / spread)},
     }
 
 
@@ -291,29 +299,30 @@ def choose_thresholds(
     return hr, None if hr_other is None else max(hr_other, ref), ref, supplement
 
 
-PASSING = "passing_names"
+# fitted one at a time after the others, each on every question (`gate_only` ones too), the weights before it held:
+# the gate-only questions that teach them name a page's subject on purpose (`fit_answerability`)
+OFFSETS = ("passing_names", "unknown_products")
 
 
-def _offset_weight(fitted: dict, rows: list[tuple[list[float], bool, bool]]) -> float:
-    """The weight of `passing_names` that fits `rows` best with the other weights held (`fitted`), penalised as
-    `_logistic` penalises every weight (L2, C=1) and with its balanced classes."""
+def _offset_weight(fitted: dict, rows: list[tuple[list[float], bool, bool]], feature: str) -> float:
+    """The weight of `feature` that fits `rows` best with the weights in `fitted` held (a feature not yet in it
+    counts 0), penalised as the scaled `_logistic` penalises every weight (L2, C=1) and with its balanced classes."""
     from scipy.optimize import minimize_scalar  # only calibration needs it
 
-    at = ANSWER_FEATURES.index(PASSING)
+    at = ANSWER_FEATURES.index(feature)
     x = np.asarray([r[0][at] for r in rows])
     if not x.any():
         return 0.0
     z = np.asarray(
-        [
-            fitted["bias"] + sum(fitted["weights"][f] * v for f, v in zip(ANSWER_FEATURES, r[0]) if f != PASSING)
-            for r in rows
-        ]
+        [fitted["bias"] + sum(fitted["weights"].get(f, 0.0) * v for f, v in zip(ANSWER_FEATURES, r[0])) for r in rows]
     )
     sign = np.asarray([1.0 if r[1] else -1.0 for r in rows])
     weight = _class_weights(sign > 0)
 
+    spread = float(x.std()) or 1.0  # penalised in the feature's spread, as the scaled `_logistic` is
+
     def loss(w: float) -> float:
-        return 0.5 * w * w + float((weight * np.logaddexp(0.0, -sign * (z + w * x))).sum())
+        return 0.5 * (w * spread) ** 2 + float((weight * np.logaddexp(0.0, -sign * (z + w * x))).sum())
 
     best = minimize_scalar(loss, bounds=(-20.0, 20.0), method="bounded")
     return round(float(best["x"]), 4)  # an OptimizeResult: a dict whose keys are also attributes
@@ -336,20 +345,22 @@ def fit_answerability(
     own = [o for o in own if not o.gate_only]
     if len({a for _, a, g in rows if not g}) < 2 or not any(not o.label.relevant and o.graded.candidates for o in own):
         return None
-    # every feature but `passing_names` on the questions that are not `gate_only`; then `passing_names` alone on all
-    # of them, the others held: the gate-only questions name a page's subject on purpose, so their best scores are
-    # no user's, and fitted jointly they taught the gate that a high best score means little (on the Helm docs two
+    # every feature but the `OFFSETS` on the questions that are not `gate_only`; then each offset alone on all of
+    # them, the others held: the gate-only questions name a page's subject on purpose, so their best scores are no
+    # user's, and fitted jointly they taught the gate that a high best score means little (on the Helm docs two
     # answerable questions with no passing name fell to "nothing found")
-    rest = [f for f in ANSWER_FEATURES if f != PASSING]
+    rest = [f for f in ANSWER_FEATURES if f not in OFFSETS]
     base = [(x, a) for x, a, g in rows if not g]
     fitted = _logistic(
-        [[v for f, v in zip(ANSWER_FEATURES, x) if f != PASSING] for x, _ in base],
+        [[v for f, v in zip(ANSWER_FEATURES, x) if f not in OFFSETS] for x, _ in base],
         [a for _, a in base],
         tuple(rest),
         balanced=True,
+        scaled=True,
     )
-    passing = _offset_weight(fitted, rows)
-    gate = Answerability(bias=fitted["bias"], weights={**fitted["weights"], PASSING: passing}, threshold=0.0)
+    for feature in OFFSETS:
+        fitted["weights"][feature] = _offset_weight(fitted, rows, feature)
+    gate = Answerability(bias=fitted["bias"], weights=fitted["weights"], threshold=0.0)
     off = sorted(
         (
             gate.probability(answer_features(o.graded.candidates))

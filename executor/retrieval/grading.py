@@ -279,6 +279,7 @@ class Graded:
             "kb_coverage": round(self.query_terms.coverage, 4),
             "unknown_names": self.query_terms.unknown_names,
             "passing_names": self.query_terms.passing_names,
+            "unknown_products": self.query_terms.unknown_products,
             "features": {c.doc_key: {f: round(v, 4) for f, v in c.features.items()} for c in self.candidates[:5]},
             # what the answerability model (if the KB's grading has one) decided "nothing found" on
             "answer_features": {f: round(v, 4) for f, v in answer_features(self.candidates).items()} if top else {},

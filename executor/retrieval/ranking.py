@@ -23,6 +23,8 @@ Features (all in [0, 1] or small integers, so weights stay comparable):
 - `unknown_names`: name-like query words the KB never uses (capped at 2);
 - `passing_names`: name-like query words the KB only mentions in passing (`vocabulary.passing_names`, capped
   at 2); like the two above it describes the query, and only the answerability model uses it;
+- `unknown_products`: of `unknown_names`, those naming another product or file (`vocabulary.product_or_file`,
+  capped at 2); only the answerability model uses it;
 - `specific_keyword`: the document matched a specific L0 keyword (few documents use it);
 - `other_language`: the document is written in another language than the query. Word overlap cannot
   see a Chinese page answering an English question (and bilingual KBs are full of those), so the
@@ -180,6 +182,7 @@ def features(
         "kb_coverage": q.coverage,
         "unknown_names": float(min(len(q.unknown_names), 2)),
         "passing_names": float(min(len(q.passing_names), 2)),
+        "unknown_products": float(min(len(q.unknown_products), 2)),
         "specific_keyword": 1.0 if c.specific else 0.0,
         "other_language": 1.0 - same,
         "coverage_same_language": coverage * same,

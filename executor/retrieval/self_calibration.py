@@ -15,7 +15,9 @@ nobody labelled was graded on someone else's scale. Here the KB supplies its own
   question whose words the KB names (an L0 match on a title or keyword) is left out: this KB may answer it;
 - **questions on the products the KB only mentions** (`mentioned`: links to, or names in its prose), asked about
   the subject of the page naming them: off-topic, and evidence for the answerability model alone
-  (`Observed.gate_only`).
+  (`Observed.gate_only`);
+- **questions naming another stack's tool or file** the KB never writes (`near_named`: `Cargo.lock`, `Pulumi`) on a
+  page's title: off-topic and `gate_only` likewise; they teach the weight of `unknown_products`.
 
 Then exactly what `executor calibrate --for KB` does (`retrieval.calibration.fit`: the ranker, the thresholds, the
 answerability model), with 5-fold held-out figures on the generated questions, stored as the KB's own model
@@ -53,6 +55,7 @@ from executor.retrieval.vocabulary import (
     Vocabulary,
     passing_names,
     product_like,
+    query_terms,
 )
 from executor.stores.catalog import version
 from executor.stores.embedders import use_words
@@ -131,6 +134,48 @@ MAX_MENTIONED = 24
 # migrations, on a page about databases that lists Django), so its dense similarity and scores alone are a user's
 MENTIONED_EN = ("How does {n} handle {s}?", "{s} in {n}: how do I set it up?", "What does {n} offer for {s}?")
 MENTIONED_ZH = ("{n} 里的{s}怎么配置？", "{n} 的{s}怎么用？", "用 {n} 的话，{s}要怎么做？")
+# near-field off-topic questions on a page's subject naming another stack's tool or file, one this KB never uses
+# (`vocabulary.product_or_file`): what teaches the answerability model the weight of `unknown_products`. A user's
+# answerable question never names a product the KB lacks; it may carry a value or a compound the KB never writes
+# (`b1.2`, `dial-in`), which `unknown_names` counts too and these questions do not. Names written for this, none
+# taken from a measured corpus (nor the file of `tests/integration/test_off_topic_near_field.py`).
+MAX_NEAR_NAMED = 24
+OTHER_STACKS = (
+    "Cargo.lock",
+    "go.sum",
+    "pom.xml",
+    "build.gradle",
+    "Gemfile.lock",
+    "composer.json",
+    "yarn.lock",
+    "mix.exs",
+    "Podfile.lock",
+    "Vagrantfile",
+    "Pulumi",
+    "Bazel",
+    "CircleCI",
+    "Traefik",
+    "RabbitMQ",
+    "Keycloak",
+    "MongoDB",
+    "Elasticsearch",
+    "Kustomize",
+    "Webpack",
+    "Laravel",
+    "Symfony",
+    "Xcode",
+    "TeamCity",
+    "DynamoDB",
+    "Firebase",
+    "GraphQL",
+    "Memcached",
+    "OpenShift",
+    "PowerShell",
+    "SvelteKit",
+    "WordPress",
+)
+NEAR_EN = ("How do I handle {s} with {n}?", "{s}: how do I update {n}?", "Where does {n} fit into {s}?")
+NEAR_ZH = ("{n} 里的{s}怎么配置？", "{s}的时候 {n} 要怎么改？", "用 {n} 做{s}要注意什么？")
 EXTERNAL_LINK = re.compile(r"\[([^\]\n]{2,60})\]\(\s*(?:https?:)?//")  # a link's text, to another site
 # a Latin word next to a non-ASCII letter is a piece of a word (`Sebasti` of "Sebastián"), no name
 NON_ASCII_NEIGHBOUR = re.compile(r"[^\x00-\x7f]")
@@ -412,6 +457,30 @@ def mentioned(sources: list[Source], vocabulary: Vocabulary, limit: int = MAX_ME
     return out
 
 
+def near_named(
+    sources: list[Source], vocabulary: Vocabulary, limit: int = MAX_NEAR_NAMED, seed: int = SEED
+) -> list[str]:
+    """Off-topic questions, each on the title of a page and naming another stack's tool or file (`OTHER_STACKS`) the
+    KB never uses, at most `limit`, in English and Chinese in turn: a question `unknown_products` counts a name in."""
+    rng = random.Random(seed)
+    titles = sorted({s.title for s in sources if s.title})
+    names = [n for n in OTHER_STACKS if not vocabulary.known(normalize(n))]
+    if not titles or not names:
+        return []
+    out: list[str] = []
+    for i, name in enumerate(rng.sample(names, len(names)) * 2):
+        if len(out) >= limit:
+            break
+        templates = NEAR_ZH if i % 2 else NEAR_EN
+        subject = _subject(rng.choice(titles), rng)
+        # the page's subject in the template's language where the glossary has its words
+        subject = (to_chinese(subject) if templates is NEAR_ZH else to_english(subject)) or subject
+        question = rng.choice(templates).format(n=name, s=subject)
+        if name in query_terms(question, vocabulary).unknown_products:
+            out.append(question)
+    return out
+
+
 @dataclass
 class SelfCalibration:
     """What `kb show` and the ingest report say about a self-calibration."""
@@ -485,13 +554,13 @@ def observe_all(
 def evidence(
     grader, catalog, embedder, kb: str, t: Thresholds, limit: int = MAX_GENERATED, progress: bool = False
 ) -> list[Observed]:
-    """The KB's generated questions, the null pool's questions it does not name and questions on the names it only
-    mentions (`mentioned`), graded once."""
+    """The KB's generated questions, the null pool's questions it does not name, and questions on the names it only
+    mentions (`mentioned`) or never writes (`near_named`), graded once."""
     rows = list(grader.vectors.texts(kb))  # read once: the sources and (when not cached) the vocabulary
     sources = sources_of(catalog, rows, kb)
     generated = generate(sources, limit)
     vocabulary = grader.vocabulary(kb, version(catalog.require(kb)), rows)
-    near = mentioned(sources, vocabulary)
+    near = mentioned(sources, vocabulary) + near_named(sources, vocabulary)
     questions = generated + [(Label(query=q), None) for q in (*POOL, *near)]
     observed = observe_all(grader, catalog, embedder, kb, questions, t, progress)
     if not vocabulary.chinese:
@@ -504,8 +573,8 @@ def evidence(
                 for c in o.graded.candidates:
                     c.features["kb_coverage"] = UNKNOWN_COVERAGE
     # a pool question naming a title or keyword of this KB may be answered here: it is no off-topic evidence; a
-    # question on a product the KB only mentions names the KB's subject on purpose, and says only whether the KB
-    # answers at all (`Observed.gate_only`)
+    # question on a product the KB only mentions or never writes names the KB's subject on purpose, and says only
+    # whether the KB answers at all (`Observed.gate_only`)
     asked = set(near)
     return [
         replace(o, gate_only=True) if o.label.query in asked else o

@@ -257,6 +257,8 @@ class QueryTerms:
     unknown_names: list[str]
     language: str = "en"
     passing_names: list[str] = field(default_factory=list)
+    # of `unknown_names`, those that name another product or file (`unknown_products`)
+    unknown_products: list[str] = field(default_factory=list)
     words: int = 0  # the query's words as written, stopwords too ("my service restarts over and over": 6)
     kb_chinese: bool = False  # the KB writes Chinese text (`Vocabulary.chinese`)
     # a query of `QUOTE_WORDS` words or fewer (three at least), as its tokens joined: a page whose text holds it
@@ -297,12 +299,14 @@ def query_terms(query: str, vocabulary: Vocabulary, english: Callable[[str], Set
         coverage = 1.0 if not weights else UNKNOWN_COVERAGE
     else:
         coverage = sum(w for t, w in counted.items() if _knows(vocabulary, t, english)) / total
+    unknown = unknown_names(query, vocabulary)
     return QueryTerms(
         weights,
         coverage,
-        unknown_names(query, vocabulary),
+        unknown,
         "zh" if CJK_RUN.search(query) else "en",
         passing_names(query, vocabulary),
+        [word for word in unknown if product_or_file(word)],
         len(query.split()),
         vocabulary.chinese,
         phrase(query) if 3 <= len(query.split()) <= QUOTE_WORDS else "",
@@ -389,6 +393,14 @@ def unknown_names(query: str, vocabulary: Vocabulary) -> list[str]:
     """Name-like words of the query (`names`) that the KB never uses: `Terraform`, `cert-manager`, `k8s`,
     `max_conn`, or any Latin word inside a Chinese question."""
     return [word for word, low in names(query) if not vocabulary.known(low)]
+
+
+def product_or_file(word: str) -> bool:
+    """A name that is another product's or a file's (`Pulumi`, `RabbitMQ`, `poetry.lock`): a file name, or a product's
+    kind of name written with a capital. Not a value (`b1.2`), a dashed English compound (`dial-in`, `pure-Python`) nor
+    a command of the KB's own family (`systemd-run`): a user's answerable question carries those too, and a KB that
+    never writes them can still answer it (session 27: one weight for all of them sent those to "nothing found")."""
+    return file_like(word) or (product_like(word) and any(ch.isupper() for ch in word))
 
 
 def passing_names(query: str, vocabulary: Vocabulary) -> list[str]:

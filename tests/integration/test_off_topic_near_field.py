@@ -60,6 +60,9 @@ def test_a_near_field_question_on_another_tool_finds_nothing(home, query):
     [
         ("How long does a session last before it expires?", "web/sessions.md"),
         ("How do I add a new dependency to the service?", "web/dependencies.md"),
+        # a token the KB never writes that names no other product or file (`unknown_names` counts it, and
+        # `unknown_products`, which the near-field questions teach, does not): still its page
+        ("How do I upgrade a pure-Python dependency before merging?", "web/dependencies.md"),
     ],
 )
 def test_a_question_on_a_pages_own_subject_still_gets_its_page(home, query, page):

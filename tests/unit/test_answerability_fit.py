@@ -95,3 +95,19 @@ def test_questions_that_only_say_whether_the_kb_answers_train_the_gate_alone():
         c = o.graded.candidates[0]
         c.features = {**dict.fromkeys(RANKER_FEATURES, 0.0), **c.features}
     assert fit_ranker(observed + near) == fit_ranker(observed)
+
+
+def test_the_scaled_penalty_weighs_a_feature_by_its_spread_not_its_units():
+    """The same evidence in other units (a similarity spread over 0.04 instead of 4) gets the same model: the
+    penalty is on each weight times its feature's spread. Unscaled, the narrow feature was held near zero."""
+    from executor.retrieval.calibration import _logistic
+
+    narrow = [0.40 + 0.001 * (i % 20) for i in range(40)] + [0.37 + 0.001 * (i % 20) for i in range(40)]
+    y = [True] * 40 + [False] * 40
+    wide = [[100 * v] for v in narrow]
+    scaled = _logistic([[v] for v in narrow], y, ("f",), scaled=True)
+    same = _logistic(wide, y, ("f",), scaled=True)
+    assert abs(scaled["weights"]["f"] - 100 * same["weights"]["f"]) < 0.01 * abs(scaled["weights"]["f"])
+    assert abs(scaled["bias"] - same["bias"]) < 0.01 * abs(scaled["bias"])
+    unscaled = _logistic([[v] for v in narrow], y, ("f",))
+    assert abs(unscaled["weights"]["f"]) < 0.1 * abs(scaled["weights"]["f"])

@@ -127,13 +127,14 @@ def test_the_answerability_model_sees_the_whole_result():
     rows = _candidates((0.4, False), (0.3, False))
     rows[1].similarity = 0.9
     for c in rows:
-        c.features = {"kb_coverage": 0.5, "unknown_names": 1.0, "passing_names": 2.0}
+        c.features = {"kb_coverage": 0.5, "unknown_names": 2.0, "passing_names": 2.0, "unknown_products": 1.0}
     assert answer_features(rows) == {
         "best_score": 0.4,
         "best_similarity": 0.9,
         "kb_coverage": 0.5,
-        "unknown_names": 1.0,
+        "unknown_names": 2.0,
         "passing_names": 2.0,
+        "unknown_products": 1.0,
     }
 
 

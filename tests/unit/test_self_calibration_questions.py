@@ -2,7 +2,8 @@
 made of."""
 
 from executor.core.relevance import page_key
-from executor.retrieval.self_calibration import Source, generate, needs_refit
+from executor.retrieval.self_calibration import OTHER_STACKS, Source, generate, near_named, needs_refit
+from executor.retrieval.vocabulary import Vocabulary, query_terms
 
 EN = Source(
     "en/queue.md",
@@ -48,6 +49,21 @@ def test_questions_name_their_page_and_its_translation_and_never_copy_a_sentence
 def test_generation_is_bounded_and_repeatable():
     assert len(generate([EN, ZH, OTHER], limit=3)) == 3
     assert generate([EN, ZH, OTHER]) == generate([EN, ZH, OTHER])
+
+
+def test_near_field_questions_name_another_stacks_tool_on_a_page_subject_and_never_one_the_kb_writes():
+    pages = [EN, ZH, OTHER]
+    # a KB whose text names two of the listed tools: they are its own, never asked as another stack's
+    written = Source("en/ci.md", "CI", [], [], "# CI\n\nWe build with Bazel and deploy to OpenShift.\n")
+    vocabulary = Vocabulary.build([(p.doc_key, p.body) for p in [*pages, written]])
+    questions = near_named([*pages, written], vocabulary, limit=12)
+    assert len(questions) == 12 and questions == near_named([*pages, written], vocabulary, limit=12)
+    assert not any("Bazel" in q or "OpenShift" in q for q in questions)
+    for q in questions:
+        named = query_terms(q, vocabulary).unknown_products
+        assert len(named) == 1 and named[0] in OTHER_STACKS, q
+    # in both languages, each on a page's title
+    assert any("怎么" in q or "注意" in q for q in questions) and any(q.startswith(("How", "Where")) for q in questions)
 
 
 class Row:

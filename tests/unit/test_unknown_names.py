@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from executor.retrieval.vocabulary import Vocabulary, unknown_names
+from executor.retrieval.vocabulary import Vocabulary, query_terms, unknown_names
 
 KB = Vocabulary.build(
     [("a.md", "Helm hooks run jobs; hook-delete-policy"), ("b.md", "Helm charts and releases, see Chart.yaml")]
@@ -43,3 +43,20 @@ def test_unknown_names(query, names):
 
 def test_a_word_the_kb_uses_is_never_unknown():
     assert unknown_names("Does the Helm_hooks page cover Hook-delete-policy?", KB) == ["Helm_hooks"]
+
+
+@pytest.mark.parametrize(
+    "query, products",
+    [
+        ("Does Helm work with Terraform and k8s?", ["Terraform"]),  # a product; `k8s` is a value-like token
+        ("Do I refresh poetry.lock and environment.yml after a release?", ["poetry.lock", "environment.yml"]),
+        ("Is RabbitMQ 的 hooks 怎么配置", ["RabbitMQ"]),
+        # tokens the KB never writes that name no other product or file: a user's answerable question has them
+        ("My version is stored as BUILD = b1.2, can hooks read it?", []),
+        ("Which modem settings suit agetty dial-in for releases?", []),
+        ("Does a pure-Python chart need hooks?", []),
+        ("Can I pass settings to systemd-run from a hook?", []),
+    ],
+)
+def test_unknown_products_are_the_unknown_names_of_another_product_or_file(query, products):
+    assert query_terms(query, KB).unknown_products == products
