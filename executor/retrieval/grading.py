@@ -62,14 +62,19 @@ def to_front(candidates: list[Candidate], page: Candidate) -> list[Candidate]:
     return [page, *(c for c in candidates if c is not page)]
 
 
+def one_page_first(candidates: list[Candidate], marked: list[Candidate], chosen: Candidate | None) -> list[Candidate]:
+    """`chosen` first, when there is one and the `marked` candidates are all one page (or its translations): what
+    the rules below share. A mark several pages carry singles none of them out."""
+    if chosen is None or len({c.group for c in marked}) != 1 or chosen is candidates[0]:
+        return candidates
+    return to_front(candidates, chosen)
+
+
 def decisive_first(candidates: list[Candidate]) -> list[Candidate]:
     """When the specific L0 matches are all one page (or its translations) and one of them is decisive (a unique
     identifier), that page goes first: the exact name of an error code or key outranks any similarity."""
     specific = [c for c in candidates if c.specific]
-    decisive = [c for c in specific if c.decisive]
-    if not decisive or len({c.group for c in specific}) != 1 or decisive[0] is candidates[0]:
-        return candidates
-    return to_front(candidates, decisive[0])
+    return one_page_first(candidates, specific, next((c for c in specific if c.decisive), None))
 
 
 def spelled_first(candidates: list[Candidate]) -> list[Candidate]:
@@ -79,9 +84,7 @@ def spelled_first(candidates: list[Candidate]) -> list[Candidate]:
     `leakDetectionThreshold`: the HikariCP parameters page, whose keyword it is, 3rd at similarity 0.15 behind the
     secrets page at 0.23, and "nothing found")."""
     specific = [c for c in candidates if c.specific]
-    if not specific or len({c.group for c in specific}) != 1 or not specific[0].spelled or specific[0] is candidates[0]:
-        return candidates
-    return to_front(candidates, specific[0])
+    return one_page_first(candidates, specific, specific[0] if specific and specific[0].spelled else None)
 
 
 def sole_speller_first(candidates: list[Candidate]) -> list[Candidate]:
@@ -89,9 +92,7 @@ def sole_speller_first(candidates: list[Candidate]) -> list[Candidate]:
     page's, whatever a bare name's similarity says (sample KB, `MaxRAMPercentage`: the Redis eviction page first,
     the OOMKilled page that writes `-XX:MaxRAMPercentage=75` not found; hostile19 finding 4)."""
     sole = [c for c in candidates if c.sole_speller]
-    if not sole or len({c.group for c in sole}) != 1 or sole[0] is candidates[0]:
-        return candidates
-    return to_front(candidates, sole[0])
+    return one_page_first(candidates, sole, sole[0] if sole else None)
 
 
 def specific_first(candidates: list[Candidate], floor: float) -> list[Candidate]:
@@ -103,15 +104,8 @@ def specific_first(candidates: list[Candidate], floor: float) -> list[Candidate]
     weighs `specific_keyword`, puts it first). Plain words are not enough: `memory limit`, a keyword of the OOMKilled
     page, put it ahead of the Redis eviction page for "What happens when Redis reaches its memory limit?"."""
     specific = [c for c in candidates if c.specific]
-    if (
-        not specific
-        or len({c.group for c in specific}) != 1
-        or not any(c.specific_name for c in specific)
-        or specific[0] is candidates[0]
-        or specific[0].score < floor
-    ):
-        return candidates
-    return to_front(candidates, specific[0])
+    named = bool(specific) and any(c.specific_name for c in specific) and specific[0].score >= floor
+    return one_page_first(candidates, specific, specific[0] if named else None)
 
 
 def named_first(candidates: list[Candidate], floor: float) -> list[Candidate]:
@@ -119,15 +113,8 @@ def named_first(candidates: list[Candidate], floor: float) -> list[Candidate]:
     finds it relevant at all (`floor`): "What is a library chart?" is the library charts page,
     even where a page of changes mentions library charts more often."""
     named = [c for c in candidates if c.named]
-    if (
-        not named
-        or len({c.group for c in named}) != 1
-        or not named[0].titled
-        or named[0] is candidates[0]
-        or named[0].score < floor
-    ):
-        return candidates
-    return to_front(candidates, named[0])
+    chosen = named[0] if named and named[0].titled and named[0].score >= floor else None
+    return one_page_first(candidates, named, chosen)
 
 
 def copies(hashes: Mapping[str, tuple[str, str | None]]) -> dict[str, str]:
