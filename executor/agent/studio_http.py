@@ -3,19 +3,29 @@ local server of ours makes (`core.local_http.LocalGuard`). The LangGraph API ans
 `Access-Control-Allow-Origin: *` and checks no Host, so without this any web page the user opens could start runs
 of the executor graph on their knowledge bases and read the answers and the threads (a cross-site fetch, or DNS
 rebinding). The Host must be this server's own name with its port, the Origin absent, its own, or LangGraph
-Studio's, which is a page on smith.langchain.com talking to the local server."""
+Studio's, which is a page on smith.langchain.com talking to the local server.
+
+Behind the guard, two passes mend what the API answers: a request that stores something to run later (an assistant,
+a cron) is refused when every run of it would be (`ReadableMessages`), and a run's wait is answered from the run's
+own end, not from the thread's values (`RunOutcomes`)."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
+from functools import cache
 
 from pydantic import ValidationError
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
 
-from executor.core.errors import printable, validation_line
+from executor.core.errors import InputError, printable, validation_line
 from executor.core.local_http import LocalGuard, own_hosts, posted_json, replaying, send_json
+from executor.core.settings import get_settings
+from executor.nodes.begin_turn import make_check_run
+from executor.stores.catalog import Catalog
+from executor.stores.database import Database
 
 STUDIO_ORIGINS = ("https://smith.langchain.com", "https://eu.smith.langchain.com")
 
@@ -45,7 +55,7 @@ class StudioGuard:
         guard = self._guards.get((host, port))
         if guard is None:
             guard = self._guards[(host, port)] = LocalGuard(
-                ReadableMessages(self.app), own_hosts(host, port), origins=STUDIO_ORIGINS
+                ReadableMessages(RunOutcomes(self.app)), own_hosts(host, port), origins=STUDIO_ORIGINS
             )
         return await guard(scope, receive, send)
 
@@ -58,7 +68,9 @@ class ReadableMessages:
     the run with pydantic's many-line dump, and `get_state` of the thread was that dump (400) until the next run; a
     Command's update of one kept the thread failing every later run and every read of its state for good.
 
-    The same pass hands a history request's `before` to the API as its runtime reads it (`_history_before`)."""
+    An assistant or a cron every run of which the graph would refuse is refused too, when it is stored
+    (`refused_runs`). The same pass hands a history request's `before` to the API as its runtime reads it
+    (`_history_before`)."""
 
     def __init__(self, app):
         self.app = app
@@ -70,7 +82,7 @@ class ReadableMessages:
         if posted is None:
             return
         body, payload = posted  # a body that is not JSON is the API's to answer
-        refusal = unreadable(payload)
+        refusal = unreadable(payload) or await refused_runs(scope, payload)
         if refusal is not None:
             return await send_json(send, 422, {"detail": refusal})
         paged = _history_before(scope, payload)
@@ -78,6 +90,45 @@ class ReadableMessages:
             body = json.dumps(paged).encode()
             scope = {**scope, "headers": _with_length(scope.get("headers") or [], len(body))}
         return await self.app(scope, replaying(body, receive), send)
+
+
+# what a client stores to be run later: (method, path, what it is called)
+_STORED = (
+    ("POST", re.compile(r"/assistants/?"), "assistant"),
+    ("PATCH", re.compile(r"/assistants/[^/]+/?"), "assistant"),
+    ("POST", re.compile(r"/(threads/[^/]+/)?runs/crons/?"), "cron"),
+    ("PATCH", re.compile(r"/runs/crons/[^/]+/?"), "cron"),
+)
+
+
+async def refused_runs(scope, payload) -> str | None:
+    """One line saying why every run of the assistant or cron a request stores would be refused, or None. The
+    graph refuses a run for its context (an unknown knowledge base, field or value) and for the question its input
+    brings (control characters, past the query limit, ending in a tool call: `check_run`); stored with either, an
+    assistant was accepted and each of its runs refused, and a cron's each minute, for good. A cron's input is
+    checked as a run's on a new thread: its own rules do not depend on the messages before it. The context is the
+    request's, or else its config's `configurable`, which langgraph-api hands the graph as the context."""
+    what = next((w for m, path, w in _STORED if scope.get("method") == m and path.fullmatch(scope["path"])), None)
+    if what is None or not isinstance(payload, dict):
+        return None
+    run_input, config = payload.get("input"), payload.get("config")
+    brought = run_input.get("messages") if isinstance(run_input, dict) else None
+    context = payload.get("context") or (config.get("configurable") if isinstance(config, dict) else None)
+    try:
+        # in a thread: the catalog is opened and read from disk, and the server refuses blocking calls on its loop
+        await asyncio.to_thread(lambda: _check_run()([], brought, context, []))
+    except InputError as exc:
+        return printable(f"every run of this {what} would be refused: {exc}")[:500]
+    return None
+
+
+@cache
+def _check_run():
+    """The graph's own `check_run` over the knowledge bases of the server's home (EXECUTOR_HOME); built on first
+    use, as the graph is."""
+    settings = get_settings()
+    settings.ensure_home()
+    return make_check_run(Catalog(Database(settings.db_url), str(settings.home)), settings.max_query_chars)
 
 
 _HISTORY = re.compile(r"/threads/[^/]+/history/?")
@@ -99,6 +150,101 @@ def _history_before(scope, payload) -> dict | None:
     if not isinstance(before, dict) or not before.get("checkpoint_id") or "configurable" in before:
         return None
     return {**payload, "before": {**before, "configurable": before}}
+
+
+class RunOutcomes:
+    """ASGI middleware: a run's wait on a thread (`POST /threads/{id}/runs/wait`, and the join a client reconnects
+    to) is answered from how the run itself ended. langgraph-api answers it with the run's last values, or else the
+    thread's: a run another client's run interrupted or rolled back (`multitask_strategy` "interrupt" or
+    "rollback": two Studio tabs on one thread) was answered 200 with `{}`, with its own question and no answer, or
+    with the other run's answer to the other question, and no error for `raise_error` to raise. A run that ended
+    in any other way than success is answered with an error naming how (`__error__`, as the API answers a run that
+    failed); the answer of a run that succeeded, or failed with its own error, is the API's. `/runs/wait` is left
+    alone: its run has a thread of its own, deleted with the run once it ends."""
+
+    def __init__(self, app):
+        self.app = app
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] != "http" or not _WAITS.fullmatch(scope.get("path") or ""):
+            return await self.app(scope, receive, send)
+        run: tuple[str, str] | None = None  # (thread id, run id), from the answer's Content-Location
+        held = bytearray()
+
+        async def sending(message):
+            nonlocal run
+            if message["type"] == "http.response.start":
+                location = dict(message.get("headers") or []).get(b"content-location", b"").decode("latin-1")
+                found = _RUN.fullmatch(location)
+                run = found.groups() if message["status"] == 200 and found else None
+                return await send(message)
+            if message["type"] != "http.response.body" or run is None:
+                return await send(message)
+            chunk, more = message.get("body", b""), message.get("more_body", False)
+            if more and not held and not chunk.strip():
+                return await send(message)  # the whitespace the API sends while the run runs, to keep the line open
+            held.extend(chunk)
+            if not more:
+                await send({"type": "http.response.body", "body": await ended(bytes(held), *run)})
+
+        return await self.app(scope, receive, sending)
+
+
+_WAITS = re.compile(r"/threads/[^/]+/runs/(wait|[^/]+/join)/?")
+_RUN = re.compile(r"/threads/([^/]+)/runs/([^/]+)")
+# how a run that did not succeed ended (its status), said to whoever waited for its answer
+_ENDINGS = {
+    "interrupted": (
+        "RunInterrupted",
+        "run {run} was interrupted before it answered: another run on thread {thread} took its place "
+        '(multitask_strategy "interrupt"), or it was cancelled; ask again',
+    ),
+    None: (  # no such run: a rolled-back run is deleted
+        "RunRolledBack",
+        "run {run} was rolled back before it answered: another run on thread {thread} took its place "
+        '(multitask_strategy "rollback"), or it was deleted; ask again',
+    ),
+    "timeout": ("RunTimeout", "run {run} timed out before it answered"),
+    "error": ("RunError", "run {run} failed before it answered"),
+}
+
+
+async def ended(body: bytes, thread_id: str, run_id: str) -> bytes:
+    """The answer to a wait for run `run_id`: `body` (the API's), or, for a run that did not succeed, an `__error__`
+    saying how it ended, unless `body` is already its own error."""
+    status = await _run_status(thread_id, run_id)
+    if status not in _ENDINGS or _is_error(body):
+        return body
+    error, message = _ENDINGS[status]
+    return json.dumps({"__error__": {"error": error, "message": message.format(run=run_id, thread=thread_id)}}).encode()
+
+
+def _is_error(body: bytes) -> bool:
+    try:
+        answer = json.loads(body)
+    except ValueError:
+        return False
+    return isinstance(answer, dict) and isinstance(answer.get("__error__"), dict)
+
+
+async def _run_status(thread_id: str, run_id: str) -> str | None:
+    """The run's status, read through the API in process (`get_client(url=None)`, as langgraph-api's own MCP endpoint
+    calls it), or None for a run that is gone (a rolled-back run is deleted)."""
+    from langgraph_sdk.errors import NotFoundError
+
+    try:
+        return (await _api().runs.get(thread_id, run_id))["status"]
+    except NotFoundError:
+        return None
+
+
+@cache
+def _api():
+    """A client of the API in this process; made on first use, once the server's app exists (langgraph-api loads
+    this module before its own app is made)."""
+    from langgraph_sdk import get_client
+
+    return get_client(url=None)
 
 
 def _with_length(headers, length: int) -> list:

@@ -6,6 +6,9 @@ the finding flips the marker. Real components throughout: `langgraph dev` on thi
 `langgraph_sdk`, the graph over a real SQLite checkpointer, and the sample KB in Milvus Lite with the USE embedder.
 """
 
+import functools
+import re
+
 import pytest
 from conftest import FIRST_Q, NEXT_Q, asked, langgraph_dev, sdk_thread
 from langchain_core.messages import HumanMessage
@@ -139,14 +142,14 @@ def test_a_list_cursor_the_server_never_gave_is_refused(sample_rt):
     assert all(code == -32602 and "cursor" in message for code, message in refused), refused
 
 
-# -- finding 4: a run another client's run interrupted -------------------------------------------------------------
-@pytest.mark.xfail(
-    strict=True, reason="hostile20b finding 4: langgraph-api answers the interrupted run's wait with {}, no error"
-)
-def test_a_run_another_client_interrupts_is_not_answered_as_if_it_succeeded(server):
-    """Two clients on one thread (two Studio tabs): A asks, B asks with `multitask_strategy="interrupt"` while A's
-    run is running. A's `runs.wait` answered 200 with `{}`: no answer, no error (when both asked with "interrupt",
-    A was given B's answer to B's question)."""
+# -- finding 4: a run another client's run interrupted ----------------------------------------------------------
+@pytest.mark.parametrize("strategy", ["interrupt", "rollback"])
+def test_a_run_another_client_interrupts_is_not_answered_as_if_it_succeeded(server, strategy):
+    """Two clients on one thread (two Studio tabs): A asks, B asks with `multitask_strategy` "interrupt" (or
+    "rollback") while A's run is running. A's `runs.wait` answered 200 with `{}` or A's question without an answer,
+    and nothing for `raise_error` to raise (when both asked with "interrupt", A was given B's answer to B's
+    question). A is told its run was interrupted; B is answered. (A's run may finish before B's arrives on a slow
+    machine: then A's answer is its own.)"""
     import threading
     import time
 
@@ -154,10 +157,13 @@ def test_a_run_another_client_interrupts_is_not_answered_as_if_it_succeeded(serv
 
     client, thread_id = sdk_thread(server)
     other = get_sync_client(url=server)
-    got = {}
+    asked, got = {"role": "user", "content": LAST_Q}, {}
 
     def ask():
-        got["a"] = client.runs.wait(thread_id, "executor", input={"messages": [{"role": "user", "content": LAST_Q}]})
+        try:
+            got["a"] = client.runs.wait(thread_id, "executor", input={"messages": [asked]})
+        except Exception as exc:  # the SDK raises a run's `__error__` (raise_error=True)
+            got["a"] = exc
 
     asking = threading.Thread(target=ask)
     asking.start()
@@ -165,7 +171,88 @@ def test_a_run_another_client_interrupts_is_not_answered_as_if_it_succeeded(serv
     while not any(r["status"] == "running" for r in other.runs.list(thread_id)) and time.monotonic() < deadline:
         time.sleep(0.02)
     user = {"role": "user", "content": "PgBouncer 是什么？"}
-    other.runs.wait(thread_id, "executor", input={"messages": [user]}, multitask_strategy="interrupt")
+    b = other.runs.wait(thread_id, "executor", input={"messages": [user]}, multitask_strategy=strategy)
     asking.join()
     a = got["a"]
-    assert "__error__" in a or "helm" in a.get("answer", "").lower(), a
+    ended = {
+        "interrupt": 'RunInterrupted: run .* was interrupted .*multitask_strategy "interrupt"',
+        "rollback": 'RunRolledBack: run .* was rolled back .*multitask_strategy "rollback"',
+    }
+    assert "PgBouncer" in b["answer"], b
+    said = str(a) if isinstance(a, Exception) else a.get("answer", "")
+    assert re.match(ended[strategy], said) or "helm" in said.lower(), a
+
+
+# -- finding 7: an assistant or a cron every run of which would be refused ----------------------------------------
+REFUSED_RUNS = [
+    ({"input": {"messages": [{"role": "user", "content": "bad\x07"}]}}, CONTROL),
+    ({"input": {"messages": [{"role": "user", "content": "x" * 2001}]}}, "the query is 2,001 characters long"),
+    ({"context": {"kb": "nope"}}, "unknown knowledge base 'nope'"),
+    ({"context": {"bogus": 1}}, "bogus"),
+    ({"config": {"configurable": {"kb": "nope"}}}, "unknown knowledge base 'nope'"),  # the context of its runs
+]
+
+
+@pytest.mark.parametrize("on_thread", [False, True])
+@pytest.mark.parametrize(("options", "line"), REFUSED_RUNS)
+def test_a_cron_every_run_of_which_would_be_refused_is_refused_when_created(server, on_thread, options, line):
+    """A cron whose input is a question with control characters (or past the query limit), or whose context (or
+    config's `configurable`) names a knowledge base that does not exist, was accepted, and every run it started
+    refused (each minute), where a cron with an unreadable message is refused when created. Refused now, 422 with one
+    line; nothing stored."""
+    from langgraph_sdk import get_sync_client
+    from langgraph_sdk.errors import UnprocessableEntityError
+
+    client, thread_id = sdk_thread(server) if on_thread else (get_sync_client(url=server), None)
+    create = functools.partial(client.crons.create_for_thread, thread_id) if on_thread else client.crons.create
+    crons = client.crons.count()
+    with pytest.raises(UnprocessableEntityError) as refused:
+        create("executor", schedule="0 0 1 1 *", **options)
+    detail = refused.value.response.json()["detail"]
+    assert detail.startswith("every run of this cron would be refused: ") and line in detail, detail
+    assert "\n" not in detail
+    assert client.crons.count() == crons
+
+
+def test_a_cron_update_that_would_refuse_its_runs_is_refused(server):
+    """The same for `crons.update`: the cron keeps the question it had, and a cron with a question its runs answer
+    is accepted."""
+    from langgraph_sdk import get_sync_client
+    from langgraph_sdk.errors import UnprocessableEntityError
+
+    client = get_sync_client(url=server)
+    user = {"role": "user", "content": LAST_Q}
+    cron = client.crons.create("executor", schedule="0 0 1 1 *", input={"messages": [user]})
+    try:
+        with pytest.raises(UnprocessableEntityError, match=f"^every run of this cron would be refused: {CONTROL}$"):
+            client.crons.update(cron["cron_id"], input={"messages": [{"role": "user", "content": "bad\x07"}]})
+        kept = [c for c in client.crons.search() if c["cron_id"] == cron["cron_id"]]
+        assert [c["payload"]["input"]["messages"] for c in kept] == [[user]], kept
+    finally:
+        client.crons.delete(cron["cron_id"])
+
+
+@pytest.mark.parametrize(("options", "line"), [o for o in REFUSED_RUNS if "input" not in o[0]])
+def test_an_assistant_every_run_of_which_would_be_refused_is_refused_when_stored(server, options, line):
+    """An assistant whose context names a knowledge base that does not exist (or a field the graph does not take)
+    was accepted, and every run of it refused. Refused now when created or updated, 422 with one line; an
+    assistant of a known knowledge base is stored."""
+    from langgraph_sdk import get_sync_client
+    from langgraph_sdk.errors import UnprocessableEntityError
+
+    client = get_sync_client(url=server)
+    assistants = client.assistants.count()
+    with pytest.raises(UnprocessableEntityError) as refused:
+        client.assistants.create("executor", **options)
+    detail = refused.value.response.json()["detail"]
+    assert detail.startswith("every run of this assistant would be refused: ") and line in detail, detail
+    assert client.assistants.count() == assistants
+    assistant = client.assistants.create("executor", context={"kb": "sample"})
+    try:
+        with pytest.raises(
+            UnprocessableEntityError, match=f"^every run of this assistant would be refused: .*{re.escape(line)}"
+        ):
+            client.assistants.update(assistant["assistant_id"], **options)
+        assert client.assistants.get(assistant["assistant_id"])["context"] == {"kb": "sample"}
+    finally:
+        client.assistants.delete(assistant["assistant_id"])
