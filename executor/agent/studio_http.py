@@ -6,13 +6,15 @@ rebinding). The Host must be this server's own name with its port, the Origin ab
 Studio's, which is a page on smith.langchain.com talking to the local server.
 
 Behind the guard, two passes mend what the API answers: a request that stores something to run later (an assistant,
-a cron) is refused when every run of it would be (`ReadableMessages`), and a run's wait is answered from the run's
-own end, not from the thread's values (`RunOutcomes`)."""
+a cron) is refused when every run of it would be, and a run asked to wait past `MAX_AFTER_SECONDS` is refused
+(`ReadableMessages`); a run's wait is answered from the run's own end, not from the thread's values (`RunOutcomes`).
+A search of the threads' values is mended in the runtime itself (`_values_search_mended`)."""
 
 from __future__ import annotations
 
 import asyncio
 import json
+import os
 import re
 from functools import cache
 
@@ -47,6 +49,7 @@ class StudioGuard:
     def __init__(self, app):
         self.app = app
         self._guards: dict[tuple[str, int], LocalGuard] = {}
+        _values_search_mended()  # made with the server's app: its runtime is loaded, no request is served yet
 
     async def __call__(self, scope, receive, send):
         if scope["type"] not in ("http", "websocket") or in_process(scope):
@@ -69,8 +72,8 @@ class ReadableMessages:
     Command's update of one kept the thread failing every later run and every read of its state for good.
 
     An assistant or a cron every run of which the graph would refuse is refused too, when it is stored
-    (`refused_runs`). The same pass hands a history request's `before` to the API as its runtime reads it
-    (`_history_before`)."""
+    (`refused_runs`), and so is a run asked to wait longer than `MAX_AFTER_SECONDS` (`late_run`). The same pass
+    hands a history request's `before` to the API as its runtime reads it (`_history_before`)."""
 
     def __init__(self, app):
         self.app = app
@@ -82,7 +85,7 @@ class ReadableMessages:
         if posted is None:
             return
         body, payload = posted  # a body that is not JSON is the API's to answer
-        refusal = unreadable(payload) or await refused_runs(scope, payload)
+        refusal = unreadable(payload) or late_run(scope, payload) or await refused_runs(scope, payload)
         if refusal is not None:
             return await send_json(send, 422, {"detail": refusal})
         paged = _history_before(scope, payload)
@@ -90,6 +93,47 @@ class ReadableMessages:
             body = json.dumps(paged).encode()
             scope = {**scope, "headers": _with_length(scope.get("headers") or [], len(body))}
         return await self.app(scope, replaying(body, receive), send)
+
+
+# The longest a run may be asked to wait before it starts (`after_seconds`): a year. langgraph-api bounds it not at
+# all and dates the run `now + after_seconds`; past what a datetime holds (the year 9999, about 2.5e11 s from now and
+# less every day) that was a 500 (`OverflowError: date value out of range`) that reset the client's connection. A
+# bound of our own reads the same every day and keeps the run's date far inside any datetime; a local server asked
+# to hold one run for more than a year was asked by mistake (what recurs is a cron).
+MAX_AFTER_SECONDS = 365 * 24 * 3600
+# what creates runs: a thread's, a stateless one, streamed, waited for, or a batch of stateless ones
+_RUNS = re.compile(r"/(threads/[^/]+/)?runs(/stream|/wait|/batch)?/?")
+
+
+def late_run(scope, payload) -> str | None:
+    """One line naming the first run in a request that asks to wait longer than `MAX_AFTER_SECONDS`, or None."""
+    if scope.get("method") != "POST" or not _RUNS.fullmatch(scope.get("path") or ""):
+        return None
+    batch = isinstance(payload, list)  # /runs/batch: each run named by its place, as `unreadable` names them
+    for i, run in enumerate(payload if batch else [payload]):
+        after = run.get("after_seconds") if isinstance(run, dict) else None
+        # `not <=`: NaN and infinity are refused too; what is not a number is the API's to refuse
+        if isinstance(after, int | float) and not after <= MAX_AFTER_SECONDS:
+            where = f"{i}.after_seconds" if batch else "after_seconds"
+            return f"invalid {where}: a run may wait at most {MAX_AFTER_SECONDS:,} seconds (a year)"
+    return None
+
+
+@cache
+def _values_search_mended() -> None:
+    """Mends the in-memory runtime's (`langgraph dev`'s) test of a thread's values against a search's `values`,
+    `is_jsonb_contained(thread["values"], values)`, which failed on a thread never run (values null):
+    `threads.search(values=...)` and `threads.count(values=...)` were a 500 (`TypeError: argument of type 'NoneType'
+    is not iterable`) while the server held such a thread, and the client's connection was reset. Values that are
+    not an object contain nothing, as with Postgres' `@>` the function stands in for: such a thread does not match.
+    Mended in the runtime because nothing a request can hold keeps the runtime from reading those values; wrapped,
+    so the objects it matches are matched as before."""
+    if os.environ.get("LANGGRAPH_RUNTIME_EDITION") != "inmem":
+        return  # another runtime: not this function
+    from langgraph_runtime_inmem import ops
+
+    contained = ops.is_jsonb_contained
+    ops.is_jsonb_contained = lambda superset, subset: isinstance(superset, dict) and contained(superset, subset)
 
 
 # what a client stores to be run later: (method, path, what it is called)

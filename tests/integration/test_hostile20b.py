@@ -256,3 +256,61 @@ def test_an_assistant_every_run_of_which_would_be_refused_is_refused_when_stored
         assert client.assistants.get(assistant["assistant_id"])["context"] == {"kb": "sample"}
     finally:
         client.assistants.delete(assistant["assistant_id"])
+
+
+# -- finding 5: a search of the threads' values on a server holding a thread never run ----------------------------
+def test_a_values_search_answers_the_threads_that_match_beside_a_thread_never_run(server):
+    """`threads.search(values=...)` (and `threads.count`) on a server holding a thread never run, its values null,
+    was a 500 (`TypeError: argument of type 'NoneType' is not iterable` in the in-memory runtime) and the client's
+    next request on that connection was reset. The threads whose values match are answered; the thread with no
+    values does not match."""
+    client, ran = sdk_thread(server, LAST_Q)
+    never_ran = client.threads.create()["thread_id"]
+    wanted = {"question": LAST_Q}
+    found = client.threads.search(values=wanted, limit=1000)
+    ids = [t["thread_id"] for t in found]
+    assert ran in ids and never_ran not in ids, ids
+    assert all(t["values"]["question"] == LAST_Q for t in found), found
+    assert client.threads.count(values=wanted) == len(found)
+    assert client.threads.get(never_ran)["values"] is None  # the same connection still answers
+
+
+# -- finding 6: a run asked to wait longer than the server can date ----------------------------------------------
+@pytest.mark.parametrize("on_thread", [True, False])
+@pytest.mark.parametrize("call", ["create", "wait", "stream"])
+def test_a_run_asked_to_start_after_too_long_is_refused_naming_after_seconds(server, call, on_thread):
+    """`runs.create(..., after_seconds=10**12)` (and `wait`, `stream`; on a thread or not) was a 500
+    (`OverflowError: date value out of range`) and the client's next request on that connection was reset.
+    Refused 422 with one line naming `after_seconds` and its bound; no run is made."""
+    import httpx  # `runs.wait` raises httpx's own error, the others the SDK's (a subclass of it)
+
+    client, thread_id = sdk_thread(server)
+    user = {"role": "user", "content": LAST_Q}
+    run = getattr(client.runs, call)
+    with pytest.raises(httpx.HTTPStatusError) as refused:
+        answered = run(thread_id if on_thread else None, "executor", input={"messages": [user]}, after_seconds=10**12)
+        list(answered) if call == "stream" else answered
+    assert refused.value.response.status_code == 422, refused.value
+    detail = refused.value.response.json()["detail"]
+    assert detail.startswith("invalid after_seconds: ") and "31,536,000" in detail and "\n" not in detail, detail
+    assert client.runs.list(thread_id) == []  # the same connection still answers
+
+
+def test_a_batch_of_runs_one_of_which_waits_too_long_is_refused(server):
+    """The same for `runs.create_batch` (the async client): the run is named by its place in the batch."""
+    import asyncio
+
+    from langgraph_sdk import get_client
+    from langgraph_sdk.errors import UnprocessableEntityError
+
+    run = {"assistant_id": "executor", "input": {"messages": [{"role": "user", "content": LAST_Q}]}}
+
+    async def main():
+        client = get_client(url=server)
+        with pytest.raises(UnprocessableEntityError) as refused:
+            await client.runs.create_batch([run, {**run, "after_seconds": 10**12}])
+        await client.assistants.search(graph_id="executor")  # the same connection still answers
+        return refused.value.response.json()["detail"]
+
+    detail = asyncio.run(main())
+    assert detail.startswith("invalid 1.after_seconds: ") and "\n" not in detail, detail
