@@ -87,3 +87,17 @@ def test_a_dry_run_of_another_folder_says_what_it_would_remove(team_home, tmp_pa
     said = r.stdout + r.stderr
     assert str(team_home[1]) in said and "remove" in said, said
     assert documents_of(home, "menus") == len(TEAM_PAGES)
+
+
+# -- finding 14: `ask` on a KB no ingest has filled answers "nothing on this question" ----------------------------
+@pytest.mark.xfail(
+    strict=True,
+    reason='hostile21 finding 14: `executor ask --kb K` on a KB created and never ingested answers "The knowledge '
+    'base has nothing on this question.", exit 0 (`lookup` says it has no documents yet, exit 2)',
+)
+def test_ask_on_a_kb_never_ingested_says_so_instead_of_answering(tmp_path):
+    home = tmp_path / "home"
+    assert run_cli(home, "kb", "create", "docs").returncode == 0
+    r = run_cli(home, "ask", "what is ERR_TIMEOUT", "--kb", "docs")
+    assert "has no documents yet" in last_error_line(r, 2)
+    assert "nothing on this question" not in r.stdout
