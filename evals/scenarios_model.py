@@ -16,6 +16,7 @@ from typing import Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator, model_validator
 
+from executor.core import bounded_yaml
 from executor.core.errors import InputError
 from executor.tools.registry import AGENT_TOOL_NAMES
 
@@ -128,9 +129,14 @@ def load_scenarios(paths: list[Path]) -> list[Scenario]:
     scenarios: list[Scenario] = []
     for file in files:
         try:
-            documents = list(yaml.safe_load_all(file.read_text(encoding="utf-8")))
+            # read as label files are: a named pipe with no writer waited forever, and a huge file was read whole
+            documents = list(yaml.safe_load_all(bounded_yaml.read_text(file, bounded_yaml.LABELS)))
         except yaml.YAMLError as exc:
             raise InputError(f"{file}: not valid YAML ({exc.__class__.__name__})") from exc
+        except (bounded_yaml.YamlBoundError, UnicodeDecodeError) as exc:
+            raise InputError(f"{file}: {exc}") from exc
+        except OSError as exc:
+            raise InputError(f"{file}: cannot read it ({exc.strerror or exc})") from exc
         for doc in documents:
             for raw in doc if isinstance(doc, list) else [doc] if doc else []:
                 try:

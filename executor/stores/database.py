@@ -31,7 +31,7 @@ from sqlalchemy.exc import DBAPIError, OperationalError
 from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column, sessionmaker
 
 from executor.core.errors import BackendError, redact
-from executor.core.fs import private_file
+from executor.core.fs import private_dir, private_file
 from executor.stores.integrity import disk_full, milvus_lite_collections, sqlite_damage
 
 
@@ -178,7 +178,7 @@ class Database:
         path = url[len("sqlite:///") :] if url.startswith("sqlite:///") else ""
         if path and path != ":memory:":
             _check_whole(Path(path))
-            Path(path).parent.mkdir(parents=True, exist_ok=True)
+            private_dir(Path(path).parent)  # a folder it creates is 0700, as the home is (it was the umask's)
             private_file(Path(path))  # session memory and the log: 0600 (SQLite gives its -wal/-shm the same)
         self.engine = _engine(url)
         self._sessions = sessionmaker(self.engine, expire_on_commit=False)

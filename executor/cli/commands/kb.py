@@ -139,7 +139,8 @@ def kb_list(as_json: JsonOpt = False):
         typer.echo("no knowledge bases yet: run `executor ingest` or `executor kb create`")
     for r in rows:
         typer.echo(
-            f"{r['name']}: {r['documents']} documents, {'graph' if r['has_graph_config'] else 'no graph'}"
+            f"{r['name']}: {r['documents']} documents{_stored_text(r)}, "
+            f"{'graph' if r['has_graph_config'] else 'no graph'}"
             + (f" — {printable(r['description'])}" if r["description"] else "")
         )
 

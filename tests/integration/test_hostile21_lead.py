@@ -1,0 +1,40 @@
+"""Round twenty-one of the hostile pass (issue 30): the findings the lead mended (8, 10, 11), through the command
+line on a home of its own. The findings are in evals/review/hostile21-findings.md."""
+
+import stat
+
+from conftest import copy_of, last_error_line, run_cli
+from test_hostile21 import team_home  # noqa: F401 (a fixture)
+
+
+def test_kb_list_shows_a_kb_whose_vectors_are_gone(team_home, tmp_path):  # noqa: F811
+    """Finding 8: `kb list` said "menus: 3 documents, no graph" for a KB with no vectors, as for a healthy one."""
+    home = copy_of(team_home[0], tmp_path)
+    (home / "milvus.db").unlink()
+    r = run_cli(home, "kb", "list")
+    assert r.returncode == 0, r.stderr
+    line = next(x for x in r.stdout.splitlines() if x.startswith("menus:"))
+    assert "0 stored in the vector store" in line, line
+    healthy = run_cli(team_home[0], "kb", "list")
+    assert "stored in the vector store" not in healthy.stdout, healthy.stdout
+
+
+def test_eval_of_a_named_pipe_says_so(tmp_path):
+    """Finding 10: `executor eval FIFO` waited on the pipe until killed; `--labels FIFO` already said what it is."""
+    import os
+
+    fifo = tmp_path / "scenarios.yaml"
+    os.mkfifo(fifo)
+    r = run_cli(tmp_path / "home", "eval", str(fifo), timeout=120)
+    assert r.returncode == 2, r.stderr
+    assert "named pipe (FIFO), not a regular file" in last_error_line(r, 2), r.stderr
+
+
+def test_a_database_folder_executor_creates_is_private(team_home, tmp_path):  # noqa: F811
+    """Finding 11: a SQLite URL in a folder that does not exist created it 0755 (the umask's); the home's folders
+    are 0700 and its files 0600."""
+    home = copy_of(team_home[0], tmp_path)
+    folder = tmp_path / "typo" / "db"
+    run_cli(home, "lookup", "canteen dish", "--kb", "menus", EXECUTOR_DATABASE_URL=f"sqlite:///{folder}/x.db")
+    for made in (folder, folder.parent):
+        assert stat.S_IMODE(made.stat().st_mode) == 0o700, oct(made.stat().st_mode)
