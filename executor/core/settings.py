@@ -784,6 +784,15 @@ class Settings(BaseSettings):
                 raise ValueError("not a valid URL (no host name)")
         return value
 
+    @field_validator("openai_base_url")
+    @classmethod
+    def _http_url(cls, value: str | None) -> str | None:
+        """An OpenAI-compatible endpoint is reached over HTTP: anything else ("notaurl", a host with no scheme) was a
+        bare "Connection error." at the first LLM call, naming neither the variable nor the value."""
+        if value and value.partition("://")[0].lower() not in ("http", "https"):
+            raise ValueError("not an http(s) URL (e.g. http://127.0.0.1:8080/v1)")
+        return value
+
     @field_validator("falkordb_url", "neo4j_uri")
     @classmethod
     def _url_scheme(cls, value: str | None, info) -> str | None:

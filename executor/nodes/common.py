@@ -5,7 +5,7 @@ from __future__ import annotations
 from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, ToolMessage
 from langchain_core.runnables import RunnableConfig
 
-from executor.core.errors import BackendError, first_line
+from executor.core.errors import BackendError, first_line, redact
 from executor.core.relevance import language_of
 from executor.nodes.state import ExecutorState
 
@@ -144,4 +144,7 @@ def invoke_llm(model, messages):
             ) from exc
         if not any(c.__module__.split(".")[0] in _LLM_TRANSPORT_MODULES for c in type(exc).__mro__):
             raise
-        raise BackendError(f"the LLM is unavailable: {exc.__class__.__name__}: {first_line(exc)}") from exc
+        # where it was asked (`openai_api_base`: ChatOpenAI's), so that "Connection error." names the address to check
+        url = getattr(model, "openai_api_base", None)
+        where = f" at {redact(url)}" if isinstance(url, str) and url else ""
+        raise BackendError(f"the LLM is unavailable{where}: {exc.__class__.__name__}: {first_line(exc)}") from exc

@@ -38,3 +38,17 @@ def test_a_database_folder_executor_creates_is_private(team_home, tmp_path):  # 
     run_cli(home, "lookup", "canteen dish", "--kb", "menus", EXECUTOR_DATABASE_URL=f"sqlite:///{folder}/x.db")
     for made in (folder, folder.parent):
         assert stat.S_IMODE(made.stat().st_mode) == 0o700, oct(made.stat().st_mode)
+
+
+def test_an_llm_endpoint_that_is_no_url_or_down_is_named(team_home, tmp_path):  # noqa: F811
+    """Finding 7: `OPENAI_BASE_URL=notaurl` and an endpoint nobody listens on both said "the LLM is unavailable:
+    OpenAIConnectionError: Connection error.", naming neither the variable nor the address."""
+    home = copy_of(team_home[0], tmp_path)
+    ask = ("ask", "what is on the menu", "--kb", "menus")
+    line = last_error_line(run_cli(home, *ask, OPENAI_BASE_URL="notaurl", OPENAI_API_KEY="sk-x1"), 2)
+    assert "OPENAI_BASE_URL" in line and "not an http(s) URL" in line, line
+    down = "http://someone:s3cret-pass@127.0.0.1:1/v1"  # credentials in the URL are never printed
+    r = run_cli(home, *ask, OPENAI_BASE_URL=down, OPENAI_API_KEY="sk-x1", EXECUTOR_LLM_TIMEOUT_S="5")
+    line = last_error_line(r, 1)
+    assert "the LLM is unavailable at http://" in line and "127.0.0.1:1/v1" in line, line
+    assert "s3cret-pass" not in r.stdout + r.stderr, r.stderr
