@@ -79,13 +79,22 @@ class LocalEndpoint:
 
 def serve_forever(options: EngineOptions, port: int, announce: Callable[[], None]) -> None:
     """Serve until Ctrl-C (uvicorn handles the signal and shuts down cleanly); one line per request on
-    stderr with its tokens and speed. `announce` says where, once the port is ours: a port in use is the one
-    error line, after no "serving" line (nor, under --json, an object a script takes for the endpoint)."""
+    stderr with its tokens and speed. `announce` says where, once the server has started (the port is ours and
+    the model loaded): a port in use or a model file llama.cpp cannot load is the one error line, after no
+    "serving" line (nor, under --json, an object a script takes for the endpoint)."""
     sock = _bind(port)
-    announce()
     logging.basicConfig(format="%(asctime)s %(message)s")
     logging.getLogger("local_llm").setLevel(logging.INFO)
     server, _ = _server(options, sock.getsockname()[1])
+
+    def announce_when_started() -> None:
+        while not server.started and not server.should_exit:
+            time.sleep(0.05)
+        if server.started:
+            announce()
+
+    # uvicorn runs here, in the main thread, where it handles Ctrl-C; the line waits for it in a thread of its own
+    threading.Thread(target=announce_when_started, name="announce", daemon=True).start()
     server.run(sockets=[sock])
 
 

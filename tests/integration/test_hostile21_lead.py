@@ -3,7 +3,7 @@ line on a home of its own. The findings are in evals/review/hostile21-findings.m
 
 import stat
 
-from conftest import copy_of, last_error_line, run_cli
+from conftest import copy_of, free_port, last_error_line, run_cli
 from test_hostile21 import team_home  # noqa: F401 (a fixture)
 
 
@@ -52,3 +52,14 @@ def test_an_llm_endpoint_that_is_no_url_or_down_is_named(team_home, tmp_path):  
     line = last_error_line(r, 1)
     assert "the LLM is unavailable at http://" in line and "127.0.0.1:1/v1" in line, line
     assert "s3cret-pass" not in r.stdout + r.stderr, r.stderr
+
+
+def test_llm_serve_of_a_model_file_llama_cpp_cannot_load_says_only_that(tmp_path):
+    """Finding 16: `llm serve` on a broken .gguf printed "serving … Ctrl-C stops" before llama.cpp failed to load
+    it; the line now waits for the server to start."""
+    bad = tmp_path / "bad.gguf"
+    bad.write_bytes(b"GGUF" + bytes(range(256)) * 400)  # the magic, then what no model is
+    r = run_cli(tmp_path / "home", "llm", "serve", "--model", str(bad), "--port", str(free_port()), timeout=120)
+    line = last_error_line(r, 1)
+    assert "could not start llama.cpp" in line, line
+    assert "serving" not in r.stdout + r.stderr, r.stdout
