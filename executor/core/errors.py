@@ -96,6 +96,21 @@ def json_safe(text: str) -> str:
     return _JSON_CONTROL.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
 
 
+# the packages whose exceptions an LLM client raises when the endpoint is down, times out or refuses a request
+LLM_TRANSPORT_PACKAGES = ("openai", "httpx", "httpcore")
+
+
+def llm_transport(exc: BaseException) -> bool:
+    """Whether `exc` is an LLM client's transport or API failure (not a bug of ours)."""
+    return any(c.__module__.split(".")[0] in LLM_TRANSPORT_PACKAGES for c in type(exc).__mro__)
+
+
+def llm_unreachable(exc: BaseException) -> bool:
+    """Whether `exc` says the LLM endpoint cannot be reached at all (refused, no route, timed out), which every
+    later request would meet too; an API error about one request (a page too long) is not."""
+    return llm_transport(exc) and any("Connect" in c.__name__ or "Timeout" in c.__name__ for c in type(exc).__mro__)
+
+
 def first_line(exc, limit: int = 300) -> str:
     """An exception from a library as one line for an error message (its class name if it says nothing)."""
     text = redact(str(exc).strip()) or exc.__class__.__name__

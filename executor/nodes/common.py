@@ -5,7 +5,7 @@ from __future__ import annotations
 from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, ToolMessage
 from langchain_core.runnables import RunnableConfig
 
-from executor.core.errors import BackendError, first_line, redact
+from executor.core.errors import BackendError, first_line, llm_transport, redact
 from executor.core.relevance import language_of
 from executor.nodes.state import ExecutorState
 
@@ -127,10 +127,6 @@ def paired_tool_calls(messages: list[AnyMessage]) -> list[AnyMessage]:
     return out
 
 
-# the exceptions an LLM client raises when the endpoint is down, times out or refuses the request
-_LLM_TRANSPORT_MODULES = ("openai", "httpx", "httpcore")
-
-
 def invoke_llm(model, messages):
     """`model.invoke(messages)`; a transport or API failure becomes a one-line BackendError that ends the turn."""
     try:
@@ -142,7 +138,7 @@ def invoke_llm(model, messages):
             raise BackendError(
                 "the LLM endpoint sent no streamed answer (it ignores `stream: true`; OPENAI_BASE_URL names it)"
             ) from exc
-        if not any(c.__module__.split(".")[0] in _LLM_TRANSPORT_MODULES for c in type(exc).__mro__):
+        if not llm_transport(exc):
             raise
         # where it was asked (`openai_api_base`: ChatOpenAI's), so that "Connection error." names the address to check
         url = getattr(model, "openai_api_base", None)

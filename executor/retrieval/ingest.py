@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Protocol
 import numpy as np
 from tqdm import tqdm
 
-from executor.core.errors import BackendError
+from executor.core.errors import BackendError, first_line, llm_unreachable
 from executor.core.settings import SAMPLE_KB_PATH
 from executor.core.validation import validate_kb_name
 from executor.retrieval.calibration import load_fitter
@@ -374,13 +374,26 @@ def _llm_extractions(rt, kb: str, docs: list[Document], extractor, progress: boo
 
     results: dict[str, Extraction] = {}
     warnings: list[str] = []
+    unreachable = False
     for doc in tqdm(docs, desc=f"LLM extraction {kb}", unit="doc", disable=not progress, leave=False):
         key = hashlib.sha256(extractor.cache_key(doc.content_hash).encode()).hexdigest()
         cached = rt.catalog.cached_extraction(kb, doc.doc_key, key)
         if cached is None:
+            if unreachable:
+                continue  # the cached extractions are still read; the endpoint is not asked again
             try:
                 extraction, dropped = extractor.extract(doc.title, doc.body)
             except Exception as exc:  # any model or transport failure: the rule-based graph still stands
+                if llm_unreachable(exc):
+                    # every later page would wait as long (a hung endpoint at the default timeout: ~2 min a page)
+                    unreachable = True
+                    warnings.append(
+                        f"{doc.doc_key}: the LLM endpoint did not answer "
+                        f"({exc.__class__.__name__}: {first_line(exc)}); LLM extraction stopped for this ingest, "
+                        "the graph of the pages left is rule-based "
+                        "(check OPENAI_BASE_URL, or ingest with --no-llm-extract)"
+                    )
+                    continue
                 warnings.append(f"{doc.doc_key}: LLM extraction failed ({exc.__class__.__name__}: {str(exc)[:120]})")
                 continue
             warnings += [f"{doc.doc_key}: {line}" for line in dropped]

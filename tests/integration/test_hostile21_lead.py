@@ -1,6 +1,7 @@
 """Round twenty-one of the hostile pass (issue 30): the findings the lead mended (8, 10, 11), through the command
 line on a home of its own. The findings are in evals/review/hostile21-findings.md."""
 
+import json
 import stat
 
 from conftest import copy_of, free_port, last_error_line, run_cli
@@ -63,3 +64,25 @@ def test_llm_serve_of_a_model_file_llama_cpp_cannot_load_says_only_that(tmp_path
     line = last_error_line(r, 1)
     assert "could not start llama.cpp" in line, line
     assert "serving" not in r.stdout + r.stderr, r.stdout
+
+
+def test_llm_extraction_stops_at_an_endpoint_that_never_answers(tmp_path):
+    """Finding 17: with an LLM endpoint that accepts and never answers, every page of the ingest asked it again
+    (two attempts at the timeout each: ~2 minutes a page at the default 60 s). The first timeout stops LLM
+    extraction for the ingest, one warning naming OPENAI_BASE_URL; the rule-based graph is built."""
+    from conftest import write_pages
+    from test_hostile18b import silent_server
+
+    home = tmp_path / "home"
+    assert run_cli(home, "kb", "create", "gy", "--entities", "Software").returncode == 0
+    pages = {f"menu{i}.md": f"# Menu {i}\n\nThe canteen runs PostgreSQL and Redis for menu {i}.\n" for i in range(5)}
+    folder = write_pages(tmp_path / "docs", pages)
+    with silent_server() as port:
+        env = dict(OPENAI_BASE_URL=f"http://127.0.0.1:{port}/v1", OPENAI_API_KEY="sk-x1", EXECUTOR_LLM_TIMEOUT_S="2")
+        r = run_cli(home, "ingest", str(folder), "--kb", "gy", timeout=170, **env)
+    assert r.returncode == 0, r.stderr
+    said = " ".join((r.stdout + r.stderr).split())  # a long warning is wrapped to the terminal's width
+    assert said.count("did not answer") == 1 and "LLM extraction failed" not in said, said
+    assert "LLM extraction stopped for this ingest" in said and "OPENAI_BASE_URL" in said, said
+    shown = run_cli(home, "kb", "show", "gy", "--json")
+    assert json.loads(shown.stdout)["graph"]["entities"] > 0, shown.stdout
