@@ -35,7 +35,7 @@ from executor.retrieval.vocabulary import load_segmenter
 from executor.stores.catalog import DocumentChange, FileRefresh
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Collection
 
     from executor.core.settings import Settings
     from executor.retrieval.grading import Grader
@@ -121,6 +121,34 @@ def source_limits(settings) -> SourceLimits:
     )
 
 
+@dataclass
+class Removal:
+    """What an ingest of a folder does to the KB's documents that are not in it: the one rule, for the ingest and
+    for its dry run."""
+
+    documents: list[str]  # the doc keys it removes
+    other_folder: str | None  # the folder the KB was last ingested from, when it is another one and documents go
+
+    @classmethod
+    def of(cls, catalog: Catalog, kb: str, here: str, found: Collection[str], failed: Collection[str] = ()) -> Removal:
+        """`found`: the documents the folder `here` holds; `failed`: those still there that failed to load this
+        time, which keep the version ingested before."""
+        earlier = catalog.get(kb)
+        if earlier is None:
+            return cls([], None)
+        documents = [k for k in catalog.documents(kb) if k not in found and k not in failed]
+        moved = bool(documents) and earlier.source_path not in (None, here)
+        return cls(documents, earlier.source_path if moved else None)
+
+    def warning(self, kb: str, here: str, *, done: bool) -> str:
+        """The other folder named, before (`done=False`, a dry run) or after the documents are removed."""
+        n, folder = len(self.documents), self.other_folder
+        fate = f"are removed (ingest {folder} again to bring them back)" if done else "would be removed"
+        return (
+            f"{kb} was last ingested from {folder}, not {here}: {n} of its documents are not in this folder and {fate}"
+        )
+
+
 def ingest(
     rt: IngestStores,
     path: Path,
@@ -163,19 +191,15 @@ def ingest(
     ]
     changed_keys = {d.doc_key for d in changed}
     keys = set(loaded.order)
-    # a file that is still there but failed to load this time keeps the version ingested before
-    removed = [k for k in existing if k not in keys and (full or k not in loaded.failed)]
     kept = [k for k in loaded.order if k in loaded.unchanged]
-    earlier = rt.catalog.get(kb)
     here = str(Path(path).resolve())
-    moved = [] if earlier is None or earlier.source_path in (None, here) or not removed else [earlier.source_path]
+    # a file that failed to load keeps its last version, but a full re-embed has no old version to keep
+    removal = Removal.of(rt.catalog, kb, here, keys, failed=set() if full else loaded.failed)
+    removed = removal.documents
     # an unchanged file's own warnings, as when it was read (the folder's are in loaded.warnings)
     warnings = list(loaded.warnings) + [f"{k}: {w}" for k in kept for w in records[k].warnings]
-    for folder in moved:  # another folder (a typo, a subfolder) must not quietly replace what the KB held
-        warnings.append(
-            f"{kb} was last ingested from {folder}, not {here}: {len(removed)} of its documents are not in this "
-            f"folder and are removed (ingest {folder} again to bring them back)"
-        )
+    if removal.other_folder is not None:  # another folder (a typo, a subfolder) must not quietly replace the KB
+        warnings.append(removal.warning(kb, here, done=True))
 
     if changed and rt.settings.self_calibrate:  # what it loads overlaps the embedding instead of following it
         threading.Thread(target=_load_self_calibration, name="load-self-calibration", daemon=True).start()

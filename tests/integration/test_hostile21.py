@@ -38,11 +38,6 @@ def documents_of(home, kb: str) -> int:
 
 
 # -- finding 1: an empty path is the current folder ---------------------------------------------------------------
-@pytest.mark.xfail(
-    strict=True,
-    reason="hostile21 finding 1: `executor ingest ''` ingests the folder it runs in (no argument is the bundled "
-    "sample; every output option refuses an empty path)",
-)
 def test_an_empty_ingest_path_is_refused_not_read_as_the_current_folder(team_home, tmp_path):
     home = copy_of(team_home[0], tmp_path)
     here = write_pages(tmp_path / "somewhere", {"notes.md": "# Notes\n\nmy notes about lunch\n"})
@@ -74,11 +69,6 @@ def test_a_kb_without_vectors_is_told_to_ingest_its_own_folder(team_home, tmp_pa
 
 
 # -- finding 3: a dry run hides what the ingest would remove ------------------------------------------------------
-@pytest.mark.xfail(
-    strict=True,
-    reason="hostile21 finding 3: `ingest OTHER --kb menus --dry-run` does not say that the ingest would remove the "
-    "documents menus was ingested from another folder with (the real ingest warns, after removing them)",
-)
 def test_a_dry_run_of_another_folder_says_what_it_would_remove(team_home, tmp_path):
     home = copy_of(team_home[0], tmp_path)
     other = write_pages(tmp_path / "other", {"notes.md": "# Notes\n\nmy notes about lunch\n"})

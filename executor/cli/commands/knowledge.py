@@ -34,8 +34,21 @@ def _terminated(_signum, _frame) -> None:
     raise Terminated
 
 
+def _folder(value: str) -> Path:
+    """The folder to ingest. Typer reads '' as '.', so a script's `"$DOCS"` with DOCS unset replaced the KB with the
+    folder the script ran in: refused, as every empty path the commands take is."""
+    if not value:
+        from executor.core.errors import InputError
+
+        raise InputError("the folder is empty: name the folder to ingest, or leave it out for the bundled sample")
+    return Path(value)
+
+
 def ingest(
-    path: Annotated[Path | None, typer.Argument(help="folder of documents (default: the bundled sample)")] = None,
+    path: Annotated[
+        Path | None,
+        typer.Argument(parser=_folder, help="folder of documents (default: the bundled sample)"),
+    ] = None,
     kb: KbOpt = "sample",
     rebuild: Annotated[bool, typer.Option(help="drop and re-embed everything (e.g. after changing embedder)")] = False,
     llm_extract: Annotated[
@@ -128,14 +141,19 @@ def ingest(
 
 
 def _print_plan(source: Path, kb: str, as_json: bool) -> None:
-    """`ingest --dry-run`: the file walk alone, so nothing is opened, converted or written."""
+    """`ingest --dry-run`: the file walk, so no file is opened, converted or written; and what the ingest would
+    remove from the KB, from its catalog (read, not written)."""
     from executor.core.settings import get_settings
     from executor.core.validation import validate_kb_name
     from executor.retrieval.ingest import source_limits
     from executor.retrieval.sources import plan
 
     validate_kb_name(kb)
-    data = {"kb": kb, **plan(source, source_limits(get_settings()))}
+    settings = get_settings()
+    data = {"kb": kb, **plan(source, source_limits(settings))}
+    removal = _removal(settings, kb, data["root"], {f["doc_key"] for f in data["files"]})
+    data["remove"] = removal.documents
+    data["warnings"] = [removal.warning(kb, data["root"], done=False)] if removal.other_folder else []
     if as_json:
         print_json(data)
         return
@@ -143,14 +161,31 @@ def _print_plan(source: Path, kb: str, as_json: bool) -> None:
         typer.echo(f"{f['action']:<8} {f['doc_key']} ({f['format']}, {f['bytes']:,} bytes)")
     for s in data["skipped"]:
         typer.echo(f"skip     {s['name']}: {s['reason']}")
+    for key in data["remove"]:
+        typer.echo(f"remove   {key} (in the KB, not in this folder)")
+    for warning in data["warnings"]:
+        console.print(f"warning: {warning}", style="yellow", highlight=False, markup=False)
     counts = data["counts"]
     formats = ", ".join(f"{fmt} {n}" for fmt, n in data["formats"].items()) or "none"
     unsupported = ", ".join(f"{ext} ({n})" for ext, n in data["unsupported"].items())
     typer.echo(
         f"dry run for {kb}: {counts['read']} to read, {counts['convert']} to convert, {counts['skipped']} skipped"
         + (f", {counts['unsupported']} unsupported ({unsupported})" if unsupported else "")
+        + (f", {len(data['remove'])} to remove" if data["remove"] else "")
         + f"; per format: {formats}; nothing written"
     )
+
+
+def _removal(settings, kb: str, root: str, found: set[str]):
+    """What an ingest of `root` would remove from the KB, by the ingest's own rule (nothing fails to load in a dry
+    run: nothing is read)."""
+    from executor.retrieval.ingest import Removal
+
+    url = settings.db_url
+    if url.startswith("sqlite:///") and not Path(url.removeprefix("sqlite:///")).exists():
+        return Removal([], None)  # no database, no KB: opening one would create it, and a dry run writes nothing
+    with runtime() as rt:
+        return Removal.of(rt.catalog, kb, root, found)
 
 
 def _llm_extractor(rt, kb: str, config: dict | None):
