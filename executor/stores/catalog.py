@@ -10,6 +10,7 @@ or another.
 
 from __future__ import annotations
 
+import shlex
 import threading
 import zlib
 from collections.abc import Iterator
@@ -29,6 +30,13 @@ from executor.stores.database import (
     SessionLookup,
     utcnow,
 )
+
+
+def ingest_hint(kb: str, source: str | None) -> str:
+    """What restores a KB: an ingest of the folder the catalog records for it. Never `executor ingest --kb KB`
+    alone, which ingests the bundled sample into the KB (hostile21 finding 2); `FOLDER` when none is recorded."""
+    folder = shlex.quote(source) if source else "FOLDER"
+    return f"run `executor ingest {folder} --kb {kb}`"
 
 
 @dataclass(frozen=True)
@@ -190,7 +198,7 @@ class Catalog:
         pages `kb list` did not show: hostile20 finding 5)."""
         kb = self.require(name)
         if not kb.revision:
-            raise InputError(f"knowledge base {name!r} has no documents yet: run `executor ingest FOLDER --kb {name}`")
+            raise InputError(f"knowledge base {name!r} has no documents yet: {ingest_hint(name, kb.source_path)}")
         return kb
 
     def create(

@@ -29,6 +29,7 @@ import numpy as np
 
 from executor.core.errors import BackendError, display_url, first_line
 from executor.core.fs import HeldLock, private_umask, stderr_to
+from executor.stores.catalog import ingest_hint
 from executor.stores.embedders import Embedder
 from executor.stores.integrity import sqlite_damage
 from executor.stores.vector_hits import ChunkHit
@@ -431,7 +432,9 @@ class MilvusVectorStore:
     def check_embedder(self, kb: str, embedder: Embedder) -> None:
         meta = self.recorded_embedder(kb)
         if meta is None:
-            raise BackendError(f"knowledge base {kb!r} has no vectors: run `executor ingest --kb {kb}`")
+            # this store does not know the KB's folder (the catalog does): FOLDER, never the bare command, which
+            # ingests the bundled sample into the KB
+            raise BackendError(f"knowledge base {kb!r} has no vectors: {ingest_hint(kb, None)}")
         if meta.get("embedder") != embedder.name or meta.get("dim") != embedder.dim:
             raise BackendError(
                 f"knowledge base {kb!r} was embedded with {meta.get('embedder')} ({meta.get('dim')}-d) "

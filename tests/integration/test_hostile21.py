@@ -80,11 +80,6 @@ def test_a_dry_run_of_another_folder_says_what_it_would_remove(team_home, tmp_pa
 
 
 # -- finding 14: `ask` on a KB no ingest has filled answers "nothing on this question" ----------------------------
-@pytest.mark.xfail(
-    strict=True,
-    reason='hostile21 finding 14: `executor ask --kb K` on a KB created and never ingested answers "The knowledge '
-    'base has nothing on this question.", exit 0 (`lookup` says it has no documents yet, exit 2)',
-)
 def test_ask_on_a_kb_never_ingested_says_so_instead_of_answering(tmp_path):
     home = tmp_path / "home"
     assert run_cli(home, "kb", "create", "docs").returncode == 0

@@ -48,7 +48,7 @@ def _observe(pairs, source: str, feedback_kbs: Sequence[str] = (), generated_for
         for source, kb, labels in loaded:
             # each KB graded the way its lookups are (`knowledge_base.grading`), with the entities it is aligned to
             if kb not in thresholds:  # one catalog read per KB, not per label file
-                thresholds[kb] = rt.settings.kb_thresholds(rt.embedder.name, rt.catalog.require(kb))
+                thresholds[kb] = rt.settings.kb_thresholds(rt.embedder.name, rt.catalog.require_ingested(kb))
             t = thresholds[kb]
             if source in files:
                 _warn_unknown_documents(source, kb, labels, rt.catalog.documents(kb))

@@ -125,7 +125,9 @@ class Turns:
             raise
 
     def check_kb(self, kb: str) -> None:
-        self.rt.catalog.require(kb)
+        """A KB no ingest has filled is refused before the turn: inside it, the failed lookup would be answered
+        as "nothing on this question" (hostile21 finding 14)."""
+        self.rt.catalog.require_ingested(kb)
 
     def warm_up(self, kb: str) -> None:
         """Load what the first question would wait for (the embedder, the vector store, the KB's collection)."""
