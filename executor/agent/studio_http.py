@@ -220,7 +220,7 @@ class RunOutcomes:
             if message["type"] == "http.response.start":
                 location = dict(message.get("headers") or []).get(b"content-location", b"").decode("latin-1")
                 found = _RUN.fullmatch(location)
-                run = found.groups() if message["status"] == 200 and found else None
+                run = (found[1], found[2]) if message["status"] == 200 and found else None
                 return await send(message)
             if message["type"] != "http.response.body" or run is None:
                 return await send(message)

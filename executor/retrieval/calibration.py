@@ -157,7 +157,7 @@ def observe(
     without it, as written. `progress`: a bar on stderr (questions done of all, and the time left), as ingest
     shows: 100,000 labelled questions take hours."""
     row = catalog.require(kb)
-    grader.vectors.check_embedder(kb, embedder)
+    grader.vectors.check_embedder(kb, embedder, row.source_path)
 
     vocabulary = grader.vocabulary(kb, version(row))
 

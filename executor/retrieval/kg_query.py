@@ -172,7 +172,7 @@ class KnowledgeGraphQuery:
 
     def _one_kb(self, kb: str, row, query: str, vector, cache: dict) -> tuple[list, dict]:
         config = row.extract_config
-        self.vectors.check_embedder(kb, self.embedder)  # remembered per collection by the store
+        self.vectors.check_embedder(kb, self.embedder, row.source_path)  # remembered per collection by the store
         t = self.settings.kb_thresholds(self.embedder.name, row)  # each KB graded its own way
         graded = self.grader.grade(kb, version(row), query, vector, t)
         # every chunk found for a relevant document, with its document's calibrated score and level

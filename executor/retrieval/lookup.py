@@ -106,11 +106,12 @@ class LookupService:
         self.memory, self.grader, self.known_entities = memory, grader, known_entities
         self._checked: set[tuple[str, str]] = set()
 
-    def check_embedder(self, kb: str) -> None:
-        """The KB was embedded with the active embedder (asked of the vector store once per KB and process)."""
+    def check_embedder(self, kb: str, source: str | None) -> None:
+        """The KB was embedded with the active embedder (asked of the vector store once per KB and process);
+        `source`: the KB's recorded folder, for the hint when it has no vectors."""
         key = (kb, self.embedder.name)
         if key not in self._checked:
-            self.vectors.check_embedder(kb, self.embedder)
+            self.vectors.check_embedder(kb, self.embedder, source)
             self._checked.add(key)
 
     # -- the tool -----------------------------------------------------------
@@ -140,7 +141,7 @@ class LookupService:
 
     def _lookup(self, query, session_id, kb, missing_dimension, rules, batch, dry_run) -> LookupResult:
         kb_row = self.catalog.require_ingested(kb)
-        self.check_embedder(kb)
+        self.check_embedder(kb, kb_row.source_path)
         thresholds = self.settings.kb_thresholds(self.embedder.name, kb_row)
         lang = language_of(query)
 

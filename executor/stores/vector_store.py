@@ -33,8 +33,9 @@ class VectorStore(Protocol):
         """{embedder, dim, lexical} the KB was embedded with; None when it has no vectors."""
         ...
 
-    def check_embedder(self, kb: str, embedder: Embedder) -> None:
-        """BackendError unless the KB's vectors come from `embedder`."""
+    def check_embedder(self, kb: str, embedder: Embedder, source: str | None = None) -> None:
+        """BackendError unless the KB's vectors come from `embedder`; `source`: the folder the catalog records for
+        the KB, named in the hint when it has no vectors."""
         ...
 
     def create(self, kb: str, embedder: Embedder) -> str | None:

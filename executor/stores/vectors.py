@@ -429,12 +429,10 @@ class MilvusVectorStore:
         described = self.client.describe_collection(self.collection_name(kb), **self._kw(read=True))
         return cast(dict, described).get("description", "")
 
-    def check_embedder(self, kb: str, embedder: Embedder) -> None:
+    def check_embedder(self, kb: str, embedder: Embedder, source: str | None = None) -> None:
         meta = self.recorded_embedder(kb)
         if meta is None:
-            # this store does not know the KB's folder (the catalog does): FOLDER, never the bare command, which
-            # ingests the bundled sample into the KB
-            raise BackendError(f"knowledge base {kb!r} has no vectors: {ingest_hint(kb, None)}")
+            raise BackendError(f"knowledge base {kb!r} has no vectors: {ingest_hint(kb, source)}")
         if meta.get("embedder") != embedder.name or meta.get("dim") != embedder.dim:
             raise BackendError(
                 f"knowledge base {kb!r} was embedded with {meta.get('embedder')} ({meta.get('dim')}-d) "

@@ -55,11 +55,6 @@ def test_an_empty_ingest_path_is_refused_not_read_as_the_current_folder(team_hom
 
 
 # -- finding 2: the "has no vectors" hint ingests the bundled sample -----------------------------------------------
-@pytest.mark.xfail(
-    strict=True,
-    reason="hostile21 finding 2: a KB whose vectors are gone is told to run `executor ingest --kb NAME`, which "
-    "ingests the bundled sample into it; the hint should name the KB's own folder",
-)
 def test_a_kb_without_vectors_is_told_to_ingest_its_own_folder(team_home, tmp_path):
     home = copy_of(team_home[0], tmp_path)
     (home / "milvus.db").unlink()  # moved away, or a `kb drop` killed after it dropped the vectors

@@ -124,16 +124,16 @@ class Turns:
             self.rt.close()
             raise
 
-    def check_kb(self, kb: str) -> None:
+    def check_kb(self, kb: str) -> str | None:
         """A KB no ingest has filled is refused before the turn: inside it, the failed lookup would be answered
-        as "nothing on this question" (hostile21 finding 14)."""
-        self.rt.catalog.require_ingested(kb)
+        as "nothing on this question" (hostile21 finding 14). Returns the folder it was ingested from."""
+        return self.rt.catalog.require_ingested(kb).source_path
 
     def warm_up(self, kb: str) -> None:
         """Load what the first question would wait for (the embedder, the vector store, the KB's collection)."""
-        self.check_kb(kb)
+        source = self.check_kb(kb)
         self.rt.start_loading()
-        self.rt.vectors.check_embedder(kb, self.rt.embedder)
+        self.rt.vectors.check_embedder(kb, self.rt.embedder, source)
         self.rt.embedder.embed_query("warm up")
 
     def run(self, question: str, session: str, kb: str, **callbacks):
