@@ -86,3 +86,13 @@ def test_llm_extraction_stops_at_an_endpoint_that_never_answers(tmp_path):
     assert "LLM extraction stopped for this ingest" in said and "OPENAI_BASE_URL" in said, said
     shown = run_cli(home, "kb", "show", "gy", "--json")
     assert json.loads(shown.stdout)["graph"]["entities"] > 0, shown.stdout
+
+
+def test_calibrate_reset_of_a_kb_with_no_own_model_says_so(team_home, tmp_path):  # noqa: F811
+    """Finding 12: `calibrate --reset` said "own grading model dropped; it is graded by the shared preset" of a KB
+    that had no model (and of one graded by similarity)."""
+    home = copy_of(team_home[0], tmp_path)
+    assert run_cli(home, "calibrate", "--reset", "--kb", "menus").returncode == 0  # its self-calibrated model, if any
+    again = run_cli(home, "calibrate", "--reset", "--kb", "menus")
+    assert again.returncode == 0, again.stderr
+    assert "has no own grading model; nothing to drop" in again.stdout, again.stdout

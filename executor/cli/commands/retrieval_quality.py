@@ -275,13 +275,21 @@ def _reset(labels, kbs, for_kb, write, as_json) -> None:
     if labels or write or len(names) != 1:
         raise InputError("--reset takes one --kb NAME and no --labels or --write")
     with runtime("calibrate") as rt:
-        rt.catalog.set_grading_model(names[0], None)
+        row = rt.catalog.require(names[0])
+        had = row.grading_model is not None
+        ranked = rt.settings.grading_of(row.grading) == "ranker"
+        if had:
+            rt.catalog.set_grading_model(names[0], None)
     if as_json:
-        print_json({"kb": names[0], "grading_model": None})
+        print_json({"kb": names[0], "grading_model": None, "dropped": had})
         return
-    console.print(
-        f"knowledge base {names[0]}: own grading model dropped; it is graded by the shared preset until "
-        f"its next ingest self-calibrates it (EXECUTOR_SELF_CALIBRATE=false: it stays so)",
-        highlight=False,
-        markup=False,
-    )
+    if not had:  # it said "dropped" of a model that was never there, and of a KB graded by similarity
+        line = f"knowledge base {names[0]} has no own grading model; nothing to drop"
+    elif ranked:
+        line = (
+            f"knowledge base {names[0]}: own grading model dropped; it is graded by the shared preset until "
+            f"its next ingest self-calibrates it (EXECUTOR_SELF_CALIBRATE=false: it stays so)"
+        )
+    else:
+        line = f"knowledge base {names[0]}: own grading model dropped; it is graded by similarity"
+    console.print(line, highlight=False, markup=False)
