@@ -33,7 +33,7 @@ def bundled_model_path() -> Path:
 
 def resolve_model(spec: str | Path | None) -> Path:
     """`None` or "bundled" -> the bundled GGUF; otherwise an existing .gguf file."""
-    if spec is None or str(spec) == BUNDLED:
+    if spec is None or str(spec).strip().lower() == BUNDLED:  # `BUNDLED`, ` bundled`: the keyword, not a file
         return bundled_model_path()
     path = Path(spec).expanduser()
     if path.is_dir():

@@ -96,3 +96,17 @@ def test_calibrate_reset_of_a_kb_with_no_own_model_says_so(team_home, tmp_path):
     again = run_cli(home, "calibrate", "--reset", "--kb", "menus")
     assert again.returncode == 0, again.stderr
     assert "has no own grading model; nothing to drop" in again.stdout, again.stdout
+
+
+def test_the_wording_of_three_refusals_is_the_users(tmp_path):
+    """Finding 13, in part: an empty `--html` suggested "report.md" for an HTML page; `--kb ','` said pydantic's
+    "List should have at least 1 item after validation, not 0"; `EXECUTOR_LOCAL_MODEL=BUNDLED` was a file not
+    found (the keyword is `bundled`)."""
+    home = tmp_path / "home"
+    line = last_error_line(run_cli(home, "kg", "Redis", "--html", ""), 2)
+    assert "e.g. graph.html" in line, line
+    line = last_error_line(run_cli(home, "kg", "Redis", "--kb", ","), 2)
+    assert "--kb names no knowledge base" in line and "List should" not in line, line
+    from executor.local_llm.model_file import bundled_model_path, resolve_model
+
+    assert resolve_model("BUNDLED") == resolve_model(" bundled ") == bundled_model_path()

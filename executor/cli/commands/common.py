@@ -118,15 +118,17 @@ def write_text(path: Path, text: str) -> None:
         raise ExecutorError(f"cannot write {path}: {exc.strerror or exc}") from exc
 
 
-def output_file(option: str, path: Path | None, suffix: str = "") -> None:
+def output_file(option: str, path: Path | None, suffix: str = "", example: str = "") -> None:
     """A file the command was asked to write, checked before the work that fills it: a folder is bad input (it
     would fail only at the end, or a plot be written beside it as FOLDER.png), and a plot needs its `.png` name
-    (matplotlib appends one to a bare name, or refuses another)."""
+    (matplotlib appends one to a bare name, or refuses another). `example`: a name to suggest (by default
+    report and the suffix, or .md)."""
     if path is None:
         return
     if path.is_dir():
         named = "is empty" if str(path) == "." else f"{path} is a folder"  # "" is the current folder
-        raise InputError(f"{option} {named}: name the file to write, e.g. report{suffix or '.md'}")
+        example = example or f"report{suffix or '.md'}"
+        raise InputError(f"{option} {named}: name the file to write, e.g. {example}")
     if suffix and path.suffix.lower() != suffix:
         raise InputError(f"{option} {path}: the file name must end in {suffix}")
 

@@ -75,7 +75,7 @@ def eval_(
 
     scenarios = load_scenarios(paths or [REPO_ROOT / "evals" / "scenarios"])
     labels = load_repeat_labels(repeat_labels) if repeat_labels else default_repeat_labels(REPO_ROOT)
-    output_file("--report-json", report_json)
+    output_file("--report-json", report_json, example="report.json")
     output_file("--markdown", markdown)
     output_file("--plot", plot, ".png")
     for out in (report_json, markdown, plot):  # a suite can run for minutes: a report it cannot write fails now

@@ -259,11 +259,13 @@ def kg(
     from executor.tools.call import ToolCall
     from executor.tools.registry import KG_QUERY
 
-    output_file("--html", html)
+    output_file("--html", html, example="graph.html")
     with runtime("lookup") as rt:  # a person calling the tool directly, like `lookup`
         rt.start_loading()
         session = session_or_new(session, "kg")
         names = csv_list(kb)
+        if not names:  # `--kb ','`: pydantic's "List should have at least 1 item after validation, not 0"
+            raise InputError("--kb names no knowledge base: give one or more names, separated by commas")
         for name in names:  # a name typed wrong is bad input (exit 2), as for every other command; the MCP tool
             rt.catalog.require(name)  # keeps its partial results for a host that asked for several
         args = {"knowledge_base_ids": names, "query": query}
