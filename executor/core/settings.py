@@ -259,6 +259,11 @@ class KbModel(BaseModel):
     # ingest on questions generated from the KB's own documents and the bundled off-topic pool
     # (`retrieval.self_calibration`), refitted when a re-ingest changes the KB enough
     calibrated_by: Literal["labels", "self"] = "labels"
+    # a self-calibrated model's account of the KB since it was fitted: the revision the last ingest left (None: a
+    # model stored before it was kept) and the documents those ingests added, changed or removed
+    # (`retrieval.self_calibration.needs_refit`)
+    revision: int | None = None
+    moved: int = Field(default=0, ge=0)
 
     @model_validator(mode="after")
     def _has_ranker(self) -> KbModel:

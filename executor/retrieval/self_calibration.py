@@ -634,11 +634,18 @@ def fit_kb(
 
 def needs_refit(row, documents: int, moved: int) -> bool:
     """Whether an ingest should (re)fit the KB's own model: it is graded by the ranker, no human-labelled model
-    stands, and it has no self-calibrated model yet or `moved` documents changed enough of it."""
+    stands, and it has no self-calibrated model yet, or the documents moved since the fit (`moved` by this ingest,
+    and what the ingests since the fit added, changed or removed) are enough of it, or an ingest since the fit
+    never said what it moved: it was stopped after its documents were recorded and before the model was (kill -9
+    during the self-calibration), so the model was fitted on documents the KB no longer has (hostile21 finding 9).
+    `row`: the KB as this ingest left it (its revision one past the one the last ingest left)."""
     stored = row.grading_model or {}
     if stored.get("calibrated_by", "labels") == "labels" and stored:
         return False  # fitted on a team's own labels: only `calibrate` replaces it
-    return not stored or moved >= max(1, REFIT_SHARE * documents)
+    if not stored:
+        return True
+    lost = stored.get("revision") is not None and stored["revision"] != row.revision - 1
+    return lost or stored.get("moved", 0) + moved >= max(1, REFIT_SHARE * documents)
 
 
 def after_ingest(rt, kb: str, moved: int, progress: bool) -> dict | None:
@@ -648,11 +655,13 @@ def after_ingest(rt, kb: str, moved: int, progress: bool) -> dict | None:
 
     row = rt.catalog.require(kb)
     documents = len(rt.catalog.documents(kb))
-    if (
-        not rt.settings.self_calibrate
-        or rt.settings.grading_of(row.grading) != "ranker"
-        or not needs_refit(row, documents, moved)
-    ):
+    if not rt.settings.self_calibrate or rt.settings.grading_of(row.grading) != "ranker":
+        return None
+    if not needs_refit(row, documents, moved):
+        stored = row.grading_model or {}
+        if stored.get("calibrated_by") == "self":  # carried: this ingest is accounted for
+            moved_since = stored.get("moved", 0) + moved
+            rt.catalog.set_grading_model(kb, {**stored, "revision": row.revision, "moved": moved_since})
         return None
     result = calibrate_kb(
         rt.grader,
@@ -664,7 +673,8 @@ def after_ingest(rt, kb: str, moved: int, progress: bool) -> dict | None:
         progress=progress,
     )
     if result.model is not None:
-        rt.catalog.set_grading_model(kb, result.model.model_dump(mode="json", by_alias=False))
+        model = result.model.model_copy(update={"revision": row.revision, "moved": 0})
+        rt.catalog.set_grading_model(kb, model.model_dump(mode="json", by_alias=False))
     return {
         "generated": result.generated,
         "off_topic": result.off_topic,

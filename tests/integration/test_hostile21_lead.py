@@ -110,3 +110,24 @@ def test_the_wording_of_three_refusals_is_the_users(tmp_path):
     from executor.local_llm.model_file import bundled_model_path, resolve_model
 
     assert resolve_model("BUNDLED") == resolve_model(" bundled ") == bundled_model_path()
+
+
+def test_an_ingest_that_never_accounted_for_what_it_moved_makes_the_next_refit(tmp_path):
+    """Finding 9: an ingest killed during its self-calibration (its documents recorded, the model not refitted)
+    left the KB with a model fitted on documents it no longer had, and the next ingest, moving nothing, never
+    refitted. Here the ingest that does not account for itself is one run with self-calibration off."""
+    from test_self_calibration import PAGES, write_kb
+
+    home, folder = tmp_path / "home", write_kb(tmp_path / "docs", PAGES)
+
+    def ingest(**env) -> dict:
+        r = run_cli(home, "ingest", str(folder), "--kb", "team", "--json", **env)
+        assert r.returncode == 0, r.stderr
+        return json.loads(r.stdout)
+
+    assert ingest()["calibration"]["stored"]
+    assert ingest()["calibration"] is None  # nothing moved, the model accounted for: no refit
+    (folder / "extra.md").write_text("# Extra\n\nA page the next ingest adds.\n")
+    ingest(EXECUTOR_SELF_CALIBRATE="false")  # it moved a document and never said so to the model
+    again = ingest()  # moves nothing itself
+    assert again["calibration"] is not None and again["calibration"]["stored"], again["calibration"]

@@ -67,8 +67,8 @@ def test_near_field_questions_name_another_stacks_tool_on_a_page_subject_and_nev
 
 
 class Row:
-    def __init__(self, model):
-        self.grading_model = model
+    def __init__(self, model, revision: int = 1):
+        self.grading_model, self.revision = model, revision
 
 
 def test_refit_only_without_a_human_model_and_when_enough_changed():
@@ -76,3 +76,16 @@ def test_refit_only_without_a_human_model_and_when_enough_changed():
     assert not needs_refit(Row({"calibrated_by": "self"}), documents=100, moved=5)
     assert needs_refit(Row({"calibrated_by": "self"}), documents=100, moved=10)
     assert not needs_refit(Row({"calibrated_by": "labels", "thresholds": {}}), documents=100, moved=100)
+
+
+def test_what_the_ingests_since_the_fit_moved_adds_up():
+    # three ingests of 4% each: the third refits (it never did: each was under the share on its own)
+    assert not needs_refit(Row({"calibrated_by": "self", "revision": 4, "moved": 4}, revision=5), 100, moved=4)
+    assert needs_refit(Row({"calibrated_by": "self", "revision": 5, "moved": 8}, revision=6), 100, moved=4)
+
+
+def test_an_ingest_that_never_said_what_it_moved_makes_the_next_refit():
+    """Hostile21 finding 9: an ingest killed after its documents were recorded (revision 6) and before the model
+    was: the next ingest (revision 7) moves nothing, and refits all the same."""
+    assert needs_refit(Row({"calibrated_by": "self", "revision": 5, "moved": 0}, revision=7), 100, moved=0)
+    assert not needs_refit(Row({"calibrated_by": "self", "revision": 6, "moved": 0}, revision=7), 100, moved=0)
