@@ -12,13 +12,13 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import Field
 
 from executor.core.errors import InputError
 from executor.core.validation import CONTROL, SESSION_ID, check_session_id
 from executor.stores.feedback import VERDICTS, FeedbackRow, FeedbackStore, TurnRecord
 from executor.tools.call import ToolCall, ToolOutput
-from executor.tools.registry import Tool
+from executor.tools.registry import Tool, ToolArgs
 
 MAX_NOTE_CHARS = 2000
 
@@ -105,7 +105,7 @@ class Feedback:
         return self.store.record(record, verdict, note)
 
 
-class feedback(BaseModel):  # noqa: N801
+class feedback(ToolArgs):  # noqa: N801 - ToolArgs: an argument it does not take is refused by name
     """Say whether an executor answer was good or bad; kept with its question, levels and documents for calibration."""
 
     session: str = Field(

@@ -237,6 +237,16 @@ class ExecutorMCP:
                 self.rt.memory.clear(session)
                 self.rt.log.forget(session)
 
+    def open_stores(self) -> None:
+        """Open the vector store before the stdio server answers `initialize` (a home with a knowledge base only: a
+        new home gets no Milvus Lite file from it). A store this process cannot use (another server holds the Lite
+        file, it is damaged, the Milvus server is down) raises its error now, as `warm_up` does over HTTP: the
+        server answered `initialize` and failed every call, so a host showed a server that runs (hostile21 finding
+        6). Only the store: `warm_up`'s lookups (the embedder, the graph server) would keep a host waiting for
+        `initialize`, and a host starts a stdio server with each window."""
+        if self.rt.catalog.names():
+            self.rt.vectors.has(self.kb)
+
     def _register(self) -> None:
         server = self.server
 

@@ -165,12 +165,18 @@ def make_kg_query(kg: Callable[[], KnowledgeGraphQuery]) -> Handler:
 
 
 def make_navigate(
-    graph: Callable[[], GraphStore], traversals: Callable[[], TraversalCache], default_hops: int, max_nodes_per_hop: int
+    catalog: Catalog,
+    graph: Callable[[], GraphStore],
+    traversals: Callable[[], TraversalCache],
+    default_hops: int,
+    max_nodes_per_hop: int,
 ) -> Handler:
-    """Paths from an entity (or between two) in the run's knowledge base; relations and hops as the CLI checks them."""
+    """Paths from an entity (or between two) in the run's knowledge base; relations and hops as the CLI checks them,
+    and a KB without a graph (or with nothing ingested yet) refused as `executor graph` refuses it."""
 
     def navigate(call: ToolCall, args) -> ToolOutput:
         kb = call.kb
+        require_graph(catalog, call)
         if args.target:  # unreachable within the bound: the summary names the nearest pair the two sides reach
             hops = args.hops or max(3, default_hops)
             between = graph().navigate_between(kb, args.entity, args.target, hops, args.relations, 5)
@@ -185,6 +191,18 @@ def make_navigate(
         return ToolOutput(text=_graph_text(text), details={"traversal_cache": tally})
 
     return navigate
+
+
+def require_graph(catalog: Catalog, call: ToolCall) -> None:
+    """The run's KB has a graph to walk: asked first, the graph store answered of one that does not exist "no entity
+    'X' in the graph" or "the graph is empty: run `executor ingest --rebuild`" (hostile21 finding 5)."""
+    row = require_run_kb(catalog, call)
+    if not has_graph(row.extract_config):
+        raise InputError(
+            f"KB {call.kb!r} has no graph; navigate_graph needs a KB created with --entities "
+            "(`executor kb list` says which have one)"
+        )
+    catalog.require_ingested(call.kb)  # (after: a KB that will never have a graph is told so first)
 
 
 def _graph_text(text: str) -> str:

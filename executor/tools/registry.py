@@ -358,7 +358,9 @@ def agent_tools(services: ToolServices) -> tuple[Tool, ...]:
         ),
         Tool(
             navigate_graph,
-            _h.make_navigate(s.graph, s.traversals, s.settings.graph_hops, s.settings.graph_max_nodes_per_hop),
+            _h.make_navigate(
+                s.catalog, s.graph, s.traversals, s.settings.graph_hops, s.settings.graph_max_nodes_per_hop
+            ),
             query_field="entity",
             prompt={
                 "zh": "navigate_graph(entity, target?, relations?, hops?, outgoing?)："

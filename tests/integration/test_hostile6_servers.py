@@ -126,8 +126,8 @@ def stdio_mcp(home, timeout: float = 60):
     assert "validation error" not in stderr.lower() and "Traceback" not in stderr, stderr[-2000:]
 
 
-def test_a_stdio_request_with_an_invalid_id_gets_invalid_request(pristine):
-    with stdio_mcp(pristine) as ask:
+def test_a_stdio_request_with_an_invalid_id_gets_invalid_request(pristine, tmp_path):
+    with stdio_mcp(copy_of(pristine, tmp_path)) as ask:  # the module's HTTP server holds the pristine home
         for bad_id in ("{}", "null", "1.5", "true"):
             answer = ask(b'{"jsonrpc": "2.0", "id": %s, "method": "tools/list"}' % bad_id.encode())
             assert answer["error"]["code"] == -32600 and answer["id"] is None, (bad_id, answer)

@@ -99,6 +99,7 @@ def mcp(
         server = ExecutorMCP(rt, kb=kb)
         where = f"home {rt.settings.home}, knowledge base {kb}, version {server_version()}"
         if not http:  # stdout is the protocol's: the start-up line goes to stderr, which hosts log
+            server.open_stores()  # a held or broken store: one line and exit 1 now, as --http, not failing calls
             print(f"executor MCP server on stdio ({where})", file=sys.stderr, flush=True)
             try:
                 anyio.run(server.run_stdio)
