@@ -336,4 +336,6 @@ def _shown_turn(state: Chat, question: str) -> None:
 
 
 def _error(exc: BaseException) -> None:
-    err_console.print(f"error: {printable(describe(exc)[0])}", highlight=False, markup=False)
+    # one line, never wrapped at the terminal's width: a script (and the user's grep) reads it as the command's
+    # own final error line is read
+    err_console.print(f"error: {printable(describe(exc)[0])}", highlight=False, markup=False, soft_wrap=True)
