@@ -182,10 +182,10 @@ class Graded:
             self.level = grade(self.candidates, t)
         self.weak = self.level == Level.REFERENCE and weak(self.candidates, t)
         if self.query_terms.unknown_names and not self.l0 and self.level is not None:
-            self.level, self.weak = self.unknown_name_cap(self.level, t)
+            self.level, self.weak = self.unknown_name_cap(self.level)
         return self
 
-    def unknown_name_cap(self, level: Level, t: Thresholds) -> tuple[Level | None, bool]:
+    def unknown_name_cap(self, level: Level) -> tuple[Level | None, bool]:
         """A query naming what the KB never uses (`unknown_names`: an identifier, product or file name), and no
         title or keyword of the KB (L0), is found by similarity alone. When the KB knows none of its words either
         (`kb_coverage` 0: the query is that name and words the KB never writes), nothing is found; when what it
@@ -197,11 +197,6 @@ class Graded:
         certificates renewed automatically?", coverage 0.68, HIGHLY_RELEVANT -> REFERENCE)."""
         coverage = self.query_terms.coverage
         if coverage == 0.0:
-            return None, False
-        if t.answerability is None and self.query_terms.unknown_products and coverage < UNKNOWN_SHARE:
-            # another product or file the KB never writes, and less of the rest known than not: with no
-            # answerability model to weigh that ("How do I configure MongoDB sharding?" was a REFERENCE on the
-            # sample KB's Docker Compose page; hostile20c finding 7), nothing is found
             return None, False
         if coverage < UNKNOWN_SHARE and level in (Level.PRECISE, Level.HIGHLY_RELEVANT):
             return Level.REFERENCE, True
