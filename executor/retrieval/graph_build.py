@@ -13,7 +13,7 @@ from collections import Counter
 from itertools import combinations
 from typing import TYPE_CHECKING
 
-from executor.core.errors import BackendError, DamagedError, EmptyGraphError
+from executor.core.errors import BackendError, DamagedError, EmptyGraphError, InputError
 from executor.retrieval.documents import Document
 from executor.retrieval.extraction import EntityExtractor, absent_graph, built_entities
 from executor.stores.knowledge_graph import DEFAULT_WEIGHT, RELATION_TYPES, GraphData, entity_key
@@ -30,6 +30,17 @@ MAX_ENTITIES_PER_DOC_FOR_CO_OCCURS = 12
 def has_graph(extract_config: dict | None) -> bool:
     config = extract_config or {}
     return bool(config.get("entity_types") or config.get("relation_types"))
+
+
+def require_graph(catalog: Catalog, kb: str, row, needing: str) -> None:
+    """The KB (its catalog `row`) has a graph to walk: InputError saying what needs one (`needing`: "the graph
+    commands need") when it was created without entity types, then when no ingest has filled it. Asked of the graph
+    store instead, a KB without one was "no entity 'X' in the graph" (hostile21 finding 5)."""
+    if not has_graph(row.extract_config):
+        raise InputError(
+            f"KB {kb!r} has no graph; {needing} a KB created with --entities (`executor kb list` says which have one)"
+        )
+    catalog.require_ingested(kb)  # (after: a KB that will never have a graph is told so first)
 
 
 def graph_failure(exc: BackendError, catalog: Catalog, kb: str) -> BackendError:

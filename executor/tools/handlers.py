@@ -16,7 +16,7 @@ from executor.core.relevance import Level
 from executor.core.results import LookupResult
 from executor.prompts.framing import quoted
 from executor.retrieval.expansion import should_expand
-from executor.retrieval.graph_build import has_graph
+from executor.retrieval.graph_build import has_graph, require_graph
 from executor.retrieval.knowledge_bases import knowledge_bases
 from executor.retrieval.traversal_cache import new_tally
 from executor.tools.call import ToolCall, ToolOutput
@@ -176,7 +176,7 @@ def make_navigate(
 
     def navigate(call: ToolCall, args) -> ToolOutput:
         kb = call.kb
-        require_graph(catalog, call)
+        require_graph(catalog, kb, require_run_kb(catalog, call), "navigate_graph needs")
         if args.target:  # unreachable within the bound: the summary names the nearest pair the two sides reach
             hops = args.hops or max(3, default_hops)
             between = graph().navigate_between(kb, args.entity, args.target, hops, args.relations, 5)
@@ -191,18 +191,6 @@ def make_navigate(
         return ToolOutput(text=_graph_text(text), details={"traversal_cache": tally})
 
     return navigate
-
-
-def require_graph(catalog: Catalog, call: ToolCall) -> None:
-    """The run's KB has a graph to walk: asked first, the graph store answered of one that does not exist "no entity
-    'X' in the graph" or "the graph is empty: run `executor ingest --rebuild`" (hostile21 finding 5)."""
-    row = require_run_kb(catalog, call)
-    if not has_graph(row.extract_config):
-        raise InputError(
-            f"KB {call.kb!r} has no graph; navigate_graph needs a KB created with --entities "
-            "(`executor kb list` says which have one)"
-        )
-    catalog.require_ingested(call.kb)  # (after: a KB that will never have a graph is told so first)
 
 
 def _graph_text(text: str) -> str:

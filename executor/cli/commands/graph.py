@@ -24,17 +24,11 @@ RelationsOpt = Annotated[
 
 
 def _graph_runtime(kb: str):
-    from executor.retrieval.graph_build import has_graph
+    from executor.retrieval.graph_build import require_graph
 
     rt = runtime()
     try:
-        row = rt.catalog.require(kb)
-        if not has_graph(row.extract_config):
-            raise InputError(
-                f"KB {kb!r} has no graph; the graph commands need a KB created with --entities "
-                "(`executor kb list` says which have one)"
-            )
-        rt.catalog.require_ingested(kb)  # (after: a KB that will never have a graph is told so first)
+        require_graph(rt.catalog, kb, rt.catalog.require(kb), "the graph commands need")
     except BaseException:
         rt.close()
         raise
