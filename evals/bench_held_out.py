@@ -49,6 +49,7 @@ SETS = [
     ),
     HeldOut("pip", "pip_docs", LABELS / "pip-docs.yaml", LABELS / "build_pip_docs.sh"),
     HeldOut("hatch", "hatch_docs", LABELS / "hatch-docs.yaml", LABELS / "build_hatch_docs.sh"),
+    HeldOut("molecule", "molecule_docs", LABELS / "molecule-docs.yaml", LABELS / "build_molecule_docs.sh"),
 ]
 
 # (figure of `eval-retrieval --json`, row label, target as the issue states it, is it met)
