@@ -138,7 +138,7 @@ def main(
         Path(tempfile.gettempdir()) / "executor-held-out",
         help="where the held-out folders are built once and reused (outside the checkout)",
     ),
-    only: list[str] = typer.Option([], "--set", help="only these sets (helm, starlette-black, pip, hatch)"),
+    only: list[str] = typer.Option([], "--set", help="only these sets (helm, starlette-black, pip, hatch, molecule)"),
     json_out: Path | None = typer.Option(None, "--json", help="also write every figure here"),
     gradings: list[str] = typer.Option(
         [], "--grading", help="only these gradings (self-calibrated, shared preset): halves a before/after run"

@@ -117,6 +117,32 @@ def named_first(candidates: list[Candidate], floor: float) -> list[Candidate]:
     return one_page_first(candidates, named, chosen)
 
 
+# a translation scoring less than this share of its original's score lacks what the original says (an outdated or
+# partial one: Helm's Chinese debugging page, 0.05 where the English one scored 0.19)
+TRANSLATION_SHARE = 0.5
+
+
+def own_language_first(sent: list[Candidate], candidates: list[Candidate]) -> list[Candidate]:
+    """The pages to send, with the first one's translation in the question's language first, when it is a candidate
+    and scores at least `TRANSLATION_SHARE` of it: the same page in the user's words (Helm: an English question on
+    `.helmignore` was HIGHLY_RELEVANT on the Chinese page, the English one second). The grade and the order
+    calibration measures stay the better scored one's."""
+    first = sent[0] if sent else None
+    if first is None or first.features.get("other_language") != 1.0:
+        return sent
+    twin = next(
+        (
+            c
+            for c in candidates
+            if c.group == first.group
+            and c.features.get("other_language") == 0.0
+            and c.score >= TRANSLATION_SHARE * first.score
+        ),
+        None,
+    )
+    return sent if twin is None else to_front(sent, twin)
+
+
 def copies(hashes: Mapping[str, tuple[str, str | None]]) -> dict[str, str]:
     """Each document's first key (in sorted order) among the documents of the same text: the same parsed content
     (`content_hash`) or the same file bytes (`file_hash`: a file copied under another name or folder, whose title
@@ -241,7 +267,7 @@ class Graded:
                 # copies tie (the same text scores the same): the first copy is sent whatever order the store
                 # returned them in, so every lookup of a session sends the one key it then holds
                 first[self.copy_of(c)] = c
-        return list(first.values())
+        return own_language_first(list(first.values()), self.candidates)
 
     @staticmethod
     def copy_of(c: Candidate) -> str:
@@ -267,6 +293,7 @@ class Graded:
             "unknown_names": self.query_terms.unknown_names,
             "passing_names": self.query_terms.passing_names,
             "unknown_products": self.query_terms.unknown_products,
+            "own_names": self.query_terms.own_names,
             "features": {c.doc_key: {f: round(v, 4) for f, v in c.features.items()} for c in self.candidates[:5]},
             # what the answerability model (if the KB's grading has one) decided "nothing found" on
             "answer_features": {f: round(v, 4) for f, v in answer_features(self.candidates).items()} if top else {},

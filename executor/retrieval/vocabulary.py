@@ -264,6 +264,7 @@ class QueryTerms:
     # a query of `QUOTE_WORDS` words or fewer (three at least), as its tokens joined: a page whose text holds it
     # word for word is quoted by the query (`phrase`); "" for any other query
     phrase: str = ""
+    own_names: list[str] = field(default_factory=list)  # the user's own names (`own_names`), weighed as none
 
     def coverage_of(self, text_terms: Set[str], spellings: Callable[[str], Set[str]] | None = None) -> float:
         """The IDF-weighted share of the query's terms a text writes; `spellings(term)`: the ways a text may write
@@ -290,7 +291,10 @@ def query_terms(query: str, vocabulary: Vocabulary, english: Callable[[str], Set
     writes both languages, a Chinese word the KB writes only in English (磁盘 on an English page on disks) is a
     word it knows. Without them every Chinese question on an English page of a bilingual KB looked half off-topic
     to the answerability model (sample KB, "机器磁盘满了怎么清理？": KB coverage 0.2, "nothing found")."""
-    weights = {t: vocabulary.idf(t) for t in terms(query)}
+    # the user's own names (`own_names`) say which of their things the question is about, not what it asks: it is
+    # weighed as if it named none
+    own = own_names(query, vocabulary)
+    weights = {t: vocabulary.idf(t) for t in terms(query) - {t for word in own for t in terms(word)}}
     # in a KB with no Chinese text, a Chinese word unknown to it says nothing about whether a page answers (the
     # dense vectors see across languages): coverage is counted on the question's other words, if it has any
     counted = weights if vocabulary.chinese else {t: w for t, w in weights.items() if not CJK_RUN.search(t)}
@@ -310,6 +314,7 @@ def query_terms(query: str, vocabulary: Vocabulary, english: Callable[[str], Set
         len(query.split()),
         vocabulary.chinese,
         phrase(query) if 3 <= len(query.split()) <= QUOTE_WORDS else "",
+        own,
     )
 
 
@@ -391,8 +396,37 @@ def product_like(word: str) -> bool:
 
 def unknown_names(query: str, vocabulary: Vocabulary) -> list[str]:
     """Name-like words of the query (`names`) that the KB never uses: `Terraform`, `cert-manager`, `k8s`,
-    `max_conn`, or any Latin word inside a Chinese question."""
-    return [word for word, low in names(query) if not vocabulary.known(low)]
+    `max_conn`, or any Latin word inside a Chinese question. Not the user's own names (`own_names`)."""
+    own = set(own_names(query, vocabulary))
+    return [word for word, low in names(query) if not vocabulary.known(low) and word not in own]
+
+
+# "the OrdersApi release", "my payments-svc chart", "我们的 OrdersApi release": a determiner or possessive, a name, then
+# a word a title or heading of the KB names
+OWNER = re.compile(r"(?:\b(?:the|my|our|your|their|this|that)|我的|我们的|咱们的|这个|那个)\s*$", re.I)
+NEXT_WORD = re.compile(r"\s*([A-Za-z][\w\-]*|[\u3400-\u9fff\uf900-\ufaff]+)")
+
+
+def own_names(query: str, vocabulary: Vocabulary) -> list[str]:
+    """Names the KB never uses that name the user's own instance of something it documents: a determiner or
+    possessive before the name and a word of the KB's titles or headings after it ("roll back the OrdersApi
+    release", "my payments-svc chart keeps failing lint"). A team asks about its own services and releases by
+    name, and no KB can know those names: counted as unknown names, they sent such questions on Helm's docs to
+    "nothing found" as if they named another product. "How do I configure Kafka consumer groups?" or "How do I
+    handle chart hooks with Terraform?" name a product as a tool or subject, not as an instance, and stay unknown."""
+    if not vocabulary.subjects:
+        return []  # built without them: cannot tell
+    named = {word for word, low in names(query) if not vocabulary.known(low)}
+    own = []
+    for match in RAW_ASCII_TERM.finditer(query):
+        if match.group() not in named or not OWNER.search(query[: match.start()]):
+            continue
+        after = NEXT_WORD.match(query, match.end())
+        # the word after it: an English word whole (`payments-svc chart`), of Chinese text its first word
+        following = after and (cjk_words(after.group(1))[:1] if CJK_RUN.match(after.group(1)) else [after.group(1)])
+        if following and vocabulary.documented(normalize(following[0])):
+            own.append(match.group())
+    return own
 
 
 def product_or_file(word: str) -> bool:

@@ -63,6 +63,11 @@ def test_a_near_field_question_on_another_tool_finds_nothing(home, query):
         # a token the KB never writes that names no other product or file (`unknown_names` counts it, and
         # `unknown_products`, which the near-field questions teach, does not): still its page
         ("How do I upgrade a pure-Python dependency before merging?", "web/dependencies.md"),
+        # a team's own service, named as its instance of what a page documents (`vocabulary.own_names`): no KB can
+        # know the name, and the page answers the question all the same (Helm: "roll back the OrdersApi release"
+        # was "nothing found", as if it named another product)
+        ("How do I upgrade the OrdersApi dependency before merging?", "web/dependencies.md"),
+        ("How long does our BillingService session last before it expires?", "web/sessions.md"),
     ],
 )
 def test_a_question_on_a_pages_own_subject_still_gets_its_page(home, query, page):

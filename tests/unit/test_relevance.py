@@ -183,3 +183,21 @@ def test_a_page_and_its_translation_count_as_one_page_for_precise():
     en, zh = Candidate("en/x.md", "X", "x", specific=True), Candidate("zh/x.md", "X", "x", specific=True)
     en.score = zh.score = 0.6
     assert grade([en, zh], T) == Level.PRECISE
+
+
+def test_the_translation_in_the_questions_language_is_sent_first_unless_it_lacks_the_original():
+    from executor.retrieval.grading import own_language_first
+    from executor.retrieval.ranking import Candidate
+
+    zh, other, en = (Candidate(k, "X", "x") for k in ("zh/x.md", "en/y.md", "en/x.md"))
+    for c, score, language in ((zh, 0.9, 1.0), (other, 0.7, 0.0), (en, 0.6, 0.0)):
+        c.score, c.features = score, {"other_language": language}
+    candidates = [zh, other, en]
+    assert grade(candidates, T) == Level.HIGHLY_RELEVANT  # graded on the better scored page
+    assert own_language_first([zh, other], candidates) == [en, zh, other]
+    # the best page in the question's language, or no translation among the candidates: the order stands
+    assert own_language_first([other, zh], candidates) == [other, zh]
+    assert own_language_first([zh, other], [zh, other]) == [zh, other]
+    # a translation scoring under half its original's lacks what it says (an outdated one)
+    en.score = 0.4
+    assert own_language_first([zh, other], candidates) == [zh, other]

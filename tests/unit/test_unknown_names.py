@@ -60,3 +60,40 @@ def test_a_word_the_kb_uses_is_never_unknown():
 )
 def test_unknown_products_are_the_unknown_names_of_another_product_or_file(query, products):
     assert query_terms(query, KB).unknown_products == products
+
+
+# titles and headings name what the pages document: `release`, `chart`, `deployment`, `hooks`
+DOCUMENTED = Vocabulary.build(
+    [
+        ("a.md", "Helm hooks run jobs before a release; hook-delete-policy"),
+        ("b.md", "Roll back a release to a previous revision. A chart holds a deployment."),
+    ],
+    subjects=["Helm hooks", "Rolling back a release", "Charts", "Deployment"],
+)
+
+
+@pytest.mark.parametrize(
+    "query, own, unknown",
+    [
+        # a team's own service or release, named as its instance of what the KB documents
+        ("How do I roll back the OrdersApi release?", ["OrdersApi"], []),
+        ("my payments-svc chart fails with a hook error", ["payments-svc"], []),
+        ("Our BillingService deployment is stuck", ["BillingService"], []),
+        ("我们的 OrdersApi release 怎么回滚？", ["OrdersApi"], []),
+        # another product as the tool or the subject of the question: still a name the KB never uses
+        ("How do I configure Kafka consumer groups?", [], ["Kafka"]),
+        ("How do I run hooks with Terraform?", [], ["Terraform"]),
+        ("Where does Terraform fit into a release?", [], ["Terraform"]),
+        # an owner and a name, but no word the KB documents after it
+        ("Why is the OrdersApi broker slow?", [], ["OrdersApi"]),
+    ],
+)
+def test_a_name_of_the_users_own_thing_is_no_unknown_name(query, own, unknown):
+    terms = query_terms(query, DOCUMENTED)
+    assert (terms.own_names, terms.unknown_names) == (own, unknown)
+
+
+def test_a_question_naming_its_own_release_weighs_as_one_naming_none():
+    named = query_terms("How do I roll back the OrdersApi release?", DOCUMENTED)
+    plain = query_terms("How do I roll back the release?", DOCUMENTED)
+    assert (named.weights, named.coverage) == (plain.weights, plain.coverage)
