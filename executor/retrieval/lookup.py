@@ -40,6 +40,11 @@ from executor.stores.catalog import version
 from executor.stores.memory import EarlierLookup, SentDocument
 from executor.stores.vector_hits import ChunkHit
 
+# a query and an earlier one in the other language, as near as a rephrasing is (USE, the sample KB's repeat labels:
+# rephrasings across languages 0.26-0.67 from the 10th to the 90th percentile, other needs 0.20-0.38, a far question
+# 0.1-0.3); with the page writing half of the query in translation besides (`LookupService._asked_across`)
+CROSS_LANGUAGE_NEAR = 0.35
+
 if TYPE_CHECKING:
     from executor.core.settings import Settings
     from executor.retrieval.extraction import KnownEntities
@@ -365,7 +370,26 @@ class LookupService:
             (c for c in candidates[: 1 + self.settings.max_supplement] if c.specific or c.features.get("lexical") == 1),
             None,
         )
-        return held.get(page_key(named.doc_key)) if named is not None else None
+        if named is not None and page_key(named.doc_key) in held:
+            return held[page_key(named.doc_key)]
+        across = next((c for c in candidates if self._asked_across(c, answering, vector, earlier, batch)), None)
+        return answering[page_key(across.doc_key)] if across is not None else None
+
+    @staticmethod
+    def _asked_across(c: Candidate, answering, vector, earlier: list[EarlierLookup], batch: str | None) -> bool:
+        """Whether the query asks again, in the other language, what an earlier lookup of the session answered with
+        `c`'s page: the page writes at least half of the query in translation (`coverage_other_language`, the
+        glossary's words) and the query is as near that lookup as a rephrasing across languages is
+        (`CROSS_LANGUAGE_NEAR`). The dense vectors see across languages weakly: "回调的签名是怎么做的" put the
+        webhooks page its English question had just been sent 4th at 0.12, under every bar, and was "nothing
+        found" with the hint to tell the user the KB has nothing (hostile20c finding 2)."""
+        page = page_key(c.doc_key)
+        if page not in answering or c.features.get("coverage_other_language", 0.0) < 0.5:
+            return False
+        return any(
+            sim is not None and sim >= CROSS_LANGUAGE_NEAR and page in {page_key(k) for k in e.doc_keys}
+            for e, sim in zip(earlier, similarities(vector, earlier, batch))
+        )
 
     def _near_lookup_of(self, doc_key: str, vector, earlier: list[EarlierLookup], batch: str | None) -> bool:
         """Whether the query is as near an earlier lookup that returned `doc_key` as a rephrasing of a miss must
