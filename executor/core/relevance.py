@@ -49,6 +49,17 @@ def page_key(doc_key: str) -> str:
     return "/".join([p for p in parts[:-1] if not LANGUAGE_FOLDER.match(p)] + parts[-1:])
 
 
+def folder_language(doc_key: str) -> str | None:
+    """The language a document's folder names (`en/intro/install.md`: en; `zh-cn/...`, `cn/...`: zh), None when
+    no folder of its path names one."""
+    for part in doc_key.split("/")[:-1]:
+        match = LANGUAGE_FOLDER.match(part)
+        if match:
+            code = match.group(1).lower()
+            return "zh" if code == "cn" else code
+    return None
+
+
 def similarity(squared_l2: float, max_l2_distance: float) -> float:
     """`1 - min(d, max)/max` on Milvus's squared L2; for unit vectors and max 2 this is the cosine."""
     return 1.0 - min(max(squared_l2, 0.0), max_l2_distance) / max_l2_distance

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
-from executor.core.relevance import CJK, Level, answer_features, grade, page_key, similarity, weak
+from executor.core.relevance import CJK, Level, answer_features, folder_language, grade, page_key, similarity, weak
 from executor.core.settings import Thresholds
 from executor.retrieval.glossary import equivalents
 from executor.retrieval.keywords import TOKEN, KeywordIndex, normalize
@@ -313,6 +313,7 @@ class Grader:
         self._groups: dict[str, tuple[str, dict[str, int]]] = {}
         self._titles: dict[str, tuple[str, dict[str, set[str]]]] = {}
         self._copies: dict[str, tuple[str, dict[str, str]]] = {}
+        self._english: dict[str, tuple[str, frozenset[str]]] = {}
 
     # -- per-KB views, rebuilt when the KB's version moves ---------------------
     def vocabulary(self, kb: str, version: str, rows: list | None = None) -> Vocabulary:
@@ -384,6 +385,15 @@ class Grader:
                 counts[page_key(same[k])] = counts.get(page_key(same[k]), 0) + 1
             cached = (version, counts)
             self._groups[kb] = cached
+        return cached[1]
+
+    def english_pages(self, kb: str, version: str) -> frozenset[str]:
+        """The pages (`page_key`) the KB has in an English folder (`en/...`)."""
+        cached = self._english.get(kb)
+        if cached is None or cached[0] != version:
+            keys = self.catalog.documents(kb)
+            cached = (version, frozenset(page_key(k) for k in keys if folder_language(k) == "en"))
+            self._english[kb] = cached
         return cached[1]
 
     def copies(self, kb: str, version: str) -> dict[str, str]:
@@ -528,6 +538,13 @@ class Grader:
                     )
 
         candidates = list(found.values())
+        if CJK.search(query) is None:
+            # an English question, and a translation of a page the KB has in English: the English page stands for
+            # it. A Chinese translation keeps the product's English words (`chart`, `helm install`), so on a short
+            # English question it matched every word as the English pages did and won on the other-language
+            # features (Helm, "How do I install a chart?": HIGHLY_RELEVANT on the Chinese library-charts page)
+            english = self.english_pages(kb, version)
+            candidates = [c for c in candidates if folder_language(c.doc_key) in (None, "en") or c.group not in english]
         # a page whose own title the query names (a plural or not), no other page carrying it: its subject
         asked = f" {stemmed(query)} "
         titles = self.titles(kb, version)
