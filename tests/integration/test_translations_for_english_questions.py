@@ -18,12 +18,14 @@ pytestmark = pytest.mark.timeout(300)
 PAGES = {
     "en/install.md": "# Installing a chart\n\nRun `helm install NAME CHART` to install a chart as a release. Pass "
     "`--namespace` to choose where it goes and `--wait` to wait until its pods are ready.\n",
-    "zh/install.md": "# 安装 chart\n\n用 `helm install NAME CHART` 把 chart 安装成一个 release。用 `--namespace` 指定命名"
-    "空间，用 `--wait` 等待 Pod 就绪。\n",
+    "zh/install.md": "# 安装 chart\n\n用 `helm install NAME CHART` 把 chart 安装成一个 release。"
+    "用 `--namespace` 指定命名空间，用 `--wait` 等待 Pod 就绪。\n",
     "en/library.md": "# Library charts\n\nA library chart holds templates other charts share; it cannot be installed "
     "on its own. Declare it as a dependency in `Chart.yaml`.\n",
-    "zh/library.md": "# 库 chart\n\n库 chart 存放其他 chart 共用的模板，不能单独 install。在 `Chart.yaml` 里把它声明为依赖。\n",
-    "zh/faq-zh-only.md": "# 常见问题\n\n安装 chart 时报错 release 已存在：换一个 release 名称，或者先卸载旧的 release。\n",
+    "zh/library.md": "# 库 chart\n\n库 chart 存放其他 chart 共用的模板，不能单独 install。"
+    "在 `Chart.yaml` 里把它声明为依赖。\n",
+    "zh/faq-zh-only.md": "# 常见问题\n\n安装 chart 时报错 release 已存在：换一个 release 名称，"
+    "或者先卸载旧的 release。\n",
 }
 
 
