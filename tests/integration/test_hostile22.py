@@ -233,7 +233,7 @@ def test_an_ingest_told_to_stop_during_a_conversion_stops_at_once(tmp_path, sig)
 )
 def test_another_programs_database_is_not_taken_for_a_new_one(tmp_path_factory):
     """`executor.db` replaced by another program's SQLite file (a wrong backup restored, `EXECUTOR_DATABASE_URL`
-    naming the wrong file) beside this home's `milvus.db`: `lookup` wrote executor's 14 tables into it without a
+    naming the wrong file) beside this home's `milvus.db`: `lookup` wrote executor's 13 tables into it without a
     word and said "unknown knowledge base 'sample' (known: none yet; run `executor ingest`)". A database that holds
     tables and no executor schema is not executor's: one line naming it, exit 1, the file untouched."""
     import sqlite3
