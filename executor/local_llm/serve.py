@@ -35,13 +35,27 @@ def _bind(port: int) -> socket.socket:
     return sock
 
 
+class _Server(uvicorn.Server):
+    """uvicorn's server, whose Ctrl-C (or SIGTERM) in `llm serve` also cancels the requests being answered: its
+    graceful shutdown waits for them, and `llm serve` went on generating to the end of the round (over 2 minutes
+    for a 2,000-token reply here) before it stopped."""
+
+    def __init__(self, config: uvicorn.Config, service: ChatService):
+        super().__init__(config)
+        self.service = service
+
+    def handle_exit(self, sig, frame) -> None:
+        self.service.abort()
+        super().handle_exit(sig, frame)
+
+
 def _server(options: EngineOptions, port: int) -> tuple[uvicorn.Server, ChatService]:
     service = ChatService(LlamaEngine(options))
     # the Host and Origin a local page could forge (DNS rebinding, cross-site POSTs) and the body's size are
     # checked before the app reads anything (executor/core/local_http.py)
     app = LocalGuard(create_app(service), own_hosts("127.0.0.1", port))
     config = server_config(app, log_level="warning", access_log=False, lifespan="on")
-    return uvicorn.Server(config), service
+    return _Server(config, service), service
 
 
 class LocalEndpoint:

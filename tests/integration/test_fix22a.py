@@ -15,7 +15,7 @@ import time
 
 import httpx
 import pytest
-from conftest import REPO, ingested_home, run_cli
+from conftest import REPO, free_port, ingested_home, run_cli
 from test_local_llm import needs_model
 
 
@@ -95,6 +95,38 @@ def test_ctrl_c_cancels_the_round_in_flight_and_the_next_request_does_not_wait_f
         assert "hello" in replies, "the next request waited for the cancelled one"
         assert replies["hello"].status_code == 200, replies["hello"].text
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # the endpoint's handler went with it
+
+
+@needs_model
+def test_ctrl_c_of_llm_serve_with_a_request_in_flight_stops_it_at_once(tmp_path):
+    """The same wait in `llm serve`: uvicorn's graceful shutdown waited for the request being answered, to the end of
+    its round (still running 2 minutes after the Ctrl-C here)."""
+    port = free_port()
+    env = {**os.environ, "EXECUTOR_HOME": str(tmp_path / "home")}
+    serve = [sys.executable, "-m", "executor.cli.main", "llm", "serve", "--port", str(port)]
+    proc = subprocess.Popen(serve, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=REPO)
+    story = {"messages": [{"role": "user", "content": "write a long story"}], "max_tokens": 2000}
+    replies: dict[str, int] = {}
+
+    def ask_for_the_story() -> None:
+        url = f"http://127.0.0.1:{port}/v1/chat/completions"
+        replies["story"] = httpx.post(url, json=story, timeout=300).status_code
+
+    try:
+        assert proc.stdout is not None and proc.stdout.readline().startswith("serving")
+        writing = threading.Thread(target=ask_for_the_story, daemon=True)
+        writing.start()
+        time.sleep(2)  # the story is being written: 2,000 tokens, a minute and more here
+        assert writing.is_alive(), replies
+        proc.send_signal(signal.SIGINT)
+        proc.wait(timeout=10)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    writing.join(timeout=10)
+    assert replies == {"story": 499}  # its client is told, not left to time out
+    assert proc.returncode == 130 and proc.stderr.read().splitlines()[-1] == "error: interrupted"
 
 
 # -- finding 13 --------------------------------------------------------------------------------------------------
