@@ -11,7 +11,7 @@ from typing import Any, TypeVar
 
 from starlette.applications import Starlette
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.responses import JSONResponse, StreamingResponse
 from starlette.routing import Route
 
 from executor.local_llm.engine import EngineError, LlamaEngine
@@ -37,6 +37,26 @@ class ChatService:
     def __init__(self, engine: LlamaEngine):
         self.engine = engine
         self.last_prompt: str | None = None
+        self.running: set[asyncio.Future] = set()  # the requests being answered, for `abort`
+        self._loop: asyncio.AbstractEventLoop | None = None  # the server's, once it has started
+
+    def serve_on(self, loop: asyncio.AbstractEventLoop | None) -> None:
+        self._loop = loop
+
+    def abort(self) -> None:
+        """Cancel the requests being answered, from any thread (the process running the endpoint was interrupted):
+        each is answered 499 at once, and llama.cpp stops at its next token or batch, as for a client that left."""
+        loop = self._loop
+        if loop is None:
+            return
+        try:
+            loop.call_soon_threadsafe(self._cancel_running)
+        except RuntimeError:  # the server has stopped and its loop is closed: nothing runs
+            pass
+
+    def _cancel_running(self) -> None:
+        for request in list(self.running):
+            request.cancel()
 
     async def fit(self, turns: list[str], n_predict: int) -> str:
         """The prompt, made to fit the context: first the oldest turns after the first question are dropped,
@@ -99,9 +119,9 @@ def create_app(service: ChatService) -> Starlette:
 
     async def chat_completions(request: Request):
         try:
-            answered = await _unless_client_leaves(request, service.chat(await request.body()))
-            if answered is None:  # nobody reads the answer: the engine has been told to stop
-                return Response(status_code=499)
+            answered = await _unless_cancelled(request, service.chat(await request.body()), service.running)
+            if answered is None:  # the engine has been told to stop: nobody reads the answer, or its reader stopped
+                return JSONResponse(error_body("the request was cancelled"), status_code=499)
             chat, reply = answered
         except RequestError as exc:
             return JSONResponse(error_body(str(exc)), status_code=400)
@@ -137,12 +157,14 @@ def create_app(service: ChatService) -> Starlette:
     )
 
 
-async def _unless_client_leaves(request: Request, work: Coroutine[Any, Any, T]) -> T | None:
-    """`work`'s result, or None when the client goes away first (a timeout, Ctrl-C in `executor chat`): `work` is
-    cancelled, and with it the engine's request, which makes llama.cpp stop generating. The answer is made whole
+async def _unless_cancelled(request: Request, work: Coroutine[Any, Any, T], running: set[asyncio.Future]) -> T | None:
+    """`work`'s result, or None when it was cancelled: by the client going away first (a timeout, a client's
+    Ctrl-C), or through `running` (ChatService.abort: Ctrl-C in the command that serves the model in-process). The
+    engine's request is cancelled with it, which makes llama.cpp stop generating. The answer is made whole
     before it is sent (streamed or not), so a client that left went on holding the one engine for up to n_ctx/2
     tokens, minutes on a CPU, and every later request waited for it."""
     task = asyncio.ensure_future(work)
+    running.add(task)
 
     async def gone() -> None:
         while (await request.receive())["type"] != "http.disconnect":  # the body was read: only this can come
@@ -153,18 +175,20 @@ async def _unless_client_leaves(request: Request, work: Coroutine[Any, Any, T]) 
         await asyncio.wait({task, watcher}, return_when=asyncio.FIRST_COMPLETED)
     finally:
         watcher.cancel()
-    if task.done():
-        return task.result()
-    task.cancel()
-    with contextlib.suppress(asyncio.CancelledError):
-        await task
-    return None
+        running.discard(task)
+    if not task.done():
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+    return None if task.cancelled() else task.result()
 
 
 def _lifespan(service: ChatService):
     @contextlib.asynccontextmanager
     async def lifespan(app):
+        service.serve_on(asyncio.get_running_loop())
         yield
+        service.serve_on(None)
         await service.engine.aclose()
 
     return lifespan

@@ -6,6 +6,8 @@ its HTTP API (`/completion` with `json_schema`, `/tokenize`).
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import secrets
 import signal
 import socket
@@ -79,6 +81,10 @@ class LlamaEngine:
         params.api_keys = [key]
         params.n_ctx = options.n_ctx
         params.n_parallel = 1  # one slot: requests queue, and its prompt cache serves the next round of a turn
+        # llama.cpp sees a request cancelled only between two batches of the prompt: 2,048 tokens by default, 10-20 s
+        # with the bundled model here, minutes with a 7B one. A batch of one ubatch costs nothing more: llama.cpp
+        # evaluates a batch one ubatch at a time anyway
+        params.n_batch = params.n_ubatch
         params.cpuparams.n_threads = options.threads
         params.cpuparams_batch.n_threads = options.threads
         params.sampling.seed = options.seed
@@ -88,9 +94,9 @@ class LlamaEngine:
         except Exception as exc:  # the library's own message says which file or parameter it could not use
             raise ExecutorError(f"could not start llama.cpp on {options.model}: {exc}".splitlines()[0]) from exc
         self.base_url = f"http://127.0.0.1:{params.port}"
-        self._client = httpx.AsyncClient(
-            base_url=self.base_url, timeout=options.timeout_s, headers={"Authorization": f"Bearer {key}"}
-        )
+        self._headers = {"Authorization": f"Bearer {key}"}
+        self._client = httpx.AsyncClient(base_url=self.base_url, timeout=options.timeout_s, headers=self._headers)
+        self._abandoned = False  # a completion was cancelled and llama.cpp may still be evaluating it
 
     async def count_tokens(self, text: str) -> int:
         response = await self._post("/tokenize", {"content": text})
@@ -116,7 +122,13 @@ class LlamaEngine:
         }
         if schema is not None:
             body["json_schema"] = schema
-        return await self._post("/completion", body)
+        try:
+            out = await self._post("/completion", body)
+        except asyncio.CancelledError:  # llama.cpp stops it at its next batch, and answers the next request after
+            self._abandoned = True
+            raise
+        self._abandoned = False  # one slot: llama.cpp has finished whatever came before this one
+        return out
 
     async def _post(self, path: str, body: dict) -> dict:
         try:
@@ -134,6 +146,25 @@ class LlamaEngine:
         return data
 
     async def aclose(self) -> None:
-        """Close the client and stop llama.cpp's server: xllamacpp stops it when the object goes away."""
+        """Close the client and stop llama.cpp's server: xllamacpp stops it when the object goes away, and waits for
+        the batch being evaluated holding the GIL, which stops every thread of the process with it. When a cancelled
+        completion may still be in that batch (Ctrl-C), the wait was seconds after "interrupted" (minutes with a 7B
+        model): the server is let go in a thread of its own once llama.cpp has reached the end of it."""
         await self._client.aclose()
-        self._server = None
+        server, self._server = self._server, None
+        if self._abandoned:
+            waiter = threading.Thread(
+                target=_release_when_idle,
+                args=(server, self.base_url, self._headers, self.options.timeout_s),
+                name="llama-release",
+                daemon=True,
+            )
+            waiter.start()
+
+
+def _release_when_idle(server, base_url: str, headers: dict, timeout_s: float) -> None:
+    """Return once llama.cpp is idle; the thread's end drops `server`, which then stops at once. A one-token
+    completion, queued behind the cancelled one in the one slot, is answered after it (asking `/slots` instead, as
+    often, kept llama.cpp from noticing the cancel at all)."""
+    with contextlib.suppress(httpx.HTTPError):
+        httpx.post(f"{base_url}/completion", json={"prompt": "\n", "n_predict": 1}, headers=headers, timeout=timeout_s)

@@ -4,6 +4,7 @@ long as a command runs (EXECUTOR_LOCAL_MODEL)."""
 from __future__ import annotations
 
 import logging
+import signal
 import socket
 import stat
 import threading
@@ -34,13 +35,27 @@ def _bind(port: int) -> socket.socket:
     return sock
 
 
+class _Server(uvicorn.Server):
+    """uvicorn's server, whose Ctrl-C (or SIGTERM) in `llm serve` also cancels the requests being answered: its
+    graceful shutdown waits for them, and `llm serve` went on generating to the end of the round (over 2 minutes
+    for a 2,000-token reply here) before it stopped."""
+
+    def __init__(self, config: uvicorn.Config, service: ChatService):
+        super().__init__(config)
+        self.service = service
+
+    def handle_exit(self, sig, frame) -> None:
+        self.service.abort()
+        super().handle_exit(sig, frame)
+
+
 def _server(options: EngineOptions, port: int) -> tuple[uvicorn.Server, ChatService]:
     service = ChatService(LlamaEngine(options))
     # the Host and Origin a local page could forge (DNS rebinding, cross-site POSTs) and the body's size are
     # checked before the app reads anything (executor/core/local_http.py)
     app = LocalGuard(create_app(service), own_hosts("127.0.0.1", port))
     config = server_config(app, log_level="warning", access_log=False, lifespan="on")
-    return uvicorn.Server(config), service
+    return _Server(config, service), service
 
 
 class LocalEndpoint:
@@ -55,6 +70,7 @@ class LocalEndpoint:
         self._thread = threading.Thread(
             target=self._server.run, kwargs={"sockets": [self._sock]}, name="local-llm", daemon=True
         )
+        self._handlers: tuple[Callable, Callable] | None = None  # (ours, the one it stands in front of)
 
     def start(self) -> LocalEndpoint:
         self._thread.start()
@@ -63,9 +79,35 @@ class LocalEndpoint:
             if not self._thread.is_alive() or time.monotonic() > deadline:
                 raise ExecutorError(f"the local model endpoint did not start on 127.0.0.1:{self.port}")
             time.sleep(0.02)
+        self._cancel_on_interrupt()
         return self
 
+    def _cancel_on_interrupt(self) -> None:
+        """Ctrl-C cancels the requests being answered, then does what it did (KeyboardInterrupt). The command's
+        thread waits for the model's reply inside LangGraph, whose executor lets the node's thread finish before
+        KeyboardInterrupt gets out of the graph: without this, llama.cpp's round ran to its end first, minutes with
+        a 7B model. Only the main thread may set a handler; Ctrl-C ignored (SIG_IGN) is left ignored."""
+        previous = signal.getsignal(signal.SIGINT)
+        if threading.current_thread() is not threading.main_thread() or not callable(previous):
+            return
+
+        def interrupted(signum, frame) -> None:
+            self.service.abort()
+            previous(signum, frame)
+
+        signal.signal(signal.SIGINT, interrupted)
+        self._handlers = (interrupted, previous)
+
+    def _restore_interrupt(self) -> None:
+        if self._handlers is None or threading.current_thread() is not threading.main_thread():
+            return
+        ours, previous = self._handlers
+        if signal.getsignal(signal.SIGINT) is ours:  # not one a later caller put in front of it
+            signal.signal(signal.SIGINT, previous)
+        self._handlers = None
+
     def stop(self) -> None:
+        self._restore_interrupt()
         self._server.should_exit = True
         self._thread.join(timeout=10)
         self._sock.close()

@@ -124,7 +124,7 @@ def test_the_model_written_for_one_kb_grades_that_kb_only(home, tmp_path):
     off = run_cli(home, "lookup", "How do I bake sourdough bread?", "--kb", "docs", "--no-graph", "--json")
     assert off.returncode == 0, off.stderr
     found = json.loads(off.stdout)
-    assert found["found"] is False and found["relevance_level"] is None and found["primary"] == []
+    assert found["found"] is False and found["relevance_level"] == "NONE" and found["primary"] == []
 
 
 def test_a_damaged_model_is_one_line_and_other_kbs_still_work(home, tmp_path):

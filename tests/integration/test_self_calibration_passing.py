@@ -68,11 +68,11 @@ def home(tmp_path_factory):
 @pytest.mark.parametrize("query", ["How do I write a Django data migration?", "Django 的数据迁移怎么写？"])
 def test_a_question_on_a_product_the_kb_only_lists_finds_nothing(home, query):
     result = team_lookup(home, query)
-    assert result["relevance_level"] is None, result["primary"]
+    assert result["relevance_level"] == "NONE", result["primary"]
     assert result["primary"] == []
 
 
 def test_a_question_on_a_pages_own_subject_still_gets_its_page(home):
     result = team_lookup(home, "How are schema migrations applied when we deploy?")
-    assert result["relevance_level"] is not None, result["completeness_hint"]
+    assert result["relevance_level"] != "NONE", result["completeness_hint"]
     assert result["primary"][0]["doc_key"] == "web/databases.md"

@@ -228,6 +228,8 @@ def lookup(
     warn_damaged_graph([expansion.damaged] if expansion else [])
     if as_json:
         data = out.result.model_dump(mode="json")
+        # nothing found has no level inside (None); a script reads it as the text, the trace and `stats` name it
+        data["relevance_level"] = out.result.relevance_level or "NONE"
         data["graph_expansion"] = expansion.model_dump(mode="json") if expansion else None
         print_json(data)
         return
