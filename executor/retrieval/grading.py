@@ -551,7 +551,7 @@ class Grader:
             # English question it matched every word as the English pages did and won on the other-language
             # features (Helm, "How do I install a chart?": HIGHLY_RELEVANT on the Chinese library-charts page)
             english = self.english_pages(kb, version)
-            candidates = [c for c in candidates if folder_language(c.doc_key) in (None, "en") or c.group not in english]
+            candidates = [c for c in candidates if folder_language(c.doc_key) != "zh" or c.group not in english]
         # a page whose own title the query names (a plural or not), no other page carrying it: its subject
         stems = f" {stemmed(query)} "
         titles = self.titles(kb, version)

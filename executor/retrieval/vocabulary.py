@@ -18,7 +18,7 @@ import math
 import re
 import unicodedata
 from collections import Counter
-from collections.abc import Callable, Iterable, Set
+from collections.abc import Callable, Iterable, Sequence, Set
 from dataclasses import dataclass, field
 from functools import cache, lru_cache
 from pathlib import Path
@@ -303,7 +303,7 @@ def query_terms(query: str, vocabulary: Vocabulary, english: Callable[[str], Set
         coverage = 1.0 if not weights else UNKNOWN_COVERAGE
     else:
         coverage = sum(w for t, w in counted.items() if _knows(vocabulary, t, english)) / total
-    unknown = unknown_names(query, vocabulary)
+    unknown = unknown_names(query, vocabulary, own)
     return QueryTerms(
         weights,
         coverage,
@@ -394,11 +394,12 @@ def product_like(word: str) -> bool:
     return not identifier_like(word) and "." not in word and not ACRONYM.fullmatch(word)
 
 
-def unknown_names(query: str, vocabulary: Vocabulary) -> list[str]:
+def unknown_names(query: str, vocabulary: Vocabulary, own: Sequence[str] | None = None) -> list[str]:
     """Name-like words of the query (`names`) that the KB never uses: `Terraform`, `cert-manager`, `k8s`,
-    `max_conn`, or any Latin word inside a Chinese question. Not the user's own names (`own_names`)."""
-    own = set(own_names(query, vocabulary))
-    return [word for word, low in names(query) if not vocabulary.known(low) and word not in own]
+    `max_conn`, or any Latin word inside a Chinese question. Not the user's own names (`own_names`; `own`, when the
+    caller has them)."""
+    mine = set(own_names(query, vocabulary) if own is None else own)
+    return [word for word, low in names(query) if not vocabulary.known(low) and word not in mine]
 
 
 # "the OrdersApi release", "my payments-svc chart", "我们的 OrdersApi release": a determiner or possessive, a name, then
