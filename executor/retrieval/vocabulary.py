@@ -408,19 +408,32 @@ OWNER = re.compile(r"(?:\b(?:the|my|our|your|their|this|that)|我的|我们的|�
 NEXT_WORD = re.compile(r"\s*([A-Za-z][\w\-]*|[\u3400-\u9fff\uf900-\ufaff]+)")
 
 
+# a part of a compound name: a capitalised or lower-case run (`Orders`, `svc`), or an acronym (`DB`, `MQ`, `CI`)
+NAME_PART = re.compile(r"[A-Z][a-z0-9]+|[a-z][a-z0-9]*|[A-Z]{2,}(?![a-z])|[A-Z](?![a-z])")
+
+
+def compound_name(word: str) -> bool:
+    """A name made of two parts or more, none an acronym: `OrdersApi`, `payments-svc`, `BillingService`, as teams
+    name their services. Not one word (`Istio`, `Jenkins`, `Kafka`) nor a word and an acronym (`MongoDB`,
+    `RabbitMQ`, `PostgreSQL`): the shapes of the products of other stacks."""
+    parts = [p for chunk in re.split(r"[-_]", word) if chunk for p in NAME_PART.findall(chunk)]
+    return len(parts) >= 2 and not any(len(p) >= 2 and p.isupper() for p in parts)
+
+
 def own_names(query: str, vocabulary: Vocabulary) -> list[str]:
     """Names the KB never uses that name the user's own instance of something it documents: a determiner or
     possessive before the name and a word of the KB's titles or headings after it ("roll back the OrdersApi
     release", "my payments-svc chart keeps failing lint"). A team asks about its own services and releases by
     name, and no KB can know those names: counted as unknown names, they sent such questions on Helm's docs to
     "nothing found" as if they named another product. "How do I configure Kafka consumer groups?" or "How do I
-    handle chart hooks with Terraform?" name a product as a tool or subject, not as an instance, and stay unknown."""
+    handle chart hooks with Terraform?" name a product as a tool or subject, not as an instance, and stay unknown;
+    so does "the Istio gateway": a product's one-word name (`compound_name`) is no team's service name."""
     if not vocabulary.subjects:
         return []  # built without them: cannot tell
     named = {word for word, low in names(query) if not vocabulary.known(low)}
     own = []
     for match in RAW_ASCII_TERM.finditer(query):
-        if match.group() not in named or not OWNER.search(query[: match.start()]):
+        if match.group() not in named or not compound_name(match.group()) or not OWNER.search(query[: match.start()]):
             continue
         after = NEXT_WORD.match(query, match.end())
         # the word after it: an English word whole (`payments-svc chart`), of Chinese text its first word

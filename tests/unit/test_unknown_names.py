@@ -86,6 +86,9 @@ DOCUMENTED = Vocabulary.build(
         ("Where does Terraform fit into a release?", [], ["Terraform"]),
         # an owner and a name, but no word the KB documents after it
         ("Why is the OrdersApi broker slow?", [], ["OrdersApi"]),
+        # another stack's product before a word the KB documents: its one-word name, or a word and an acronym
+        ("How do I roll back the Istio release?", [], ["Istio"]),
+        ("How do I tune the MongoDB deployment?", [], ["MongoDB"]),
     ],
 )
 def test_a_name_of_the_users_own_thing_is_no_unknown_name(query, own, unknown):
