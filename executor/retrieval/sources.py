@@ -323,6 +323,11 @@ def load_documents(
     converter = BoundedConverter(limits.convert_timeout_s, limits.convert_memory_bytes)
     try:
         return _load(found, limits, known or {}, converter, progress)
+    except BaseException:
+        # stopped (Ctrl-C, SIGTERM) or failed: the conversion in flight is killed, not waited for (it held a
+        # SIGTERM'd ingest 19-26 s, up to EXECUTOR_CONVERT_TIMEOUT_S; hostile22 #6)
+        converter.close(kill=True)
+        raise
     finally:
         converter.close()
 
