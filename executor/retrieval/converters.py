@@ -309,7 +309,14 @@ def _markitdown(fmt: str, data: bytes):
 # (Docusaurus, Sphinx and jQuery UI hide the tabs not shown: a click shows them), `hidden="until-found"` (the
 # browser's find shows it), `aria-hidden` (hidden from screen readers only: on screen). Not caught: hiding by a
 # stylesheet's class, a zero font size or white on white; that text stays fenced as the page's, as all text is.
-_MAY_HIDE = re.compile(r"\shidden\b|display\s*:\s*none|visibility\s*:\s*(?:hidden|collapse)|<template", re.I)
+# a tag that may hide its element: only a page with one is parsed twice (a third more time on a 2 MB page); a
+# stylesheet's `overflow: hidden`, on most pages, is none. `[^<>]` keeps the scan linear on a page of lone `<`s.
+_MAY_HIDE = re.compile(
+    r"<template\b"
+    r"|<[a-z][^<>]*?\shidden(?=[\s=/>])"
+    r"|<[a-z][^<>]*?\sstyle\s*=[^<>]{0,300}?(?:display\s*:\s*none|visibility\s*:\s*(?:hidden|collapse))",
+    re.I,
+)
 _HIDING_STYLE = re.compile(
     r"(?:^|;)\s*(?:display\s*:\s*none|visibility\s*:\s*(?:hidden|collapse))\s*(?:!\s*important\s*)?(?:;|$)", re.I
 )
