@@ -309,8 +309,8 @@ def _markitdown(fmt: str, data: bytes):
 # (Docusaurus, Sphinx and jQuery UI hide the tabs not shown: a click shows them), `hidden="until-found"` (the
 # browser's find shows it), `aria-hidden` (hidden from screen readers only: on screen). Not caught: hiding by a
 # stylesheet's class, a zero font size or white on white; that text stays fenced as the page's, as all text is.
-# a tag that may hide its element: only a page with one is parsed twice (a third more time on a 2 MB page); a
-# stylesheet's `overflow: hidden`, on most pages, is none. `[^<>]` keeps the scan linear on a page of lone `<`s.
+# `_MAY_HIDE`: a tag that may hide its element; only a page with one is parsed twice (a third more time on a 2 MB
+# page); a stylesheet's `overflow: hidden`, on most pages, is none. `[^<>]` keeps the scan linear on lone `<`s.
 _MAY_HIDE = re.compile(
     r"<template\b"
     r"|<[a-z][^<>]*?\shidden(?=[\s=/>])"
@@ -368,6 +368,8 @@ def _visible_sheets(markdown: str, data: bytes) -> tuple[str, tuple[str, ...]]:
     bounds = zip(starts, [*starts[1:], len(markdown)], strict=True)
     kept = "".join(markdown[a:b] for (a, b), (_name, state) in zip(bounds, sheets, strict=True) if state == "visible")
     names = ", ".join(hidden)
+    if not kept.strip():  # Excel keeps one sheet visible; a generated workbook need not
+        raise NoText(f"every sheet is hidden ({names}): left out")
     return kept.strip(), (f"{len(hidden)} hidden sheet{'s' if len(hidden) > 1 else ''} left out ({names})",)
 
 

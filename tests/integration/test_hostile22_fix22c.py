@@ -195,3 +195,27 @@ def test_an_ole_file_named_docx_is_called_what_it_is(tmp_path, streams, said):
     archive (not a valid ZIP container)" sent its owner looking for damage. The warning says what the file is."""
     _, warnings = _read(tmp_path / "docs", {"report.docx": _ole(*streams), "readme.md": "# Readme\n\nHello.\n"})
     assert f"report.docx: {said}" in warnings
+
+
+def test_a_workbook_of_hidden_sheets_alone_is_said_to_be_so(tmp_path):
+    """A generated workbook whose every sheet is hidden (Excel keeps one visible; a script need not) has nothing a
+    reader sees: one warning says why it holds no text."""
+    docs_dir = tmp_path / "docs"
+    docs_dir.mkdir()
+    _workbook(docs_dir / "export.xlsx", {"Data": ("visible", [["account", "balance"], ["ACME", 12]])})
+    _hide_every_sheet(docs_dir / "export.xlsx")  # openpyxl, as Excel, refuses to write it
+    docs, warnings = _read(docs_dir, {"readme.md": "# Readme\n\nHello.\n"})
+    assert "export.xlsx" not in docs
+    assert "export.xlsx: every sheet is hidden (Data): left out" in warnings
+
+
+def _hide_every_sheet(path):
+    import zipfile
+
+    with zipfile.ZipFile(path) as book:
+        parts = {info: book.read(info) for info in book.infolist()}
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as book:
+        for info, data in parts.items():
+            if info.filename == "xl/workbook.xml":
+                data = data.replace(b' state="visible"', b' state="hidden"')
+            book.writestr(info, data)
