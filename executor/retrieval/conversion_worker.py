@@ -4,11 +4,15 @@ A converter is a third-party parser on a file anyone may have written: an XLSX w
 over 300 s and took 2 GB in the ingest's own process. Here one worker (started on the first conversion, with
 `spawn`: the ingest's process holds the embedder's threads) converts one file at a time under RLIMIT_DATA; a
 file that takes longer than its time is a warning and the worker is replaced, as is one that ran out of memory.
+The worker ends with the ingest, however the ingest ends.
 """
 
 from __future__ import annotations
 
+import multiprocessing
+import os
 import resource
+import threading
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures import TimeoutError as FuturesTimeout
 from concurrent.futures.process import BrokenProcessPool
@@ -20,14 +24,23 @@ START_TIMEOUT_S = 120  # the worker's start and its imports (~3 s; minutes on a 
 
 
 def _start_worker(max_bytes: int) -> None:
-    import os
-
+    threading.Thread(target=_end_with_parent, name="end-with-parent", daemon=True).start()
     resource.setrlimit(resource.RLIMIT_DATA, (max_bytes, max_bytes))
     # what goes wrong comes back as the conversion's exception; a worker that runs out of memory would
     # print its tracebacks over the ingest's output
     devnull = os.open(os.devnull, os.O_WRONLY)
     os.dup2(devnull, 2)
     os.close(devnull)
+
+
+def _end_with_parent() -> None:
+    """Exit once the ingest has. An ingest killed with SIGKILL (the OOM killer, `docker stop` or `timeout -k` after
+    their grace time) left its worker an orphan converting at full CPU, then blocked for ever writing its result to
+    a pipe nobody reads (hostile22 #5). multiprocessing's parent sentinel is a pipe whose other end the ingest
+    alone holds: it reads as closed the moment the ingest is gone, however it went (unlike `PR_SET_PDEATHSIG`,
+    Linux's, which fires when the thread that started the worker ends)."""
+    multiprocessing.parent_process().join()
+    os._exit(1)
 
 
 def _ready() -> None:
@@ -43,8 +56,6 @@ class BoundedConverter:
 
     def convert(self, path: Path, fmt: str, data: bytes, max_unzipped_bytes: int) -> Converted:
         if self._pool is None:
-            import multiprocessing
-
             self._pool = ProcessPoolExecutor(
                 1,
                 mp_context=multiprocessing.get_context("spawn"),

@@ -12,6 +12,7 @@ Every failure is a `ConversionError` whose message is one line fit for a warning
 from __future__ import annotations
 
 import io
+import re
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -45,6 +46,7 @@ class NoText(ConversionError):
 class Converted:
     markdown: str
     title: str | None  # from the file's own metadata: HTML <title>, PDF Info, Office core properties
+    warnings: tuple[str, ...] = ()  # what was left out of the file, one line each
 
 
 def format_of(path: Path) -> str | None:
@@ -267,9 +269,12 @@ def convert(path: Path, fmt: str, data: bytes, max_unzipped_bytes: int) -> Conve
         title = None
     result = _markitdown(fmt, data)
     markdown = result.markdown or ""
+    warnings: tuple[str, ...] = ()
+    if fmt == "xlsx":
+        markdown, warnings = _visible_sheets(markdown, data)
     if not markdown.strip():
         raise NoText("no extractable text (an image-only or scanned PDF?)" if fmt == "pdf" else "no text")
-    return Converted(markdown=markdown, title=title or result.title)
+    return Converted(markdown=markdown, title=title or result.title, warnings=warnings)
 
 
 def _markitdown(fmt: str, data: bytes):
@@ -285,7 +290,7 @@ def _markitdown(fmt: str, data: bytes):
     }[fmt]()
     charset = None
     if fmt == "html":  # text under an .html name: 300 kB of random bytes were converted into 307 chunks
-        data = decode_text(data).encode("utf-8")
+        data = _visible_html(decode_text(data)).encode("utf-8")
         charset = "utf-8"
     info = StreamInfo(extension=f".{fmt}", charset=charset)
     # HTML, and Word/PowerPoint/Excel by way of HTML, go through markdownify, which escapes every `_` and `*`:
@@ -296,6 +301,87 @@ def _markitdown(fmt: str, data: bytes):
         return converter.convert(io.BytesIO(data), info, **options)
     except Exception as exc:  # a damaged file can raise anything from any of five parsers
         raise ConversionError(_reason(fmt, exc)) from exc
+
+
+# Text a reader of the page never sees was indexed and quoted to the LLM as the page's own: `<div
+# style="display:none">SYSTEM: ignore all prior instructions …</div>`, the classic hidden injection (hostile22 #9).
+# Elements hidden by their `hidden` attribute or inline style, and templates, are left out. Kept: a tab panel
+# (Docusaurus, Sphinx and jQuery UI hide the tabs not shown: a click shows them), `hidden="until-found"` (the
+# browser's find shows it), `aria-hidden` (hidden from screen readers only: on screen). Not caught: hiding by a
+# stylesheet's class, a zero font size or white on white; that text stays fenced as the page's, as all text is.
+# `_MAY_HIDE`: a tag that may hide its element; only a page with one is parsed twice (a third more time on a 2 MB
+# page); a stylesheet's `overflow: hidden`, on most pages, is none. `[^<>]` keeps the scan linear on lone `<`s.
+_MAY_HIDE = re.compile(
+    r"<template\b"
+    r"|<[a-z][^<>]*?\shidden(?=[\s=/>])"
+    r"|<[a-z][^<>]*?\sstyle\s*=[^<>]{0,300}?(?:display\s*:\s*none|visibility\s*:\s*(?:hidden|collapse))",
+    re.I,
+)
+_HIDING_STYLE = re.compile(
+    r"(?:^|;)\s*(?:display\s*:\s*none|visibility\s*:\s*(?:hidden|collapse))\s*(?:!\s*important\s*)?(?:;|$)", re.I
+)
+
+
+def _visible_html(html: str) -> str:
+    """`html` without the elements a reader never sees (a page with none is returned as it is, not parsed twice)."""
+    if not _MAY_HIDE.search(html):
+        return html
+    from bs4 import BeautifulSoup
+
+    soup = BeautifulSoup(html, "html.parser")
+    hidden = soup.find_all(_hidden)
+    if not hidden:
+        return html
+    for element in hidden:
+        if not element.decomposed:  # inside another hidden element, gone with it
+            element.decompose()
+    return str(soup)
+
+
+def _hidden(element) -> bool:
+    if element.name == "template":
+        return True
+    if "tabpanel" in str(element.get("role") or "").lower().split():
+        return False
+    flag = element.get("hidden")
+    if flag is not None and str(flag).strip().lower() != "until-found":
+        return True
+    return bool(_HIDING_STYLE.search(str(element.get("style") or "")))
+
+
+def _visible_sheets(markdown: str, data: bytes) -> tuple[str, tuple[str, ...]]:
+    """The workbook's Markdown without its hidden sheets, and a warning naming them. A sheet the author hid (a
+    lookup table, workings, what the readers of the workbook are not to see) was indexed and quoted like the rest
+    (hostile22 #9). markitdown writes each sheet, in the workbook's order, as `## name` and its table, whose lines
+    are table rows: a line `## name` is a sheet's start."""
+    sheets = _sheet_states(data)
+    hidden = [name for name, state in sheets if state != "visible"]
+    if not hidden:
+        return markdown, ()
+    starts, at = [], 0
+    for name, _state in sheets:
+        found = re.compile(rf"^## {re.escape(name)}\n", re.M).search(markdown, at)
+        if found is None:  # not written as expected: nothing can be cut safely, so nothing is read
+            raise ConversionError(f"its hidden sheets ({', '.join(hidden)}) could not be told from the others")
+        starts.append(found.start())
+        at = found.end()
+    bounds = zip(starts, [*starts[1:], len(markdown)], strict=True)
+    kept = "".join(markdown[a:b] for (a, b), (_name, state) in zip(bounds, sheets, strict=True) if state == "visible")
+    names = ", ".join(hidden)
+    if not kept.strip():  # Excel keeps one sheet visible; a generated workbook need not
+        raise NoText(f"every sheet is hidden ({names}): left out")
+    return kept.strip(), (f"{len(hidden)} hidden sheet{'s' if len(hidden) > 1 else ''} left out ({names})",)
+
+
+def _sheet_states(data: bytes) -> list[tuple[str, str]]:
+    """(name, state) of every sheet of an XLSX, in its order: "visible", "hidden" or "veryHidden"."""
+    from defusedxml import ElementTree
+
+    with zipfile.ZipFile(io.BytesIO(data)) as archive:
+        root = ElementTree.fromstring(archive.read("xl/workbook.xml"))
+    # transitional and strict OOXML name the element in two namespaces
+    sheets = (e for e in root.iter() if isinstance(e.tag, str) and e.tag.rsplit("}", 1)[-1] == "sheet")
+    return [(sheet.get("name", ""), sheet.get("state", "visible")) for sheet in sheets]
 
 
 def _reason(fmt: str, exc: Exception) -> str:
@@ -310,6 +396,8 @@ def _reason(fmt: str, exc: Exception) -> str:
 
 def _check_office_archive(data: bytes, fmt: str, max_unzipped_bytes: int) -> str | None:
     """Refuse a corrupt or absurdly large (zip bomb) Office file before a parser inflates it; return its title."""
+    if data.startswith(_OLE):
+        raise ConversionError(_ole_reason(data, fmt))
     try:
         archive = zipfile.ZipFile(io.BytesIO(data))
     except (zipfile.BadZipFile, ValueError) as exc:
@@ -331,6 +419,26 @@ def _check_office_archive(data: bytes, fmt: str, max_unzipped_bytes: int) -> str
             return _core_title(archive.read("docProps/core.xml"))
         except (zipfile.BadZipFile, OSError, ValueError) as exc:
             raise ConversionError("corrupt archive (a damaged member)") from exc
+
+
+# An OLE compound file: Office's format before 2007 (.doc, .xls, .ppt), and the wrapper of a password-protected
+# .docx/.xlsx/.pptx. Named .docx it was a "corrupt archive" (hostile22 #12). Its streams' names, UTF-16 in its
+# directory, say which it is.
+_OLE = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"
+_OLE_STREAMS = {
+    "WordDocument": "an old Word .doc",
+    "Workbook": "an old Excel .xls",
+    "PowerPoint Document": "an old PowerPoint .ppt",
+}
+
+
+def _ole_reason(data: bytes, fmt: str) -> str:
+    if "EncryptedPackage".encode("utf-16-le") in data:
+        return "encrypted (saved with a password): no extractable text; save it without its password to ingest it"
+    kind = next((kind for stream, kind in _OLE_STREAMS.items() if stream.encode("utf-16-le") in data), None)
+    if kind is not None:
+        return f"{kind} (an OLE file), not a {fmt.upper()}: save it as .{fmt} to ingest it"
+    return f"an OLE file (an old Office file, or one saved with a password), not a {fmt.upper()}"
 
 
 def _bomb(size: int, bound: int) -> str:

@@ -39,10 +39,40 @@ DOC_KEY = re.compile(r"^[\w][\w.\-/ ]{0,400}$")
 DOMAIN = re.compile(r"^[a-z0-9][a-z0-9_\-]{0,63}$")
 # Part of every content hash: a change to cleaning or chunking re-embeds existing KBs on the
 # next ingest (their documents count as changed), with no --rebuild and no schema change.
-PARSER_VERSION = "3"  # 3: converted pages keep `_` and `*` unescaped; 5,000+ headings chunked by size
+# 3: converted pages keep `_` and `*` unescaped; 5,000+ headings chunked by size. 4: inline images and long
+# encoded blobs cut; hidden HTML elements and hidden sheets left out (a KB ingested before still serves them)
+PARSER_VERSION = "4"
 OFFICE_AND_PDF = frozenset({"pdf", "docx", "pptx", "xlsx"})
 _YAML_FRONT = re.compile(r"^---[ \t]*\n(.*?)\n---[ \t]*(?:\n|$)", re.S)
 _TOML_FRONT = re.compile(r"^\+\+\+[ \t]*\n(.*?)\n\+\+\+[ \t]*(?:\n|$)", re.S)
+
+
+# A data URI's payload (`![diagram](data:image/png;base64,iVBOR…)`, as Typora, Obsidian and pandoc's self-contained
+# export paste images): 2 MB of it made 3,017 chunks of base64, most of an ingest's time, quoted to the LLM
+# (hostile22 #2). Cut to its type, as markitdown cuts the data URIs of HTML and Office files.
+_DATA_URI = re.compile(
+    r"\b(data:[\w.+-]{0,100}(?:/[\w.+-]{0,100})?(?:;[\w.+-]{1,100}=[^;,\s()\"']{0,100}){0,10};base64),"
+    r"[A-Za-z0-9+/=_-]*",
+    re.I,
+)
+# Any other run this long of base64's (or hex's) characters holding letters and digits: a key or a certificate on
+# one line (`tls.crt: LS0tLS1CRUdJTi…`), an attachment pasted whole. No one looks one up, nor reads it quoted. A
+# run of letters alone (a DNA or protein sequence) is text; a PEM block's lines of 64 are short of it.
+MAX_ENCODED_RUN = 1000
+_ENCODED_RUN = re.compile(rf"(?<![A-Za-z0-9+/=_-])[A-Za-z0-9+/=_-]{{{MAX_ENCODED_RUN},}}")
+
+
+def cut_encoded(text: str) -> str:
+    """`text` with data URIs cut to their type (`data:image/png;base64...`) and long encoded runs to a note."""
+    text = _DATA_URI.sub(r"\1...", text)
+    return _ENCODED_RUN.sub(_encoded_note, text)
+
+
+def _encoded_note(match: re.Match) -> str:
+    run = match.group()
+    if not (re.search(r"\d", run) and re.search(r"[A-Za-z]", run)):
+        return run
+    return f"[{len(run):,} characters of encoded data left out]"
 
 
 @dataclass(frozen=True)
@@ -307,7 +337,7 @@ def _sanitized(value):
 def parse_text(doc_key: str, text: str, source_format: str = "md", meta_title: str | None = None) -> Document:
     """A Document from the Markdown (or plain text) of a file; `meta_title` is the file's own metadata title."""
     check_doc_key(doc_key)
-    text = sanitize_text(text)
+    text = cut_encoded(sanitize_text(text))
     warnings: list[str] = []
     meta: dict = {}
     if source_format in ("md", "mdx"):

@@ -44,7 +44,7 @@ from executor.retrieval.converters import (
     decode_text,
     format_of,
 )
-from executor.retrieval.documents import Document, check_doc_key, parse_text
+from executor.retrieval.documents import Document, check_doc_key, cut_encoded, parse_text
 from executor.retrieval.sanitize import sanitize_text
 
 MB = 1_000_000
@@ -292,14 +292,15 @@ def load_source(source: SourceFile, limits: SourceLimits) -> Document:
 def parse_source(source: SourceFile, data: bytes, limits: SourceLimits, converter=None) -> Document:
     """The bytes of `source` as a Document (converted first when the format needs it: by `converter`, a
     `BoundedConverter`, when given, else in this process)."""
+    left_out: tuple[str, ...] = ()
     if not source.converted:
         text, meta_title = decode_text(data), None
     else:
         converted = (converter.convert if converter is not None else convert)(
             source.path, source.format, data, limits.max_unzipped_bytes
         )
-        text, meta_title = converted.markdown, converted.title
-    text = sanitize_text(text)
+        text, meta_title, left_out = converted.markdown, converted.title, converted.warnings
+    text = cut_encoded(sanitize_text(text))  # a page's pasted images are not its text: nor count against its size
     size = len(text.encode("utf-8"))
     if size > limits.max_document_bytes:
         raise ConversionError(
@@ -308,7 +309,9 @@ def parse_source(source: SourceFile, data: bytes, limits: SourceLimits, converte
         )
     if not text.strip():
         raise NoText("no text")
-    return parse_text(source.doc_key, text, source.format, meta_title)
+    doc = parse_text(source.doc_key, text, source.format, meta_title)
+    doc.warnings[:0] = left_out
+    return doc
 
 
 def load_documents(
@@ -323,6 +326,11 @@ def load_documents(
     converter = BoundedConverter(limits.convert_timeout_s, limits.convert_memory_bytes)
     try:
         return _load(found, limits, known or {}, converter, progress)
+    except BaseException:
+        # stopped (Ctrl-C, SIGTERM) or failed: the conversion in flight is killed, not waited for (it held a
+        # SIGTERM'd ingest 19-26 s, up to EXECUTOR_CONVERT_TIMEOUT_S; hostile22 #6)
+        converter.close(kill=True)
+        raise
     finally:
         converter.close()
 

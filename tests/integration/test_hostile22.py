@@ -61,10 +61,6 @@ def test_a_thread_stopped_before_its_lookup_can_have_its_state_edited(thread):
     assert out["trace"][-1]["query"] == "PgBouncer"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="hostile22 #2: an inline data: image in a Markdown page is indexed as thousands of chunks of base64",
-)
 def test_an_inline_image_in_a_markdown_page_is_not_indexed_as_text(tmp_path):
     """A Markdown page with one pasted image (`![x](data:image/png;base64,...)`, as Typora, Obsidian or a pandoc
     export write it): 300 kB of base64 became hundreds of chunks, every one of them embedded, and lookups of the
@@ -182,10 +178,6 @@ def _gone(pid: int, within_s: float) -> bool:
     return False
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="hostile22 #5: an ingest killed during a conversion leaves its conversion worker behind for ever",
-)
 def test_an_ingest_killed_during_a_conversion_leaves_no_worker_behind(tmp_path):
     """`kill -9` of an ingest (the OOM killer, `docker stop` after its 10 s, `timeout -k`) while its worker converts
     an HTML page: the worker went on converting at full CPU (580 MB), then blocked for ever writing its result to a
@@ -200,10 +192,6 @@ def test_an_ingest_killed_during_a_conversion_leaves_no_worker_behind(tmp_path):
         _kill(worker)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="hostile22 #6: SIGTERM (or a script's kill -INT) of an ingest waits for the conversion in progress to end",
-)
 @pytest.mark.parametrize("sig", ["SIGTERM", "SIGINT"])
 def test_an_ingest_told_to_stop_during_a_conversion_stops_at_once(tmp_path, sig):
     """SIGTERM (systemd, `docker stop`, `timeout`) or SIGINT sent to the ingest alone (a script's `kill -INT`) during
