@@ -10,7 +10,8 @@
     (a run is checked before it starts (`CheckedGraph`): a refused run (an unknown KB, control characters) raises
     before it writes anything to its thread; begin_turn's edge checks the question again, for a run that reaches it
     without bringing one (a client's Command, a resume): refused, → take_back, which puts the turn back as
-    begin_turn found it → refuse, which raises the error)
+    begin_turn found it → refuse, which raises the error; `update_state` of the conversation at an interrupt before
+    call_tools (Studio's edit of a tool call) is written before the guard, which checks the edited calls again)
 
 The rules live in `executor/agent/routing.py` (where to go) and `executor/nodes/guard.py`
 (what may run); `executor/nodes/call_tools.py` runs the approved calls through the tool

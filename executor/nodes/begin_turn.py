@@ -95,15 +95,15 @@ def make_check_run(catalog, max_query_chars: int):
                 raise InputError(NOT_A_START.format(node=node))
         if brought is None:
             return
+        for message in new:
+            if isinstance(message, HumanMessage):
+                check_question(text_of(message))
         if new and merged[-1] in new and isinstance(merged[-1], AIMessage | ToolMessage):
             # the turn found no question after the client's own answer, call or result and answered "nothing on
             # this question", looking nothing up (hostile19b finding 7, hostile22 finding 1: a chat client replaying
             # a history, a few-shot prefix). A chat model would continue the assistant's message; this agent
             # answers the user's question, which must come last
             raise InputError(ENDS_IN_AN_ANSWER)
-        for message in new:
-            if isinstance(message, HumanMessage):
-                check_question(text_of(message))
         # the question the turn would answer, though an earlier run (or `update_state`) put it there
         check_question(last_question({"messages": merged}))
 
