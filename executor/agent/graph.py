@@ -10,7 +10,8 @@
     (a run is checked before it starts (`CheckedGraph`): a refused run (an unknown KB, control characters) raises
     before it writes anything to its thread; begin_turn's edge checks the question again, for a run that reaches it
     without bringing one (a client's Command, a resume): refused, → take_back, which puts the turn back as
-    begin_turn found it → refuse, which raises the error)
+    begin_turn found it → refuse, which raises the error; `update_state` of the conversation at an interrupt before
+    call_tools (Studio's edit of a tool call) is written before the guard, which checks the edited calls again)
 
 The rules live in `executor/agent/routing.py` (where to go) and `executor/nodes/guard.py`
 (what may run); `executor/nodes/call_tools.py` runs the approved calls through the tool
@@ -29,15 +30,20 @@ from typing import cast
 from langchain_core.language_models.chat_models import BaseChatModel
 from langchain_core.runnables import RunnableConfig
 from langchain_core.runnables.config import merge_configs
+
+# internal: where LangGraph keeps a run's Runtime in its config, and reads it from to inject `runtime`
+# (langgraph/_internal/_runnable.py); pinned by pyproject (langgraph <1.3), as begin_turn's CONFIG_KEY_READ
+from langgraph._internal._constants import CONFIG_KEY_RUNTIME
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
-from langgraph.runtime import Runtime as RunContext
-from langgraph.types import Command, Send, StateSnapshot
+from langgraph.types import Command, Send, StateSnapshot, StateUpdate
 
 from executor.agent import routing
 from executor.core.errors import InputError, printable
 from executor.nodes.answer import fail, make_answer
 from executor.nodes.begin_turn import (
+    NO_RESUME,
+    NO_TURN,
     REFUSE,
     TAKE_BACK,
     begin_turn,
@@ -50,6 +56,7 @@ from executor.nodes.call_tools import make_call_tools
 from executor.nodes.executor import make_executor
 from executor.nodes.graph_expand import make_graph_expand
 from executor.nodes.guard import make_guard
+from executor.nodes.memory_branch import check_session_edit
 from executor.nodes.settle import make_settle
 from executor.nodes.state import Context, ExecutorInput, ExecutorOutput, ExecutorState
 from executor.stores.catalog import Catalog
@@ -57,11 +64,20 @@ from executor.stores.memory import ActionMemory
 from executor.tools.registry import ToolTable
 
 
+def _context(config: RunnableConfig) -> Context:
+    """The run's context, read from the config as LangGraph's own injection of `runtime` reads it. LangGraph's
+    `update_state` evaluates the edges of the node it writes as (Studio's edit at an interrupt) with no runtime there,
+    and a path taking `runtime` was refused "Missing required config key 'N/A' for 'after_guard'" (hostile22 finding
+    3; its injection takes no default): the defaults then, as for a run that sends no context."""
+    runtime = (config.get("configurable") or {}).get(CONFIG_KEY_RUNTIME)
+    return (runtime.context if runtime is not None else None) or Context()
+
+
 def _checked(check, rule):
     """begin_turn's path: the question's check first (a refusal is a Send to `take_back`), then the routing rule."""
 
-    def path(state: ExecutorState, runtime: RunContext[Context], config: RunnableConfig) -> str | Send:
-        return check(state, config) or rule(state, runtime.context or Context())
+    def path(state: ExecutorState, config: RunnableConfig) -> str | Send:
+        return check(state, config) or rule(state, _context(config))
 
     path.__name__ = rule.__name__
     return path
@@ -70,8 +86,8 @@ def _checked(check, rule):
 def _route(rule):
     """A routing rule of (state, context) as a LangGraph path function."""
 
-    def path(state: ExecutorState, runtime: RunContext[Context]) -> str:
-        return rule(state, runtime.context or Context())
+    def path(state: ExecutorState, config: RunnableConfig) -> str:
+        return rule(state, _context(config))
 
     path.__name__ = rule.__name__
     return path
@@ -89,8 +105,9 @@ def _brought(run_input) -> list | None:
 
 
 def _goto(run_input) -> list[str]:
-    """The nodes a client's Command starts the run at (a name, a Send, or a list of them)."""
-    goto = run_input.goto if isinstance(run_input, Command) else ()
+    """The nodes a client's Command starts the run at (a name, a Send, or a list of them; None for none, as
+    langgraph-api builds a Command sent without one: that was refused as a run starting at 'None')."""
+    goto = run_input.goto if isinstance(run_input, Command) and run_input.goto is not None else ()
     return [g.node if isinstance(g, Send) else str(g) for g in (goto if isinstance(goto, list | tuple) else [goto])]
 
 
@@ -115,7 +132,23 @@ class CheckedGraph(CompiledStateGraph):
 
     def _checked(self, input, config: RunnableConfig | None, state: StateSnapshot | None, context) -> None:
         """Raises the InputError the run is refused with; `state`: the checkpoint it starts from, None off a thread."""
+        if isinstance(input, Command) and input.resume is not None:
+            # no node of this graph asks anything (LangGraph's `interrupt()`): a value to resume with is read by
+            # nobody, and a client sending one to continue a thread stopped at a breakpoint was told "a run cannot
+            # start at 'None'" (hostile22 finding 12)
+            raise InputError(NO_RESUME)
+        if isinstance(input, Command):
+            check_session_edit(dict(input._update_as_tuples()))  # a state edit, as `update_state`'s is checked
         brought = _brought(input)
+        if (
+            isinstance(input, Command)
+            and brought
+            and not _goto(input)
+            and "begin_turn" not in (state.next if state else ())
+        ):
+            # messages a Command writes with no node to go to: no turn reads them (the thread is finished, or stopped
+            # mid-turn), and the run returned the thread's last answer as if it answered them
+            raise InputError(NO_TURN)
         if state is not None:
             missing_checkpoint(merge_configs(self.config, config), state)
             if brought is None and "begin_turn" in state.next:
@@ -139,6 +172,59 @@ class CheckedGraph(CompiledStateGraph):
         async with aclosing(cast(AsyncGenerator, super().astream(input, config, **kwargs))) as parts:
             async for part in parts:
                 yield part
+
+    def bulk_update_state(self, config, supersteps):  # pyright: ignore[reportIncompatibleMethodOverride]
+        """`update_state` (Studio's state editor): an edit is checked before it is written (`check_session_edit`),
+        and an edit of the conversation at an interrupt before `call_tools` is written before the guard
+        (`_edit_target`)."""
+        _check_edits(supersteps)
+        head = self.get_state(config) if _one_message_edit(supersteps) else None
+        before = self.get_state(head.parent_config) if head is not None and _approved(head) else None
+        return super().bulk_update_state(*_edit_target(config, supersteps, head, before))
+
+    async def abulk_update_state(self, config, supersteps):  # pyright: ignore[reportIncompatibleMethodOverride]
+        _check_edits(supersteps)
+        head = await self.aget_state(config) if _one_message_edit(supersteps) else None
+        before = await self.aget_state(head.parent_config) if head is not None and _approved(head) else None
+        return await super().abulk_update_state(*_edit_target(config, supersteps, head, before))
+
+
+def _updates(supersteps) -> list[StateUpdate]:
+    return [StateUpdate(*update) for step in supersteps for update in step]
+
+
+def _check_edits(supersteps) -> None:
+    for update in _updates(supersteps):
+        check_session_edit(update.values)
+
+
+def _one_message_edit(supersteps) -> bool:
+    """One edit of the conversation, as a node that comes before `call_tools` (or as the last node that wrote)."""
+    updates = _updates(supersteps)
+    return (
+        len(supersteps) == 1
+        and len(updates) == 1
+        and isinstance(updates[0].values, Mapping)
+        and "messages" in updates[0].values
+        and updates[0].as_node in (None, "executor", "guard")
+    )
+
+
+def _approved(head: StateSnapshot) -> bool:
+    """The thread stopped before `call_tools`, its calls approved by the guard (Studio's interrupt before tools)."""
+    return head.next == ("call_tools",) and head.parent_config is not None
+
+
+def _edit_target(config, supersteps, head: StateSnapshot | None, before: StateSnapshot | None):
+    """(config, supersteps) the edit is written with. At an interrupt before `call_tools` the guard has approved the
+    calls (`pending`), and `call_tools` runs those: a tool call's query edited there was not the one looked up
+    (hostile22 finding 3). So such an edit of the conversation is written to the checkpoint before the guard, as
+    `executor`'s: the resumed run has the guard check the edited calls (its rules are never skipped), then runs
+    them. The thread's head becomes that edit, as a fork's does."""
+    if head is None or before is None or before.next != ("guard",):
+        return config, supersteps
+    update = _updates(supersteps)[0]
+    return before.config, [[StateUpdate(update.values, "executor", update.task_id)]]
 
 
 def missing_checkpoint(config: RunnableConfig, state: StateSnapshot) -> None:

@@ -16,7 +16,7 @@ from langchain_core.language_models.chat_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
 
-from executor.nodes.common import text_of
+from executor.nodes.common import question_of
 from executor.retrieval.extractive import subject_matched
 from executor.tools.registry import LOOKUP, NAVIGATE
 
@@ -146,7 +146,7 @@ class OfflinePlanner(BaseChatModel):
         if last_human < 0 or any(isinstance(m, AIMessage) for m in this_turn):
             reply = AIMessage(content="")  # results are in: hand over to the answer node
         else:
-            question = text_of(messages[last_human])
+            question = question_of(messages)  # each user message the turn answers (two sent at once: both)
             reply = AIMessage(
                 content="",
                 tool_calls=[

@@ -26,6 +26,7 @@ from executor.core.errors import InputError, printable, validation_line
 from executor.core.local_http import LocalGuard, own_hosts, posted_json, replaying, send_json
 from executor.core.settings import get_settings
 from executor.nodes.begin_turn import make_check_run
+from executor.nodes.memory_branch import check_session_edit
 from executor.stores.catalog import Catalog
 from executor.stores.database import Database
 
@@ -296,34 +297,49 @@ def _with_length(headers, length: int) -> list:
 
 
 def unreadable(payload) -> str | None:
-    """One line naming the first message in a request body that LangChain cannot read, or None. The places a
-    client's messages reach a thread from: `input`, `command.update` (an object, or a list of [key, value] pairs),
-    `values` (update_state: an object or a list of them), `supersteps[].updates[]` (a thread made with its history),
-    each in every run of a batch."""
-    for where, value in _messages_in(payload):
-        problem = _unreadable_messages(value)
-        if problem is not None:
-            return f"invalid {where}: {problem}"
+    """One line naming the first message in a request body that LangChain cannot read, or the first state edit of a
+    session field of another shape (`check_session_edit`: every later run of the thread failed), or None. The
+    places a client's messages reach a thread from: `input`, `command.update` (an object, or a list of [key, value]
+    pairs), `values` (update_state: an object or a list of them), `supersteps[].updates[]` (a thread made with its
+    history), each in every run of a batch."""
+    for where, update in _updates_in(payload):
+        for at, value in _messages_of(update, where):
+            problem = _unreadable_messages(value)
+            if problem is not None:
+                return f"invalid {at}: {problem}"
+        if where.endswith("input"):
+            continue  # a run's input writes its messages alone (ExecutorInput)
+        try:
+            check_session_edit(dict(update) if isinstance(update, dict) else _pairs(update))
+        except InputError as exc:
+            return printable(f"{where}: {exc}")[:300]
     return None
 
 
-def _messages_in(payload, where: str = ""):
+def _pairs(update) -> dict:
+    """A state update given as [key, value] pairs (a Command's), as an object."""
+    pairs = update if isinstance(update, list) else []
+    return {p[0]: p[1] for p in pairs if isinstance(p, list | tuple) and len(p) == 2 and isinstance(p[0], str)}
+
+
+def _updates_in(payload, where: str = ""):
+    """(where, update) of each state update in a request body."""
     if isinstance(payload, list):  # /runs/batch
         for i, item in enumerate(payload):
-            yield from _messages_in(item, f"{where}{i}.")
+            yield from _updates_in(item, f"{where}{i}.")
         return
     if not isinstance(payload, dict):
         return
-    yield from _messages_of(payload.get("input"), f"{where}input")
+    yield f"{where}input", payload.get("input")
     command = payload.get("command")
     if isinstance(command, dict):
-        yield from _messages_of(command.get("update"), f"{where}command.update")
+        yield f"{where}command.update", command.get("update")
     values = payload.get("values")
     for i, item in enumerate(values if isinstance(values, list) else [values]):
-        yield from _messages_of(item, f"{where}values" + (f".{i}" if isinstance(values, list) else ""))
+        yield f"{where}values" + (f".{i}" if isinstance(values, list) else ""), item
     for i, step in enumerate(payload.get("supersteps") or [] if isinstance(payload.get("supersteps"), list) else []):
         for j, update in enumerate(step.get("updates") or [] if isinstance(step, dict) else []):
-            yield from _messages_in(update, f"{where}supersteps.{i}.updates.{j}.")
+            yield from _updates_in(update, f"{where}supersteps.{i}.updates.{j}.")
 
 
 def _messages_of(update, where: str):

@@ -13,7 +13,7 @@ from typing import cast
 from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, RemoveMessage, SystemMessage, ToolMessage
 
 from executor.core.errors import BackendError
-from executor.nodes.common import invoke_llm, lang_of, last_ai, last_human, text_of, unread_blocks
+from executor.nodes.common import invoke_llm, lang_of, last_ai, question_messages, text_of, unread_blocks
 from executor.nodes.state import ExecutorState
 from executor.prompts.executor import ANSWER, NO_QUESTION, unread_note
 from executor.prompts.framing import quoted_document
@@ -54,8 +54,7 @@ def make_answer(model, mode: str, read_document=None):
         lang, question, evidence = lang_of(state), state.get("question", ""), state.get("evidence", [])
         last = last_ai(state)
         finished = last is not None and not (last.tool_calls or last.invalid_tool_calls)
-        human = last_human(state)
-        unread = unread_blocks(human) if human is not None else []
+        unread = [b for m in question_messages(state.get("messages") or []) for b in unread_blocks(m)]
         if not question:  # nothing to search (routing.after_begin_turn): never "the knowledge base has nothing"
             final = NO_QUESTION + (" " + unread_note(unread, "en") if unread else "")
             return {"answer": final, "citations": [], "messages": [AIMessage(final)]}

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from typing import cast
 
-from langchain_core.messages import AnyMessage, HumanMessage, RemoveMessage, ToolMessage
+from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, RemoveMessage, ToolMessage
 from langchain_core.runnables import RunnableConfig
 
 # internal: the read a task's own conditional edges use (langgraph/pregel/_read.py); `fresh=False` gives the
@@ -95,17 +95,15 @@ def make_check_run(catalog, max_query_chars: int):
                 raise InputError(NOT_A_START.format(node=node))
         if brought is None:
             return
-        if (
-            new
-            and merged[-1] in new
-            and (isinstance(merged[-1], ToolMessage) or getattr(merged[-1], "tool_calls", None))
-        ):
-            # the turn found no question after the client's own call and answered "nothing on this question",
-            # looking nothing up (hostile19b finding 7)
-            raise InputError(ENDS_IN_A_CALL)
         for message in new:
             if isinstance(message, HumanMessage):
                 check_question(text_of(message))
+        if new and merged[-1] in new and isinstance(merged[-1], AIMessage | ToolMessage):
+            # the turn found no question after the client's own answer, call or result and answered "nothing on
+            # this question", looking nothing up (hostile19b finding 7, hostile22 finding 1: a chat client replaying
+            # a history, a few-shot prefix). A chat model would continue the assistant's message; this agent
+            # answers the user's question, which must come last
+            raise InputError(ENDS_IN_AN_ANSWER)
         # the question the turn would answer, though an earlier run (or `update_state`) put it there
         check_question(last_question({"messages": merged}))
 
@@ -142,9 +140,17 @@ def make_check_turn(max_query_chars: int):
 
 
 NOT_A_START = "a run cannot start at {node!r}: send the question as the run's input"
-ENDS_IN_A_CALL = (
-    "the run's input ends in a tool call or a tool's result: send the question as its last message (the agent makes "
-    "its own lookups)"
+NO_TURN = (
+    "a Command's update with no goto starts no turn: send the question as the run's input (or the Command with "
+    "goto 'begin_turn')"
+)
+NO_RESUME = (
+    "this graph asks nothing to resume with (a Command's resume): to continue a stopped run, run its thread with no "
+    "input; to ask, send the question as the run's input"
+)
+ENDS_IN_AN_ANSWER = (
+    "the run's input ends in an assistant message, a tool call or a tool's result: send the question as its last "
+    "message (the agent answers it and makes its own lookups)"
 )
 
 

@@ -20,7 +20,7 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.runtime import Runtime as RunContext
 
 from executor.nodes.common import lang_of, session_of
-from executor.nodes.memory_branch import branch_session
+from executor.nodes.memory_branch import branch_of
 from executor.nodes.state import Context, ExecutorState, PendingExpansion
 from executor.stores.memory import ActionMemory
 from executor.tools.call import ToolCall
@@ -50,10 +50,9 @@ def make_call_tools(tools: ToolTable, memory: ActionMemory):
     def call_tools(state: ExecutorState, runtime: RunContext[Context], config: RunnableConfig) -> ExecutorState:
         ctx, lang = runtime.context, lang_of(state)
         # the memory this checkpoint saw (a fork gets a copy of it): executor/nodes/memory_branch.py
-        session = branch_session(state.get("memory"), session_of(config), memory)
+        session, session_evidence = branch_of(state, session_of(config), memory)
         trace = [dict(t) for t in state.get("trace", [])]
         evidence = list(state.get("evidence", []))
-        session_evidence = dict(state.get("session_evidence") or {})
         counts = {k: state.get(k, 0) for k in ("attempted_lookups", "executed_lookups", "blocked_lookups")}
         precise, last_level = bool(state.get("precise")), state.get("last_level")
         messages, failure = [], None

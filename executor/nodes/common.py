@@ -50,16 +50,27 @@ def unread_blocks(message) -> list[str]:
     ]
 
 
-def last_human(state: ExecutorState) -> HumanMessage | None:
-    for message in reversed(state.get("messages", [])):
+def question_messages(messages: list) -> list[HumanMessage]:
+    """The user messages the turn answers: the last one, and those right before it that nothing answered (two
+    messages sent before a run started, a question and its follow-up). Only the last was read: the first went
+    unanswered and nothing said so (hostile22 finding 10)."""
+    asked: list[HumanMessage] = []
+    for message in reversed(messages):
         if isinstance(message, HumanMessage):
-            return message
-    return None
+            asked.insert(0, message)
+        elif asked:
+            break
+    return asked
+
+
+def question_of(messages: list) -> str:
+    """The turn's question: the text of its user messages (`question_messages`), one line each; one sent twice (a
+    question asked again after a run that failed) once."""
+    return "\n".join(dict.fromkeys(t for m in question_messages(messages) if (t := text_of(m).strip())))
 
 
 def last_question(state: ExecutorState) -> str:
-    message = last_human(state)
-    return text_of(message).strip() if message is not None else ""
+    return question_of(state.get("messages") or [])
 
 
 def lang_of(state: ExecutorState) -> str:

@@ -8,7 +8,7 @@ from langchain_core.runnables import RunnableConfig
 from executor.core.results import LookupResult, LookupScores
 from executor.nodes.call_tools import add_evidence
 from executor.nodes.common import session_of
-from executor.nodes.memory_branch import branch_session
+from executor.nodes.memory_branch import branch_of
 from executor.nodes.state import ExecutorState
 from executor.tools.call import with_expansion
 from executor.tools.registry import LOOKUP
@@ -20,10 +20,9 @@ def make_graph_expand(expand, memory):
 
     def graph_expand(state: ExecutorState, config: RunnableConfig) -> ExecutorState:
         # a run may start here (a fork between call_tools and graph_expand): the branch's memory, as in call_tools
-        session = branch_session(state.get("memory"), session_of(config), memory)
+        session, session_evidence = branch_of(state, session_of(config), memory)
         trace = [dict(t) for t in state.get("trace", [])]
         evidence, paths, messages = list(state.get("evidence", [])), list(state.get("graph_paths", [])), []
-        session_evidence = dict(state.get("session_evidence") or {})
         for pending in state.get("pending_expansions", []):
             result = LookupResult.model_validate(pending["result"])
             result.scores, result.session = LookupScores.model_validate(pending["scores"]), session

@@ -12,6 +12,7 @@ import pytest
 from conftest import run_cli, write_pages
 from langchain_core.messages import AIMessage, HumanMessage
 
+from executor.core.errors import InputError
 from executor.nodes.state import Context
 
 pytestmark = pytest.mark.timeout(300)
@@ -19,35 +20,26 @@ pytestmark = pytest.mark.timeout(300)
 NOTHING = "nothing on this question"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="hostile22 #1: a run whose input ends in an assistant message answers 'nothing on this question' unsearched",
-)
 def test_a_run_whose_input_ends_in_an_assistant_message_is_not_answered_nothing_found(thread):
     """A client that sends a conversation ending in an assistant message (a chat UI replaying history, a few-shot
     prefix) got "The knowledge base has nothing on this question." with no lookup made: the KB answers the
-    question. It is refused as an input ending in a tool call is, or its question is looked up."""
+    question. It is refused as an input ending in a tool call is, in one line saying what to send, before the run
+    writes anything to its thread."""
     app, config = thread
+    before = app.get_state(config)
     question = HumanMessage("what is ERR_TIMEOUT")
     run = {"messages": [question, AIMessage("It is the printer running out of toner.")]}
-    try:
-        out = app.invoke(run, config, context=Context())
-    except Exception as exc:  # refused: the one line, and no answer
-        assert "send the question as its last message" in str(exc)
-        return
-    assert out["trace"], "no lookup was made"
-    assert NOTHING not in out["answer"]
+    with pytest.raises(InputError, match="ends in an assistant message.*send the question as its last message"):
+        app.invoke(run, config, context=Context())
+    assert app.get_state(config).config == before.config
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="hostile22 #3: update_state at an interrupt fails with 'Missing required config key N/A for after_guard'",
-)
 def test_a_thread_stopped_before_its_lookup_can_have_its_state_edited(thread):
     """Studio's human-in-the-loop edit: a run interrupted before `call_tools`, its tool call's query edited with
     `update_state` (as the node that made it), then resumed. The edit was a 400, "Missing required config key
     'N/A' for 'after_guard'." (the routing functions need the run's `runtime`, which `update_state` does not pass),
-    whatever node was named: no state of an interrupted turn can be edited."""
+    whatever node was named: no state of an interrupted turn can be edited. The edit is taken: the guard checks
+    the edited call, and the resumed run looks up the edited query, not the one the guard had approved."""
     app, config = thread
     app.invoke(
         {"messages": [HumanMessage("what is ERR_TIMEOUT")]}, config, context=Context(), interrupt_before=["call_tools"]
@@ -58,7 +50,8 @@ def test_a_thread_stopped_before_its_lookup_can_have_its_state_edited(thread):
     edited = call.model_copy(update={"tool_calls": [{**call.tool_calls[0], "args": {"query": "PgBouncer"}}]})
     app.update_state(config, {"messages": [edited]}, as_node="guard")
     out = app.invoke(None, config, context=Context())
-    assert out["trace"][-1]["query"] == "PgBouncer"
+    assert [t["query"] for t in out["trace"]] == ["PgBouncer"]
+    assert "PgBouncer" in out["answer"]
 
 
 def test_an_inline_image_in_a_markdown_page_is_not_indexed_as_text(tmp_path):
@@ -77,22 +70,17 @@ def test_an_inline_image_in_a_markdown_page_is_not_indexed_as_text(tmp_path):
     assert json.loads(r.stdout)["chunks"] <= 3
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="hostile22 #4: update_state takes a malformed memory mark and every later run fails with a bare TypeError",
-)
 @pytest.mark.parametrize("values", [{"memory": "garbage"}, {"session_evidence": "x"}])
 def test_a_malformed_state_edit_is_refused_not_kept_to_break_every_run(thread, values):
     """Studio's state editor (`update_state`) took `memory: "garbage"` (or `session_evidence: "x"`) and every later
     run of the thread failed with Python's own words ("TypeError: string indices must be integers, not 'str'"),
     the thread lost to every client until someone repairs the field. Refused when written (as an unreadable message
-    is since hostile19b #1), or ignored by the next run, which answers."""
+    is since hostile19b #1): one line naming the field, the thread as it was, and the next question answered."""
     app, config = thread
-    try:
+    before = app.get_state(config)
+    with pytest.raises(InputError, match=f"invalid state edit of '{next(iter(values))}'"):
         app.update_state(config, values)
-    except Exception as exc:  # refused when written: one line naming the field
-        assert next(iter(values)) in str(exc)
-        return
+    assert app.get_state(config).config == before.config
     out = app.invoke({"messages": [HumanMessage("what is ERR_TIMEOUT")]}, config, context=Context())
     assert "ERR_TIMEOUT" in out["answer"]
 
