@@ -261,7 +261,7 @@ def _check_whole(path: Path) -> None:
         shown = ", ".join(foreign[:5]) + (f" and {len(foreign) - 5} more" if len(foreign) > 5 else "")
         raise BackendError(
             f"the database {path} is not an Executor database (it holds other tables: {shown}); it was left as it "
-            "is: put executor's own database there (from a backup), or move it away and run `executor ingest` again"
+            "is: restore executor's own database there from a backup, or name another file in EXECUTOR_DATABASE_URL"
         )
 
 
