@@ -5,7 +5,7 @@ from __future__ import annotations
 import sqlite3
 from contextlib import contextmanager
 
-from executor.core.errors import BackendError, ConfigError, DamagedError
+from executor.core.errors import BackendError, ConfigError, DamagedError, display_url
 from executor.core.fs import private_file
 from executor.core.settings import Settings
 from executor.stores.integrity import disk_full, sqlite_damage
@@ -28,7 +28,12 @@ def open_checkpointer(settings: Settings):
                 yield saver
         except Exception as exc:  # psycopg's errors; anything else is a bug and will show its traceback
             if exc.__class__.__module__.startswith("psycopg"):
-                raise BackendError(f"checkpoint database unavailable: {str(exc).splitlines()[0]}") from exc
+                # named with the variable that set it: "connection failed: ..." alone left a user of two databases
+                # guessing which one (hostile22 finding 12); no user, password or query in the name
+                raise BackendError(
+                    f"checkpoint database unavailable (EXECUTOR_CHECKPOINT_URL {display_url(url)}): "
+                    f"{str(exc).splitlines()[0]}"
+                ) from exc
             raise
         return
     if url:

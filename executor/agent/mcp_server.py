@@ -446,7 +446,7 @@ class ExecutorMCP:
         app = Starlette(
             routes=[Route("/mcp", endpoint=StreamableHTTPASGIApp(manager))], lifespan=lambda app: manager.run()
         )
-        return LocalGuard(_ValidIds(app), hosts, token=token)
+        return LocalGuard(_ValidIds(app), hosts, token=token, error_body=_refused)
 
 
 def _closed_normally(record: logging.LogRecord) -> bool:
@@ -687,6 +687,12 @@ def _non_finite_params(params) -> tuple[int, str] | None:
 def _valid_id(value) -> TypeGuard[types.RequestId]:
     # MCP's RequestId: a string or an integer (JSON-RPC's null is excluded by MCP; a bool is not an integer in JSON)
     return isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool))
+
+
+def _refused(message: str) -> dict:
+    """LocalGuard's refusal (a body over the bound, a wrong Host or token) as JSON-RPC's error, which an MCP host
+    reads: it was OpenAI's error object (hostile22 finding 12). The id is null: the request was not read."""
+    return {"jsonrpc": "2.0", "id": None, "error": {"code": types.INVALID_REQUEST, "message": message}}
 
 
 async def _invalid_request(send, code: int, message: str) -> None:

@@ -16,7 +16,7 @@ from __future__ import annotations
 import hmac
 import json
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 MAX_BODY_BYTES = 4 * 1024 * 1024
 MAX_HEAD_BYTES = 64 * 1024  # a request line and headers; a browser sends a few kB
@@ -29,24 +29,55 @@ def is_loopback(host: str) -> bool:
     return host.lower() in ("127.0.0.1", "localhost", "::1", "[::1]")  # host names are case-insensitive
 
 
+WILDCARDS = ("0.0.0.0", "::", "")
+
+
 def own_hosts(bind: str, port: int, extra: tuple[str, ...] = ()) -> set[str]:
     """The Host values a server bound to `bind`:`port` answers to: the loopback names, and for another address
-    that address, the machine's own names and addresses, and `extra`."""
+    that address, the machine's own names and addresses, and `extra`. Bound to every interface, every interface's
+    address: a client on the network names the machine by the address it connects to, and was refused 421 when the
+    host name resolved to 127.0.0.1 alone, as in a stock /etc/hosts (hostile22 finding 8)."""
     names = set(LOOPBACK_NAMES) | {n.lower() for n in extra}
     if not is_loopback(bind):
         import socket
 
-        if bind not in ("0.0.0.0", "::", ""):
+        if bind not in WILDCARDS:
             names.add(f"[{bind}]" if ":" in bind else bind)
         hostname = socket.gethostname()
         names |= {hostname.lower(), socket.getfqdn().lower()}
+        addresses = interface_addresses() if bind in WILDCARDS else set()
         try:
-            for *_, addr in socket.getaddrinfo(hostname, None):
-                ip = str(addr[0])
-                names.add(f"[{ip}]" if ":" in ip else ip)
+            addresses |= {str(addr[0]) for *_, addr in socket.getaddrinfo(hostname, None)}
         except OSError:
             pass
+        names |= {f"[{ip}]" if ":" in ip else ip for ip in addresses}
     return {f"{name}:{port}" for name in names}
+
+
+def interface_addresses() -> set[str]:
+    """The addresses of this machine's interfaces, as Linux lists them (the standard library has no getifaddrs):
+    IPv4 from the kernel's local routes (secondary addresses too), IPv6 from /proc/net/if_inet6. Elsewhere, or
+    where /proc is not mounted, none: the host name's addresses remain."""
+    import ipaddress
+
+    found = set()
+    try:
+        with open("/proc/net/fib_trie") as fh:
+            last = None
+            for line in fh:
+                words = line.split()
+                if words[:1] == ["|--"]:
+                    last = words[1]
+                elif words[:3] == ["/32", "host", "LOCAL"] and last is not None:
+                    found.add(last)
+    except OSError:
+        pass
+    try:
+        with open("/proc/net/if_inet6") as fh:
+            found |= {str(ipaddress.IPv6Address(bytes.fromhex(line.split()[0]))) for line in fh if line.strip()}
+    except (OSError, ValueError):
+        pass
+    return found
 
 
 class LocalGuard:
@@ -62,9 +93,12 @@ class LocalGuard:
         token: str | None = None,
         max_body: int = MAX_BODY_BYTES,
         origins: tuple[str, ...] = (),
+        error_body: Callable[[str], dict] | None = None,
     ):
-        """`origins`: pages of other sites the server answers too (LangGraph Studio's, for `langgraph dev`)."""
+        """`origins`: pages of other sites the server answers too (LangGraph Studio's, for `langgraph dev`);
+        `error_body`: a refusal's JSON in the protocol the app speaks (OpenAI's error object when None)."""
         self.app = app
+        self.error_body = error_body or openai_error
         self.hosts = {h.lower() for h in hosts}
         self.origins = {f"http://{h}" for h in self.hosts} | {f"https://{h}" for h in self.hosts}
         self.origins |= {o.lower() for o in origins}
@@ -84,7 +118,7 @@ class LocalGuard:
                 # same checks; closing before accepting is the ASGI way to refuse it (the server answers 403)
                 await receive()  # the handshake's websocket.connect
                 return await send({"type": "websocket.close", "code": 1008})
-            return await _reply(send, *refusal)
+            return await self._reply(send, *refusal)
         # names are case-insensitive (RFC 9110): what passed here reaches the app lower-cased, so that a check of
         # its own (the MCP SDK compares Host and Origin exactly) agrees with this one
         scope = {
@@ -99,9 +133,9 @@ class LocalGuard:
         length = headers.get("content-length")
         if length is not None:
             if len(length) != 1 or not length[0].strip().isdigit():
-                return await _reply(send, 400, "invalid Content-Length")
+                return await self._reply(send, 400, "invalid Content-Length")
             if int(length[0]) > self.max_body:
-                return await _reply(send, 413, f"the request body exceeds {self.max_body} bytes")
+                return await self._reply(send, 413, f"the request body exceeds {self.max_body} bytes")
         elif scope.get("method") in ("GET", "HEAD", "DELETE", "OPTIONS"):
             return await self.app(scope, receive, send)
         # read here, within the bound (a chunked body declares no length), and hand the app what was read: a client
@@ -111,8 +145,11 @@ class LocalGuard:
         if body is None:
             return
         if len(body) > self.max_body:
-            return await _reply(send, 413, f"the request body exceeds {self.max_body} bytes")
+            return await self._reply(send, 413, f"the request body exceeds {self.max_body} bytes")
         return await self.app(scope, replaying(body, receive), send)
+
+    async def _reply(self, send, status: int, message: str) -> None:
+        await send_json(send, status, self.error_body(message), close=True)
 
     def _refusal(self, headers: dict[str, list[str]]) -> tuple[int, str] | None:
         host = headers.get("host") or []
@@ -130,8 +167,8 @@ class LocalGuard:
         return None
 
 
-async def _reply(send, status: int, message: str) -> None:
-    await send_json(send, status, {"error": {"message": message, "type": "invalid_request_error"}}, close=True)
+def openai_error(message: str) -> dict:
+    return {"error": {"message": message, "type": "invalid_request_error"}}
 
 
 async def send_json(send, status: int, value, close: bool = False) -> None:

@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 import time
 import uuid
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StrictBool, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, ValidationError, ValidationInfo, field_validator
 
 from executor.core.errors import validation_line
 from executor.core.local_http import json_body, json_leaves
@@ -36,10 +36,21 @@ class Message(BaseModel):
     model_config = ConfigDict(extra="ignore")
 
     role: Literal["system", "developer", "user", "assistant", "tool"]
-    content: str | list[dict[str, Any]] | None = None
+    # validated when left out too: only an assistant's turn may have none (OpenAI's rule: its tool calls said it)
+    content: str | list[dict[str, Any]] | None = Field(default=None, validate_default=True)
     tool_calls: list[ToolCall] | None = None
     tool_call_id: str | None = None
     name: str | None = None
+
+    @field_validator("content")
+    @classmethod
+    def _said(cls, value, info: ValidationInfo):
+        """A turn other than the assistant's has content: a user message of `null` was answered as if empty, 200
+        (hostile22 finding 11)."""
+        role = info.data.get("role")
+        if value is None and role not in (None, "assistant"):
+            raise ValueError(f"a {role} message needs its content (text or content parts)")
+        return value
 
     @field_validator("content")
     @classmethod
@@ -116,6 +127,11 @@ class ChatRequest(BaseModel):
     # read to be refused: ignored, a client asking for log probabilities got an answer without them
     logprobs: StrictBool | None = None
     top_logprobs: int | None = None
+    # read to be refused unless they ask for no change (UNAPPLIED), within OpenAI's bounds
+    top_p: float | None = Field(default=None, ge=0, le=1, allow_inf_nan=False)
+    frequency_penalty: float | None = Field(default=None, ge=-2, le=2, allow_inf_nan=False)
+    presence_penalty: float | None = Field(default=None, ge=-2, le=2, allow_inf_nan=False)
+    logit_bias: dict[str, Annotated[float, Field(ge=-100, le=100, allow_inf_nan=False)]] | None = None
 
     @field_validator("stop")
     @classmethod
@@ -150,6 +166,12 @@ class ChatRequest(BaseModel):
         return self.tool_choice == "required" or self.forced_tool is not None
 
 
+# OpenAI's sampling options the engine is not given, each with the value that asks for no change (accepted: clients
+# send these defaults). Anything else is refused: ignored, a client banning a token with logit_bias got it anyway,
+# and a top_p of -1 was a 200 (hostile22 finding 11)
+UNAPPLIED = {"top_p": 1, "frequency_penalty": 0, "presence_penalty": 0, "logit_bias": {}}
+
+
 class RequestError(ValueError):
     """A malformed request: answered with 400 and this one line."""
 
@@ -177,6 +199,12 @@ def parse_request(body: bytes) -> ChatRequest:
         raise RequestError(str(exc)) from None
     if request.logprobs or request.top_logprobs is not None:
         raise RequestError("logprobs and top_logprobs are not supported: the reply carries no log probabilities")
+    asked = [name for name, neutral in UNAPPLIED.items() if getattr(request, name) not in (None, neutral)]
+    if asked:
+        raise RequestError(
+            f"{', '.join(asked)} {'is' if len(asked) == 1 else 'are'} not supported: the reply is sampled without "
+            f"{'it' if len(asked) == 1 else 'them'}; leave {'it' if len(asked) == 1 else 'them'} out"
+        )
     if request.stops and request.active_tools():
         # the reply is then JSON decoded to a grammar (a tool call or {"answer": ...}): a stop sequence would cut it
         raise RequestError("stop is not supported with tools: the reply is decoded whole to the tools' JSON schemas")

@@ -7,6 +7,7 @@ index is built from them), the per-session action memory and the
 
 from __future__ import annotations
 
+import sqlite3
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from functools import lru_cache
@@ -255,6 +256,41 @@ def _check_whole(path: Path) -> None:
             f"the database {path} is damaged ({damage}): restore it from a backup, or move it "
             "away and run `executor ingest` again"
         )
+    foreign = _foreign_tables(path) if path.is_file() else []
+    if foreign:
+        shown = ", ".join(foreign[:5]) + (f" and {len(foreign) - 5} more" if len(foreign) > 5 else "")
+        raise BackendError(
+            f"the database {path} is not an Executor database (it holds other tables: {shown}); it was left as it "
+            "is: restore executor's own database there from a backup, or name another file in EXECUTOR_DATABASE_URL"
+        )
+
+
+# what the first release made, with no alembic_version (`migrate` stamps such a database as revision 0001)
+FIRST_RELEASE_TABLES = frozenset(
+    {"knowledge_base", "document", "session_document", "session_domain", "tool_invocation"}
+)
+
+
+def _foreign_tables(path: Path) -> list[str]:
+    """The tables executor never made in the SQLite file at `path`, when it records no schema revision: another
+    program's database (a wrong backup restored, EXECUTOR_DATABASE_URL naming the wrong file). Migrating it wrote
+    executor's tables into that program's file, and the lookup then said "unknown knowledge base ... run `executor
+    ingest`" (hostile22 finding 7). Read-only, before the engine opens it: its WAL pragma would rewrite the header.
+    A server database is not checked: it is commonly shared (LangGraph's checkpoint tables beside ours)."""
+    try:
+        conn = sqlite3.connect(f"{path.absolute().as_uri()}?mode=ro", uri=True, timeout=15)
+        try:
+            rows = conn.execute(
+                "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite~_%' ESCAPE '~'"
+            )
+            tables = {name for (name,) in rows}
+        finally:
+            conn.close()
+    except sqlite3.OperationalError:  # locked, busy, not openable: not this check's to say; the real open says it
+        return []
+    if "alembic_version" in tables:
+        return []
+    return sorted(tables - FIRST_RELEASE_TABLES)
 
 
 SCHEMA_REVISION = "0010"  # the newest migration in executor/stores/migrations/versions
@@ -279,6 +315,7 @@ def migrate(engine: Engine) -> None:
     if found == SCHEMA_REVISION:
         return
     if found is not None and found not in {p.name.split("_", 1)[0] for p in (MIGRATIONS / "versions").glob("*_*.py")}:
+        _refuse_another_programs(engine, found)
         # a revision no migration here names: a newer executor wrote this database (Alembic said only
         # "CommandError: Can't locate revision identified by ..."), and this one cannot read or migrate it
         raise BackendError(
@@ -312,6 +349,19 @@ def migrate(engine: Engine) -> None:
             f"recorded, but its tables already hold what a later migration adds ({said}); restore it from a "
             "backup, or move it away and run `executor ingest` again"
         ) from exc
+
+
+def _refuse_another_programs(engine: Engine, found: str) -> None:
+    """A revision no migration here names, in a database without executor's catalog, is another program's
+    Alembic revision (many programs keep one in `alembic_version`), not a newer executor's."""
+    with engine.connect() as conn:
+        if "knowledge_base" in inspect(conn).get_table_names():
+            return
+    raise BackendError(
+        f"the database {engine.url.render_as_string(hide_password=True)} is not an Executor database (its "
+        f"alembic_version {found!r} is another program's, and it has no knowledge_base table); it was left as it "
+        "is: name executor's own database in EXECUTOR_DATABASE_URL, or use another EXECUTOR_HOME"
+    )
 
 
 # what SQLite, PostgreSQL and MySQL say when a migration adds a column, table or index that is already there
