@@ -27,6 +27,18 @@ def home(tmp_path_factory):
 
 
 # -- finding 15 --------------------------------------------------------------------------------------------------
+def interrupt(proc: subprocess.Popen) -> None:
+    """Ctrl-C to `proc`, which must end within 10 s (TimeoutExpired otherwise); killed if it is still running."""
+    try:
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGINT)
+            proc.wait(timeout=10)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
 @needs_model
 def test_ctrl_c_in_ask_with_the_local_model_stops_it_at_once_not_after_the_round(home):
     # a reply of up to 2,000 tokens: the bundled model writes this answer to the limit, 40 s and more here (256
@@ -47,13 +59,9 @@ def test_ctrl_c_in_ask_with_the_local_model_stops_it_at_once_not_after_the_round
                 break
         time.sleep(1)  # its request reaches the engine
         assert proc.poll() is None, "the command ended before the answer's round could be interrupted"
-        proc.send_signal(signal.SIGINT)
-        # before, this waited for the round's end: 23.9 s after a Ctrl-C 12 s in (round 21), 30 s and more here
-        proc.wait(timeout=10)
     finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
+        # before, this waited for the round's end: 23.9 s after a Ctrl-C 12 s in (round 21), 30 s and more here
+        interrupt(proc)
     assert proc.returncode == 130
     assert proc.stderr.read().splitlines()[-1] == "error: interrupted"
 
@@ -118,12 +126,8 @@ def test_ctrl_c_of_llm_serve_with_a_request_in_flight_stops_it_at_once(tmp_path)
         writing.start()
         time.sleep(2)  # the story is being written: 2,000 tokens, a minute and more here
         assert writing.is_alive(), replies
-        proc.send_signal(signal.SIGINT)
-        proc.wait(timeout=10)
     finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
+        interrupt(proc)
     writing.join(timeout=10)
     assert replies == {"story": 499}  # its client is told, not left to time out
     assert proc.returncode == 130 and proc.stderr.read().splitlines()[-1] == "error: interrupted"
