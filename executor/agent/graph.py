@@ -179,13 +179,21 @@ class CheckedGraph(CompiledStateGraph):
         (`_edit_target`)."""
         _check_edits(supersteps)
         head = self.get_state(config) if _one_message_edit(supersteps) else None
-        before = self.get_state(head.parent_config) if head is not None and _approved(head) else None
+        before = (
+            self.get_state(head.parent_config)
+            if head is not None and head.parent_config is not None and _approved(head)
+            else None
+        )
         return super().bulk_update_state(*_edit_target(config, supersteps, head, before))
 
     async def abulk_update_state(self, config, supersteps):  # pyright: ignore[reportIncompatibleMethodOverride]
         _check_edits(supersteps)
         head = await self.aget_state(config) if _one_message_edit(supersteps) else None
-        before = await self.aget_state(head.parent_config) if head is not None and _approved(head) else None
+        before = (
+            await self.aget_state(head.parent_config)
+            if head is not None and head.parent_config is not None and _approved(head)
+            else None
+        )
         return await super().abulk_update_state(*_edit_target(config, supersteps, head, before))
 
 

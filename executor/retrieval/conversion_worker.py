@@ -39,8 +39,10 @@ def _end_with_parent() -> None:
     a pipe nobody reads (hostile22 #5). multiprocessing's parent sentinel is a pipe whose other end the ingest
     alone holds: it reads as closed the moment the ingest is gone, however it went (unlike `PR_SET_PDEATHSIG`,
     Linux's, which fires when the thread that started the worker ends)."""
-    multiprocessing.parent_process().join()
-    os._exit(1)
+    parent = multiprocessing.parent_process()
+    if parent is not None:  # (None only in the ingest itself, which never runs this)
+        parent.join()
+        os._exit(1)
 
 
 def _ready() -> None:
