@@ -179,21 +179,15 @@ class CheckedGraph(CompiledStateGraph):
         (`_edit_target`)."""
         _check_edits(supersteps)
         head = self.get_state(config) if _one_message_edit(supersteps) else None
-        before = (
-            self.get_state(head.parent_config)
-            if head is not None and head.parent_config is not None and _approved(head)
-            else None
-        )
+        parent = _before_approval(head)
+        before = self.get_state(parent) if parent is not None else None
         return super().bulk_update_state(*_edit_target(config, supersteps, head, before))
 
     async def abulk_update_state(self, config, supersteps):  # pyright: ignore[reportIncompatibleMethodOverride]
         _check_edits(supersteps)
         head = await self.aget_state(config) if _one_message_edit(supersteps) else None
-        before = (
-            await self.aget_state(head.parent_config)
-            if head is not None and head.parent_config is not None and _approved(head)
-            else None
-        )
+        parent = _before_approval(head)
+        before = await self.aget_state(parent) if parent is not None else None
         return await super().abulk_update_state(*_edit_target(config, supersteps, head, before))
 
 
@@ -218,9 +212,10 @@ def _one_message_edit(supersteps) -> bool:
     )
 
 
-def _approved(head: StateSnapshot) -> bool:
-    """The thread stopped before `call_tools`, its calls approved by the guard (Studio's interrupt before tools)."""
-    return head.next == ("call_tools",) and head.parent_config is not None
+def _before_approval(head: StateSnapshot | None) -> RunnableConfig | None:
+    """When the thread stopped before `call_tools`, its calls approved by the guard (Studio's interrupt before
+    tools), the checkpoint before that one; else None."""
+    return head.parent_config if head is not None and head.next == ("call_tools",) else None
 
 
 def _edit_target(config, supersteps, head: StateSnapshot | None, before: StateSnapshot | None):
