@@ -174,3 +174,26 @@ def test_a_chinese_question_naming_a_product_every_page_names_finds_the_page_tha
         result = team_lookup(home, query)
         assert result["relevance_level"] != "NONE", query
         assert result["primary"][0]["doc_key"] == page, query
+
+
+def test_a_one_word_lookup_a_page_only_mentions_is_no_confident_answer(tmp_path):
+    """The bundled sample, self-calibrated (`--grading ranker`): its pool, slow-query and log pages are in Chinese
+    or far from a bare English word, and "pool" put the rolling-update page (a node pool, named once; similarity
+    0.09, under the query's background) first as HIGHLY_RELEVANT: "you have what you need" on a page that answers
+    nothing of it. Found on its words alone, such a page is a reference; a page the meaning agrees with stays
+    HIGHLY_RELEVANT."""
+    home = tmp_path / "home"
+    r = run_cli(home, "ingest", "--grading", "ranker", "--json")
+    assert r.returncode == 0, r.stderr
+
+    def lookup(query: str) -> dict:
+        done = run_cli(home, "lookup", query, "--no-graph", "--json")
+        assert done.returncode == 0, done.stderr
+        return json.loads(done.stdout)
+
+    for query in ("pool", "slow queries", "logs", "incident"):
+        result = lookup(query)
+        assert result["relevance_level"] == "REFERENCE", (query, result["primary"][0]["doc_key"])
+    rollback = lookup("rollback")
+    assert rollback["relevance_level"] == "HIGHLY_RELEVANT"
+    assert rollback["primary"][0]["doc_key"] == "deployment/rollback.md"
