@@ -104,21 +104,12 @@ def grade(candidates: Sequence[Scored], t: Thresholds) -> Level | None:
             return Level.REFERENCE
         if t.answerability.probability(answer_features(candidates)) < t.answerability.threshold:
             return floor
-        return Level.HIGHLY_RELEVANT if best >= highly_relevant and not passing and agrees(first) else Level.REFERENCE
+        return Level.HIGHLY_RELEVANT if best >= highly_relevant and not passing else Level.REFERENCE
     if best >= highly_relevant:
         return Level.HIGHLY_RELEVANT
     if best >= t.reference_threshold:
         return Level.REFERENCE
     return floor
-
-
-def agrees(first: Scored) -> bool:
-    """The meaning agrees with the words: the best page's dense similarity is at least the query's background (what
-    any page of the KB scores for it, `lift` >= 0). A page whose words match and whose meaning is further from the
-    query than most pages' is found on its words alone, a reference at best: on the self-calibrated sample KB,
-    "pool" was HIGHLY_RELEVANT on the rolling-update page (similarity 0.09, background 0.16), which names a node
-    pool once."""
-    return first.features.get("lift", 0.0) >= 0.0
 
 
 def weak(candidates: Sequence[Scored], t: Thresholds) -> bool:
