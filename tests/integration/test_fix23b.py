@@ -11,7 +11,7 @@ import subprocess
 import sys
 
 import pytest
-from conftest import REPO, ingested_home, run_cli, stop_process
+from conftest import FIRST_Q, REPO, ingested_home, langgraph_dev, run_cli, sdk_thread, stop_process
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -181,3 +181,71 @@ def test_a_logit_bias_of_no_token_of_the_model_is_refused_naming_it(endpoint, bi
     the client's ban would silently not be made."""
     status, answer = _ask(endpoint, logit_bias=bias)
     assert status == 400 and answer["error"]["message"].startswith(said), answer
+
+
+# -- 3. Studio's request checks read the graph's own catalog ------------------------------------------------------
+CHECKS = """
+import asyncio, importlib.util, json, sys
+from executor.stores import database
+
+opened = []
+real = database.Database.__init__
+def counted(self, *args, **kwargs):
+    opened.append(args)
+    real(self, *args, **kwargs)
+database.Database.__init__ = counted
+
+def load(path, name):  # as langgraph-api loads langgraph.json's graph and http app: by path, under another name
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+load(sys.argv[1] + "/executor/agent/studio.py", "executor__agent__studio")
+http = load(sys.argv[1] + "/executor/agent/studio_http.py", "user_router_module")
+before = len(opened)
+scope = {"method": "POST", "path": "/assistants"}
+refusal = asyncio.run(http.refused_runs(scope, {"graph_id": "executor", "context": {"kb": "nope"}}))
+print(json.dumps({"opened": len(opened) - before, "refusal": refusal}))
+"""
+
+
+def test_studios_request_checks_open_no_database_of_their_own(tmp_path_factory):
+    """`langgraph dev`'s request checks (an assistant every run of which the graph would refuse) built a Catalog on
+    a Database of their own, beside the runtime's: the stores are built once, by the runtime, and the checks are the
+    graph's, handed in where studio.py builds it. An unknown knowledge base is still refused."""
+    home = ingested_home(tmp_path_factory, "studio-checks")
+    env = {**os.environ, "EXECUTOR_HOME": str(home), "PYTHONPATH": str(REPO)}
+    r = subprocess.run(
+        [sys.executable, "-c", CHECKS, str(REPO)], capture_output=True, text=True, env=env, cwd=home, timeout=240
+    )
+    assert r.returncode == 0, r.stderr[-3000:]
+    said = json.loads(r.stdout.strip().splitlines()[-1])
+    assert said["opened"] == 0, said
+    assert said["refusal"].startswith("every run of this assistant would be refused: ") and "'nope'" in said["refusal"]
+
+
+# -- 4. a search of the threads' values is no state edit ----------------------------------------------------------
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    # PYTHONPATH: the server imports `executor` by name too, which the venv's editable install may place elsewhere
+    with langgraph_dev(tmp_path_factory, "fix23b", PYTHONPATH=str(REPO)) as (url, _, _):
+        yield url
+
+
+def test_a_search_of_the_threads_messages_is_not_refused_as_a_state_edit(server):
+    """`threads.search(values={"messages": ...})` (and `threads.count`) was refused 422 "invalid values.messages:
+    ..." (a message a search names in part is no message a state edit could write), and so was a search on
+    `memory`: both only filter threads, and are answered. An edit of that shape is still refused."""
+    from langgraph_sdk.errors import APIStatusError
+
+    client, thread_id = sdk_thread(server, FIRST_Q)
+    assert thread_id in [t["thread_id"] for t in client.threads.search(values={"question": FIRST_Q}, limit=1000)]
+    for values in ({"messages": [{"content": FIRST_Q}]}, {"memory": "garbage"}):
+        found = client.threads.search(values=values, limit=1000)
+        assert thread_id not in [t["thread_id"] for t in found], values  # nothing holds these values
+        assert client.threads.count(values=values) == len(found), values
+    with pytest.raises(APIStatusError) as refused:
+        client.threads.update_state(thread_id, {"memory": "garbage"})
+    assert refused.value.status_code == 422 and "invalid state edit of 'memory'" in str(refused.value)
