@@ -102,13 +102,13 @@ class LlamaEngine:
     async def vocabulary_size(self) -> int:
         """How many tokens the model has: llama.cpp skips a logit_bias of a token id past them without a word."""
         if self._vocabulary_size is None:
-            response = await self._client.get("/v1/models")
-            self._vocabulary_size = int(response.json()["data"][0]["meta"]["n_vocab"])
+            models = await self._call("/v1/models")
+            self._vocabulary_size = int(models["data"][0]["meta"]["n_vocab"])
         return self._vocabulary_size
 
     async def tokenize(self, text: str) -> list[int]:
         """The model's token ids for `text`: what a client's logit_bias names."""
-        return (await self._post("/tokenize", {"content": text}))["tokens"]
+        return (await self._call("/tokenize", {"content": text}))["tokens"]
 
     async def count_tokens(self, text: str) -> int:
         return len(await self.tokenize(text))
@@ -140,16 +140,20 @@ class LlamaEngine:
         if schema is not None:
             body["json_schema"] = schema
         try:
-            out = await self._post("/completion", body)
+            out = await self._call("/completion", body)
         except asyncio.CancelledError:  # llama.cpp stops it at its next batch, and answers the next request after
             self._abandoned = True
             raise
         self._abandoned = False  # one slot: llama.cpp has finished whatever came before this one
         return out
 
-    async def _post(self, path: str, body: dict) -> dict:
+    async def _call(self, path: str, body: dict | None = None) -> dict:
+        """llama.cpp's answer to a POST of `body` to `path`, or to a GET of `path` when there is none."""
         try:
-            response = await self._client.post(path, json=body)
+            if body is None:
+                response = await self._client.get(path)
+            else:
+                response = await self._client.post(path, json=body)
         except httpx.TimeoutException:
             raise EngineError(504, f"the model did not answer within {self.options.timeout_s:g} s") from None
         except httpx.HTTPError as exc:
