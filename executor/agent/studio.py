@@ -18,11 +18,13 @@ import asyncio
 
 from langgraph_sdk.runtime import ServerRuntime
 
+from executor.agent import studio_http
 from executor.agent.runtime import Runtime
 from executor.nodes.begin_turn import checked_context
 
 _runtime = Runtime(source="studio")
 _graph = _runtime.app()
+studio_http.check_runs_with(_graph.check_run)  # the server's request checks refuse what the graph would
 
 
 async def graph(runtime: ServerRuntime):

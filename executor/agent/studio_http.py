@@ -16,6 +16,7 @@ import asyncio
 import json
 import os
 import re
+from collections.abc import Callable
 from functools import cache
 
 from pydantic import ValidationError
@@ -24,11 +25,7 @@ from starlette.middleware import Middleware
 
 from executor.core.errors import InputError, printable, validation_line
 from executor.core.local_http import LocalGuard, own_hosts, posted_json, replaying, send_json
-from executor.core.settings import get_settings
-from executor.nodes.begin_turn import make_check_run
 from executor.nodes.memory_branch import check_session_edit
-from executor.stores.catalog import Catalog
-from executor.stores.database import Database
 
 STUDIO_ORIGINS = ("https://smith.langchain.com", "https://eu.smith.langchain.com")
 
@@ -86,7 +83,7 @@ class ReadableMessages:
         if posted is None:
             return
         body, payload = posted  # a body that is not JSON is the API's to answer
-        refusal = unreadable(payload) or late_run(scope, payload) or await refused_runs(scope, payload)
+        refusal = unreadable(payload, scope) or late_run(scope, payload) or await refused_runs(scope, payload)
         if refusal is not None:
             return await send_json(send, 422, {"detail": refusal})
         paged = _history_before(scope, payload)
@@ -167,13 +164,27 @@ async def refused_runs(scope, payload) -> str | None:
     return None
 
 
-@cache
-def _check_run():
-    """The graph's own `check_run` over the knowledge bases of the server's home (EXECUTOR_HOME); built on first
-    use, as the graph is."""
-    settings = get_settings()
-    settings.ensure_home()
-    return make_check_run(Catalog(Database(settings.db_url), str(settings.home)), settings.max_query_chars)
+_HANDED: dict[str, Callable] = {}  # what studio.py hands in where it builds the graph
+
+
+def check_runs_with(check_run: Callable) -> None:
+    """Hands in the graph's own `check_run`, from where the graph is built (executor/agent/studio.py): it reads the
+    runtime's catalog, so a stored assistant or cron is checked on the knowledge bases the runs read, and this
+    module opens no store of its own (it built a second Catalog on a second Database)."""
+    _HANDED["check_run"] = check_run
+
+
+def _check_run() -> Callable:
+    # langgraph dev loads this file by its path, as a module of another name ("user_router_module"), beside the one
+    # studio.py imports by its name and hands the check to: that one holds it
+    from executor.agent import studio_http
+
+    check = studio_http._HANDED.get("check_run")
+    if check is None:
+        raise RuntimeError(
+            "the executor graph is not loaded in this server (langgraph.json names executor/agent/studio.py)"
+        )
+    return check
 
 
 _HISTORY = re.compile(r"/threads/[^/]+/history/?")
@@ -296,13 +307,15 @@ def _with_length(headers, length: int) -> list:
     return [*((k, v) for k, v in headers if k.lower() != b"content-length"), (b"content-length", str(length).encode())]
 
 
-def unreadable(payload) -> str | None:
+def unreadable(payload, scope) -> str | None:
     """One line naming the first message in a request body that LangChain cannot read, or the first state edit of a
     session field of another shape (`check_session_edit`: every later run of the thread failed), or None. The
     places a client's messages reach a thread from: `input`, `command.update` (an object, or a list of [key, value]
     pairs), `values` (update_state: an object or a list of them), `supersteps[].updates[]` (a thread made with its
-    history), each in every run of a batch."""
-    for where, update in _updates_in(payload):
+    history), each in every run of a batch. A search's `values` (`threads.search`, `threads.count`) is a filter
+    that writes nothing: only the state's own `values` is an edit."""
+    edit = scope.get("method") == "POST" and _STATE.fullmatch(scope.get("path") or "") is not None
+    for where, update in _updates_in(payload, values=edit):
         for at, value in _messages_of(update, where):
             problem = _unreadable_messages(value)
             if problem is not None:
@@ -322,11 +335,15 @@ def _pairs(update) -> dict:
     return {p[0]: p[1] for p in pairs if isinstance(p, list | tuple) and len(p) == 2 and isinstance(p[0], str)}
 
 
-def _updates_in(payload, where: str = ""):
-    """(where, update) of each state update in a request body."""
+# update_state: the one request whose `values` are written to a thread (a search's `values` only filter threads)
+_STATE = re.compile(r"/threads/[^/]+/state/?")
+
+
+def _updates_in(payload, where: str = "", values: bool = True):
+    """(where, update) of each state update in a request body; its `values` only when `values` says they are one."""
     if isinstance(payload, list):  # /runs/batch
         for i, item in enumerate(payload):
-            yield from _updates_in(item, f"{where}{i}.")
+            yield from _updates_in(item, f"{where}{i}.", values)
         return
     if not isinstance(payload, dict):
         return
@@ -334,9 +351,9 @@ def _updates_in(payload, where: str = ""):
     command = payload.get("command")
     if isinstance(command, dict):
         yield f"{where}command.update", command.get("update")
-    values = payload.get("values")
-    for i, item in enumerate(values if isinstance(values, list) else [values]):
-        yield f"{where}values" + (f".{i}" if isinstance(values, list) else ""), item
+    edits = payload.get("values") if values else None
+    for i, item in enumerate(edits if isinstance(edits, list) else [edits]):
+        yield f"{where}values" + (f".{i}" if isinstance(edits, list) else ""), item
     for i, step in enumerate(payload.get("supersteps") or [] if isinstance(payload.get("supersteps"), list) else []):
         for j, update in enumerate(step.get("updates") or [] if isinstance(step, dict) else []):
             yield from _updates_in(update, f"{where}supersteps.{i}.updates.{j}.")

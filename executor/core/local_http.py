@@ -33,10 +33,16 @@ WILDCARDS = ("0.0.0.0", "::", "")
 
 
 def own_hosts(bind: str, port: int, extra: tuple[str, ...] = ()) -> set[str]:
-    """The Host values a server bound to `bind`:`port` answers to: the loopback names, and for another address
-    that address, the machine's own names and addresses, and `extra`. Bound to every interface, every interface's
-    address: a client on the network names the machine by the address it connects to, and was refused 421 when the
-    host name resolved to 127.0.0.1 alone, as in a stock /etc/hosts (hostile22 finding 8)."""
+    """The Host values a server bound to `bind`:`port` answers to: each of `own_names` with the port."""
+    return {f"{name}:{port}" for name in own_names(bind, extra)}
+
+
+def own_names(bind: str, extra: tuple[str, ...] = ()) -> list[str]:
+    """The names a server bound to `bind` answers to, loopback first, then the host's names, then addresses: the
+    loopback names, and for another address that address, the machine's own names and addresses, and `extra`.
+    Bound to every interface, every interface's address: a client on the network names the machine by the address
+    it connects to, and was refused 421 when the host name resolved to 127.0.0.1 alone, as in a stock /etc/hosts
+    (hostile22 finding 8). An ordered list: a server's start line names them for the user (round 22's leftover)."""
     names = set(LOOPBACK_NAMES) | {n.lower() for n in extra}
     if not is_loopback(bind):
         import socket
@@ -51,7 +57,20 @@ def own_hosts(bind: str, port: int, extra: tuple[str, ...] = ()) -> set[str]:
         except OSError:
             pass
         names |= {f"[{ip}]" if ":" in ip else ip for ip in addresses}
-    return {f"{name}:{port}" for name in names}
+    return sorted(names, key=_listing_order)
+
+
+def _listing_order(name: str) -> tuple[int, int, str]:
+    """Loopback names first (as LOOPBACK_NAMES lists them), then host names, then IPv4, then IPv6 addresses."""
+    import ipaddress
+
+    if name in LOOPBACK_NAMES:
+        return (0, LOOPBACK_NAMES.index(name), "")
+    try:
+        address = ipaddress.ip_address(name.strip("[]"))
+    except ValueError:
+        return (1, 0, name)
+    return (2 + (address.version == 6), int(address), "")
 
 
 def interface_addresses() -> set[str]:

@@ -87,8 +87,21 @@ class ChatService:
             f"(n_ctx {self.engine.options.n_ctx} minus {n_predict} to generate)"
         )
 
+    async def _check_tokens(self, logit_bias: dict[int, float]) -> None:
+        """A logit_bias of a token id the model does not have is refused: llama.cpp skips it, and the client's ban
+        (or choice) of that token is silently not made."""
+        if not logit_bias:
+            return
+        size = await self.engine.vocabulary_size()
+        unknown = sorted(token for token in logit_bias if token >= size)
+        if unknown:
+            raise RequestError(
+                f"logit_bias: token id {unknown[0]} is not in this model's vocabulary (ids 0 to {size - 1})"
+            )
+
     async def chat(self, raw: bytes):
         request = parse_request(raw)
+        await self._check_tokens(request.logit_bias or {})
         turns, schema = prompt_for(request)
         asked = request.max_completion_tokens or request.max_tokens
         default = CONSTRAINED_TOKENS if schema else self.engine.options.max_tokens
@@ -96,7 +109,7 @@ class ChatService:
         prompt = await self.fit(turns, n_predict)
         self.last_prompt = prompt
         out = await self.engine.complete(
-            prompt, schema, n_predict, request.temperature or 0.0, request.seed, request.stops
+            prompt, schema, n_predict, request.temperature or 0.0, request.seed, request.stops, request.sampling()
         )
         t = out.get("timings") or {}
         log.debug("reply: %r", out.get("content"))

@@ -97,10 +97,21 @@ class LlamaEngine:
         self._headers = {"Authorization": f"Bearer {key}"}
         self._client = httpx.AsyncClient(base_url=self.base_url, timeout=options.timeout_s, headers=self._headers)
         self._abandoned = False  # a completion was cancelled and llama.cpp may still be evaluating it
+        self._vocabulary_size: int | None = None  # read on first use
+
+    async def vocabulary_size(self) -> int:
+        """How many tokens the model has: llama.cpp skips a logit_bias of a token id past them without a word."""
+        if self._vocabulary_size is None:
+            models = await self._call("/v1/models")
+            self._vocabulary_size = int(models["data"][0]["meta"]["n_vocab"])
+        return self._vocabulary_size
+
+    async def tokenize(self, text: str) -> list[int]:
+        """The model's token ids for `text`: what a client's logit_bias names."""
+        return (await self._call("/tokenize", {"content": text}))["tokens"]
 
     async def count_tokens(self, text: str) -> int:
-        response = await self._post("/tokenize", {"content": text})
-        return len(response["tokens"])
+        return len(await self.tokenize(text))
 
     async def complete(
         self,
@@ -110,8 +121,11 @@ class LlamaEngine:
         temperature: float,
         seed: int | None,
         stops: list[str] | None = None,
+        sampling: dict | None = None,
     ) -> dict:
-        """llama.cpp's completion of `prompt`; `stops`: the client's stop sequences, besides the turn's end."""
+        """llama.cpp's completion of `prompt`; `stops`: the client's stop sequences, besides the turn's end;
+        `sampling`: OpenAI's sampling options the client set (`ChatRequest.sampling`), which llama.cpp takes by the
+        same names, `logit_bias` as [token id, bias] pairs."""
         body = {
             "prompt": prompt,
             "n_predict": n_predict,
@@ -119,20 +133,27 @@ class LlamaEngine:
             "seed": self.options.seed if seed is None else seed,
             "stop": STOP + list(stops or []),
             "cache_prompt": True,
+            **(sampling or {}),
         }
+        if "logit_bias" in body:
+            body["logit_bias"] = [[token, bias] for token, bias in body["logit_bias"].items()]
         if schema is not None:
             body["json_schema"] = schema
         try:
-            out = await self._post("/completion", body)
+            out = await self._call("/completion", body)
         except asyncio.CancelledError:  # llama.cpp stops it at its next batch, and answers the next request after
             self._abandoned = True
             raise
         self._abandoned = False  # one slot: llama.cpp has finished whatever came before this one
         return out
 
-    async def _post(self, path: str, body: dict) -> dict:
+    async def _call(self, path: str, body: dict | None = None) -> dict:
+        """llama.cpp's answer to a POST of `body` to `path`, or to a GET of `path` when there is none."""
         try:
-            response = await self._client.post(path, json=body)
+            if body is None:
+                response = await self._client.get(path)
+            else:
+                response = await self._client.post(path, json=body)
         except httpx.TimeoutException:
             raise EngineError(504, f"the model did not answer within {self.options.timeout_s:g} s") from None
         except httpx.HTTPError as exc:

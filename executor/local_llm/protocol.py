@@ -17,6 +17,10 @@ from executor.local_llm.schema_bounds import SchemaRefused, check_tools
 TEXT_PARTS = {"text": "text", "refusal": "refusal"}
 UNREAD = "\n[a part of type {kind} was attached here; it is not shown: this model reads text only]\n"
 MAX_STOPS = 4  # OpenAI's bound on `stop`
+# OpenAI's sampling options llama.cpp applies by the same names: `top_p`, and the penalties over the last 64 tokens of
+# the conversation (llama.cpp's window, the prompt's tokens in it), where OpenAI counts the reply's
+SAMPLING = ("top_p", "frequency_penalty", "presence_penalty", "logit_bias")
+TokenId = Annotated[int, Field(ge=0)]
 
 
 class FunctionCall(BaseModel):
@@ -127,11 +131,13 @@ class ChatRequest(BaseModel):
     # read to be refused: ignored, a client asking for log probabilities got an answer without them
     logprobs: StrictBool | None = None
     top_logprobs: int | None = None
-    # read to be refused unless they ask for no change (UNAPPLIED), within OpenAI's bounds
+    # OpenAI's sampling options, within OpenAI's bounds, handed to llama.cpp (`sampling`): ignored, a client banning
+    # a token with logit_bias got it anyway, and a top_p of -1 was a 200 (hostile22 finding 11)
     top_p: float | None = Field(default=None, ge=0, le=1, allow_inf_nan=False)
     frequency_penalty: float | None = Field(default=None, ge=-2, le=2, allow_inf_nan=False)
     presence_penalty: float | None = Field(default=None, ge=-2, le=2, allow_inf_nan=False)
-    logit_bias: dict[str, Annotated[float, Field(ge=-100, le=100, allow_inf_nan=False)]] | None = None
+    # token ids (JSON's keys are strings: "50256"), each with its bias; an id the model lacks is the engine's to refuse
+    logit_bias: dict[TokenId, Annotated[float, Field(ge=-100, le=100, allow_inf_nan=False)]] | None = None
 
     @field_validator("stop")
     @classmethod
@@ -140,6 +146,11 @@ class ChatRequest(BaseModel):
         if stops is not None and (len(stops) > MAX_STOPS or not all(stops)):
             raise ValueError(f"at most {MAX_STOPS} stop sequences, none of them empty")
         return stops
+
+    def sampling(self) -> dict[str, Any]:
+        """The sampling options the client set, by OpenAI's names (`logit_bias` keyed by token id); what it left
+        out is the engine's default."""
+        return {name: getattr(self, name) for name in SAMPLING if getattr(self, name) is not None}
 
     @property
     def stops(self) -> list[str]:
@@ -164,12 +175,6 @@ class ChatRequest(BaseModel):
     @property
     def must_call_tool(self) -> bool:
         return self.tool_choice == "required" or self.forced_tool is not None
-
-
-# OpenAI's sampling options the engine is not given, each with the value that asks for no change (accepted: clients
-# send these defaults). Anything else is refused: ignored, a client banning a token with logit_bias got it anyway,
-# and a top_p of -1 was a 200 (hostile22 finding 11)
-UNAPPLIED = {"top_p": 1, "frequency_penalty": 0, "presence_penalty": 0, "logit_bias": {}}
 
 
 class RequestError(ValueError):
@@ -199,12 +204,6 @@ def parse_request(body: bytes) -> ChatRequest:
         raise RequestError(str(exc)) from None
     if request.logprobs or request.top_logprobs is not None:
         raise RequestError("logprobs and top_logprobs are not supported: the reply carries no log probabilities")
-    asked = [name for name, neutral in UNAPPLIED.items() if getattr(request, name) not in (None, neutral)]
-    if asked:
-        raise RequestError(
-            f"{', '.join(asked)} {'is' if len(asked) == 1 else 'are'} not supported: the reply is sampled without "
-            f"{'it' if len(asked) == 1 else 'them'}; leave {'it' if len(asked) == 1 else 'them'} out"
-        )
     if request.stops and request.active_tools():
         # the reply is then JSON decoded to a grammar (a tool call or {"answer": ...}): a stop sequence would cut it
         raise RequestError("stop is not supported with tools: the reply is decoded whole to the tools' JSON schemas")

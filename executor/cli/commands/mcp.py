@@ -64,7 +64,7 @@ def mcp(
     from executor.core import fs
     from executor.core.errors import ExecutorError, InputError, OutputError, register_secret
     from executor.core.fs import private_file
-    from executor.core.local_http import is_loopback, server_config
+    from executor.core.local_http import is_loopback, own_names, server_config
     from executor.core.validation import validate_kb_name
 
     if not http and 0 in fs.closed_at_start:  # the host's requests come on stdin: there would be none to answer
@@ -118,12 +118,21 @@ def mcp(
         # an IPv6 address is bracketed in a URL (RFC 3986): "http://::1:8765/mcp" is no URL a client can open
         url = f"http://[{host.strip('[]')}]:{port}/mcp" if ":" in host else f"http://{host}:{port}/mcp"
         log = private_file(rt.settings.ensure_home() / "mcp-http.log")
-        message = {"url": url, "kb": kb, "transport": "streamable-http", "home": str(rt.settings.home), "log": str(log)}
+        names = own_names(host)
+        message = {
+            "url": url,
+            "kb": kb,
+            "transport": "streamable-http",
+            "home": str(rt.settings.home),
+            "log": str(log),
+            "hosts": [f"{name}:{port}" for name in names],
+        }
         # stdout stays clean for scripts that read the JSON line; the person's line goes to stderr
         if as_json:
             typer.echo(json.dumps(message))
         else:
-            print(f"executor MCP server on {url} ({where}; its log: {log}); Ctrl-C stops it", file=sys.stderr)
+            answers = _answers_to(host, port, names)
+            print(f"executor MCP server on {url} ({where}; its log: {log}){answers}; Ctrl-C stops it", file=sys.stderr)
         # what uvicorn and the MCP library log (a malformed request, a stream cut by Ctrl-C) goes to a file:
         # a person's terminal gets one line per problem of theirs, not the server's tracebacks
         config = server_config(
@@ -131,6 +140,18 @@ def mcp(
         )
         with _root_log_to(log):
             uvicorn.Server(config).run(sockets=[sock])
+
+
+def _answers_to(host: str, port: int, names: list[str]) -> str:
+    """For a server other machines can reach, the URLs it answers at: it refuses (421) any other Host, so a client
+    given `http://0.0.0.0:PORT/mcp`, or an address the machine does not have, is refused, and a user deciding which
+    URL to give the other machines has no way to know them (hostile22 finding 8's leftover). Empty on loopback,
+    where the URL said is the one."""
+    from executor.core.local_http import is_loopback
+
+    if is_loopback(host):
+        return ""
+    return f"; it answers at http://NAME:{port}/mcp for NAME in {', '.join(names)} (with the token)"
 
 
 def _transport_failure(exc: BaseException) -> OSError | None:
