@@ -50,6 +50,7 @@ SETS = [
     HeldOut("pip", "pip_docs", LABELS / "pip-docs.yaml", LABELS / "build_pip_docs.sh"),
     HeldOut("hatch", "hatch_docs", LABELS / "hatch-docs.yaml", LABELS / "build_hatch_docs.sh"),
     HeldOut("molecule", "molecule_docs", LABELS / "molecule-docs.yaml", LABELS / "build_molecule_docs.sh"),
+    HeldOut("structlog", "structlog_docs", LABELS / "structlog-docs.yaml", LABELS / "build_structlog_docs.sh"),
 ]
 
 # (figure of `eval-retrieval --json`, row label, target as the issue states it, is it met)
@@ -138,7 +139,9 @@ def main(
         Path(tempfile.gettempdir()) / "executor-held-out",
         help="where the held-out folders are built once and reused (outside the checkout)",
     ),
-    only: list[str] = typer.Option([], "--set", help="only these sets (helm, starlette-black, pip, hatch, molecule)"),
+    only: list[str] = typer.Option(
+        [], "--set", help="only these sets (helm, starlette-black, pip, hatch, molecule, structlog)"
+    ),
     json_out: Path | None = typer.Option(None, "--json", help="also write every figure here"),
     gradings: list[str] = typer.Option(
         [], "--grading", help="only these gradings (self-calibrated, shared preset): halves a before/after run"
