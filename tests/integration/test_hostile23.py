@@ -1,5 +1,5 @@
 """Round twenty-three of the hostile pass (issue 30): sessions across an ingest and a drop, `langgraph dev` beyond
-loopback, another graph name, label files naming no document, chat's commands. Each finding of severity 8 or worse
+loopback, another graph name, label files naming no document, a failed `kb create`, chat's commands. Each finding of severity 8 or worse
 (evals/review/hostile23-findings.md, by number) as it fails today.
 
 A test of a finding still open is `xfail(strict=True)` with its number: it fails on today's code, and whoever mends
@@ -7,6 +7,7 @@ the finding flips the marker. Real components throughout: the sample KB in Milvu
 embedded FalkorDB, `executor` as a user runs it, the Studio app's own ASGI stack.
 """
 
+import json
 import os
 import subprocess
 import sys
@@ -14,7 +15,7 @@ import uuid
 
 import pytest
 import yaml
-from conftest import REPO, ingested_home, make_runtime, run_cli, write_pages
+from conftest import REPO, copy_of, ingested_home, make_runtime, run_cli, write_pages
 
 from executor.retrieval.ingest import ingest
 
@@ -167,7 +168,7 @@ def test_calibrate_does_not_write_a_preset_from_labels_naming_no_document_of_the
     assert not config.exists() or "threshold" not in config.read_text(encoding="utf-8")
 
 
-@pytest.mark.xfail(strict=True, reason="hostile23 #6: chat's '/trace on' hides the trace (the command only toggles)")
+@pytest.mark.xfail(strict=True, reason="hostile23 #7: chat's '/trace on' hides the trace (the command only toggles)")
 @pytest.mark.parametrize(
     ("typed", "expected"), [("/trace on", "tool calls shown"), ("/trace off\n/trace off", "tool calls hidden")]
 )
@@ -187,3 +188,45 @@ def test_chat_trace_on_and_off_do_what_they_say(sample_home, typed, expected):
     assert run.returncode == 0, run.stderr
     said = [line for line in run.stdout.splitlines() if "tool calls" in line]
     assert said and expected in said[-1], said
+
+
+def hold_vectors(home):
+    """Another process holding the home's Milvus Lite file (an `executor mcp --http` left running)."""
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-W",
+            "ignore",
+            "-c",
+            "import sys,time; from executor.stores.vectors import MilvusVectorStore; "
+            "MilvusVectorStore(sys.argv[1]).client; print('ready', flush=True); time.sleep(120)",
+            str(home / "milvus.db"),
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+        cwd=REPO,
+    )
+    assert holder.stdout is not None and holder.stdout.readline().strip() == "ready"
+    return holder
+
+
+@pytest.mark.xfail(
+    strict=True, reason="hostile23 #6: `kb create` that fails on a held Milvus Lite file still creates the KB"
+)
+def test_a_kb_create_that_fails_creates_nothing(sample_home, tmp_path):
+    """`executor kb create team3 --entities Software` while `executor mcp --http` holds the home: "error: cannot
+    open the Milvus Lite file ...: another process has it open ...; stop it", exit 1. Once the server is stopped,
+    as the line says, the same command was "knowledge base 'team3' already exists", exit 2 (a script's
+    `kb create X && ingest DOCS --kb X` fails again), and `kb list` showed "team3: 0 documents, graph": the
+    command that failed had written its catalog row. A command that says it failed leaves nothing behind."""
+    home = copy_of(sample_home, tmp_path)
+    holder = hold_vectors(home)
+    try:
+        r = run_cli(home, "kb", "create", "team3", "--entities", "Software")
+    finally:
+        holder.kill()
+        holder.wait()
+    assert r.returncode == 1, (r.returncode, r.stderr)
+    listed = run_cli(home, "kb", "list", "--json")
+    assert listed.returncode == 0, listed.stderr
+    assert "team3" not in [kb["name"] for kb in json.loads(listed.stdout)], listed.stdout
