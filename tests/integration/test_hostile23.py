@@ -1,6 +1,6 @@
 """Round twenty-three of the hostile pass (issue 30): sessions across an ingest and a drop, `langgraph dev` beyond
-loopback, another graph name, label files naming no document, a failed `kb create`, chat's commands. Each finding of severity 8 or worse
-(evals/review/hostile23-findings.md, by number) as it fails today.
+loopback, another graph name, label files naming no document, a failed `kb create`, chat's commands. Each finding
+of severity 8 or worse (evals/review/hostile23-findings.md, by number) as it fails today.
 
 A test of a finding still open is `xfail(strict=True)` with its number: it fails on today's code, and whoever mends
 the finding flips the marker. Real components throughout: the sample KB in Milvus Lite with the USE embedder, the
