@@ -273,7 +273,10 @@ def ingest(
             warnings.append(f"graph not built: {exc}")
             graph_error = str(exc)
 
-    if target != kb:
+    # A re-embed's vectors replace the old ones before the catalog records it, as the old ones answer until then.
+    # A KB without vectors gets them only after: one whose first ingest died before its catalog commit has none
+    # that answer, and one that died between the two is told it has no vectors (the next ingest re-embeds it).
+    if target != kb and recorded is not None:
         vectors.promote(kb, target)
 
     new = None  # a new KB's row is written with its documents, in one transaction
@@ -321,6 +324,8 @@ def ingest(
         new=new,
         graph_counts=graph_counts,
     )
+    if target != kb and recorded is None:
+        vectors.promote(kb, target)
     added = sum(1 for d in changed if d.doc_key not in existing)
     calibration = after_ingest(rt, kb, len(changed) + len(removed), progress)
     return IngestReport(

@@ -215,8 +215,45 @@ def test_a_first_ingest_that_died_before_its_catalog_commit_does_not_answer(tmp_
     rt = make_runtime(tmp_path / "home")
     try:
         assert rt.catalog.documents("wrong") == {}
+        assert not rt.vectors.has("wrong")  # its vectors become the KB's only after the catalog has its documents
         with pytest.raises(ExecutorError, match="ingest"):
             rt.lookup_service.lookup("ERR_ZORBLAX", session_id="h20-killed", kb="wrong")
+    finally:
+        rt.close()
+
+
+def test_a_first_ingest_that_died_after_its_catalog_commit_says_it_has_no_vectors_until_ingested_again(tmp_path):
+    # the other side of the catalog commit: the documents recorded, the vectors not yet the KB's. Nothing answers,
+    # and the lookup says what mends it; the next ingest re-embeds the KB
+    from conftest import make_runtime
+
+    from executor.core.errors import BackendError
+    from executor.retrieval.ingest import ingest
+
+    folder = write_pages(
+        tmp_path / "docs",
+        {"timeout.md": "# ERR_ZORBLAX\n\n`ERR_ZORBLAX` means the gateway gave up on the upstream after 45 s.\n"},
+    )
+    rt = make_runtime(tmp_path / "home")
+    try:
+
+        def killed(*_args, **_kwargs):
+            raise SystemExit(137)  # the process ends here, as SIGKILL would end it
+
+        rt.vectors.promote = killed  # type: ignore[method-assign]
+        with pytest.raises(SystemExit):
+            ingest(rt, folder, "late", progress=False)
+    finally:
+        rt.close()
+    rt = make_runtime(tmp_path / "home")
+    try:
+        assert list(rt.catalog.documents("late")) == ["timeout.md"]
+        with pytest.raises(BackendError, match="has no vectors: run `executor ingest .* --kb late`"):
+            rt.lookup_service.lookup("ERR_ZORBLAX", session_id="h20-late", kb="late")
+        report = ingest(rt, folder, "late", progress=False)
+        assert (report.added, report.changed, report.chunks) == (0, 1, 1)  # embedded again: the catalog had it
+        found = rt.lookup_service.lookup("ERR_ZORBLAX", session_id="h20-late", kb="late")
+        assert found.primary and found.primary[0].doc_key == "timeout.md"
     finally:
         rt.close()
 
