@@ -334,10 +334,20 @@ def _sanitized(value):
     return value
 
 
+def clean_text(text: str) -> str:
+    """A file's text as a document keeps it: sanitised (`sanitize_text`), its pasted images and encoded runs cut."""
+    return cut_encoded(sanitize_text(text))
+
+
 def parse_text(doc_key: str, text: str, source_format: str = "md", meta_title: str | None = None) -> Document:
     """A Document from the Markdown (or plain text) of a file; `meta_title` is the file's own metadata title."""
+    return parse_clean_text(doc_key, clean_text(text), source_format, meta_title)
+
+
+def parse_clean_text(doc_key: str, text: str, source_format: str = "md", meta_title: str | None = None) -> Document:
+    """`parse_text` of a text `clean_text` already made: an ingest cleans a file's text once, before it measures it
+    against the per-document limit."""
     check_doc_key(doc_key)
-    text = cut_encoded(sanitize_text(text))
     warnings: list[str] = []
     meta: dict = {}
     if source_format in ("md", "mdx"):

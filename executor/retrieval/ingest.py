@@ -225,8 +225,26 @@ def ingest(
             bar.update(len(texts[i : i + EMBED_BATCH]))
     matrix = np.concatenate(parts) if parts else np.zeros((0, embedder.dim), dtype=np.float32)
 
+    # a full ingest (the first, or a re-embed) writes beside the KB's vectors: the old ones, or none, answer until the
+    # new are complete, and what one killed half-way left is dropped by the next (`discard_unfinished`). The first
+    # too: written in place, its vectors answered lookups of a KB whose catalog listed no documents (hostile20 #5)
+    target = vectors.staging(kb) if full else kb
+    if not vectors.has(target):
+        warning = vectors.create(target, embedder)
+        if warning:
+            warnings.append(warning)
+    stale = [d.doc_key for d in changed if d.doc_key in existing and not full] + removed
+    if rows:
+        vectors.upsert(target, rows, embedder, matrix)
+    # only after the new chunks are in: an ingest killed before this leaves a changed document findable (its old
+    # or new chunks, and the catalog's old state, so the next ingest does it again), never gone from the vectors
+    if stale and target == kb:
+        vectors.delete_docs(kb, stale, keep={r["chunk_id"] for r in rows})
+    vectors.flush_and_load(target)
+
     # A graph that is down does not stop the ingest: lookups work without it, expansion says it is
-    # unavailable, and the next ingest builds it.
+    # unavailable, and the next ingest builds it. Written after the vectors, just before they are promoted: a first
+    # ingest killed while it embeds or writes them leaves no graph either.
     kb_row = rt.catalog.get(kb)
     config = kb_row.extract_config if kb_row is not None else (extract_config or {})
     graph_counts, graph_written, graph_error = None, None, None
@@ -255,21 +273,10 @@ def ingest(
             warnings.append(f"graph not built: {exc}")
             graph_error = str(exc)
 
-    # a full re-embed of a KB that has vectors writes beside them: the old ones answer until the new are complete
-    target = vectors.staging(kb) if full and recorded is not None else kb
-    if not vectors.has(target):
-        warning = vectors.create(target, embedder)
-        if warning:
-            warnings.append(warning)
-    stale = [d.doc_key for d in changed if d.doc_key in existing and not full] + removed
-    if rows:
-        vectors.upsert(target, rows, embedder, matrix)
-    # only after the new chunks are in: an ingest killed before this leaves a changed document findable (its old
-    # or new chunks, and the catalog's old state, so the next ingest does it again), never gone from the vectors
-    if stale and target == kb:
-        vectors.delete_docs(kb, stale, keep={r["chunk_id"] for r in rows})
-    vectors.flush_and_load(target)
-    if target != kb:
+    # A re-embed's vectors replace the old ones before the catalog records it, as the old ones answer until then.
+    # A KB without vectors gets them only after: one whose first ingest died before its catalog commit has none
+    # that answer, and one that died between the two is told it has no vectors (the next ingest re-embeds it).
+    if target != kb and recorded is not None:
         vectors.promote(kb, target)
 
     new = None  # a new KB's row is written with its documents, in one transaction
@@ -317,6 +324,8 @@ def ingest(
         new=new,
         graph_counts=graph_counts,
     )
+    if target != kb and recorded is None:
+        vectors.promote(kb, target)
     added = sum(1 for d in changed if d.doc_key not in existing)
     calibration = after_ingest(rt, kb, len(changed) + len(removed), progress)
     return IngestReport(

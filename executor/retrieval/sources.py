@@ -44,8 +44,7 @@ from executor.retrieval.converters import (
     decode_text,
     format_of,
 )
-from executor.retrieval.documents import Document, check_doc_key, cut_encoded, parse_text
-from executor.retrieval.sanitize import sanitize_text
+from executor.retrieval.documents import Document, check_doc_key, clean_text, parse_clean_text
 
 MB = 1_000_000
 RACY_NS = 2_000_000_000  # FAT and some network file systems keep mtimes to 2 s
@@ -300,7 +299,7 @@ def parse_source(source: SourceFile, data: bytes, limits: SourceLimits, converte
             source.path, source.format, data, limits.max_unzipped_bytes
         )
         text, meta_title, left_out = converted.markdown, converted.title, converted.warnings
-    text = cut_encoded(sanitize_text(text))  # a page's pasted images are not its text: nor count against its size
+    text = clean_text(text)  # a page's pasted images are not its text: nor count against its size
     size = len(text.encode("utf-8"))
     if size > limits.max_document_bytes:
         raise ConversionError(
@@ -309,7 +308,7 @@ def parse_source(source: SourceFile, data: bytes, limits: SourceLimits, converte
         )
     if not text.strip():
         raise NoText("no text")
-    doc = parse_text(source.doc_key, text, source.format, meta_title)
+    doc = parse_clean_text(source.doc_key, text, source.format, meta_title)
     doc.warnings[:0] = left_out
     return doc
 

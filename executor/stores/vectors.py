@@ -346,10 +346,11 @@ class MilvusVectorStore:
         # our lock stays held: pymilvus keeps the Lite server of this file running until the process ends
 
     # -- collections --------------------------------------------------------
-    # A rebuild fills a collection of its own, `kb_<kb>_G<n>`, and marks it complete with an empty collection
-    # `kb_<kb>_G<n>_DONE` (creating a collection is atomic; Milvus Lite can neither rename nor alias one). The
-    # KB's vectors are its newest complete generation, else `kb_<kb>`: a rebuild killed at any point leaves the
-    # old ones answering. Upper case: no KB name has it (core.validation.KB_NAME).
+    # A full ingest (a KB's first, or a rebuild) fills a collection of its own, `kb_<kb>_G<n>`, and marks it complete
+    # with an empty collection `kb_<kb>_G<n>_DONE` (creating a collection is atomic; Milvus Lite can neither rename
+    # nor alias one). The KB's vectors are its newest complete generation, else `kb_<kb>` (where a first ingest wrote
+    # them before it was staged too): one killed at any point leaves the old vectors answering, or none. Upper case:
+    # no KB name has it (core.validation.KB_NAME).
     def collection_name(self, kb: str) -> str:
         if GENERATION in kb:  # a rebuild's own key (`staging`)
             return f"kb_{kb}"
@@ -377,8 +378,9 @@ class MilvusVectorStore:
         }
 
     def staging(self, kb: str) -> str:
-        """A key to rebuild `kb` under: a collection of its own (created, written and loaded like a KB's), which
-        becomes the KB's vectors only when `promote` is called. What an interrupted rebuild left is dropped."""
+        """A key to fill `kb` under (its first ingest, or a rebuild): a collection of its own (created, written and
+        loaded like a KB's), which becomes the KB's vectors only when `promote` is called. What an interrupted one
+        left is dropped."""
         self.discard_unfinished(kb)
         return f"{kb}{GENERATION}{max(self._generations(kb), default=0) + 1}"
 
@@ -396,7 +398,7 @@ class MilvusVectorStore:
             self._live.pop(kb, None)
 
     def discard_unfinished(self, kb: str) -> None:
-        """Drop what a rebuild killed half-way left behind (it never became the KB's vectors)."""
+        """Drop what a first ingest or a rebuild killed half-way left behind (it never became the KB's vectors)."""
         for n, complete in self._generations(kb).items():
             if not complete:
                 self.client.drop_collection(f"kb_{kb}{GENERATION}{n}", **self._kw())

@@ -11,6 +11,7 @@ import json
 import os
 import shutil
 import subprocess
+import sys
 import unicodedata
 import uuid
 
@@ -182,7 +183,7 @@ def test_calibrate_write_on_a_full_disk_names_the_file_and_keeps_it(sample_home,
     assert sorted(p.name for p in full_folder.iterdir()) == ["config.yaml", "fill"]
 
 
-# -- finding 5: a first ingest killed after its vectors were written answers lookups (open) --------------------------
+# -- finding 5: a first ingest killed after its vectors were written answered lookups, and its graph was there ---------
 def test_a_first_ingest_that_died_before_its_catalog_commit_does_not_answer(tmp_path):
     # `kb create` then `ingest` killed (kill -9, the OOM killer) after the vectors were stored and before the catalog
     # recorded the documents: `kb list` said "0 documents", `lookup` answered HIGHLY_RELEVANT with the pages' full
@@ -214,7 +215,139 @@ def test_a_first_ingest_that_died_before_its_catalog_commit_does_not_answer(tmp_
     rt = make_runtime(tmp_path / "home")
     try:
         assert rt.catalog.documents("wrong") == {}
+        assert not rt.vectors.has("wrong")  # its vectors become the KB's only after the catalog has its documents
         with pytest.raises(ExecutorError, match="ingest"):
             rt.lookup_service.lookup("ERR_ZORBLAX", session_id="h20-killed", kb="wrong")
     finally:
         rt.close()
+
+
+def test_a_first_ingest_that_died_after_its_catalog_commit_says_it_has_no_vectors_until_ingested_again(tmp_path):
+    # the other side of the catalog commit: the documents recorded, the vectors not yet the KB's. Nothing answers,
+    # and the lookup says what mends it; the next ingest re-embeds the KB
+    from conftest import make_runtime
+
+    from executor.core.errors import BackendError
+    from executor.retrieval.ingest import ingest
+
+    folder = write_pages(
+        tmp_path / "docs",
+        {"timeout.md": "# ERR_ZORBLAX\n\n`ERR_ZORBLAX` means the gateway gave up on the upstream after 45 s.\n"},
+    )
+    rt = make_runtime(tmp_path / "home")
+    try:
+
+        def killed(*_args, **_kwargs):
+            raise SystemExit(137)  # the process ends here, as SIGKILL would end it
+
+        rt.vectors.promote = killed  # type: ignore[method-assign]
+        with pytest.raises(SystemExit):
+            ingest(rt, folder, "late", progress=False)
+    finally:
+        rt.close()
+    rt = make_runtime(tmp_path / "home")
+    try:
+        assert list(rt.catalog.documents("late")) == ["timeout.md"]
+        with pytest.raises(BackendError, match="has no vectors: run `executor ingest .* --kb late`"):
+            rt.lookup_service.lookup("ERR_ZORBLAX", session_id="h20-late", kb="late")
+        report = ingest(rt, folder, "late", progress=False)
+        assert (report.added, report.changed, report.chunks) == (0, 1, 1)  # embedded again: the catalog had it
+        found = rt.lookup_service.lookup("ERR_ZORBLAX", session_id="h20-late", kb="late")
+        assert found.primary and found.primary[0].doc_key == "timeout.md"
+    finally:
+        rt.close()
+
+
+KILLED_AFTER_FLUSH = """
+import os, sys
+from pathlib import Path
+from executor.agent.runtime import Runtime
+from executor.core.settings import Settings
+from executor.retrieval.ingest import ingest
+
+rt = Runtime(Settings())
+stored = rt.vectors.flush_and_load
+
+def killed(*args, **kwargs):
+    stored(*args, **kwargs)
+    os._exit(137)  # nothing after this runs, as after SIGKILL: no finally, no atexit
+
+rt.vectors.flush_and_load = killed
+ingest(rt, Path(sys.argv[1]), "wrong", progress=False)
+"""
+
+
+@pytest.fixture
+def wrong_kb(tmp_path, monkeypatch):
+    """A KB with a graph made by `kb create` (on the SQL graph), the folder of two pages its first ingest reads, and
+    what `kb show --json` says of it."""
+    monkeypatch.setenv("EXECUTOR_GRAPH_BACKEND", "sql")
+    home = tmp_path / "home"
+    r = run_cli(home, "kb", "create", "wrong", "--entities", "Software", "--relations", "RELATED_TO")
+    assert r.returncode == 0, r.stderr
+    folder = write_pages(
+        tmp_path / "docs",
+        {"kestrel.md": page("kestrel", "Kestrel", "Osprey"), "heron.md": page("heron", "Heron", "Osprey")},
+    )
+
+    def shown() -> dict:
+        r = run_cli(home, "kb", "show", "wrong", "--json")
+        assert r.returncode == 0, r.stderr
+        return json.loads(r.stdout)
+
+    return home, folder, shown
+
+
+def assert_nothing_stored(shown: dict) -> None:
+    """`kb show` of a KB whose first ingest was stopped: no documents, no vectors, no graph, all agreeing."""
+    assert (shown["documents"], shown["chunks"], shown["chunks_stored"]) == (0, 0, 0), shown
+    assert shown["graph"]["entities"] == 0, shown["graph"]
+
+
+def test_a_first_ingest_killed_after_its_vectors_were_stored_leaves_nothing_the_next_ingest_finds(wrong_kb):
+    # the same ingest killed a step earlier, as the OOM killer would: right after its vectors were stored. The first
+    # ingest wrote the live collection itself, and its graph before them, so `kb show` said "0 (0 chunks); 161 stored
+    # in the vector store" over a graph of the stopped folder, and both stayed until the next ingest replaced them
+    from conftest import REPO, make_runtime
+
+    home, folder, shown = wrong_kb
+    died = subprocess.run(
+        [sys.executable, "-c", KILLED_AFTER_FLUSH, str(folder)],
+        env={**os.environ, "EXECUTOR_HOME": str(home)},
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
+    assert died.returncode == 137, died.stderr
+    assert_nothing_stored(shown())
+
+    r = run_cli(home, "ingest", str(folder), "--kb", "wrong")
+    assert r.returncode == 0, r.stderr
+    ingested = shown()
+    assert ingested["documents"] == 2 and ingested["chunks"] == ingested["chunks_stored"] > 0, ingested
+    assert ingested["graph"]["entities"] == 3, ingested["graph"]
+    rt = make_runtime(home, graph_backend="sql")
+    try:  # what the killed ingest wrote is gone: the store holds the live collection and its mark of completion
+        live = rt.vectors.collection_name("wrong")
+        assert sorted(rt.vectors.client.list_collections()) == [live, f"{live}_DONE"]
+    finally:
+        rt.close()
+
+
+@pytest.mark.parametrize("sig, code, said", [("SIGINT", 130, "interrupted"), ("SIGTERM", 143, "terminated (SIGTERM)")])
+def test_a_first_ingest_stopped_while_it_writes_its_vectors_leaves_nothing_that_answers(
+    wrong_kb, tmp_path, sig, code, said
+):
+    # Ctrl-C, or `kill` from a service manager, while the vectors are written: the graph was already in (it was
+    # written first), under a KB that listed no documents
+    from test_damage import run_signalled
+
+    home, folder, shown = wrong_kb
+    r = run_signalled(
+        home, tmp_path, sig, "executor.stores.vectors:MilvusVectorStore.upsert", "ingest", str(folder), "--kb", "wrong"
+    )
+    assert r.returncode == code and r.stderr.strip().splitlines()[-1] == f"error: {said}", (r.returncode, r.stderr)
+    assert_nothing_stored(shown())
+    lookup = run_cli(home, "lookup", "Kestrel", "--kb", "wrong")
+    assert "has no documents yet" in last_error_line(lookup, 2)

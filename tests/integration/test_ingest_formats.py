@@ -140,14 +140,14 @@ def test_bad_files_are_one_warning_each_and_the_rest_is_ingested(team_kb):
     catalog = rt.catalog.documents("team")
     assert set(catalog) == {k for k, _, _ in FINDABLE}
     assert rt.vectors.count("team") == sum(d.chunk_count for d in catalog.values()) == report.chunks
-    rows = rt.vectors.client.query("kb_team", filter='doc_key != ""', output_fields=["doc_key", "text"])
-    assert not [r for r in rows if "root:" in r["text"] or r["doc_key"] == "docs/passwd.md"]
+    rows = list(rt.vectors.texts("team"))
+    assert not [doc_key for _, doc_key, _, text in rows if "root:" in text or doc_key == "docs/passwd.md"]
 
 
 def test_heading_path_reaches_bm25_and_the_stored_text(team_kb):
     rt, _, _ = team_kb
-    rows = rt.vectors.client.query("kb_team", filter='doc_key == "runbooks/key-rotation.docx"', output_fields=["text"])
-    assert rows and all(r["text"].startswith("Key rotation runbook › Rotating the signing keys\n") for r in rows)
+    texts = [text for _, doc_key, _, text in rt.vectors.texts("team") if doc_key == "runbooks/key-rotation.docx"]
+    assert texts and all(t.startswith("Key rotation runbook › Rotating the signing keys\n") for t in texts)
 
 
 def test_a_file_that_breaks_later_keeps_its_last_good_version(tmp_path):

@@ -52,7 +52,9 @@ def spy(monkeypatch):
 
 
 def chunk_rows(rt, kb):
-    rows = rt.vectors.client.query(f"kb_{kb}", filter="chunk_index >= 0", output_fields=["chunk_id", "text", "dense"])
+    # the KB's live collection, as every lookup finds it (a first ingest promotes a generation of its own)
+    name = rt.vectors.collection_name(kb)
+    rows = rt.vectors.client.query(name, filter="chunk_index >= 0", output_fields=["chunk_id", "text", "dense"])
     return {r["chunk_id"]: (r["text"], tuple(r["dense"])) for r in rows}
 
 

@@ -71,23 +71,23 @@ def test_an_old_server_gets_a_dense_only_collection_and_a_warning():
     vectors = store(server)
     warning = vectors.create("sample", Embedder())
     assert warning.startswith("Milvus server 2.3 has no BM25 function (needs 2.5+)") and "dense vectors only" in warning
-    schema, index = server.created["kb_sample"]
+    schema, index = server.created[vectors.collection_name("sample")]
     assert "sparse" not in [f.name for f in schema.fields] and schema.functions == []
     assert json.loads(schema.description.split(":", 1)[1])["lexical"] is False
     assert [i.field_name for i in index] == ["dense"]
     fresh = store(server)  # another process reads the mode from the collection
     fresh.search("sample", "q", np.zeros(4, dtype=np.float32), Embedder(), 5)
-    assert server.searches == [("dense", "kb_sample")]
+    assert server.searches == [("dense", fresh.collection_name("sample"))]
 
 
 def test_a_current_server_keeps_hybrid_search():
     server = FakeServer("v2.5.4")
     vectors = store(server)
     assert vectors.create("sample", Embedder()) is None
-    schema, _ = server.created["kb_sample"]
+    schema, _ = server.created[vectors.collection_name("sample")]
     assert "sparse" in [f.name for f in schema.fields] and [f.name for f in schema.functions] == ["text_bm25"]
     vectors.search("sample", "q", np.zeros(4, dtype=np.float32), Embedder(), 5)
-    assert server.searches == [("hybrid", "kb_sample")]
+    assert server.searches == [("hybrid", vectors.collection_name("sample"))]
 
 
 def test_a_refused_collection_is_one_line():

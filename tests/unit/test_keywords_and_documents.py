@@ -79,3 +79,49 @@ def test_a_title_yaml_reads_as_a_number_that_is_not_finite_is_a_warning_not_the_
     doc = parse_text("ops/disk.md", f"---\ntitle: {value}\n---\n# Disk full\n\nFree space first.\n")
     assert doc.title == "Disk full"
     assert [w for w in doc.warnings if w.startswith("front matter 'title' is YAML's")], doc.warnings
+
+
+# terminal escapes (OSC, CSI, C1 CSI), a NUL, CRLF, a form feed, a pasted image and a long encoded run: what
+# sanitize_text and cut_encoded take out of a page
+HOSTILE = (
+    "# Deploy \x1b]0;owned\x07guide \x1b[31mnow\x1b[0m\r\n\r\nStep one\x00 runs.\fPage two "
+    "![shot](data:image/png;base64," + "iVBORw0KGgo" * 40 + ")\r\n\r\n"
+    "token " + "aGVsbG8xMjM0NTY3ODkw" * 60 + " end\n\n## Rollback\n\n\u009b2JRoll back with `helm rollback`.\n"
+)
+
+
+@pytest.mark.parametrize("fmt", ["md", "html"])
+def test_a_file_is_cleaned_once_and_reads_as_parse_text_reads_it(tmp_path, monkeypatch, fmt):
+    # parse_source cleaned a file's text (sanitize_text, cut_encoded) to measure it, then parse_text cleaned it again
+    from executor.retrieval import documents, sources
+
+    text = HOSTILE if fmt == "md" else f"<html><body><pre>{HOSTILE}</pre></body></html>"
+    path = tmp_path / f"deploy.{fmt}"
+    path.write_bytes(text.encode("utf-8"))
+    source = sources.SourceFile(path, path.name, fmt, path.stat().st_size)
+    converted = text if fmt == "md" else sources.convert(path, fmt, path.read_bytes(), 10**8).markdown
+    expected = parse_text(path.name, converted, fmt)
+    twice = parse_text(path.name, documents.clean_text(converted), fmt)  # what the two cleanings made
+
+    cleaned: list[int] = []
+    clean = documents.clean_text
+
+    def counted(raw: str) -> str:
+        cleaned.append(len(raw))
+        return clean(raw)
+
+    monkeypatch.setattr(documents, "clean_text", counted)
+    monkeypatch.setattr(sources, "clean_text", counted)
+    doc = sources.parse_source(source, path.read_bytes(), sources.SourceLimits())
+
+    assert len(cleaned) == 1
+    assert (doc.title, doc.keywords, doc.body, doc.warnings) == (
+        expected.title,
+        expected.keywords,
+        expected.body,
+        expected.warnings,
+    )
+    assert [c.text for c in doc.chunks()] == [c.text for c in expected.chunks()] == [c.text for c in twice.chunks()]
+    # and the page was hostile: what the cleaning takes out is out
+    assert not any(ch in doc.body for ch in "\x1b\x00\r\f\u009b"), doc.body
+    assert "characters of encoded data left out]" in doc.body and "data:image/png;base64..." in doc.body
