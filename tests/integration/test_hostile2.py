@@ -56,12 +56,15 @@ def test_a_missing_database_beside_full_vectors_says_the_catalog_is_lost(home):
 
 def test_a_damaged_record_in_the_vector_file_is_one_line_naming_it(home):
     with sqlite3.connect(home / "milvus.db") as conn:  # every record's bytes scrambled, the SQLite file whole
+        # the KB's live collection, a table of its own: the generation its ingest promoted (`kb_sample_G1`)
+        tables = [n for (n,) in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")]
+        (live,) = [n for n in tables if n.startswith("kb_sample") and not n.endswith("_DONE")]
         conn.text_factory = bytes
-        for rowid, data in conn.execute("SELECT id, data FROM kb_sample").fetchall():
+        for rowid, data in conn.execute(f"SELECT id, data FROM {live}").fetchall():
             scrambled = bytearray(data)
             for i in range(40, len(scrambled), 37):
                 scrambled[i] ^= 0x5A
-            conn.execute("UPDATE kb_sample SET data = ? WHERE id = ?", (bytes(scrambled), rowid))
+            conn.execute(f"UPDATE {live} SET data = ? WHERE id = ?", (bytes(scrambled), rowid))
     r = run_cli(home, "lookup", "ERR_TIMEOUT")
     line = one_error_line(r, 1)
     assert str(home / "milvus.db") in line and "damaged" in line and "MilvusException" not in line, line
