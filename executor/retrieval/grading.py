@@ -216,6 +216,8 @@ class Graded:
         self.weak = self.level == Level.REFERENCE and weak(self.candidates, t)
         if self.query_terms.unknown_names and not self.l0 and self.level is not None:
             self.level, self.weak = self.unknown_name_cap(self.level)
+        if self.level in (Level.PRECISE, Level.HIGHLY_RELEVANT) and self.of_another_product():
+            self.level = Level.REFERENCE
         if self.instruction:
             self.level, self.weak = None, False
         return self
@@ -229,6 +231,14 @@ class Graded:
         its best chunk under the background and still answer (Helm calibrated on half A: five right HIGHLY_RELEVANT
         answers of six had such a page)."""
         return len(self.query_terms.weights) <= KEYWORD_TERMS and self.candidates[0].features.get("lift", 0.0) < 0
+
+    def of_another_product(self) -> bool:
+        """The query names a product or file the KB never writes (`unknown_products`: `Jaeger`, `poetry.lock`), and
+        no identifier of it only one page writes (`decisive`) answers it: a page matching its other words is about
+        something else, a reference at most. With a title or keyword of the KB in it (L0), such a question kept its
+        grade: "OpenTelemetry Collector 怎么配置才能把 trace 导出到 Jaeger？" was PRECISE on structlog's frameworks
+        page, which names OpenTelemetry in one line."""
+        return bool(self.query_terms.unknown_products) and not any(c.decisive for c in self.candidates[:1])
 
     def unknown_name_cap(self, level: Level) -> tuple[Level | None, bool]:
         """A query naming what the KB never uses (`unknown_names`: an identifier, product or file name), and no

@@ -197,3 +197,16 @@ def test_a_one_word_lookup_a_page_only_mentions_is_no_confident_answer(tmp_path)
     rollback = lookup("rollback")
     assert rollback["relevance_level"] == "HIGHLY_RELEVANT"
     assert rollback["primary"][0]["doc_key"] == "deployment/rollback.md"
+
+
+def test_a_question_on_another_product_is_no_confident_answer_on_a_page_sharing_a_keyword(home):
+    """The queue page has "backpressure" as its own keyword (an L0 match, one page): a question about it in a
+    product the KB never writes is that product's question, a reference at most; without the product, the page
+    answers it (structlog's docs: "OpenTelemetry Collector 怎么配置才能把 trace 导出到 Jaeger？" was PRECISE on the page
+    naming OpenTelemetry in one line)."""
+    for query in ("How do I configure backpressure in RabbitMQ?", "RabbitMQ 的 backpressure 怎么配置？"):
+        result = team_lookup(home, query)
+        assert result["relevance_level"] not in ("PRECISE", "HIGHLY_RELEVANT"), (query, result["relevance_level"])
+    result = team_lookup(home, "backpressure")
+    assert result["relevance_level"] == "PRECISE"
+    assert result["primary"][0]["doc_key"] == "queue/worker-queue-full.md"
