@@ -184,6 +184,27 @@ def test_calibrate_write_on_a_full_disk_names_the_file_and_keeps_it(sample_home,
 
 
 # -- finding 5: a first ingest killed after its vectors were written answered lookups, and its graph was there ---------
+def die_in_ingest(home, folder, kb: str, owner, method: str, *, create: bool = False) -> None:
+    """Ingest `folder` as `kb` into `home` (after `kb create` when `create`), the process ending (as SIGKILL would
+    end it) when the ingest calls `owner(rt).method`."""
+    from conftest import make_runtime
+
+    from executor.retrieval.ingest import ingest
+
+    def killed(*_args, **_kwargs):
+        raise SystemExit(137)
+
+    rt = make_runtime(home)
+    try:
+        if create:
+            rt.catalog.create(kb)
+        setattr(owner(rt), method, killed)
+        with pytest.raises(SystemExit):
+            ingest(rt, folder, kb, progress=False)
+    finally:
+        rt.close()
+
+
 def test_a_first_ingest_that_died_before_its_catalog_commit_does_not_answer(tmp_path):
     # `kb create` then `ingest` killed (kill -9, the OOM killer) after the vectors were stored and before the catalog
     # recorded the documents: `kb list` said "0 documents", `lookup` answered HIGHLY_RELEVANT with the pages' full
@@ -191,7 +212,6 @@ def test_a_first_ingest_that_died_before_its_catalog_commit_does_not_answer(tmp_
     from conftest import make_runtime
 
     from executor.core.errors import ExecutorError
-    from executor.retrieval.ingest import ingest
 
     folder = write_pages(
         tmp_path / "docs",
@@ -200,18 +220,7 @@ def test_a_first_ingest_that_died_before_its_catalog_commit_does_not_answer(tmp_
             "disk.md": "# ERR_DISK_FULL\n\n`ERR_DISK_FULL` means no space is left on the device.\n",
         },
     )
-    rt = make_runtime(tmp_path / "home")
-    try:
-        rt.catalog.create("wrong")
-
-        def killed(*_args, **_kwargs):
-            raise SystemExit(137)  # the process ends here, as SIGKILL would end it
-
-        rt.catalog.apply_ingest = killed  # type: ignore[method-assign]
-        with pytest.raises(SystemExit):
-            ingest(rt, folder, "wrong", progress=False)
-    finally:
-        rt.close()
+    die_in_ingest(tmp_path / "home", folder, "wrong", lambda rt: rt.catalog, "apply_ingest", create=True)
     rt = make_runtime(tmp_path / "home")
     try:
         assert rt.catalog.documents("wrong") == {}
@@ -234,17 +243,7 @@ def test_a_first_ingest_that_died_after_its_catalog_commit_says_it_has_no_vector
         tmp_path / "docs",
         {"timeout.md": "# ERR_ZORBLAX\n\n`ERR_ZORBLAX` means the gateway gave up on the upstream after 45 s.\n"},
     )
-    rt = make_runtime(tmp_path / "home")
-    try:
-
-        def killed(*_args, **_kwargs):
-            raise SystemExit(137)  # the process ends here, as SIGKILL would end it
-
-        rt.vectors.promote = killed  # type: ignore[method-assign]
-        with pytest.raises(SystemExit):
-            ingest(rt, folder, "late", progress=False)
-    finally:
-        rt.close()
+    die_in_ingest(tmp_path / "home", folder, "late", lambda rt: rt.vectors, "promote")
     rt = make_runtime(tmp_path / "home")
     try:
         assert list(rt.catalog.documents("late")) == ["timeout.md"]
