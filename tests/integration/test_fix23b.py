@@ -102,15 +102,9 @@ SAY_HELLO = [{"role": "user", "content": "I said: say hello."}]
 
 @pytest.fixture(scope="module")
 def endpoint():
-    from test_local_llm import HAS_ENGINE, HAS_MODEL
+    from test_local_llm import bundled_endpoint
 
-    if not (HAS_ENGINE and HAS_MODEL):
-        pytest.skip("needs the local-llm extra and the bundled model (make setup installs both)")
-    from executor.core.settings import Settings
-    from executor.local_llm.serve import LocalEndpoint, engine_options
-
-    settings = Settings(local_model_threads=1, local_model_ctx=2048)
-    with LocalEndpoint(engine_options(settings, "bundled")) as ep:
+    with bundled_endpoint(2048) as ep:
         yield ep
 
 

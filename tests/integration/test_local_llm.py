@@ -84,16 +84,22 @@ def test_nonsense_from_an_extraction_model_becomes_warnings_not_nodes():
 
 
 # -- the endpoint with the bundled model -------------------------------------------------------------
-@pytest.fixture(scope="module")
-def endpoint():
+def bundled_endpoint(ctx: int):
+    """The bundled model behind a `LocalEndpoint` with a context of `ctx` tokens (a context manager); skips the test
+    when the local-llm extra or the model is missing."""
     if not (HAS_ENGINE and HAS_MODEL):
         pytest.skip("needs the local-llm extra and the bundled model (make setup installs both)")
     from executor.core.settings import Settings
     from executor.local_llm.serve import LocalEndpoint, engine_options
 
     # one thread: two on a busy 2-core machine wait on each other, and every request runs 15-20x slower
-    settings = Settings(local_model_threads=1, local_model_ctx=4096)
-    with LocalEndpoint(engine_options(settings, "bundled")) as ep:
+    settings = Settings(local_model_threads=1, local_model_ctx=ctx)
+    return LocalEndpoint(engine_options(settings, "bundled"))
+
+
+@pytest.fixture(scope="module")
+def endpoint():
+    with bundled_endpoint(4096) as ep:
         yield ep
 
 
