@@ -9,9 +9,13 @@ again) until the rounds bound ends the turn with nothing retrieved and nothing t
   judge it), or
 - from the second round on, still no knowledge has been read this turn and the round proposes no well-formed
   call that reads it.
-The round's calls are answered without running them; when the turn has read no knowledge yet, the lookup of
-the user's question runs (proposed by an AI message of the graph's own, so that every tool result answers a
-call); then the turn goes to the answer, written from what was retrieved.
+The round's calls are answered without running them; when the turn has read no knowledge yet, or every lookup it
+ran found nothing and none of them asked the user's question (the model searched words of its own: the bundled
+model once looked up "lookup_knowledge_graph"), the lookup of the user's question runs (proposed by an AI message
+of the graph's own, so that every tool result answers a call); then the turn goes to the answer, written from
+what was retrieved. A rephrasing of the question that found nothing is judged by the lookup's own repeat rule
+(DEDUPED `not_found_repeated`, nothing searched). The question's lookup runs only within the turn's lookup
+budget (the routing sends a turn that spent it to the answer before settle; checked here too).
 """
 
 from __future__ import annotations
@@ -63,6 +67,27 @@ def earlier_calls(state: ExecutorState) -> list[Mapping[str, Any]]:
 def read_knowledge(state: ExecutorState) -> bool:
     """This turn ran a call that reads knowledge (the guard let it through)."""
     return any(reads_knowledge(t["tool"]) and not t["blocked"] for t in state.get("trace", []))
+
+
+def _found_nothing(entry: Mapping[str, Any]) -> bool:
+    """A call that reads knowledge and found nothing: it searched and came back empty (NONE), or the lookup's own
+    rule blocked it as a rephrasing of a lookup of the session that found nothing."""
+    empty = entry.get("relevance_level") == "NONE" or entry.get("dedup_reason") == "not_found_repeated"
+    return empty and not entry.get("sent") and not entry.get("recalled") and not entry.get("error")
+
+
+def _same_words(a: str | None, b: str) -> bool:
+    return " ".join(str(a or "").split()).casefold() == " ".join(b.split()).casefold()
+
+
+def question_unasked(state: ExecutorState) -> bool:
+    """The turn holds nothing from the knowledge base on the user's question: it has read no knowledge, or every
+    call that read some found nothing and none of them was the question itself."""
+    if not read_knowledge(state):
+        return True
+    question = state.get("question", "")
+    ran = [t for t in state.get("trace", []) if reads_knowledge(t["tool"]) and (not t["blocked"] or _found_nothing(t))]
+    return all(_found_nothing(t) and not _same_words(t.get("query"), question) for t in ran)
 
 
 def stall_reason(state: ExecutorState) -> str | None:
@@ -120,7 +145,7 @@ def make_settle(tools: ToolTable):
             messages.append(ToolMessage(not_run_message(reason, lang), tool_call_id=call["id"], name=name))
             tools.log_call(session, name, ctx.kb, args, dedup_reason=reason, blocked=True)
         pending, question = [], state.get("question", "")
-        if question and not read_knowledge(state):
+        if question and question_unasked(state) and state.get("attempted_lookups", 0) < ctx.lookup_budget:
             args = {"query": question}
             ai = AIMessage(
                 "",

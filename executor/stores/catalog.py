@@ -317,6 +317,12 @@ class Catalog:
             # text of one removed)
             stale = [c.doc_key for c in changed if held.get(c.doc_key, c.content_hash) != c.content_hash]
             _forget_sent(s, kb, stale)
+            if any(held.get(c.doc_key) != c.content_hash for c in changed):
+                # a page added or rewritten may answer what a session's lookup found nothing on: its miss said
+                # nothing about this text, so it no longer blocks the question (kept, the same question was
+                # DEDUPED "not_found_repeated" and answered "the knowledge base has nothing on this" while a fresh
+                # session found the new page: hostile23 finding 1). A removed page answers nothing new
+                s.execute(delete(SessionLookup).where(SessionLookup.kb == kb, SessionLookup.level.is_(None)))
             moved: dict[str, str] = {}
             if removed:
                 s.flush()  # the changed rows are among the names a removed page's text may live on under
@@ -363,5 +369,8 @@ class Catalog:
         with self.db.session() as s:
             s.execute(delete(LlmExtraction).where(LlmExtraction.kb == name))
             s.execute(delete(SessionDocument).where(SessionDocument.kb == name))
+            # what a session looked up in the dropped KB says nothing about a KB of the same name created later:
+            # kept, its lookups were "query_repeated", pointing at pages the drop removed (hostile23 finding 2)
+            s.execute(delete(SessionLookup).where(SessionLookup.kb == name))
             s.execute(delete(DocumentRow).where(DocumentRow.kb == name))
             s.execute(delete(KnowledgeBase).where(KnowledgeBase.name == name))
