@@ -89,10 +89,6 @@ def test_a_session_asks_a_dropped_and_recreated_kb_afresh(tmp_path):
         rt.close()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="hostile23 #3: langgraph dev on a non-loopback address serves runs and threads without any credential",
-)
 @pytest.mark.parametrize("address", ["192.0.2.2", "[fd00::2]"])
 def test_studio_beyond_loopback_does_not_serve_without_a_credential(tmp_path, monkeypatch, address):
     """`langgraph dev --host 0.0.0.0` (Studio on a team's shared box): the guard in front of the LangGraph API
@@ -116,10 +112,6 @@ def test_studio_beyond_loopback_does_not_serve_without_a_credential(tmp_path, mo
     assert asyncio.run(search()) in (401, 403)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="hostile23 #4: another EXECUTOR_GRAPH_NAME is reported as a damaged graph folder to move away",
-)
 def test_another_graph_name_is_not_called_a_damaged_graph(sample_home):
     """`EXECUTOR_GRAPH_NAME=other` (a second deployment's name, a typo) on a home whose graphs are under the
     default name: `lookup` warned "the knowledge graph under .../graph is damaged ...: restore the folder from a
@@ -130,13 +122,11 @@ def test_another_graph_name_is_not_called_a_damaged_graph(sample_home):
     r = run_cli(sample_home, "lookup", "Redis", EXECUTOR_GRAPH_NAME="other")
     assert r.returncode == 0, r.stderr
     assert "damaged" not in r.stderr + r.stdout, r.stderr
-    assert "other" in r.stderr, r.stderr
+    # the lookup's graph_expansion line (stdout, where an unreachable graph is said too) names the graph it read
+    said = [line for line in r.stdout.splitlines() if line.startswith("graph_expansion:")]
+    assert said and "no graph named 'other' (EXECUTOR_GRAPH_NAME)" in said[0] and "'executor'" in said[0], said
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="hostile23 #5: calibrate --shared --write stores a preset fitted on a label file naming no KB document",
-)
 def test_calibrate_does_not_write_a_preset_from_labels_naming_no_document_of_the_kb(sample_home, tmp_path):
     """Two label files for the sample KB, one of them with every relevant document misspelt (`Xapi/...`: another
     KB's labels, a folder renamed): `calibrate --shared --write` warned "17 relevant document(s) are not in
@@ -168,7 +158,6 @@ def test_calibrate_does_not_write_a_preset_from_labels_naming_no_document_of_the
     assert not config.exists() or "threshold" not in config.read_text(encoding="utf-8")
 
 
-@pytest.mark.xfail(strict=True, reason="hostile23 #7: chat's '/trace on' hides the trace (the command only toggles)")
 @pytest.mark.parametrize(
     ("typed", "expected"), [("/trace on", "tool calls shown"), ("/trace off\n/trace off", "tool calls hidden")]
 )
@@ -210,9 +199,6 @@ def hold_vectors(home):
     return holder
 
 
-@pytest.mark.xfail(
-    strict=True, reason="hostile23 #6: `kb create` that fails on a held Milvus Lite file still creates the KB"
-)
 def test_a_kb_create_that_fails_creates_nothing(sample_home, tmp_path):
     """`executor kb create team3 --entities Software` while `executor mcp --http` holds the home: "error: cannot
     open the Milvus Lite file ...: another process has it open ...; stop it", exit 1. Once the server is stopped,

@@ -54,6 +54,9 @@ def kb_create(
     config = graph_config(entity_types, list(dict.fromkeys(csv_list(relations))) if relations else None)
     check_grading(grading)
     with runtime() as rt:
+        # the vector store opened (what `_kb_info` reads) before the catalog row is written: one another process
+        # holds failed the command after the row was committed, and its retry was "already exists" (hostile23 #6)
+        rt.vectors.has(name)
         rt.catalog.create(name, description=description, extract_config=config, grading=grading)
         data = _kb_info(rt, name, with_graph=False)
     if as_json:
