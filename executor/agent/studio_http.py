@@ -61,7 +61,7 @@ class StudioGuard:
         if scope["type"] not in ("http", "websocket") or in_process(scope):
             return await self.app(scope, receive, send)
         host, port = scope.get("server") or ("127.0.0.1", 0)
-        token = None if is_loopback(host) else os.environ.get(TOKEN_VARIABLE, "")
+        token = None if on_loopback(host) else os.environ.get(TOKEN_VARIABLE, "")
         if token is not None and len(token) < MIN_TOKEN_CHARS:
             return await refuse(scope, receive, send, 403, _untokened(host, token))
         guard = self._guards.get((host, port, token))
@@ -71,6 +71,19 @@ class StudioGuard:
                 ReadableMessages(RunOutcomes(self.app)), own_hosts(host, port), token=token, origins=STUDIO_ORIGINS
             )
         return await guard(scope, receive, send)
+
+
+def on_loopback(address: str) -> bool:
+    """Whether the address a request came in on is this machine's loopback: 127.0.0.0/8, ::1, or 127.0.0.1 as a
+    dual-stack socket bound to `::` names it (::ffff:127.0.0.1)."""
+    import ipaddress
+
+    try:
+        ip = ipaddress.ip_address(address.strip("[]"))
+    except ValueError:
+        return is_loopback(address)  # a name, not an address (an ASGI server that gives one)
+    mapped = ip.ipv4_mapped if isinstance(ip, ipaddress.IPv6Address) else None
+    return ip.is_loopback or (mapped is not None and mapped.is_loopback)
 
 
 def _untokened(host: str, token: str) -> str:

@@ -69,10 +69,12 @@ def test_studio_beyond_loopback_answers_only_with_its_token(studio_home, address
     assert studio_request(address, headers={"Authorization": f"Bearer {TOKEN}"}).status_code == 404
 
 
-def test_studio_on_loopback_needs_no_token(studio_home):
-    """Studio's page talks to the server from the user's own browser, on loopback: no token asked of it."""
+@pytest.mark.parametrize("address", ["127.0.0.1", "[::1]", "[::ffff:127.0.0.1]"])
+def test_studio_on_loopback_needs_no_token(studio_home, address):
+    """Studio's page talks to the server from the user's own browser, on loopback (through a socket bound to `::`
+    too, which names 127.0.0.1 as ::ffff:127.0.0.1): no token asked of it."""
     studio_home.setenv("EXECUTOR_STUDIO_TOKEN", TOKEN)
-    assert studio_request("127.0.0.1").status_code == 404
+    assert studio_request(address).status_code == 404
 
 
 @pytest.mark.parametrize(("given", "kind"), [("what is ERR_TIMEOUT", "a string"), (42, "a number")])
