@@ -23,8 +23,8 @@ from pydantic import ValidationError
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
 
-from executor.core.errors import InputError, printable, validation_line
-from executor.core.local_http import LocalGuard, own_hosts, posted_json, replaying, send_json
+from executor.core.errors import InputError, printable, register_secret, validation_line
+from executor.core.local_http import LocalGuard, is_loopback, own_hosts, posted_json, refuse, replaying, send_json
 from executor.nodes.memory_branch import check_session_edit
 
 STUDIO_ORIGINS = ("https://smith.langchain.com", "https://eu.smith.langchain.com")
@@ -40,25 +40,60 @@ def in_process(scope) -> bool:
     return scope.get("root_path") == "/noauth" and server[1] is None
 
 
+TOKEN_VARIABLE = "EXECUTOR_STUDIO_TOKEN"
+MIN_TOKEN_CHARS = 16  # as `executor mcp --http`'s token
+
+
 class StudioGuard:
     """LocalGuard for the address each request came in on: `langgraph dev --host/--port` are not ours to read, the
-    ASGI scope's `server` is that address."""
+    ASGI scope's `server` is that address. A request that came in on an address other than loopback (`--host
+    0.0.0.0` on a shared machine) must carry `EXECUTOR_STUDIO_TOKEN` as a bearer token, as `executor mcp --http`
+    beyond 127.0.0.1 must: anyone on the network could otherwise run the graph on every KB of the home, with the
+    server's LLM key, and read every thread. Without the variable such requests are refused, 403 naming it. Loopback
+    stays open: Studio's page on smith.langchain.com talks to the server from the user's own browser."""
 
     def __init__(self, app):
         self.app = app
-        self._guards: dict[tuple[str, int], LocalGuard] = {}
+        self._guards: dict[tuple[str, int, str | None], LocalGuard] = {}
         _values_search_mended()  # made with the server's app: its runtime is loaded, no request is served yet
 
     async def __call__(self, scope, receive, send):
         if scope["type"] not in ("http", "websocket") or in_process(scope):
             return await self.app(scope, receive, send)
         host, port = scope.get("server") or ("127.0.0.1", 0)
-        guard = self._guards.get((host, port))
+        token = None if on_loopback(host) else os.environ.get(TOKEN_VARIABLE, "")
+        if token is not None and len(token) < MIN_TOKEN_CHARS:
+            return await refuse(scope, receive, send, 403, _untokened(host, token))
+        guard = self._guards.get((host, port, token))
         if guard is None:
-            guard = self._guards[(host, port)] = LocalGuard(
-                ReadableMessages(RunOutcomes(self.app)), own_hosts(host, port), origins=STUDIO_ORIGINS
+            register_secret(token)
+            guard = self._guards[(host, port, token)] = LocalGuard(
+                ReadableMessages(RunOutcomes(self.app)), own_hosts(host, port), token=token, origins=STUDIO_ORIGINS
             )
         return await guard(scope, receive, send)
+
+
+def on_loopback(address: str) -> bool:
+    """Whether the address a request came in on is this machine's loopback: 127.0.0.0/8, ::1, or 127.0.0.1 as a
+    dual-stack socket bound to `::` names it (::ffff:127.0.0.1)."""
+    import ipaddress
+
+    try:
+        ip = ipaddress.ip_address(address.strip("[]"))
+    except ValueError:
+        return is_loopback(address)  # a name, not an address (an ASGI server that gives one)
+    mapped = ip.ipv4_mapped if isinstance(ip, ipaddress.IPv6Address) else None
+    return ip.is_loopback or (mapped is not None and mapped.is_loopback)
+
+
+def _untokened(host: str, token: str) -> str:
+    """Why a request that came in on `host` (not loopback) is refused when the token is unset or too short."""
+    what = f"{TOKEN_VARIABLE} has fewer than {MIN_TOKEN_CHARS} characters" if token else f"{TOKEN_VARIABLE} is not set"
+    return (
+        f"this server answers on {host}, beyond this machine, only with a token, and {what}: start langgraph dev "
+        f"with {TOKEN_VARIABLE} set ({MIN_TOKEN_CHARS}+ characters; clients send `Authorization: Bearer TOKEN`), "
+        "or with --host 127.0.0.1"
+    )
 
 
 class ReadableMessages:
@@ -316,6 +351,12 @@ def unreadable(payload, scope) -> str | None:
     that writes nothing: only the state's own `values` is an edit."""
     edit = scope.get("method") == "POST" and _STATE.fullmatch(scope.get("path") or "") is not None
     for where, update in _updates_in(payload, values=edit):
+        if where.endswith("input") and update is not None and not isinstance(update, dict):
+            # LangGraph's own words were "InvalidUpdateError: Expected dict, got what is ERR_TIMEOUT" and a URL
+            return (
+                f"invalid {where}: a run's input is an object with `messages` (got {_json_kind(update)}): send "
+                'the question as {"messages": [{"role": "user", "content": "..."}]}'
+            )
         for at, value in _messages_of(update, where):
             problem = _unreadable_messages(value)
             if problem is not None:
@@ -327,6 +368,14 @@ def unreadable(payload, scope) -> str | None:
         except InputError as exc:
             return printable(f"{where}: {exc}")[:300]
     return None
+
+
+def _json_kind(value) -> str:
+    """What a JSON value is, in JSON's words (a Python `str` is "a string", `None` is "null")."""
+    if isinstance(value, bool):
+        return "a boolean"
+    kinds = ((str, "a string"), (int | float, "a number"), (list, "an array"))
+    return next((name for kind, name in kinds if isinstance(value, kind)), "null")
 
 
 def _pairs(update) -> dict:

@@ -132,12 +132,7 @@ class LocalGuard:
             headers.setdefault(key.decode("latin-1").lower(), []).append(value.decode("latin-1"))
         refusal = self._refusal(headers)
         if refusal is not None:
-            if scope["type"] == "websocket":
-                # a WebSocket handshake is not bound by CORS: any page may open one to 127.0.0.1, so it passes the
-                # same checks; closing before accepting is the ASGI way to refuse it (the server answers 403)
-                await receive()  # the handshake's websocket.connect
-                return await send({"type": "websocket.close", "code": 1008})
-            return await self._reply(send, *refusal)
+            return await refuse(scope, receive, send, *refusal, error_body=self.error_body)
         # names are case-insensitive (RFC 9110): what passed here reaches the app lower-cased, so that a check of
         # its own (the MCP SDK compares Host and Origin exactly) agrees with this one
         scope = {
@@ -184,6 +179,17 @@ class LocalGuard:
             if scheme.lower() != "bearer" or not hmac.compare_digest(credentials.strip().encode(), self.token.encode()):
                 return 401, "a bearer token is required (Authorization: Bearer ...)"
         return None
+
+
+async def refuse(scope, receive, send, status: int, message: str, error_body: Callable[[str], dict] | None = None):
+    """Refuse a request before its body is read: `status` with `message` in `error_body`'s JSON (OpenAI's error
+    object when None), the connection closed after it."""
+    if scope["type"] == "websocket":
+        # a WebSocket handshake is not bound by CORS: any page may open one to 127.0.0.1, so it passes the same
+        # checks; closing before accepting is the ASGI way to refuse it (the server answers 403)
+        await receive()  # the handshake's websocket.connect
+        return await send({"type": "websocket.close", "code": 1008})
+    await send_json(send, status, (error_body or openai_error)(message), close=True)
 
 
 def openai_error(message: str) -> dict:

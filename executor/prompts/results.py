@@ -34,7 +34,12 @@ KG_EDGES_SHOWN = 20  # edges of a query_knowledge_graph result the text lists
 
 def kg_text(result: KGResult) -> str:
     zh = language_of(result.query) == "zh"
-    counts = ", ".join(f"{k} ({n})" for k, n in result.kb_counts.items()) or "no knowledge base"
+    # per KB, what this text sends (`kb_counts` is what each KB found, before the session's rules held some back):
+    # "1 from sample (1), team (1)" was said with the team's page alone shown (hostile23 finding 8)
+    counts = (
+        ", ".join(f"{kb} ({sum(kb in h.knowledge_bases for h in result.results)})" for kb in result.kb_counts)
+        or "no knowledge base"
+    )
     lines = [f"results: {result.count} from {counts}"]
     if result.dedup_reason:
         lines += [f"dedup_reason: {result.dedup_reason}", f"completeness_hint: {result.completeness_hint}"]

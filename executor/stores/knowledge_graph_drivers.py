@@ -128,7 +128,8 @@ class FalkorDriver:
 
         self.dialect = FALKORDB
         self.timeout_ms = max(1, int(timeout_s * 1000))
-        self.description = f"FalkorDB graph {graph!r} at {display_url(url) if url else socket_path}"
+        self._where = display_url(url) if url else socket_path
+        self.description = f"FalkorDB graph {graph!r} at {self._where}"
         self._redis_errors = (redis.RedisError, OSError)
         self._name, self._socket_path, self._url, self._timeout_s = graph, socket_path, url, timeout_s
         self._restart = restart
@@ -207,6 +208,8 @@ class FalkorDriver:
             if "timed out" in message.lower():
                 raise BackendError(f"graph query timed out after {self.timeout_ms} ms") from exc
             if "empty key" in message:  # what FalkorDB answers a read on a graph that holds nothing at all
+                if others := self._other_graphs():
+                    raise BackendError(self._not_here(others)) from exc
                 raise EmptyGraphError(
                     f"the {self.description} is empty: it was never built, or its files were removed or emptied; "
                     "run `executor ingest --rebuild`",
@@ -217,6 +220,27 @@ class FalkorDriver:
             raise  # _retrying() decides: restart the embedded server, or report it unavailable
         except self._redis_errors as exc:
             raise BackendError(f"graph unavailable: {self.description}: {first_line(exc)}") from exc
+
+    def _other_graphs(self) -> list[str]:
+        """The graphs the server holds under other names than this one's, or none when it cannot say."""
+        import redis
+
+        try:
+            names = self._db.list_graphs()
+        except (redis.RedisError, OSError):
+            return []  # the question is only asked to word an error: the error is the read's, not this one's
+        return sorted(str(n) for n in names if str(n) != self._name)
+
+    def _not_here(self, others: list[str]) -> str:
+        """A graph name the server holds nothing under while it holds others: EXECUTOR_GRAPH_NAME not the name the
+        knowledge bases were built under (a second deployment's, a typo). Nothing is damaged: it was "the graph ...
+        is damaged ... move it away", which loses every KB's graph (hostile23 finding 4)."""
+        shown = ", ".join(repr(n) for n in others[:5]) + (f" and {len(others) - 5} more" if len(others) > 5 else "")
+        return (
+            f"no graph named {self._name!r} (EXECUTOR_GRAPH_NAME) in the FalkorDB at {self._where}: "
+            f"it holds {shown}; set EXECUTOR_GRAPH_NAME to the name the knowledge bases were built under, or run "
+            f"`executor ingest --rebuild` to build them under {self._name!r}"
+        )
 
     def delete_graph(self) -> None:
         """Drop the whole graph (tests and benchmarks start from nothing)."""

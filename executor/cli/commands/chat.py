@@ -60,8 +60,14 @@ def _kb(chat: Chat, arg: str) -> None:
 
 
 def _trace(chat: Chat, arg: str) -> None:
-    chat.show_trace = not chat.show_trace
-    chat.say("tool calls shown" if chat.show_trace else "tool calls hidden (/trace shows them again)")
+    """`/trace on` shows, `/trace off` hides, `/trace` alone toggles: the word was ignored, and `/trace on` hid a
+    trace already shown (hostile23 finding 7)."""
+    wanted = {"": not chat.show_trace, "on": True, "off": False}.get(arg.lower())
+    if wanted is None:
+        chat.say(f"/trace takes on, off or nothing (to toggle), not {arg[:40]!r}")
+        return
+    chat.show_trace = wanted
+    chat.say("tool calls shown" if chat.show_trace else "tool calls hidden (/trace on shows them again)")
 
 
 def _exit(chat: Chat, arg: str) -> None:
@@ -86,7 +92,7 @@ def _help(chat: Chat, arg: str) -> None:
 SLASH_COMMANDS: dict[str, tuple[str, Callable[[Chat, str], None]]] = {
     "/new": ("start a fresh session (the knowledge base stays)", _new),
     "/kb": ("/kb NAME: ask another knowledge base; /kb alone lists them", _kb),
-    "/trace": ("show or hide the tool calls under each question", _trace),
+    "/trace": ("/trace on|off: show or hide the tool calls under each question; alone, toggles", _trace),
     "/good": ("the last answer was good (kept for calibration, as `executor feedback`)", _feedback("good")),
     "/bad": ("/bad [note]: the last answer was bad, optionally why", _feedback("bad")),
     "/help": ("this list", _help),

@@ -43,6 +43,7 @@ def kb_create(
     as_json: JsonOpt = False,
 ):
     """Create an empty knowledge base; with --entities/--relations it gets a graph at ingest."""
+    from executor.core.validation import check_description, validate_kb_name
     from executor.retrieval.knowledge_bases import graph_config
 
     # a type named twice is one type (it was kept twice: "a graph of Software, Software")
@@ -53,7 +54,13 @@ def kb_create(
         raise InputError(f"--entities: {len(entity_types):,} entity types; at most {MAX_ENTITY_TYPES} are taken")
     config = graph_config(entity_types, list(dict.fromkeys(csv_list(relations))) if relations else None)
     check_grading(grading)
+    # before the vector store is asked about the name (Milvus refuses a bad one in its own words), as create checks
+    validate_kb_name(name)
+    check_description(description)
     with runtime() as rt:
+        # the vector store opened (what `_kb_info` reads) before the catalog row is written: one another process
+        # holds failed the command after the row was committed, and its retry was "already exists" (hostile23 #6)
+        rt.vectors.has(name)
         rt.catalog.create(name, description=description, extract_config=config, grading=grading)
         data = _kb_info(rt, name, with_graph=False)
     if as_json:

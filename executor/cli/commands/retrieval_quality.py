@@ -21,7 +21,7 @@ LabelsOpt = Annotated[
 ]
 
 
-def _observe(pairs, source: str, feedback_kbs: Sequence[str] = (), generated_for: str | None = None):
+def _observe(pairs, source_kind: str, feedback_kbs: Sequence[str] = (), generated_for: str | None = None):
     """Grade every labelled question once (label files, then users' feedback on the given KBs, then with
     `generated_for` that KB's self-calibration evidence); the runtime is closed before the figures are computed.
     Returns (observed, sources, each KB's thresholds, embedder name)."""
@@ -33,7 +33,7 @@ def _observe(pairs, source: str, feedback_kbs: Sequence[str] = (), generated_for
     # a bar on a terminal, as ingest shows: a team's labels can take hours. On stderr, so --json's stdout stays
     # clean even when a terminal watches the run (`--json > out.json`)
     progress = sys.stderr.isatty()
-    with runtime(source) as rt:
+    with runtime(source_kind) as rt:
         for kb in feedback_kbs:
             # only answers someone called good name relevant documents; a bad answer says what is not
             # relevant but not whether the KB could answer, so it is no off-topic label either
@@ -49,30 +49,42 @@ def _observe(pairs, source: str, feedback_kbs: Sequence[str] = (), generated_for
             # each KB graded the way its lookups are (`knowledge_base.grading`), with the entities it is aligned to
             if kb not in thresholds:  # one catalog read per KB, not per label file
                 thresholds[kb] = rt.settings.kb_thresholds(rt.embedder.name, rt.catalog.require_ingested(kb))
-            t = thresholds[kb]
-            if source in files:
-                _warn_unknown_documents(source, kb, labels, rt.catalog.documents(kb))
-            observed += observe(rt.grader, rt.catalog, rt.embedder, kb, labels, t, rt.known_entities, progress)
+            if source in files:  # every file checked before any question is graded
+                _check_documents(source, kb, labels, rt.catalog.documents(kb), fitting=source_kind == "calibrate")
+        for source, kb, labels in loaded:
+            observed += observe(
+                rt.grader, rt.catalog, rt.embedder, kb, labels, thresholds[kb], rt.known_entities, progress
+            )
             sources[source] = len(labels)
         if generated_for is not None:
             observed += _generated(rt, generated_for, sources, progress)
         return observed, sources, thresholds, rt.embedder.name
 
 
-def _warn_unknown_documents(source: str, kb: str, labels, documents) -> None:
+def _check_documents(source: str, kb: str, labels, documents, fitting: bool) -> None:
     """One stderr line when a label file names documents the KB does not hold (a typo, another KB's labels, a
     page removed since): no answer can be one of them, so every figure on those questions is a miss, reported
-    as the KB's own (`hit@1 0.00` for a label file with a misspelt folder) without a word."""
+    as the KB's own (`hit@1 0.00` for a label file with a misspelt folder) without a word. When `fitting`, a file
+    none of whose documents the KB holds is refused: each of its questions would be fitted as one whose every
+    result is wrong (a shared preset's HIGHLY_RELEVANT threshold went 0.27 -> 0.98 on one, hostile23 finding 5)."""
     from executor.core.errors import warn
 
-    unknown = sorted({key for label in labels for key in label.relevant} - documents.keys())
-    if unknown:
-        more = f" and {len(unknown) - 3} more" if len(unknown) > 3 else ""
-        shown = ", ".join(repr(key) for key in unknown[:3]) + more
-        warn(
-            f"{source}: {len(unknown)} relevant document(s) are not in knowledge base {kb!r}, so no answer can "
-            f"match them: {shown}"
+    named = {key for label in labels for key in label.relevant}
+    unknown = sorted(named - documents.keys())
+    if not unknown:
+        return
+    more = f" and {len(unknown) - 3} more" if len(unknown) > 3 else ""
+    shown = ", ".join(repr(key) for key in unknown[:3]) + more
+    if fitting and len(unknown) == len(named):
+        raise InputError(
+            f"{source}: none of its {len(unknown)} relevant document(s) is in knowledge base {kb!r} ({shown}), so "
+            f"nothing can be fitted on it: a key is a document's path under the KB's source folder (`executor kb show "
+            f"{kb}`), and the file goes with the --kb it was written for"
         )
+    warn(
+        f"{source}: {len(unknown)} relevant document(s) are not in knowledge base {kb!r}, so no answer can "
+        f"match them: {shown}"
+    )
 
 
 def _generated(rt, kb: str, sources: dict[str, int], progress: bool) -> list:
