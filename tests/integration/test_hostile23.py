@@ -19,6 +19,7 @@ from conftest import REPO, copy_of, ingested_home, run_cli
 
 pytestmark = pytest.mark.timeout(300)
 
+
 @pytest.fixture(scope="module")
 def sample_home(tmp_path_factory):
     return ingested_home(tmp_path_factory, "hostile23")
