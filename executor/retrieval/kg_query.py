@@ -276,7 +276,18 @@ class KnowledgeGraphQuery:
         if vector is None:
             return {}
         name, lang = self.embedder.name, language_of(out.query)
-        earlier = [e for kb in known for e in self.memory.lookups(session_id, kb, name)] if rules else []
+        # an earlier miss makes a call a repeat only when this one finds nothing either: remembered per KB, a miss of
+        # one KB blocked a call another KB now answers (its page ingested since; fix23c)
+        earlier = (
+            [
+                e
+                for kb in known
+                for e in self.memory.lookups(session_id, kb, name)
+                if e.level is not None or not out.results
+            ]
+            if rules
+            else []
+        )
         scale = {kb: self.settings.kb_thresholds(name, row) for kb, row in known.items()}
         # each page once, ranked on its own KB's scale (KBs graded differently compare on their bands)
         docs = sorted(

@@ -137,10 +137,17 @@ class query_knowledge_graph(ToolArgs):  # noqa: N801
     @field_validator("knowledge_base_ids", mode="before")
     @classmethod
     def _folded(cls, value):
-        """Duplicates folded before the 1-10 bound is checked: eleven copies of one id ask for one KB."""
+        """Duplicates folded before the 1-10 bound is checked: eleven copies of one id ask for one KB. An id that is
+        no string (`null`, a number) is left as it is, for the `list[str]` check to refuse by its value: made a
+        string, `null` was "unknown knowledge base 'None'"."""
         value = listed(value)
         if isinstance(value, list):
-            return list(dict.fromkeys(str(k).strip() for k in value if str(k).strip()))
+            folded: list = []
+            for k in value:
+                k = k.strip() if isinstance(k, str) else k
+                if k != "" and k not in folded:
+                    folded.append(k)
+            return folded
         return value
 
 

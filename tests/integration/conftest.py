@@ -526,3 +526,23 @@ def sdk_thread(url: str, *questions: str):
     for question in questions:
         client.runs.wait(thread_id, "executor", input={"messages": [{"role": "user", "content": question}]})
     return client, thread_id
+
+
+def hold_vectors(home):
+    """Another process holding the home's Milvus Lite file (an `executor mcp --http` left running)."""
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-W",
+            "ignore",
+            "-c",
+            "import sys,time; from executor.stores.vectors import MilvusVectorStore; "
+            "MilvusVectorStore(sys.argv[1]).client; print('ready', flush=True); time.sleep(120)",
+            str(home / "milvus.db"),
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+        cwd=REPO,
+    )
+    assert holder.stdout is not None and holder.stdout.readline().strip() == "ready"
+    return holder

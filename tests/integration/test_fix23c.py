@@ -132,3 +132,27 @@ def test_the_question_lookup_of_settle_keeps_within_the_lookup_budget(sample_rt)
     result = turn(sample_rt, model, QUESTION, lookup_budget=1)
     assert [t["query"] for t in result.trace] == [INVENTED]
     assert not result.citations
+
+
+def test_a_multi_kb_call_finds_the_page_another_kb_gained_despite_a_miss_of_the_other(tmp_path):
+    """`query_knowledge_graph` over two KBs found nothing on ERR_CACHE_MISS; then one of them gained the page. The
+    same call in that session was `not_found_repeated`: the miss remembered for the other KB, which still has
+    nothing, blocked it. A call that finds something repeats no miss; with nothing found, the miss still holds."""
+    queue = write_pages(tmp_path / "a", {"queue.md": PAGES["queue.md"]})
+    printer = write_pages(tmp_path / "b", {"printer.md": PAGES["printer.md"]})
+    rt = make_runtime(tmp_path / "home")
+    try:
+        ingest(rt, queue, "ka", progress=False)
+        ingest(rt, printer, "kb2", progress=False)
+        session = f"c23-{uuid.uuid4().hex[:8]}"
+        first = rt.kg.query(["ka", "kb2"], CACHE_QUESTION, session)
+        assert (first.dedup_reason, first.count) == (None, 0)
+        again = rt.kg.query(["ka", "kb2"], CACHE_QUESTION, session)
+        assert again.dedup_reason == "not_found_repeated"
+        write_pages(queue, {"cache.md": CACHE_PAGE})
+        ingest(rt, queue, "ka", progress=False)
+        found = rt.kg.query(["ka", "kb2"], CACHE_QUESTION, session)
+        assert found.dedup_reason is None
+        assert [h.doc_key for h in found.results][:1] == ["cache.md"]
+    finally:
+        rt.close()

@@ -13,8 +13,7 @@ import uuid
 import httpx
 import pytest
 import yaml
-from conftest import REPO, copy_of, ingested_home, run_cli
-from test_hostile23 import hold_vectors
+from conftest import REPO, copy_of, hold_vectors, ingested_home, run_cli
 
 pytestmark = pytest.mark.timeout(300)
 

@@ -15,7 +15,7 @@ import uuid
 
 import pytest
 import yaml
-from conftest import REPO, copy_of, ingested_home, run_cli
+from conftest import REPO, copy_of, hold_vectors, ingested_home, run_cli
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -113,26 +113,6 @@ def test_chat_trace_on_and_off_do_what_they_say(sample_home, typed, expected):
     assert run.returncode == 0, run.stderr
     said = [line for line in run.stdout.splitlines() if "tool calls" in line]
     assert said and expected in said[-1], said
-
-
-def hold_vectors(home):
-    """Another process holding the home's Milvus Lite file (an `executor mcp --http` left running)."""
-    holder = subprocess.Popen(
-        [
-            sys.executable,
-            "-W",
-            "ignore",
-            "-c",
-            "import sys,time; from executor.stores.vectors import MilvusVectorStore; "
-            "MilvusVectorStore(sys.argv[1]).client; print('ready', flush=True); time.sleep(120)",
-            str(home / "milvus.db"),
-        ],
-        stdout=subprocess.PIPE,
-        text=True,
-        cwd=REPO,
-    )
-    assert holder.stdout is not None and holder.stdout.readline().strip() == "ready"
-    return holder
 
 
 def test_a_kb_create_that_fails_creates_nothing(sample_home, tmp_path):

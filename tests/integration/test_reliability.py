@@ -6,7 +6,7 @@ import stat
 from pathlib import Path
 
 import pytest
-from conftest import run_cli
+from conftest import hold_vectors, run_cli
 
 from executor.core.errors import BackendError, ExecutorError
 from executor.stores.vectors import MilvusVectorStore
@@ -103,30 +103,6 @@ def home(tmp_path_factory):
     return home
 
 
-def hold_milvus(home):
-    import subprocess
-    import sys
-
-    from conftest import REPO
-
-    holder = subprocess.Popen(
-        [
-            sys.executable,
-            "-W",
-            "ignore",
-            "-c",
-            "import sys,time; from executor.stores.vectors import MilvusVectorStore; "
-            "MilvusVectorStore(sys.argv[1]).client; print('ready', flush=True); time.sleep(120)",
-            str(home / "milvus.db"),
-        ],
-        stdout=subprocess.PIPE,
-        text=True,
-        cwd=str(REPO),
-    )
-    assert holder.stdout.readline().strip() == "ready"
-    return holder
-
-
 def assert_failed_turn(r, expected: str, code: int = 1):
     assert r.returncode == code, (r.stdout, r.stderr)
     assert expected in one_error_line(r)
@@ -134,7 +110,7 @@ def assert_failed_turn(r, expected: str, code: int = 1):
 
 
 def test_ask_on_a_locked_store_fails_instead_of_answering_nothing(home):
-    holder = hold_milvus(home)
+    holder = hold_vectors(home)
     try:
         r = run_cli(home, "ask", "ERR_TIMEOUT 是什么？")
     finally:

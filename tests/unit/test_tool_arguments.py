@@ -30,3 +30,18 @@ def test_the_arguments_a_tool_takes_still_parse():
     parsed = parse_arguments(lookup_knowledge, {"query": "ERR_TIMEOUT", "missing_dimension": "cause"})
     assert (parsed.query, parsed.missing_dimension) == ("ERR_TIMEOUT", "cause")
     assert parse_arguments(list_knowledge_bases, {}).model_dump() == {}
+
+
+@pytest.mark.parametrize("bad", [None, 7, ["sample"]])
+def test_a_knowledge_base_id_that_is_no_string_is_refused_by_its_value(bad):
+    """An MCP host sending `[null]` was told "unknown knowledge base 'None'" (hostile23 finding 8): the id it sent
+    is no name, and the refusal says so."""
+    with pytest.raises(ValueError, match="knowledge_base_ids.0: Input should be a valid string"):
+        parse_arguments(query_knowledge_graph, {"knowledge_base_ids": [bad], "query": "Docker"})
+
+
+def test_knowledge_base_ids_are_folded_and_trimmed():
+    args = parse_arguments(
+        query_knowledge_graph, {"knowledge_base_ids": ["sample", " sample ", "", "team"], "query": "x"}
+    )
+    assert args.knowledge_base_ids == ["sample", "team"]
