@@ -5,15 +5,11 @@ the store is free, chat's `/trace` words, and the multi-KB header counting what 
 
 import asyncio
 import json
-import os
-import subprocess
-import sys
-import uuid
 
 import httpx
 import pytest
 import yaml
-from conftest import REPO, copy_of, hold_vectors, ingested_home, run_cli
+from conftest import REPO, ingested_home, run_cli
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -114,46 +110,6 @@ def test_eval_retrieval_still_measures_such_a_file_with_its_warning(sample_home,
     r = run_cli(sample_home, "eval-retrieval", "--labels", str(bad), "--kb", "sample", "--json")
     assert r.returncode == 0, r.stderr
     assert "1 relevant document(s) are not in knowledge base 'sample'" in r.stderr, r.stderr
-
-
-def test_kb_create_retried_once_the_store_is_free_creates_the_kb(sample_home, tmp_path):
-    """`kb create X && executor ingest DOCS --kb X`: after the failure the line asks to mend (another process holds
-    the Milvus Lite file), the same command works."""
-    home = copy_of(sample_home, tmp_path)
-    holder = hold_vectors(home)
-    try:
-        failed = run_cli(home, "kb", "create", "team3", "--entities", "Software")
-    finally:
-        holder.kill()
-        holder.wait()
-    assert failed.returncode == 1 and "another process has it open" in failed.stderr, failed.stderr
-    again = run_cli(home, "kb", "create", "team3", "--entities", "Software")
-    assert again.returncode == 0, again.stderr
-    assert again.stdout.strip() == "created team3 with a graph of Software"
-
-
-def test_chat_trace_takes_on_off_or_nothing(sample_home):
-    run = subprocess.run(
-        [sys.executable, "-m", "executor.cli.main", "chat", "--session", f"f23-{uuid.uuid4().hex[:8]}"],
-        input="/trace maybe\n/trace OFF\n/trace\n/trace on\n/exit\n",
-        capture_output=True,
-        text=True,
-        timeout=120,
-        cwd=REPO,
-        env={**os.environ, "EXECUTOR_HOME": str(sample_home)},
-    )
-    assert run.returncode == 0, run.stderr
-    said = [  # each after the prompt a piped chat prints before reading a line
-        line.removeprefix("you> ").strip()
-        for line in run.stdout.splitlines()
-        if "/trace takes" in line or "tool calls" in line
-    ]
-    assert said == [
-        "/trace takes on, off or nothing (to toggle), not 'maybe'",
-        "tool calls hidden (/trace on shows them again)",
-        "tool calls shown",
-        "tool calls shown",
-    ], said
 
 
 def test_the_multi_kb_header_counts_what_is_sent_per_kb():

@@ -101,18 +101,37 @@ def test_chat_trace_on_and_off_do_what_they_say(sample_home, typed, expected):
     """`/trace on` in a chat whose trace is shown (the default) printed "tool calls hidden", and `/trace off`
     typed twice showed the trace again: the word after /trace is ignored and every /trace flips it. `/trace on`
     leaves it shown; a second `/trace off` leaves it hidden."""
+    said = [line for line in piped_chat(sample_home, typed + "\n/exit\n") if "tool calls" in line]
+    assert said and expected in said[-1], said
+
+
+def piped_chat(home, typed: str) -> list[str]:
+    """What `executor chat` prints for the lines `typed`, one list item per line (exit 0 asserted)."""
     run = subprocess.run(
         [sys.executable, "-m", "executor.cli.main", "chat", "--session", f"h23-{uuid.uuid4().hex[:8]}"],
-        input=typed + "\n/exit\n",
+        input=typed,
         capture_output=True,
         text=True,
         timeout=120,
         cwd=REPO,
-        env={**os.environ, "EXECUTOR_HOME": str(sample_home)},
+        env={**os.environ, "EXECUTOR_HOME": str(home)},
     )
     assert run.returncode == 0, run.stderr
-    said = [line for line in run.stdout.splitlines() if "tool calls" in line]
-    assert said and expected in said[-1], said
+    return run.stdout.splitlines()
+
+
+def test_chat_trace_takes_on_off_or_nothing(sample_home):
+    said = [  # each after the prompt a piped chat prints before reading a line
+        line.removeprefix("you> ").strip()
+        for line in piped_chat(sample_home, "/trace maybe\n/trace OFF\n/trace\n/trace on\n/exit\n")
+        if "/trace takes" in line or "tool calls" in line
+    ]
+    assert said == [
+        "/trace takes on, off or nothing (to toggle), not 'maybe'",
+        "tool calls hidden (/trace on shows them again)",
+        "tool calls shown",
+        "tool calls shown",
+    ], said
 
 
 def test_a_kb_create_that_fails_creates_nothing(sample_home, tmp_path):
@@ -132,3 +151,6 @@ def test_a_kb_create_that_fails_creates_nothing(sample_home, tmp_path):
     listed = run_cli(home, "kb", "list", "--json")
     assert listed.returncode == 0, listed.stderr
     assert "team3" not in [kb["name"] for kb in json.loads(listed.stdout)], listed.stdout
+    again = run_cli(home, "kb", "create", "team3", "--entities", "Software")  # the store free, as the line asked
+    assert again.returncode == 0, again.stderr
+    assert again.stdout.strip() == "created team3 with a graph of Software"
