@@ -223,11 +223,9 @@ class FalkorDriver:
 
     def _other_graphs(self) -> list[str]:
         """The graphs the server holds under other names than this one's, or none when it cannot say."""
-        import redis
-
         try:
             names = self._db.list_graphs()
-        except (redis.RedisError, OSError):
+        except self._redis_errors:
             return []  # the question is only asked to word an error: the error is the read's, not this one's
         return sorted(str(n) for n in names if str(n) != self._name)
 
