@@ -58,7 +58,7 @@ from executor.core.relevance import document_language, page_key
 from executor.core.settings import RANKER_FEATURES as FEATURES  # noqa: F401 - FEATURES: read here by calibration
 from executor.core.settings import Ranker
 from executor.retrieval.glossary import equivalents
-from executor.retrieval.vocabulary import QueryTerms, phrase, terms
+from executor.retrieval.vocabulary import QueryTerms, derived, phrase, terms
 from executor.stores.vector_hits import ChunkHit
 
 BACKGROUND_RANKS = slice(3, 10)
@@ -156,7 +156,9 @@ def features(
     identifier)."""
     text_terms, language = profile([c.title, *(h.text for h in c.chunks.values())])
     held = rare & text_terms
-    if any(IDENTIFIER.fullmatch(t) for t in held):
+    # (not an English word written with a dashed prefix: "multi-line", which one structlog page writes, named
+    # its Twisted page in a question on rendering exceptions, PRECISE)
+    if any(IDENTIFIER.fullmatch(t) and not derived(t) for t in held):
         c.named = c.titled = True
     # a keyword lookup, or a question of a few words around a specific keyword of this page ("What does
     # leakDetectionThreshold do?"): the words around it ask nothing the keyword does not
