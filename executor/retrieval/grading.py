@@ -218,6 +218,8 @@ class Graded:
             self.level, self.weak = self.unknown_name_cap(self.level)
         if self.level in (Level.PRECISE, Level.HIGHLY_RELEVANT) and self.of_another_product():
             self.level = Level.REFERENCE
+        if self.level == Level.PRECISE and t.ranker is not None and self.beyond_its_keyword():
+            self.level = Level.REFERENCE
         if self.instruction:
             self.level, self.weak = None, False
         return self
@@ -239,6 +241,15 @@ class Graded:
         grade: "OpenTelemetry Collector 怎么配置才能把 trace 导出到 Jaeger？" was PRECISE on structlog's frameworks
         page, which names OpenTelemetry in one line."""
         return bool(self.query_terms.unknown_products) and not any(c.decisive for c in self.candidates[:1])
+
+    def beyond_its_keyword(self) -> bool:
+        """The query matches a page's keyword or heading (L0) and also names what the KB never writes
+        (`unknown_names`), and no identifier only that page writes decides it: the page is about the keyword, not
+        what the query asks of it. "Graylog 的 GELF 输入怎么开启 TLS？" was PRECISE on structlog's best-practices
+        page, whose Graylog section never mentions TLS. With a fitted ranker only: graded by the bare similarity,
+        the bundled sample's keyword lookups are PRECISE on their labels with such a word ("nginx upstream
+        proxy_pass", "image vulnerability scan CVE"), and its grading keeps what its labels were fitted on."""
+        return bool(self.l0) and bool(self.query_terms.unknown_names) and not self.candidates[0].decisive
 
     def unknown_name_cap(self, level: Level) -> tuple[Level | None, bool]:
         """A query naming what the KB never uses (`unknown_names`: an identifier, product or file name), and no

@@ -210,3 +210,14 @@ def test_a_question_on_another_product_is_no_confident_answer_on_a_page_sharing_
     result = team_lookup(home, "backpressure")
     assert result["relevance_level"] == "PRECISE"
     assert result["primary"][0]["doc_key"] == "queue/worker-queue-full.md"
+
+
+def test_a_question_on_what_a_keywords_page_never_writes_is_a_reference(home):
+    """The queue page has "backpressure" as its own keyword (L0); a question asking it for TLS, which the KB never
+    writes, is answered by that page only in part: a REFERENCE on it (the hint names what it lacks), not PRECISE,
+    which would end the turn on it (structlog's docs: "Graylog 的 GELF 输入怎么开启 TLS？", an off-topic question,
+    was PRECISE on the page holding a Graylog section)."""
+    for query in ("How do I turn on TLS for backpressure?", "backpressure 的 TLS 怎么开启？"):
+        result = team_lookup(home, query)
+        assert result["relevance_level"] == "REFERENCE", (query, result["relevance_level"])
+        assert result["primary"][0]["doc_key"] == "queue/worker-queue-full.md"
