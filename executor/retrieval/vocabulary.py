@@ -399,7 +399,23 @@ def unknown_names(query: str, vocabulary: Vocabulary, own: Sequence[str] | None 
     `max_conn`, or any Latin word inside a Chinese question. Not the user's own names (`own_names`; `own`, when the
     caller has them)."""
     mine = set(own_names(query, vocabulary) if own is None else own)
-    return [word for word, low in names(query) if not vocabulary.known(low) and word not in mine]
+    return [
+        word
+        for word, low in names(query)
+        if not vocabulary.known(low) and word not in mine and not of_known_acronym(word, vocabulary)
+    ]
+
+
+# an acronym in the plural, as English writes it: `IDs`, `URLs`, `PVCs`
+ACRONYM_PLURAL = re.compile(r"[A-Z]{2,}s")
+
+
+def of_known_acronym(word: str, vocabulary: Vocabulary) -> bool:
+    """`IDs` where the KB writes `ID`: the plural of an acronym it knows, no name of its own (structlog, "attach
+    the current trace and span IDs to every log entry" was "nothing found" with the page that answers it first,
+    `IDs` counted as a name the KB never uses). Acronyms only: a plain word's plural read as its singular cost pip
+    and Linux questions (`Vocabulary.known`)."""
+    return ACRONYM_PLURAL.fullmatch(word) is not None and vocabulary.known(normalize(word[:-1]))
 
 
 # "the OrdersApi release", "my payments-svc chart", "我们的 OrdersApi release": a determiner or possessive, a name, then
