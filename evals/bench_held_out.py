@@ -51,6 +51,12 @@ SETS = [
     HeldOut("hatch", "hatch_docs", LABELS / "hatch-docs.yaml", LABELS / "build_hatch_docs.sh"),
     HeldOut("molecule", "molecule_docs", LABELS / "molecule-docs.yaml", LABELS / "build_molecule_docs.sh"),
     HeldOut("structlog", "structlog_docs", LABELS / "structlog-docs.yaml", LABELS / "build_structlog_docs.sh"),
+    HeldOut(
+        "bump-my-version",
+        "bump_my_version_docs",
+        LABELS / "bump-my-version-docs.yaml",
+        LABELS / "build_bump_my_version_docs.sh",
+    ),
 ]
 
 # (figure of `eval-retrieval --json`, row label, target as the issue states it, is it met)
@@ -140,7 +146,7 @@ def main(
         help="where the held-out folders are built once and reused (outside the checkout)",
     ),
     only: list[str] = typer.Option(
-        [], "--set", help="only these sets (helm, starlette-black, pip, hatch, molecule, structlog)"
+        [], "--set", help="only these sets (helm, starlette-black, pip, hatch, molecule, structlog, bump-my-version)"
     ),
     json_out: Path | None = typer.Option(None, "--json", help="also write every figure here"),
     gradings: list[str] = typer.Option(
