@@ -402,8 +402,17 @@ def unknown_names(query: str, vocabulary: Vocabulary, own: Sequence[str] | None 
     return [
         word
         for word, low in names(query)
-        if not vocabulary.known(low) and word not in mine and not of_known_acronym(word, vocabulary)
+        if not vocabulary.known(low)
+        and word not in mine
+        and not of_known_acronym(word, vocabulary)
+        and not VERSION.fullmatch(word)
     ]
+
+
+# a version or number the question gives as an example (`1.x`, `v1.2.3`, `release-1.2.3`, `2.0.0-rc1`, `8080`): a
+# value, no name of anything; counted as a name the KB never uses, it sent bump-my-version's "How do I keep a
+# floating v1 tag that always points at the newest 1.x release?" to "nothing found" with its page first
+VERSION = re.compile(r"v?\d+(?:\.(?:\d+|x))*(?:-\w+)?|[A-Za-z]+-v?\d+(?:\.(?:\d+|x))+(?:-\w+)?")
 
 
 # an acronym in the plural, as English writes it: `IDs`, `URLs`, `PVCs`

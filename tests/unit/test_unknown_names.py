@@ -23,7 +23,7 @@ KB = Vocabulary.build(
         ("Can I pin the version with cert-manager here?", ["cert-manager"]),  # a dash
         ("Redis 缓存怎么配置", ["Redis"]),  # Latin script inside Chinese
         ("How do I raise max_connections for the release?", ["max_connections"]),  # an underscore
-        ("Which weekday was release 3 cut on?", ["3"]),  # the first word of the question is no name
+        ("Which weekday was release R3 cut on?", ["R3"]),  # the first word of the question is no name
         ("My charts fail. Terraform keeps the old state?", []),  # nor the first word after a full stop
         ("Where do I set the Bonus Rate for jobs?", []),  # capitalised common English words
         ("What changed in the hooks since January?", []),  # a month
