@@ -523,6 +523,15 @@ class _Server(Server):
     reordered = False  # True when the transport may hand the host's messages over out of order (HTTP)
     cancels: Cancels | None = None  # the latest connection's (stdio has one)
 
+    def unserved_error(self, method: str) -> types.ErrorData | None:
+        """-32601 naming a method MCP defines that this server does not serve (`logging/setLevel`,
+        `completion/complete`, `resources/subscribe`), or None: the SDK said "Method not found" alone, where a method
+        MCP does not define is named (`request_error`). `initialize` is the session's own."""
+        model = REQUEST_MODELS.get(method)
+        if model is None or method == "initialize" or model in self.request_handlers:
+            return None
+        return types.ErrorData(code=types.METHOD_NOT_FOUND, message=f"Method not found: {method}")
+
     async def run(self, read_stream, write_stream, *args, **kwargs):
         valid_send, valid = anyio.create_memory_object_stream(0)
         cancels = self.cancels = Cancels(early_s=Cancels.EARLY_S if self.reordered else 0.0)
@@ -535,6 +544,8 @@ class _Server(Server):
                     async for item in read_stream:
                         root = getattr(getattr(item, "message", None), "root", None)
                         error = request_error(root) if isinstance(root, types.JSONRPCRequest) else None
+                        if isinstance(root, types.JSONRPCRequest) and error is None:
+                            error = self.unserved_error(root.method)
                         if isinstance(root, types.JSONRPCNotification) and root.method == INITIALIZED:
                             initialized = True
                         elif isinstance(root, types.JSONRPCRequest) and not initialized and error is None:

@@ -2,13 +2,16 @@
 local server of ours makes (`core.local_http.LocalGuard`). The LangGraph API answers any Origin with
 `Access-Control-Allow-Origin: *` and checks no Host, so without this any web page the user opens could start runs
 of the executor graph on their knowledge bases and read the answers and the threads (a cross-site fetch, or DNS
-rebinding). The Host must be this server's own name with its port, the Origin absent, its own, or LangGraph
-Studio's, which is a page on smith.langchain.com talking to the local server.
+rebinding). The Host must be this server's own name with its port, the Origin absent, its own, LangGraph Studio's
+(a page on smith.langchain.com talking to the local server), or one the user names in `EXECUTOR_STUDIO_ORIGINS`
+(the Agent Chat UI's).
 
 Behind the guard, two passes mend what the API answers: a request that stores something to run later (an assistant,
-a cron) is refused when every run of it would be, and a run asked to wait past `MAX_AFTER_SECONDS` is refused
-(`ReadableMessages`); a run's wait is answered from the run's own end, not from the thread's values (`RunOutcomes`).
-A search of the threads' values is mended in the runtime itself (`_values_search_mended`)."""
+a cron) is refused when every run of it would be, a run asked to wait past `MAX_AFTER_SECONDS` is refused, and so is
+a run without input that has nothing to continue (`ReadableMessages`); a run's wait is answered from the run's own
+end, not from the thread's values (`RunOutcomes`). The API's calls to itself (its MCP and A2A endpoints) get a failed
+run's reason, not its kind alone (`ErrorReasons`). A search of the threads' values is mended in the runtime itself
+(`_values_search_mended`)."""
 
 from __future__ import annotations
 
@@ -42,6 +45,27 @@ def in_process(scope) -> bool:
 
 TOKEN_VARIABLE = "EXECUTOR_STUDIO_TOKEN"
 MIN_TOKEN_CHARS = 16  # as `executor mcp --http`'s token
+# the pages of other sites the user lets talk to this server from the browser: LangChain's Agent Chat UI
+# (`npx create-agent-chat-app` on http://localhost:3000, or its hosted page) was refused 403 with no way to allow it
+ORIGINS_VARIABLE = "EXECUTOR_STUDIO_ORIGINS"
+_ORIGIN = re.compile(r"https?://(?:[a-z0-9.\-]+|\[[0-9a-f:.]+\])(?::\d{1,5})?")
+OTHER_ORIGINS = (
+    f" (this server's own pages and LangGraph Studio's are taken; to let another page talk to it, the Agent Chat UI "
+    f"for one, name its origin in {ORIGINS_VARIABLE}, e.g. http://localhost:3000)"
+)
+
+
+def allowed_origins() -> tuple[str, ...]:
+    """LangGraph Studio's origins and those `EXECUTOR_STUDIO_ORIGINS` names (comma-separated, each a whole origin:
+    scheme, host, port); ValueError naming the first value that is none (a wildcard, a path, no scheme)."""
+    given = [o.strip().lower() for o in os.environ.get(ORIGINS_VARIABLE, "").split(",") if o.strip()]
+    for origin in given:
+        if not _ORIGIN.fullmatch(origin):
+            raise ValueError(
+                f"{ORIGINS_VARIABLE}: {printable(origin)[:100]!r} is not an origin: name each page as "
+                "scheme://host[:port] (http://localhost:3000), comma-separated, with no path or wildcard"
+            )
+    return STUDIO_ORIGINS + tuple(given)
 
 
 class StudioGuard:
@@ -54,23 +78,87 @@ class StudioGuard:
 
     def __init__(self, app):
         self.app = app
-        self._guards: dict[tuple[str, int, str | None], LocalGuard] = {}
+        self._guards: dict[tuple[str, int, str | None, tuple[str, ...]], LocalGuard] = {}
         _values_search_mended()  # made with the server's app: its runtime is loaded, no request is served yet
 
     async def __call__(self, scope, receive, send):
-        if scope["type"] not in ("http", "websocket") or in_process(scope):
+        if scope["type"] not in ("http", "websocket"):
             return await self.app(scope, receive, send)
+        if in_process(scope):
+            return await ErrorReasons(self.app)(scope, receive, send)
         host, port = scope.get("server") or ("127.0.0.1", 0)
-        token = None if on_loopback(host) else os.environ.get(TOKEN_VARIABLE, "")
+        # without the spaces at its ends, as a client can send it (HTTP strips a header value's ends)
+        token = None if on_loopback(host) else os.environ.get(TOKEN_VARIABLE, "").strip()
         if token is not None and len(token) < MIN_TOKEN_CHARS:
             return await refuse(scope, receive, send, 403, _untokened(host, token))
-        guard = self._guards.get((host, port, token))
+        try:
+            origins = allowed_origins()
+        except ValueError as exc:  # refused whole: a bad value is said on the first request, not as a failed page
+            return await refuse(scope, receive, send, 403, str(exc))
+        guard = self._guards.get((host, port, token, origins))
         if guard is None:
             register_secret(token)
-            guard = self._guards[(host, port, token)] = LocalGuard(
-                ReadableMessages(RunOutcomes(self.app)), own_hosts(host, port), token=token, origins=STUDIO_ORIGINS
+            guard = self._guards[(host, port, token, origins)] = LocalGuard(
+                ReadableMessages(RunOutcomes(self.app)),
+                own_hosts(host, port),
+                token=token,
+                origins=origins,
+                other_origins=OTHER_ORIGINS,
             )
         return await guard(scope, receive, send)
+
+
+class ErrorReasons:
+    """ASGI middleware for the API's calls to itself: langgraph-api's MCP endpoint (`/mcp`) and A2A endpoint run the
+    graph in process (`runs.wait`, `runs.join`) and show a failed run by its `__error__.error` alone, the
+    exception's kind: a host was told "InputError" (an unknown knowledge base, a question with control characters,
+    an assistant message last) and not why. Folded into the kind here ("InputError: unknown knowledge base 'nope'
+    ..."), the reason reaches the host; `message` is kept as it was."""
+
+    def __init__(self, app):
+        self.app = app
+
+    async def __call__(self, scope, receive, send):
+        if not _IN_PROCESS_WAIT.search(scope.get("path") or ""):
+            return await self.app(scope, receive, send)
+        start: dict | None = None
+        held = bytearray()
+
+        async def sending(message):
+            nonlocal start
+            if message["type"] == "http.response.start":
+                start = message  # sent with the body, whose length may change
+                return None
+            if message["type"] != "http.response.body" or start is None:
+                return await send(message)
+            held.extend(message.get("body", b""))
+            if message.get("more_body", False):
+                return None
+            body = _with_reason(bytes(held))
+            headers = [(k, v) for k, v in start.get("headers") or [] if k.lower() != b"content-length"]
+            await send({**start, "headers": [*headers, (b"content-length", str(len(body)).encode())]})
+            await send({"type": "http.response.body", "body": body})
+
+        return await self.app(scope, receive, sending)
+
+
+# a run's answer waited for: `runs.wait` (POST, the MCP endpoint's) or `runs.join` (GET, the A2A endpoint's)
+_IN_PROCESS_WAIT = re.compile(r"/runs/(wait|[^/]+/join)/?$")
+
+
+def _with_reason(body: bytes) -> bytes:
+    """A run's answer whose `__error__` kind carries its message too; any other body as it is."""
+    try:
+        answer = json.loads(body)
+    except ValueError:
+        return body
+    error = answer.get("__error__") if isinstance(answer, dict) else None
+    if not isinstance(error, dict) or not isinstance(error.get("error"), str) or not error.get("message"):
+        return body
+    kind, message = error["error"], str(error["message"])
+    if message in kind:  # folded already
+        return body
+    return json.dumps({**answer, "__error__": {**error, "error": f"{kind}: {message}"}}).encode()
 
 
 def on_loopback(address: str) -> bool:
@@ -118,7 +206,13 @@ class ReadableMessages:
         if posted is None:
             return
         body, payload = posted  # a body that is not JSON is the API's to answer
-        refusal = unreadable(payload, scope) or late_run(scope, payload) or await refused_runs(scope, payload)
+        refusal = (
+            unreadable(payload, scope)
+            or no_input(scope, payload)
+            or await nothing_to_continue(scope, payload)
+            or late_run(scope, payload)
+            or await refused_runs(scope, payload)
+        )
         if refusal is not None:
             return await send_json(send, 422, {"detail": refusal})
         paged = _history_before(scope, payload)
@@ -150,6 +244,72 @@ def late_run(scope, payload) -> str | None:
             where = f"{i}.after_seconds" if batch else "after_seconds"
             return f"invalid {where}: a run may wait at most {MAX_AFTER_SECONDS:,} seconds (a year)"
     return None
+
+
+# the runs that have no thread: nothing to continue, so their input is the whole run
+_STATELESS_RUNS = re.compile(r"/runs(/stream|/wait|/batch)?/?")
+NO_INPUT = (
+    'a run without a thread has no input: send the question as {"messages": [{"role": "user", "content": "..."}]}'
+)
+
+
+def no_input(scope, payload) -> str | None:
+    """One line naming the first run without a thread that brings neither an input nor a Command, or None. It was
+    LangGraph's "EmptyInputError: Received no input for __start__", an internal node's name. A thread's run with
+    no input continues the thread (a breakpoint, Studio's fork), and is the graph's to judge."""
+    if scope.get("method") != "POST" or not _STATELESS_RUNS.fullmatch(scope.get("path") or ""):
+        return None
+    batch = isinstance(payload, list)
+    for i, run in enumerate(payload if batch else [payload]):
+        if isinstance(run, dict) and run.get("input") is None and run.get("command") is None:
+            return f"invalid {i}.input: {NO_INPUT}" if batch else f"invalid input: {NO_INPUT}"
+    return None
+
+
+# a run on a thread: its thread id, from the path
+_THREAD_RUNS = re.compile(r"/threads/([^/]+)/runs(/stream|/wait)?/?")
+
+
+async def nothing_to_continue(scope, payload) -> str | None:
+    """One line for a thread's run with neither an input nor a Command that has nothing to continue, or None. A
+    thread holding no state yet (a new one, or one `if_not_exists` makes) was LangGraph's "EmptyInputError: Received
+    no input for __start__"; a thread whose turn is over (no next node) ran nothing and answered 200, so a question a
+    state edit appended (`update_state`, then the SDK's "continue") was never answered and nothing said so. A run
+    from a checkpoint is judged by that checkpoint (Studio's fork and regenerate continue from one that has a next
+    node); a checkpoint the thread does not hold is the graph's to refuse by name. The state is read through the API
+    in process."""
+    found = _THREAD_RUNS.fullmatch(scope.get("path") or "") if scope.get("method") == "POST" else None
+    if found is None or not isinstance(payload, dict) or payload.get("input") is not None or payload.get("command"):
+        return None
+    from langgraph_sdk.errors import APIStatusError, NotFoundError
+
+    thread, checkpoint = printable(found[1])[:64], _checkpoint_id(payload)
+    try:
+        state = await _api().threads.get_state(found[1], checkpoint_id=checkpoint)
+    except NotFoundError:  # a thread the run makes (`if_not_exists`) holds nothing either; else the API's 404
+        state = {} if payload.get("if_not_exists") == "create" else None
+    except APIStatusError:  # an id that is none: the run's own request is the API's to refuse
+        state = None
+    if state is None or (checkpoint and not state.get("checkpoint")):
+        return None
+    if not state.get("checkpoint") and not state.get("values"):
+        return f"invalid input: thread {thread} has no turn to continue: {ASK_IN_INPUT}"
+    if not state.get("next"):
+        return (
+            f"invalid input: thread {thread} has no stopped run to continue (its last turn is over; a question written "
+            f"into it by a state edit is not asked): {ASK_IN_INPUT}"
+        )
+    return None
+
+
+ASK_IN_INPUT = 'send the question as the run\'s input, {"messages": [{"role": "user", "content": "..."}]}'
+
+
+def _checkpoint_id(payload: dict) -> str | None:
+    """The checkpoint a run starts from (`checkpoint_id`, or `checkpoint.checkpoint_id`), or None for the head."""
+    checkpoint = payload.get("checkpoint")
+    named = payload.get("checkpoint_id") or (checkpoint.get("checkpoint_id") if isinstance(checkpoint, dict) else None)
+    return named if isinstance(named, str) and named else None
 
 
 @cache

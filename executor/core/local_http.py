@@ -113,15 +113,20 @@ class LocalGuard:
         max_body: int = MAX_BODY_BYTES,
         origins: tuple[str, ...] = (),
         error_body: Callable[[str], dict] | None = None,
+        other_origins: str = "",
     ):
         """`origins`: pages of other sites the server answers too (LangGraph Studio's, for `langgraph dev`);
-        `error_body`: a refusal's JSON in the protocol the app speaks (OpenAI's error object when None)."""
+        `error_body`: a refusal's JSON in the protocol the app speaks (OpenAI's error object when None);
+        `other_origins`: what the refusal of another page's Origin adds, how to allow one (when the server can)."""
         self.app = app
         self.error_body = error_body or openai_error
         self.hosts = {h.lower() for h in hosts}
         self.origins = {f"http://{h}" for h in self.hosts} | {f"https://{h}" for h in self.hosts}
         self.origins |= {o.lower() for o in origins}
-        self.token = token
+        # compared without the spaces at its ends: HTTP strips them from a header's value (and httpx refuses to send
+        # them), so a token given as "T " (a file's trailing space) made every request 401
+        self.token = token.strip() if token is not None else None
+        self.other_origins = other_origins
         self.max_body = max_body
 
     async def __call__(self, scope, receive, send):
@@ -171,7 +176,7 @@ class LocalGuard:
             return 421, "this server does not answer to that Host"
         origin = headers.get("origin")
         if origin is not None and (len(origin) != 1 or origin[0].strip().lower() not in self.origins):
-            return 403, "cross-origin requests are refused"
+            return 403, f"cross-origin requests are refused{self.other_origins}"
         if self.token is not None:
             given = headers.get("authorization") or []
             scheme, _, credentials = (given[0] if len(given) == 1 else "").strip().partition(" ")
