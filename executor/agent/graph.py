@@ -44,6 +44,7 @@ from executor.nodes.answer import fail, make_answer
 from executor.nodes.begin_turn import (
     NO_RESUME,
     NO_TURN,
+    NOTHING_TO_CONTINUE,
     REFUSE,
     TAKE_BACK,
     begin_turn,
@@ -151,6 +152,10 @@ class CheckedGraph(CompiledStateGraph):
             raise InputError(NO_TURN)
         if state is not None:
             missing_checkpoint(merge_configs(self.config, config), state)
+            if input is None and state.values and not state.next:
+                # a run with no input on a thread whose turn is over runs nothing: a question `update_state` appended
+                # was never answered, and nothing said so (hostile24a finding 3)
+                raise InputError(NOTHING_TO_CONTINUE)
             if brought is None and "begin_turn" in state.next:
                 # a resume of a thread interrupted before begin_turn brings the question the thread holds (one that
                 # `update_state` may have put there): checked now, as a run's own question is, not on begin_turn's
