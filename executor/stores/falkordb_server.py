@@ -28,6 +28,9 @@ MAX_SOCKET_PATH = 100
 START_TIMEOUT_S = 15.0
 # a server that is loading its graph is waited for this long: it answers nothing until it has replayed its files
 LOAD_TIMEOUT_S = 180.0
+# queries logged beyond this are rewritten as a snapshot: FalkorDB replays a bulk load far slower than it ran it
+# (1.35 MB of them, a KB of 10,000 entities, took 30 s to load); a few small KBs' worth replays in a moment
+COMPACT_OVER_BYTES = 256 * 1024
 
 
 class FalkorDBServer:
@@ -104,8 +107,8 @@ class FalkorDBServer:
             return False
 
     def _state(self) -> str:
-        """ "up"; "loading": the server runs and has not finished replaying its files (it answers nothing, or
-        not in time, meanwhile: its log has no "Ready to accept connections" since it started); else "down"."""
+        """The server's state: up; loading (it runs and has not finished replaying its files, answering nothing or
+        not in time meanwhile: its log has no "Ready to accept connections" since it started); or down."""
         if self.ping():
             return "up"
         if self.pid() is None:
@@ -120,12 +123,15 @@ class FalkorDBServer:
         return "loading" if last_start >= 0 and "Ready to accept" not in said[last_start:] else "down"
 
     def compact(self) -> None:
-        """Rewrite the append-only files as one snapshot of the graph (in the background). Left as written, they
-        are replayed query by query at the next start, and FalkorDB replays a bulk load far slower than it ran
-        it: 30 s for a KB of 10,000 entities, past the start timeout, so every command after a restart failed
-        (hostile24c finding 5). Best effort: a rewrite already running, or a server gone, leaves them as they are."""
+        """Rewrite the append-only files as one snapshot of the graph (in the background) once they log more than
+        COMPACT_OVER_BYTES of queries. Left as written, they are replayed query by query at the next start, and
+        FalkorDB replays a bulk load far slower than it ran it: 30 s for a KB of 10,000 entities, past the start
+        timeout, so every command after a restart failed (hostile24c finding 5). Best effort: a rewrite already
+        running, or a server gone, leaves them as they are."""
         import redis
 
+        if self._logged_bytes() <= COMPACT_OVER_BYTES:
+            return
         try:
             client = redis.Redis(unix_socket_path=str(self.socket_path), socket_timeout=5)
             try:
@@ -237,8 +243,14 @@ class FalkorDBServer:
         if proc.returncode != 0:
             raise BackendError(f"cannot start FalkorDB: {(proc.stderr or proc.stdout).strip()[:200]}")
         self._wait_until_up(time.monotonic(), seen)
-        if any(f.stat().st_size for f in (self.folder / "appendonlydir").glob("*.incr.aof")):
-            self.compact()  # files written by queries (an older version, a write cut short): replayed once, not again
+        self.compact()  # files an older version wrote, query by query: replayed this once, not at every start
+
+    def _logged_bytes(self) -> int:
+        """How much the append-only files hold as queries (the increments after the last snapshot)."""
+        try:
+            return sum(f.stat().st_size for f in (self.folder / "appendonlydir").glob("*.incr.aof"))
+        except OSError:
+            return 0
 
     def _log_size(self) -> int:
         return self.log_path.stat().st_size if self.log_path.exists() else 0
