@@ -63,12 +63,26 @@ def render_graph_data(title: str, graph_data: dict, results: list[dict]) -> str:
     """query_knowledge_graph's nodes and edges around the entities the question names (highlighted, in the
     middle), and its documents, each once with its best grade."""
     names = [n["name"] for n in graph_data["nodes"]]
-    focus = {n["name"] for n in graph_data["nodes"] if n.get("in_query")}
-    hops = _hops_from(focus, graph_data["edges"]) if focus else {}
-    nodes = [
-        {"name": n["name"], "type": n.get("type"), "hop": hops.get(n["name"], 2), "focus": n["name"] in focus}
-        for n in graph_data["nodes"]
+    # a node is an entity of one KB: two KBs that both know Redis draw two Redis nodes (by name alone they were one
+    # id twice, which vis-network refuses: the page drew nothing), each edge between its own KB's nodes
+    edges = [
+        {**e, "source": _node_id(e.get("kb"), e["source"]), "target": _node_id(e.get("kb"), e["target"])}
+        for e in graph_data["edges"]
     ]
+    focus = {_node_id(n.get("kb"), n["name"]) for n in graph_data["nodes"] if n.get("in_query")}
+    hops = _hops_from(focus, edges) if focus else {}
+    nodes = []
+    for n in graph_data["nodes"]:
+        node_id = _node_id(n.get("kb"), n["name"])
+        nodes.append(
+            {
+                "id": node_id,
+                "name": n["name"],
+                "type": n.get("type"),
+                "hop": hops.get(node_id, 2),
+                "focus": node_id in focus,
+            }
+        )
     docs: dict[str, dict] = {}  # results are chunks: a document appears once, with its best chunk's grade
     for r in results:
         d = docs.setdefault(r["doc_key"], {**r, "knowledge_bases": []})
@@ -84,7 +98,12 @@ def render_graph_data(title: str, graph_data: dict, results: list[dict]) -> str:
         if names or docs
         else "nothing found: no documents and no graph for this question"
     )
-    return _page(title, nodes, graph_data["edges"], ("document", "best grade · knowledge bases"), rows, note)
+    return _page(title, nodes, edges, ("document", "best grade · knowledge bases"), rows, note)
+
+
+def _node_id(kb: str | None, name: str) -> str:
+    """A drawn node's id: the entity's name, qualified by its KB when it has one (as query_knowledge_graph's ids)."""
+    return f"{kb}:{name}" if kb else name
 
 
 def _hops_from(start: set[str], edges: list[dict]) -> dict[str, int]:
@@ -111,7 +130,7 @@ def _vis_data(nodes: list[dict], edges: list[dict]) -> dict:
     for n in nodes:
         color = FOCUS if n["focus"] else NEAR if n["hop"] <= 1 else FAR
         item = {
-            "id": n["name"],
+            "id": n.get("id", n["name"]),
             "label": n["name"],
             "title": f"{n['name']} ({n.get('type') or 'entity'})",
             "color": {"background": color, "border": "#1c7ed6" if not n["focus"] else "#e67700"},

@@ -21,6 +21,7 @@ from executor.core.errors import BackendError
 from executor.core.fs import private_dir, private_file
 from executor.retrieval.alignment import EntityAligner
 from executor.retrieval.documents import ERROR_CODE
+from executor.retrieval.vocabulary import STOPWORDS as FUNCTION_WORDS
 from executor.stores.knowledge_graph import entity_key
 
 if TYPE_CHECKING:
@@ -58,6 +59,11 @@ class Mention:
     name: str
     type: str | None
     count: int
+
+
+def common_word(key: str) -> bool:
+    """Whether a case-folded name or alias is a function word, which names nothing in a text."""
+    return key in FUNCTION_WORDS
 
 
 def _is_ascii(text: str) -> bool:
@@ -108,7 +114,10 @@ class EntityExtractor:
         """`dictionary`: key (case-folded name or alias) -> (canonical name, type)."""
         self.dictionary = dictionary
         self.allowed = set(allowed_types) if allowed_types else None
-        self._known = _dictionary_pattern([k for k in dictionary if k])
+        # a name or alias that is a function word ("the", "it": front matter anyone writes) is never matched: it
+        # made every page that writes "the" mention its entity, and every question with "the" aligned to it, so
+        # "who won the world cup" was answered HIGHLY_RELEVANT with that entity's page (hostile24c finding 2)
+        self._known = _dictionary_pattern([k for k in dictionary if k and not common_word(k)])
 
     def _allowed(self, type_: str | None) -> bool:
         return self.allowed is None or type_ is None or type_ in self.allowed

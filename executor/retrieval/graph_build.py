@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 from executor.core.errors import BackendError, DamagedError, EmptyGraphError, InputError
 from executor.retrieval.documents import Document
-from executor.retrieval.extraction import EntityExtractor, absent_graph, built_entities
+from executor.retrieval.extraction import EntityExtractor, absent_graph, built_entities, common_word
 from executor.stores.knowledge_graph import DEFAULT_WEIGHT, RELATION_TYPES, GraphData, entity_key
 
 if TYPE_CHECKING:
@@ -117,6 +117,12 @@ def build_graph_data(
                 dictionary[entity_key(name)] = (name, ent.get("type"))
                 for alias in ent.get("aliases") or []:
                     dictionary[entity_key(str(alias))] = (name, ent.get("type"))
+                for word in [name, *(str(a) for a in ent.get("aliases") or [])]:
+                    if common_word(entity_key(word)):
+                        warnings.append(
+                            f"{doc.doc_key}: {word!r} (entity {name!r}) is a common word: it is not looked for in "
+                            "texts and questions"
+                        )
     first_pass = EntityExtractor(dictionary, entity_types)
     for doc in docs:
         for mention in first_pass.extract(f"{doc.title}\n{doc.body}"):
@@ -171,7 +177,9 @@ def build_graph_data(
             except (TypeError, ValueError):
                 weight = DEFAULT_WEIGHT
             s, t = data.add_entity(source), data.add_entity(target)
-            if s != t:
+            if s == t:  # a relation of an entity to itself says nothing a traversal could follow
+                warnings.append(f"{doc.doc_key}: a {rel_type} relation from {source!r} to itself is left out")
+            else:
                 relate(rel_type, s, t, weight, doc.doc_key)
                 for k in (s, t):  # a document that states a relation mentions both ends
                     if k not in doc_entities[doc.doc_key]:

@@ -219,21 +219,26 @@ class KnowledgeGraphQuery:
 
     def _merge(self, out: KGResult, ids: list[str], per_kb: dict) -> None:
         # one entry per document (its chunks found in every KB asked), its content the document's closest
-        # chunks up to the size budget, as a lookup sends it
-        merged: dict[str, KGHit] = {}
-        chunks: dict[str, dict[str, object]] = {}
+        # chunks up to the size budget, as a lookup sends it. A document is the same in two KBs when its content
+        # is: two KBs' pages at one path that say different things (production's and staging's `setup.md`) are
+        # two entries, each with its own text (merged by path, one KB's text was shown as both KBs')
+        merged: dict[tuple[str, str], KGHit] = {}
+        chunks: dict[tuple[str, str], dict[str, object]] = {}
         for kb in ids:
             if kb not in per_kb:
                 continue
             hits, graph = per_kb[kb]
             out.graph_data["nodes"] += graph["nodes"]
             out.graph_data["edges"] += graph["edges"]
+            stored = self.catalog.documents(kb)
             documents = set()
             for h, sim, level in hits:
                 documents.add(h.doc_key)
-                hit = merged.get(h.doc_key)
+                row = stored.get(h.doc_key)
+                key = (h.doc_key, row.content_hash if row is not None else f"{kb}/{h.doc_key}")
+                hit = merged.get(key)
                 if hit is None:
-                    merged[h.doc_key] = KGHit(
+                    merged[key] = KGHit(
                         chunk_id=h.chunk_id,
                         doc_key=h.doc_key,
                         title=h.title,
@@ -247,11 +252,11 @@ class KnowledgeGraphQuery:
                         hit.knowledge_bases.append(kb)
                     if sim > hit.score:
                         hit.chunk_id, hit.score, hit.relevance_level = h.chunk_id, sim, level
-                if kb == merged[h.doc_key].knowledge_bases[0]:
-                    chunks.setdefault(h.doc_key, {}).setdefault(h.chunk_id, h)
+                if kb == merged[key].knowledge_bases[0]:
+                    chunks.setdefault(key, {}).setdefault(h.chunk_id, h)
             out.kb_counts[kb] = len(documents)
-        for doc_key, hit in merged.items():
-            hit.content = document_content(chunks[doc_key].values(), self.settings.max_chars_per_doc)
+        for key, hit in merged.items():
+            hit.content = document_content(chunks[key].values(), self.settings.max_chars_per_doc)
         results = sorted(merged.values(), key=lambda h: -h.score)[:MAX_RESULTS]
         out.results, out.count = results, len(results)
 

@@ -124,5 +124,6 @@ def make_graph_store(
             socket_path=str(embedded.ensure_running()),
             timeout_s=s.graph_timeout_s,
             restart=embedded.ensure_running,
-        )
+        ),
+        written=embedded.compact,
     )

@@ -13,9 +13,12 @@ into a query; everything else (names, kb, limits) travels as a parameter.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from datetime import UTC, datetime
 
+from pydantic import ValidationError
+
+from executor.core.errors import BackendError, first_line
 from executor.stores.graph_diff import GraphDiff, totals
 from executor.stores.knowledge_graph import (
     DEFAULT_WEIGHT,
@@ -105,16 +108,46 @@ def _between_query(hops: int, types: str) -> str:
     )
 
 
-def _paths(rows: list[dict]) -> list[GraphPath]:
-    return [GraphPath(nodes=r["nodes"], edges=r["edges"], score=round(float(r["score"]), 6)) for r in rows]
+def _is_text(value, optional: bool = False) -> bool:
+    return isinstance(value, str) or (optional and value is None)
 
 
 class CypherGraphStore:
     """`stores.graph_store.GraphStore` in Cypher, on a FalkorDB or Neo4j driver."""
 
-    def __init__(self, driver: CypherDriver):
+    def __init__(self, driver: CypherDriver, written: Callable[[], None] | None = None):
+        """`written`: called after a KB's graph was written or dropped (the embedded FalkorDB compacts its files)."""
         self.driver = driver
         self._indexed = False
+        self._written = written or (lambda: None)
+
+    # -- reads: what another program wrote under the KB's name -------------------
+    def _foreign(self, kb: str, what: str) -> BackendError:
+        """A node of the KB's name that Executor did not write (its name a number, its aliases a string): another
+        program writes to this graph. Said as the graph's failure, so a lookup answers without the graph and the
+        graph commands say it in one line (it was a TypeError out of the lookup, a ValidationError out of
+        `graph neighbors`: hostile24c finding 7)."""
+        own = "NEO4J_DATABASE, or a Neo4j" if self.driver.dialect.name == "neo4j" else "EXECUTOR_GRAPH_NAME"
+        return BackendError(
+            f"graph unavailable: the {self.driver.description} holds nodes of knowledge base {kb!r} that Executor "
+            f"did not write ({what}): another program writes to this graph; give Executor a graph of its own "
+            f"({own}), then run `executor ingest --rebuild`"
+        )
+
+    def _shaped(self, kb: str, rows: list[dict], text: tuple[str, ...], optional: tuple[str, ...] = ()) -> list[dict]:
+        """`rows` whose `text` fields are strings and whose `optional` ones are strings or null, as Executor writes
+        them; otherwise `_foreign`."""
+        for r in rows:
+            for field in text + optional:
+                if not _is_text(r.get(field), optional=field in optional):
+                    raise self._foreign(kb, f"an entity or document whose {field} is {r.get(field)!r}")
+        return rows
+
+    def _paths(self, kb: str, rows: list[dict]) -> list[GraphPath]:
+        try:
+            return [GraphPath(nodes=r["nodes"], edges=r["edges"], score=round(float(r["score"]), 6)) for r in rows]
+        except (ValidationError, TypeError, ValueError) as exc:
+            raise self._foreign(kb, f"a path through it reads {first_line(exc, 120)}") from exc
 
     # -- reads ----------------------------------------------------------------
     def entity(self, kb: str, name: str) -> GraphNode | None:
@@ -122,7 +155,7 @@ class CypherGraphStore:
             "MATCH (e:Entity {kb: $kb, key: $key}) RETURN e.name AS name, e.type AS type",
             {"kb": kb, "key": entity_key(check_entity_name(name))},
         )
-        return GraphNode(**rows[0]) if rows else None
+        return GraphNode(**self._shaped(kb, rows, ("name",), ("type",))[0]) if rows else None
 
     def navigate(
         self,
@@ -139,7 +172,7 @@ class CypherGraphStore:
         rows = self.driver.run(query, {"kb": kb, "key": entity_key(name), "fan": fan, "max_paths": limit})
         if not rows:
             require_entity(self, kb, name)  # no paths: an error if the entity itself is unknown
-        return _paths(rows)
+        return self._paths(kb, rows)
 
     def navigate_between(
         self,
@@ -154,7 +187,7 @@ class CypherGraphStore:
         a, b, hops, types, limit = navigation_between(source, target, max_hops, relation_filter, max_paths)
         query = _between_query(hops, "|".join(types))  # relation_pattern: whitelisted names
         rows = self.driver.run(query, {"kb": kb, "source": entity_key(a), "target": entity_key(b), "max_paths": limit})
-        return paths_between(self, kb, a, b, _paths(rows), max_hops, relation_filter)
+        return paths_between(self, kb, a, b, self._paths(kb, rows), max_hops, relation_filter)
 
     def neighbours(
         self, kb: str, keys: list[str], relation_filter: Iterable[str] | None = None
@@ -165,7 +198,7 @@ class CypherGraphStore:
             "RETURN a.key AS a, b.key AS b, b.name AS name, type(r) AS type",
             {"kb": kb, "keys": list(keys)},
         )
-        return [(r["a"], r["b"], r["name"], r["type"]) for r in rows]
+        return [(r["a"], r["b"], r["name"], r["type"]) for r in self._shaped(kb, rows, ("a", "b", "name"))]
 
     def traversal_rows(self, kb: str, limit: int) -> tuple[list[tuple], list[tuple]]:
         """Every entity of `kb` as (key, name, type) and up to `limit` + 1 of its relations as (type, source key,
@@ -178,7 +211,15 @@ class CypherGraphStore:
             "RETURN type(r), a.key, b.key, r.weight LIMIT $limit",
             {"kb": kb, "limit": int(limit) + 1},
         )
-        return ([tuple(r) for r in entities], [(y, s, t, None if w is None else float(w)) for y, s, t, w in relations])
+        named = [dict(zip(("key", "name", "type"), r)) for r in entities]
+        ends = [{"source": s, "target": t} for _, s, t, _ in relations]
+        self._shaped(kb, named, ("key", "name"), ("type",))
+        self._shaped(kb, ends, ("source", "target"))
+        try:
+            weights = [None if w is None else float(w) for *_, w in relations]
+        except (TypeError, ValueError) as exc:
+            raise self._foreign(kb, f"a relation whose weight reads {first_line(exc, 120)}") from exc
+        return [tuple(r) for r in entities], [(y, s, t, w) for (y, s, t, _), w in zip(relations, weights)]
 
     def entity_names(self, kb: str) -> dict[str, tuple[str, str | None]]:
         rows = self.driver.run(
@@ -186,7 +227,9 @@ class CypherGraphStore:
             {"kb": kb},
         )
         names: dict[str, tuple[str, str | None]] = {}
-        for r in rows:
+        for r in self._shaped(kb, rows, ("key", "name"), ("type",)):
+            if not isinstance(r.get("aliases") or [], list) or not all(_is_text(a) for a in r.get("aliases") or []):
+                raise self._foreign(kb, f"an entity whose aliases are {r.get('aliases')!r}")
             names[r["key"]] = (r["name"], r["type"])
             for alias in r.get("aliases") or []:
                 names.setdefault(entity_key(alias), (r["name"], r["type"]))
@@ -200,7 +243,7 @@ class CypherGraphStore:
             "RETURN e.name AS name, e.type AS type ORDER BY docs DESC, mentions DESC, name LIMIT $limit",
             {"kb": kb, "docs": list(doc_keys), "limit": limit},
         )
-        return [GraphNode(**r) for r in rows]
+        return [GraphNode(**r) for r in self._shaped(kb, rows, ("name",), ("type",))]
 
     def documents_mentioning(self, kb: str, names: list[str]) -> dict[str, dict]:
         """doc_key -> {title, domain, entities: [names]} for documents that mention any of `names`."""
@@ -209,6 +252,9 @@ class CypherGraphStore:
             "RETURN d.doc_key AS doc_key, d.title AS title, d.domain AS domain, collect(e.name) AS entities",
             {"kb": kb, "keys": [entity_key(n) for n in names]},
         )
+        for r in self._shaped(kb, rows, ("doc_key",), ("title", "domain")):
+            if not all(_is_text(n) for n in r["entities"]):
+                raise self._foreign(kb, f"an entity whose name is one of {r['entities']!r}")
         return {r["doc_key"]: r for r in rows}
 
     def stats(self, kb: str) -> dict[str, int]:
@@ -240,6 +286,10 @@ class CypherGraphStore:
             self._indexed = True
 
     def drop_kb(self, kb: str) -> None:
+        self._drop(kb)
+        self._written()
+
+    def _drop(self, kb: str) -> None:
         """Remove a knowledge base's edges, then its nodes, in batches so that no transaction holds a large graph's
         deletions (Neo4j caps a transaction's memory: 100,000 edges went over 256 MiB as one). Every edge of a KB
         leaves one of its nodes (MENTIONS from a Document, relations from an Entity)."""
@@ -260,17 +310,18 @@ class CypherGraphStore:
         self._ensure_indexes()
         staging, retired = STAGING_PREFIX + kb, RETIRED_PREFIX + kb
         for leftover in (staging, retired):  # what a load, or a drop after a swap, killed half-way left behind
-            self.drop_kb(leftover)
+            self._drop(leftover)
         try:
             counts = self._load(staging, data, progress)
         except BaseException:
             try:
-                self.drop_kb(staging)
+                self._drop(staging)
             except Exception:  # noqa: BLE001 - the load's error is the one to report; the next load cleans up
                 pass
             raise
         self._swap(staging, retired, kb)
-        self.drop_kb(retired)
+        self._drop(retired)
+        self._written()
         return counts
 
     def _swap(self, staging: str, retired: str, kb: str) -> None:
@@ -387,6 +438,7 @@ class CypherGraphStore:
             ),
             progress,
         )
+        self._written()
         return totals(data), diff.counts()
 
     def _load(self, kb: str, data: GraphData, progress=None) -> dict[str, int]:
