@@ -11,6 +11,7 @@ import json
 import os
 import re
 import threading
+import unicodedata
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -64,6 +65,18 @@ class Mention:
 def common_word(key: str) -> bool:
     """Whether a case-folded name or alias is a function word, which names nothing in a text."""
     return key in FUNCTION_WORDS
+
+
+def entity_named(graph: GraphStore, kb: str, name: str) -> str:
+    """The entity `name` means in the KB's graph: as written, by one of its aliases, or written in other widths
+    (`ＰｇＢｏｕｎｃｅｒ`), as a lookup aligns a question's names; as written when none (the store then says so).
+    `graph neighbors k8s` of an entity whose alias is k8s was "no entity 'k8s'", and so was MCP `navigate_graph`
+    (hostile24c finding 8)."""
+    names = graph.entity_names(kb)
+    for key in (entity_key(name), entity_key(unicodedata.normalize("NFKC", name))):
+        if key in names and not common_word(key):
+            return names[key][0]
+    return name
 
 
 def _is_ascii(text: str) -> bool:

@@ -16,6 +16,7 @@ from executor.core.relevance import Level
 from executor.core.results import LookupResult
 from executor.prompts.framing import quoted
 from executor.retrieval.expansion import should_expand
+from executor.retrieval.extraction import entity_named
 from executor.retrieval.graph_build import has_graph, require_graph
 from executor.retrieval.knowledge_bases import knowledge_bases
 from executor.retrieval.traversal_cache import new_tally
@@ -177,12 +178,14 @@ def make_navigate(
     def navigate(call: ToolCall, args) -> ToolOutput:
         kb = call.kb
         require_graph(catalog, kb, require_run_kb(catalog, call), "navigate_graph needs")
+        entity = entity_named(graph(), kb, args.entity)  # by an alias or in full width too, as `graph neighbors`
         if args.target:  # unreachable within the bound: the summary names the nearest pair the two sides reach
             hops = args.hops or max(3, default_hops)
-            between = graph().navigate_between(kb, args.entity, args.target, hops, args.relations, 5)
+            target = entity_named(graph(), kb, args.target)
+            between = graph().navigate_between(kb, entity, target, hops, args.relations, 5)
             return ToolOutput(text=_graph_text(between.summary(hops)))
         hops, tally = args.hops or default_hops, new_tally()
-        paths = traversals().navigate(kb, args.entity, hops, args.relations, 15, max_nodes_per_hop, tally)
+        paths = traversals().navigate(kb, entity, hops, args.relations, 15, max_nodes_per_hop, tally)
         paths = [p for p in paths if p.forward] if args.outgoing else paths  # "what X depends on", not what on X
         related = f"{', '.join(args.relations)} relations" if args.relations else "related entities"
         text = "\n".join(p.summary() for p in paths)

@@ -151,6 +151,21 @@ def test_navigate_graph_outgoing_finds_what_the_entity_depends_on(home):
     """`navigate_graph {"entity": "Hubsvc", "outgoing": true, "relations": ["DEPENDS_ON"]}` ("what does Hubsvc
     depend on"): "Hubsvc has no DEPENDS_ON relations in the graph." The graph holds Hubsvc -DEPENDS_ON-> Basestore;
     the twenty services that depend on Hubsvc filled the 15 paths before the direction was filtered."""
+    args = {"entity": "Hubsvc", "outgoing": True, "relations": ["DEPENDS_ON"], "hops": 1}
+    text = navigate(home, args)
+    assert "Hubsvc -DEPENDS_ON-> Basestore" in text, text
+
+
+@pytest.mark.parametrize("name", ["hs1", "Ｈｕｂｓｖｃ"])
+def test_navigate_graph_knows_an_entity_by_its_alias_and_in_full_width(home, name):
+    """MCP `navigate_graph` as `graph neighbors` (finding 8): "hs1 has no related entities in the graph"."""
+    text = navigate(home, {"entity": name, "relations": ["DEPENDS_ON"], "hops": 1})
+    # (its 15 best paths are the twenty services depending on Hubsvc: finding 3)
+    assert "\nHubsvc <-DEPENDS_ON- Client" in text, text
+
+
+def navigate(home, args: dict) -> str:
+    """`navigate_graph` on the KB hub through the `mcp` SDK's client over stdio: its text."""
     from mcp import ClientSession, StdioServerParameters
     from mcp.client.stdio import stdio_client
 
@@ -164,12 +179,10 @@ def test_navigate_graph_outgoing_finds_what_the_entity_depends_on(home):
         with open(home / "mcp-stderr.log", "a") as errlog:
             async with stdio_client(params, errlog=errlog) as (read, write), ClientSession(read, write) as client:
                 await client.initialize()
-                args = {"entity": "Hubsvc", "outgoing": True, "relations": ["DEPENDS_ON"], "hops": 1}
                 result = await client.call_tool("navigate_graph", args)
                 return result.content[0].text
 
-    text = asyncio.run(ask())
-    assert "Hubsvc -DEPENDS_ON-> Basestore" in text, text
+    return asyncio.run(ask())
 
 
 # -- finding 6: the kg page over two KBs that know one name ------------------------------------------------------

@@ -11,6 +11,7 @@ import typer
 
 from executor.cli.commands.common import JsonOpt, KbOpt, csv_list, echo, print_json, runtime, sub_app, write_text
 from executor.core.errors import BackendError, InputError
+from executor.retrieval.extraction import entity_named
 
 graph_app = sub_app(help="Explore a knowledge base's graph.")
 
@@ -48,22 +49,6 @@ def _entities_of(rt, kb: str) -> Iterator[None]:
         raise
 
 
-def _named(rt, kb: str, name: str) -> str:
-    """The entity `name` means in the KB's graph: as written, by one of its aliases, or written in other widths
-    (`ＰｇＢｏｕｎｃｅｒ`), as a lookup aligns a question's names; as written when none (the store says so).
-    `graph neighbors k8s` of an entity whose alias is k8s was "no entity 'k8s'" (hostile24c finding 8)."""
-    import unicodedata
-
-    from executor.retrieval.extraction import common_word
-    from executor.stores.knowledge_graph import entity_key
-
-    names = rt.graph.entity_names(kb)
-    for key in (entity_key(name), entity_key(unicodedata.normalize("NFKC", name))):
-        if key in names and not common_word(key):
-            return names[key][0]
-    return name
-
-
 def relation_filter(relations: str | None) -> list[str]:
     """--relations as a list; one that names nothing (`""`, `",,,"`) is refused, as `--entities` and `--source` are:
     it meant every relation type, silently (hostile19 finding 13)."""
@@ -86,7 +71,7 @@ def graph_neighbors(
     wanted = relation_filter(relations)  # before any graph work
     with _graph_runtime(kb) as rt, _entities_of(rt, kb):
         paths = rt.graph.navigate(
-            kb, _named(rt, kb, entity), hops, wanted, max_paths, rt.settings.graph_max_nodes_per_hop
+            kb, entity_named(rt.graph, kb, entity), hops, wanted, max_paths, rt.settings.graph_max_nodes_per_hop
         )
     if as_json:
         print_json({"entity": entity, "kb": kb, "paths": [p.model_dump() for p in paths]})
@@ -110,7 +95,9 @@ def graph_path(
     """Paths between two entities, best first; says so when there are none."""
     wanted = relation_filter(relations)  # before any graph work
     with _graph_runtime(kb) as rt, _entities_of(rt, kb):
-        found = rt.graph.navigate_between(kb, _named(rt, kb, source), _named(rt, kb, target), hops, wanted, max_paths)
+        found = rt.graph.navigate_between(
+            kb, entity_named(rt.graph, kb, source), entity_named(rt.graph, kb, target), hops, wanted, max_paths
+        )
     if as_json:
         print_json(found.model_dump())
         return
@@ -137,7 +124,7 @@ def graph_show(
         named = "is empty" if str(html) == "." else f"{html} is a folder"
         raise InputError(f"--html {named}: name the page's file, e.g. graph.html")
     with _graph_runtime(kb) as rt, _entities_of(rt, kb):
-        entity = _named(rt, kb, entity)
+        entity = entity_named(rt.graph, kb, entity)
         node = require_entity(rt.graph, kb, entity)
         paths = rt.graph.navigate(kb, entity, hops, wanted, 60, rt.settings.graph_max_nodes_per_hop)
     write_text(html, render(f"{node.name} — {kb}", node.name, paths))
