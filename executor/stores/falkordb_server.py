@@ -114,6 +114,14 @@ class FalkorDBServer:
     def _ensure_running(self) -> Path:
         if self.ping():
             return self.socket_path
+        if not self.folder.parent.is_dir():
+            # the home was there when this process started (the settings check it): moved or removed under a long-lived
+            # process (`executor mcp`, chat, Studio), whose graph was made anew, empty, at the old path and then
+            # called damaged, the old path's folder left behind (hostile24b finding 2)
+            raise BackendError(
+                f"the home {self.folder.parent} is gone: it was moved or removed while this process ran; start it "
+                "again on the home where it is now"
+            )
         try:
             private_dir(self.folder)
         except OSError as exc:

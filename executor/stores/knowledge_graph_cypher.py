@@ -39,6 +39,11 @@ STAGING_PREFIX = "~staging~"  # knowledge base names are [a-z][a-z0-9_]*: this p
 RETIRED_PREFIX = "~retired~"  # a replaced graph, between the swap and its batched drop
 
 
+def _leftovers(kb: str) -> tuple[str, str]:
+    """The names a rebuild of `kb` loads under and retires to, which a killed one leaves behind."""
+    return STAGING_PREFIX + kb, RETIRED_PREFIX + kb
+
+
 _PATH_PROJECTION = (
     "[n IN {nodes} | {{name: n.name, type: n.type}}] AS nodes, "
     "[r IN {rels} | {{type: type(r), source: startNode(r).name, target: endNode(r).name, "
@@ -240,9 +245,15 @@ class CypherGraphStore:
             self._indexed = True
 
     def drop_kb(self, kb: str) -> None:
-        """Remove a knowledge base's edges, then its nodes, in batches so that no transaction holds a large graph's
-        deletions (Neo4j caps a transaction's memory: 100,000 edges went over 256 MiB as one). Every edge of a KB
-        leaves one of its nodes (MENTIONS from a Document, relations from an Entity)."""
+        """Remove a knowledge base's graph, and what a load or swap killed half-way left of it: a staging or retired
+        copy of a whole graph, which stayed in the server for good after `kb drop` (hostile24b finding 5)."""
+        for name in (kb, *_leftovers(kb)):
+            self._drop(name)
+
+    def _drop(self, kb: str) -> None:
+        """Remove the nodes under the name `kb` with their edges, in batches so that no transaction holds a large
+        graph's deletions (Neo4j caps a transaction's memory: 100,000 edges went over 256 MiB as one). Every edge of
+        a KB leaves one of its nodes (MENTIONS from a Document, relations from an Entity)."""
         for step in (
             "MATCH (:{label} {{kb: $kb}})-[r]->() WITH r LIMIT $batch DELETE r RETURN count(*) AS n",
             "MATCH (n:{label} {{kb: $kb}}) WITH n LIMIT $batch DETACH DELETE n RETURN count(*) AS n",
@@ -259,24 +270,24 @@ class CypherGraphStore:
         graph as it was (and removes the half-built one)."""
         self._ensure_indexes()
         staging, retired = STAGING_PREFIX + kb, RETIRED_PREFIX + kb
-        for leftover in (staging, retired):  # what a load, or a drop after a swap, killed half-way left behind
-            self.drop_kb(leftover)
+        for leftover in _leftovers(kb):  # what a load, or a drop after a swap, killed half-way left behind
+            self._drop(leftover)
         try:
             counts = self._load(staging, data, progress)
         except BaseException:
             try:
-                self.drop_kb(staging)
+                self._drop(staging)
             except Exception:  # noqa: BLE001 - the load's error is the one to report; the next load cleans up
                 pass
             raise
         self._swap(staging, retired, kb)
-        self.drop_kb(retired)
+        self._drop(retired)
         return counts
 
     def _swap(self, staging: str, retired: str, kb: str) -> None:
         """One query, so one transaction (Neo4j) or one atomic write (FalkorDB): readers see the old graph
         or the new one, never neither. The old graph is renamed, not deleted, here: the query then changes one
-        property per node, however many edges the graph has (`drop_kb` deletes it afterwards, in batches)."""
+        property per node, however many edges the graph has (`_drop` deletes it afterwards, in batches)."""
         steps = []
         for label in ("Document", "Entity"):
             steps.append(f"OPTIONAL MATCH (old:{label} {{kb: $kb}}) SET old.kb = $retired WITH count(*) AS _")
@@ -320,6 +331,8 @@ class CypherGraphStore:
         for rel in data.relations:
             relation_types([rel["type"]])  # the whitelist, before anything is written
         self._ensure_indexes()
+        for leftover in _leftovers(kb):  # a rebuild killed half-way: its copy goes with the next ingest of any kind
+            self._drop(leftover)
         diff = GraphDiff.between(self.read_kb(kb), data)
         run = self.driver.run
         params = {"kb": kb}
