@@ -387,6 +387,7 @@ def _update_graph(
     or full (--rebuild) ingest loads the graph whole, atomically.
     """
     graph = rt.graph
+    graph.discard_unfinished(kb)
     stored = graph.counts(kb)
     if unchanged and not full and llm_extractor is None and stored["documents"] == count:
         return stored, {"entities": 0, "documents": 0, "mentions": 0, "relations": 0}, []

@@ -250,6 +250,12 @@ class CypherGraphStore:
         for name in (kb, *_leftovers(kb)):
             self._drop(name)
 
+    def discard_unfinished(self, kb: str) -> None:
+        """A copy a rebuild killed half-way left goes with the next ingest of any kind, one that changes nothing
+        included: it stayed in the server until the next rebuild (hostile24b finding 5)."""
+        for leftover in _leftovers(kb):
+            self._drop(leftover)
+
     def _drop(self, kb: str) -> None:
         """Remove the nodes under the name `kb` with their edges, in batches so that no transaction holds a large
         graph's deletions (Neo4j caps a transaction's memory: 100,000 edges went over 256 MiB as one). Every edge of
@@ -270,8 +276,7 @@ class CypherGraphStore:
         graph as it was (and removes the half-built one)."""
         self._ensure_indexes()
         staging, retired = STAGING_PREFIX + kb, RETIRED_PREFIX + kb
-        for leftover in _leftovers(kb):  # what a load, or a drop after a swap, killed half-way left behind
-            self._drop(leftover)
+        self.discard_unfinished(kb)  # what a load, or a drop after a swap, killed half-way left behind
         try:
             counts = self._load(staging, data, progress)
         except BaseException:
@@ -331,8 +336,6 @@ class CypherGraphStore:
         for rel in data.relations:
             relation_types([rel["type"]])  # the whitelist, before anything is written
         self._ensure_indexes()
-        for leftover in _leftovers(kb):  # a rebuild killed half-way: its copy goes with the next ingest of any kind
-            self._drop(leftover)
         diff = GraphDiff.between(self.read_kb(kb), data)
         run = self.driver.run
         params = {"kb": kb}

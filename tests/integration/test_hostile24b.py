@@ -164,23 +164,52 @@ def _nodes_named(store, name: str) -> int:
     return rows[0]["n"]
 
 
-def test_what_a_killed_graph_swap_left_goes_with_the_next_ingest_and_with_kb_drop(falkor_store):
+def test_what_a_killed_graph_swap_left_goes_with_the_next_ingest_and_with_kb_drop(tmp_path):
     """Finding 5: Neo4j killed after `ingest --rebuild` swapped the new graph in, while it dropped the retired one
-    (18,300 nodes): the retired copy stayed after the next plain ingest and after `kb drop`, a whole graph's copy in a
-    server every home shares that nothing would remove. Left here as the kill leaves it (the swap's retired name
-    holding a graph), on the embedded FalkorDB, which runs the same Cypher as Neo4j."""
-    from conftest import known_graph_data
+    (18,300 nodes): the retired copy stayed after the next ingest (nothing changed) and after `kb drop`, a whole
+    graph's copy in a server every home shares that nothing would remove. Left here as the kill leaves it (the
+    swap's retired name holding a graph), in the embedded FalkorDB, which runs the same Cypher as Neo4j."""
+    from conftest import known_graph_data, make_runtime
 
     from executor.stores.knowledge_graph_cypher import RETIRED_PREFIX, STAGING_PREFIX
 
-    kb = "swapped"
-    falkor_store.replace_kb(kb, known_graph_data())
-    falkor_store.replace_kb(RETIRED_PREFIX + kb, known_graph_data())  # the swap's old graph, never dropped
-    assert _nodes_named(falkor_store, RETIRED_PREFIX + kb) > 0
+    docs = write_pages(tmp_path / "team", PAGES)
+    home = tmp_path / "home"
+    assert run_cli(home, "kb", "create", "swapped", "--entities", "Software").returncode == 0
+    assert run_cli(home, "ingest", str(docs), "--kb", "swapped").returncode == 0
+    rt = make_runtime(home)  # the graph alone: the embedded server the commands use
+    try:
+        rt.graph.replace_kb(RETIRED_PREFIX + "swapped", known_graph_data())  # the swap's old graph, never dropped
+        assert _nodes_named(rt.graph, RETIRED_PREFIX + "swapped") > 0
+        r = run_cli(home, "ingest", str(docs), "--kb", "swapped")  # the next ingest, nothing changed
+        assert r.returncode == 0, r.stderr
+        assert _nodes_named(rt.graph, RETIRED_PREFIX + "swapped") == 0
 
-    falkor_store.update_kb(kb, known_graph_data())  # the next ingest, nothing changed
-    assert _nodes_named(falkor_store, RETIRED_PREFIX + kb) == 0
+        rt.graph.replace_kb(STAGING_PREFIX + "swapped", known_graph_data())  # a load killed half-way
+        assert run_cli(home, "kb", "drop", "swapped", "--yes").returncode == 0
+        names = ("swapped", STAGING_PREFIX + "swapped", RETIRED_PREFIX + "swapped")
+        assert [_nodes_named(rt.graph, n) for n in names] == [0, 0, 0]
+    finally:
+        rt.close(stop_graph_server=True)
 
-    falkor_store.replace_kb(STAGING_PREFIX + kb, known_graph_data())  # a load killed half-way
-    falkor_store.drop_kb(kb)
-    assert [_nodes_named(falkor_store, n) for n in (kb, STAGING_PREFIX + kb, RETIRED_PREFIX + kb)] == [0, 0, 0]
+
+def test_a_home_on_a_read_only_mount_is_told_so(sample_home, tmp_path):
+    """Finding 7: `executor.db` on a read-only bind mount (a snapshot, a container's `:ro` volume): "it is read-only
+    (mode 0600) ...; give this user write access to it (chmod u+w ...)", a mode already writable and a chmod that
+    changes nothing. Needs mount rights (root)."""
+    import subprocess
+
+    from conftest import copy_of
+
+    home = copy_of(sample_home, tmp_path)
+    db = home / "executor.db"
+    if subprocess.run(["mount", "--bind", str(db), str(db)], capture_output=True).returncode:
+        pytest.skip("cannot bind-mount here (needs root)")
+    try:
+        subprocess.run(["mount", "-o", "remount,ro,bind", str(db)], check=True)
+        r = run_cli(home, "kb", "list")
+    finally:
+        subprocess.run(["umount", str(db)], check=True)
+    assert r.returncode == 1, r.stderr
+    assert "read-only file system" in r.stderr
+    assert "chmod" not in r.stderr
