@@ -34,6 +34,7 @@ from executor.retrieval.sources import MB, Known, SourceLimits, check_root, load
 from executor.retrieval.vocabulary import load_segmenter
 from executor.stores.catalog import DocumentChange, FileRefresh
 from executor.stores.catalog import version as catalog_version
+from executor.stores.knowledge_graph import OldGraphLeft
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Collection
@@ -397,7 +398,11 @@ def _update_graph(
     warnings += graph_warnings
     with tqdm(total=len(data.relations), desc=f"graph {kb}", unit="edge", disable=not progress, leave=False) as bar:
         if full or stored["documents"] == 0:
-            counts = graph.replace_kb(kb, data, progress=bar.update)
+            try:
+                counts = graph.replace_kb(kb, data, progress=bar.update)
+            except OldGraphLeft as exc:  # built and in place: a warning, not "graph not built"
+                counts = exc.counts
+                warnings.append(f"graph: {exc}")
             return counts, dict(counts), warnings
         counts, written = graph.update_kb(kb, data, progress=bar.update)
     return counts, written, warnings

@@ -16,12 +16,14 @@ from __future__ import annotations
 from collections.abc import Iterable
 from datetime import UTC, datetime
 
+from executor.core.errors import BackendError
 from executor.stores.graph_diff import GraphDiff, totals
 from executor.stores.knowledge_graph import (
     DEFAULT_WEIGHT,
     GraphData,
     GraphNode,
     GraphPath,
+    OldGraphLeft,
     PathsBetween,
     check_entity_name,
     entity_key,
@@ -286,7 +288,10 @@ class CypherGraphStore:
                 pass
             raise
         self._swap(staging, retired, kb)
-        self._drop(retired)
+        try:
+            self._drop(retired)
+        except BackendError as exc:
+            raise OldGraphLeft(counts, exc) from exc
         return counts
 
     def _swap(self, staging: str, retired: str, kb: str) -> None:

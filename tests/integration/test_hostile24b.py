@@ -213,3 +213,36 @@ def test_a_home_on_a_read_only_mount_is_told_so(sample_home, tmp_path):
     assert r.returncode == 1, r.stderr
     assert "read-only file system" in r.stderr
     assert "chmod" not in r.stderr
+
+
+def test_a_rebuild_whose_old_graph_could_not_be_removed_says_the_new_graph_is_in_place(tmp_path, monkeypatch):
+    """Finding 6: Neo4j killed after `ingest --rebuild` swapped the new graph in, while it dropped the old one: the
+    ingest said "graph not built" and "its graph was not built", exit 1, with the new graph in place and answering.
+    The server's failure is forced here at the same step (the old graph's first delete)."""
+    from conftest import make_runtime
+
+    from executor.core.errors import BackendError
+    from executor.retrieval.ingest import ingest
+    from executor.stores.knowledge_graph_cypher import RETIRED_PREFIX
+
+    docs = write_pages(tmp_path / "team", PAGES)
+    home = tmp_path / "home"
+    assert run_cli(home, "kb", "create", "swap6", "--entities", "Software").returncode == 0
+    assert run_cli(home, "ingest", str(docs), "--kb", "swap6").returncode == 0
+    rt = make_runtime(home)
+    try:
+        run, swapped = rt.graph.driver.run, []
+
+        def dies_at_the_old_graph(query, params=None, **kw):
+            if swapped and str((params or {}).get("kb", "")).startswith(RETIRED_PREFIX):
+                raise BackendError("graph unavailable: the server went away")
+            if "$retired" in query:  # the swap: the old graph renamed aside, the new one in its place
+                swapped.append(query)
+            return run(query, params, **kw)
+
+        monkeypatch.setattr(rt.graph.driver, "run", dies_at_the_old_graph)
+        report = ingest(rt, docs, "swap6", rebuild=True, progress=False)
+        assert report.graph_error is None, report.graph_error
+        assert any("new graph is in place" in w for w in report.warnings), report.warnings
+    finally:
+        rt.close(stop_graph_server=True)
