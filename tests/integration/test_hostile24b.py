@@ -246,3 +246,12 @@ def test_a_rebuild_whose_old_graph_could_not_be_removed_says_the_new_graph_is_in
         assert any("new graph is in place" in w for w in report.warnings), report.warnings
     finally:
         rt.close(stop_graph_server=True)
+
+
+def test_a_failed_eval_leaves_no_report_folders_behind(tmp_path):
+    """Finding 8: `executor eval --markdown new/a/b/report.md` on a home where the run then fails (no sample KB):
+    the folders new/a/b were made before the failure."""
+    report = tmp_path / "new" / "a" / "b" / "report.md"
+    r = run_cli(tmp_path / "home", "eval", "--markdown", str(report))
+    assert r.returncode != 0
+    assert not (tmp_path / "new").exists()
