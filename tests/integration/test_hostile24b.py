@@ -255,3 +255,15 @@ def test_a_failed_eval_leaves_no_report_folders_behind(tmp_path):
     r = run_cli(tmp_path / "home", "eval", "--markdown", str(report))
     assert r.returncode != 0
     assert not (tmp_path / "new").exists()
+
+
+def test_a_dry_run_over_many_file_types_names_the_most_common(tmp_path):
+    """Finding 9: `executor ingest / --dry-run` closed with every unsupported extension and its count on one line
+    of about 60,000 characters. Now the ten most common, and how many other types."""
+    pages = {"page.md": "# Page\n\nSome text.\n"} | {f"data{i}.x{i:02d}": "x" * i for i in range(1, 16)}
+    folder = write_pages(tmp_path / "mixed", pages)
+    r = run_cli(tmp_path / "home", "ingest", str(folder), "--kb", "mixed", "--dry-run")
+    assert r.returncode == 0, r.stderr
+    last = r.stdout.strip().splitlines()[-1]
+    assert "15 unsupported" in last and "and 5 other types" in last, last
+    assert last.count(".x") == 10, last
