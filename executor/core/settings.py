@@ -754,7 +754,7 @@ class Settings(BaseSettings):
         and a database URL ending so was "the catalog of this home is lost ... move milvus.db away" (hostile24b
         finding 3). Refused, never trimmed: the error names the setting, never its value (it may be a secret)."""
         text = str(value) if isinstance(value, (str, Path)) else None
-        if text and text != text.strip():
+        if text and text.strip() and text != text.strip():  # (blanks alone are "empty", each setting's own error)
             end = "a line end" if text[-1:] in "\r\n" or text[:1] in "\r\n" else "a blank"
             raise ValueError(
                 f"begins or ends with {end} (a file saved with Windows line ends, a copy-paste?): remove it"
