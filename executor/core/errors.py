@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import errno
 import re
 from urllib.parse import urlsplit, urlunsplit
 
@@ -148,6 +149,11 @@ def describe(exc: BaseException) -> tuple[str, int]:
         return str(exc), EXIT_USAGE
     if isinstance(exc, ExecutorError):
         return str(exc), EXIT_FAILED
+    if isinstance(exc, OSError) and exc.errno == errno.ENOSPC:
+        # a cache or model file written after the stores (self-calibration's vocabulary): it said "OSError: [Errno
+        # 28] No space left on device (run 'executor --debug ...')", where the stores' own writes say the disk is full
+        where = f" (writing {exc.filename})" if exc.filename is not None else ""
+        return printable(f"the disk is full{where}: free some space and run the command again"), EXIT_FAILED
     if isinstance(exc, OSError) and exc.filename is not None and exc.strerror:
         # a file of the home that is a folder, one this user may not read, ...: the path and what is wrong with
         # it is what a person can act on, not the exception's class

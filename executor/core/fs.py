@@ -46,6 +46,11 @@ def home_folder(path: Path) -> Path:
     if _is_system_folder(real):
         raise PermissionError(f"{shown} is a system folder, not a home; set EXECUTOR_HOME to a folder of this user's")
     if not os.access(path, os.W_OK | os.X_OK):
+        if os.statvfs(path).f_flag & os.ST_RDONLY:  # not this user's rights: the mount (hostile24b finding 7)
+            raise PermissionError(
+                f"{shown} is on a read-only file system; mount it read-write, or copy the home to a writable place "
+                "and set EXECUTOR_HOME to it"
+            )
         raise PermissionError(f"{shown} is not writable by this user; set EXECUTOR_HOME to a folder of this user's")
     if not info.st_mode & 0o022:
         if info.st_uid != os.getuid():

@@ -746,6 +746,21 @@ class Settings(BaseSettings):
     ):
         return (init_settings, env_settings, _YamlSource(settings_cls))
 
+    @field_validator("*", mode="before")
+    @classmethod
+    def _no_stray_ends(cls, value: Any) -> Any:
+        """A value that begins or ends with a blank or a line end: a `.env` or systemd EnvironmentFile saved with
+        Windows line ends, a copy-paste. `EXECUTOR_HOME=$'/srv/kb\\r'` made a new, empty home beside the real one,
+        and a database URL ending so was "the catalog of this home is lost ... move milvus.db away" (hostile24b
+        finding 3). Refused, never trimmed: the error names the setting, never its value (it may be a secret)."""
+        text = str(value) if isinstance(value, (str, Path)) else None
+        if text and text.strip() and text != text.strip():  # (blanks alone are "empty", each setting's own error)
+            end = "a line end" if text[-1:] in "\r\n" or text[:1] in "\r\n" else "a blank"
+            raise ValueError(
+                f"begins or ends with {end} (a file saved with Windows line ends, a copy-paste?): remove it"
+            )
+        return value
+
     @field_validator("home", mode="before")
     @classmethod
     def _home_given(cls, value: Any) -> Any:

@@ -33,6 +33,8 @@ from executor.retrieval.self_calibration import after_ingest
 from executor.retrieval.sources import MB, Known, SourceLimits, check_root, load_documents
 from executor.retrieval.vocabulary import load_segmenter
 from executor.stores.catalog import DocumentChange, FileRefresh
+from executor.stores.catalog import version as catalog_version
+from executor.stores.knowledge_graph import OldGraphLeft
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Collection
@@ -177,7 +179,7 @@ def ingest(
             )
     existing = rt.catalog.documents(kb)
     stored_chunks = vectors.count(kb) if recorded is not None else 0
-    consistent = stored_chunks == sum(d.chunk_count for d in existing.values())
+    consistent = stored_chunks == sum(d.chunk_count for d in existing.values()) and _current(rt, kb)
     full = rebuild or recorded is None or not consistent
 
     # a file read before and unchanged since is not read again (executor/retrieval/sources.py); one whose text the
@@ -326,6 +328,8 @@ def ingest(
     )
     if target != kb and recorded is None:
         vectors.promote(kb, target)
+    # after the commit: killed in between, the KB is refused as changed and the next ingest re-embeds it
+    vectors.note_version(kb, catalog_version(rt.catalog.require(kb)))
     added = sum(1 for d in changed if d.doc_key not in existing)
     calibration = after_ingest(rt, kb, len(changed) + len(removed), progress)
     return IngestReport(
@@ -384,6 +388,7 @@ def _update_graph(
     or full (--rebuild) ingest loads the graph whole, atomically.
     """
     graph = rt.graph
+    graph.discard_unfinished(kb)
     stored = graph.counts(kb)
     if unchanged and not full and llm_extractor is None and stored["documents"] == count:
         return stored, {"entities": 0, "documents": 0, "mentions": 0, "relations": 0}, []
@@ -393,10 +398,23 @@ def _update_graph(
     warnings += graph_warnings
     with tqdm(total=len(data.relations), desc=f"graph {kb}", unit="edge", disable=not progress, leave=False) as bar:
         if full or stored["documents"] == 0:
-            counts = graph.replace_kb(kb, data, progress=bar.update)
+            try:
+                counts = graph.replace_kb(kb, data, progress=bar.update)
+            except OldGraphLeft as exc:  # built and in place: a warning, not "graph not built"
+                counts = exc.counts
+                warnings.append(f"graph: {exc}")
             return counts, dict(counts), warnings
         counts, written = graph.update_kb(kb, data, progress=bar.update)
     return counts, written, warnings
+
+
+def _current(rt: IngestStores, kb: str) -> bool:
+    """Whether this home's vectors of `kb` were written at the version the catalog records; a home that never
+    noted one (older than the note) counts as current. Another home sharing the database may have ingested the KB
+    since: its pages then read as unchanged here, over vectors that hold the old text (hostile24b finding 1)."""
+    row = rt.catalog.get(kb)
+    written = rt.vectors.written_version(kb)
+    return row is None or written is None or written == catalog_version(row)
 
 
 def _llm_extractions(rt, kb: str, docs: list[Document], extractor, progress: bool) -> tuple[dict, list[str]]:

@@ -16,11 +16,13 @@ import zlib
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from pathlib import Path
 
 from sqlalchemy import delete, func, select, update
 
-from executor.core.errors import InputError
+from executor.core.errors import BackendError, InputError
 from executor.core.validation import check_description, validate_kb_name
+from executor.stores import vector_versions
 from executor.stores.database import (
     Database,
     DocumentRow,
@@ -30,6 +32,8 @@ from executor.stores.database import (
     SessionLookup,
     utcnow,
 )
+
+LITE_FILE = "milvus.db"  # the home's own Milvus Lite file (Settings.milvus_target without MILVUS_URI)
 
 
 def ingest_hint(kb: str, source: str | None) -> str:
@@ -199,7 +203,22 @@ class Catalog:
         kb = self.require(name)
         if not kb.revision:
             raise InputError(f"knowledge base {name!r} has no documents yet: {ingest_hint(name, kb.source_path)}")
+        self._require_current_vectors(kb)
         return kb
+
+    def _require_current_vectors(self, kb: KnowledgeBase) -> None:
+        """The home's own Lite file holds the KB as the catalog records it. Another home sharing this database
+        (EXECUTOR_DATABASE_URL) that ingested the KB moved the catalog on and left this home's vectors on the old
+        text, which a lookup answered as the KB's current page (hostile24b finding 1)."""
+        if self.home is None:
+            return
+        written = vector_versions.written(Path(self.home) / LITE_FILE, kb.name)
+        if written is not None and written != version(kb):
+            raise BackendError(
+                f"knowledge base {kb.name!r} changed since this home's vectors of it were written (another home "
+                f"sharing this database, EXECUTOR_DATABASE_URL, ingested it, or an ingest here was stopped): "
+                f"{ingest_hint(kb.name, kb.source_path)} to re-embed it here"
+            )
 
     def create(
         self, name: str, description: str = "", extract_config: dict | None = None, grading: str | None = None

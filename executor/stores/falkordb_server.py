@@ -39,6 +39,7 @@ class FalkorDBServer:
         listens on every interface, with no password. So it opens only when the caller says that is
         acceptable (`bolt_on_all_interfaces`, e.g. a test machine); otherwise starting is refused."""
         self.folder = Path(folder).resolve()
+        self._home_was_there = self.folder.parent.is_dir()  # a home that then goes was moved or removed
         self.bolt_port = bolt_port
         self.bolt_on_all_interfaces = bolt_on_all_interfaces
 
@@ -154,6 +155,14 @@ class FalkorDBServer:
     def _ensure_running(self) -> Path:
         if self.ping():
             return self.socket_path
+        if self._home_was_there and not self.folder.parent.is_dir():
+            # moved or removed under a long-lived process (`executor mcp`, chat, Studio), whose graph was made anew,
+            # empty, at the old path and then called damaged, the old path's folder left behind (hostile24b
+            # finding 2); a home not made yet is made here, as before
+            raise BackendError(
+                f"the home {self.folder.parent} is gone: it was moved or removed while this process ran; start it "
+                "again on the home where it is now"
+            )
         try:
             private_dir(self.folder)
         except OSError as exc:

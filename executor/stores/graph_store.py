@@ -91,6 +91,10 @@ class GraphStore(Protocol):
     # -- writes
     def drop_kb(self, kb: str) -> None: ...
 
+    def discard_unfinished(self, kb: str) -> None:
+        """Remove what a load or swap of `kb` killed half-way left (every ingest calls it first)."""
+        ...
+
     def replace_kb(self, kb: str, data: GraphData, progress=None) -> dict[str, int]:
         """Load `data` as the whole graph of `kb`; readers see the old graph or the new one, never neither."""
         ...

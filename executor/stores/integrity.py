@@ -62,11 +62,24 @@ def sqlite_damage(path: Path) -> str | None:
     return None if said == "ok" else " ".join(str(said).replace("*** in database main ***", "").split())
 
 
+def read_only_mount(path: Path) -> bool:
+    """Whether `path` is on a file system mounted read-only (hostile24b finding 7: told to chmod a 0600 file)."""
+    try:
+        return bool(os.statvfs(path).f_flag & os.ST_RDONLY)
+    except OSError:
+        return False
+
+
 def _refuse_read_only(path: Path) -> None:
     """A file made read-only (chmod 0444) is refused before anything opens it: the check's read-only connection
     left a 0444 `-shm` and `-wal` beside it (SQLite in WAL mode gives them the file's mode and a reader cannot remove
     them), and then the file was silently made 0600 again (root may write it all the same)."""
     mode = path.stat().st_mode
+    if read_only_mount(path):  # chmod changes nothing there (a snapshot, a container's `:ro` volume)
+        raise BackendError(
+            f"cannot write {path}: it is on a read-only file system and executor writes to it; mount it read-write, "
+            "or copy the home to a writable place and set EXECUTOR_HOME to it"
+        )
     if not mode & (stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH) or not os.access(path, os.W_OK):
         raise BackendError(
             f"cannot write {path}: it is read-only (mode {stat.S_IMODE(mode):04o}) and executor writes to it; "

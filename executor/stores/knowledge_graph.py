@@ -15,7 +15,7 @@ from typing import Protocol
 
 from pydantic import BaseModel, ConfigDict
 
-from executor.core.errors import InputError, printable
+from executor.core.errors import BackendError, InputError, printable
 from executor.stores.knowledge_graph_nearest import NearestPair, Neighbours, nearest_pair
 
 RELATION_TYPES = ("DEPENDS_ON", "REFERENCES", "CO_OCCURS", "CONFLICTS_WITH", "DERIVED_FROM", "RELATED_TO")
@@ -156,6 +156,17 @@ class EntityLookup(Protocol):
 
 class PathEnds(EntityLookup, Neighbours, Protocol):
     """What `paths_between` reads of a store: the two ends, and the neighbours for the nearest pair."""
+
+
+class OldGraphLeft(BackendError):
+    """A rebuild's new graph is in place (swapped in), but removing the old one failed: the server went away in
+    between. Not "graph not built", which it said (hostile24b finding 6); the next ingest removes the old copy."""
+
+    def __init__(self, counts: dict[str, int], cause: BaseException):
+        super().__init__(
+            f"the new graph is in place, but its old copy was not removed ({cause}); the next ingest removes it"
+        )
+        self.counts = counts
 
 
 def unknown_entity(kb: str, name: str) -> InputError:

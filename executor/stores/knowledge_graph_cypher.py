@@ -25,6 +25,7 @@ from executor.stores.knowledge_graph import (
     GraphData,
     GraphNode,
     GraphPath,
+    OldGraphLeft,
     PathsBetween,
     check_entity_name,
     entity_key,
@@ -40,6 +41,11 @@ from executor.stores.knowledge_graph_drivers import CypherDriver, Dialect, ensur
 BATCH = 5000
 STAGING_PREFIX = "~staging~"  # knowledge base names are [a-z][a-z0-9_]*: this prefix is never one
 RETIRED_PREFIX = "~retired~"  # a replaced graph, between the swap and its batched drop
+
+
+def _leftovers(kb: str) -> tuple[str, str]:
+    """The names a rebuild of `kb` loads under and retires to, which a killed one leaves behind."""
+    return STAGING_PREFIX + kb, RETIRED_PREFIX + kb
 
 
 _PATH_PROJECTION = (
@@ -286,13 +292,23 @@ class CypherGraphStore:
             self._indexed = True
 
     def drop_kb(self, kb: str) -> None:
-        self._drop(kb)
+        """Remove a knowledge base's graph, and what a load or swap killed half-way left of it: a staging or retired
+        copy of a whole graph, which stayed in the server for good after `kb drop` (hostile24b finding 5)."""
+        for name in (kb, *_leftovers(kb)):
+            self._drop(name)
+        self._written()
+
+    def discard_unfinished(self, kb: str) -> None:
+        """A copy a rebuild killed half-way left goes with the next ingest of any kind, one that changes nothing
+        included: it stayed in the server until the next rebuild (hostile24b finding 5)."""
+        for leftover in _leftovers(kb):
+            self._drop(leftover)
         self._written()
 
     def _drop(self, kb: str) -> None:
-        """Remove a knowledge base's edges, then its nodes, in batches so that no transaction holds a large graph's
-        deletions (Neo4j caps a transaction's memory: 100,000 edges went over 256 MiB as one). Every edge of a KB
-        leaves one of its nodes (MENTIONS from a Document, relations from an Entity)."""
+        """Remove the nodes under the name `kb` with their edges, in batches so that no transaction holds a large
+        graph's deletions (Neo4j caps a transaction's memory: 100,000 edges went over 256 MiB as one). Every edge of
+        a KB leaves one of its nodes (MENTIONS from a Document, relations from an Entity)."""
         for step in (
             "MATCH (:{label} {{kb: $kb}})-[r]->() WITH r LIMIT $batch DELETE r RETURN count(*) AS n",
             "MATCH (n:{label} {{kb: $kb}}) WITH n LIMIT $batch DETACH DELETE n RETURN count(*) AS n",
@@ -309,8 +325,7 @@ class CypherGraphStore:
         graph as it was (and removes the half-built one)."""
         self._ensure_indexes()
         staging, retired = STAGING_PREFIX + kb, RETIRED_PREFIX + kb
-        for leftover in (staging, retired):  # what a load, or a drop after a swap, killed half-way left behind
-            self._drop(leftover)
+        self.discard_unfinished(kb)  # what a load, or a drop after a swap, killed half-way left behind
         try:
             counts = self._load(staging, data, progress)
         except BaseException:
@@ -320,14 +335,18 @@ class CypherGraphStore:
                 pass
             raise
         self._swap(staging, retired, kb)
-        self._drop(retired)
-        self._written()
+        try:
+            self._drop(retired)
+        except BackendError as exc:
+            raise OldGraphLeft(counts, exc) from exc
+        finally:
+            self._written()
         return counts
 
     def _swap(self, staging: str, retired: str, kb: str) -> None:
         """One query, so one transaction (Neo4j) or one atomic write (FalkorDB): readers see the old graph
         or the new one, never neither. The old graph is renamed, not deleted, here: the query then changes one
-        property per node, however many edges the graph has (`drop_kb` deletes it afterwards, in batches)."""
+        property per node, however many edges the graph has (`_drop` deletes it afterwards, in batches)."""
         steps = []
         for label in ("Document", "Entity"):
             steps.append(f"OPTIONAL MATCH (old:{label} {{kb: $kb}}) SET old.kb = $retired WITH count(*) AS _")

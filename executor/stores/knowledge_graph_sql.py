@@ -426,6 +426,9 @@ class SqlGraphStore:
         for table in (GraphRelation, GraphMention, GraphDocumentRow, GraphEntity):
             conn.execute(delete(table).where(table.kb == kb))
 
+    def discard_unfinished(self, kb: str) -> None:
+        """Nothing: a load is one transaction here, so a killed one leaves nothing."""
+
     def drop_kb(self, kb: str) -> None:
         try:
             with self.db.engine.begin() as conn:

@@ -52,6 +52,15 @@ class VectorStore(Protocol):
 
     def discard_unfinished(self, kb: str) -> None: ...
 
+    def written_version(self, kb: str) -> str | None:
+        """The catalog version the KB's vectors here were written at (`executor.stores.vector_versions`); None when
+        none was noted, or the vectors are on a server every home shares."""
+        ...
+
+    def note_version(self, kb: str, version: str | None) -> None:
+        """Note the catalog version the KB's vectors were just written at (None: forget the KB)."""
+        ...
+
     # -- writes
     def delete_docs(self, kb: str, doc_keys: list[str], keep: set[str] | None = None) -> None:
         """Remove these documents' chunks, but those whose chunk id is in `keep` (just written again)."""

@@ -29,6 +29,7 @@ import numpy as np
 
 from executor.core.errors import BackendError, display_url, first_line
 from executor.core.fs import HeldLock, private_umask, stderr_to
+from executor.stores import vector_versions
 from executor.stores.catalog import ingest_hint
 from executor.stores.embedders import Embedder
 from executor.stores.integrity import sqlite_damage
@@ -387,7 +388,8 @@ class MilvusVectorStore:
     def promote(self, kb: str, staging: str) -> None:
         """The rebuild under `staging` is complete: it becomes the KB's vectors, and the old ones are dropped."""
         new = self.collection_name(staging)
-        self.client.create_collection(new + DONE, dimension=2, **self._kw())  # the one step that switches
+        with self._writing(kb):  # a full disk fails here too (Lite's "internal error" as it builds the index)
+            self.client.create_collection(new + DONE, dimension=2, **self._kw())  # the one step that switches
         self._live[kb] = new
         self._recorded.pop(kb, None)
         self._lexical.pop(kb, None)
@@ -396,6 +398,13 @@ class MilvusVectorStore:
                 self.client.drop_collection(name, **self._kw())
         if not self.is_lite:
             self._live.pop(kb, None)
+
+    def written_version(self, kb: str) -> str | None:
+        return vector_versions.written(self.uri, kb) if self.is_lite else None
+
+    def note_version(self, kb: str, version: str | None) -> None:
+        if self.is_lite:
+            vector_versions.note(self.uri, kb, version)
 
     def discard_unfinished(self, kb: str) -> None:
         """Drop what a first ingest or a rebuild killed half-way left behind (it never became the KB's vectors)."""
@@ -514,6 +523,8 @@ class MilvusVectorStore:
         self._lexical.pop(kb, None)
         self._recorded.pop(kb, None)
         self._live.pop(kb, None)
+        if GENERATION not in kb:
+            self.note_version(kb, None)
         names = [self.collection_name(kb)] if GENERATION in kb else self._collections_of(kb)
         for name in names:
             if self.client.has_collection(name):

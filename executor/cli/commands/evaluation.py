@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 from typing import Annotated
@@ -78,12 +79,9 @@ def eval_(
     output_file("--report-json", report_json, example="report.json")
     output_file("--markdown", markdown)
     output_file("--plot", plot, ".png")
-    for out in (report_json, markdown, plot):  # a suite can run for minutes: a report it cannot write fails now
-        if out is not None:
-            try:
-                out.parent.mkdir(parents=True, exist_ok=True)
-            except OSError as exc:
-                raise ExecutorError(f"cannot write {out}: {exc.strerror or exc}") from exc
+    outputs = [out for out in (report_json, markdown, plot) if out is not None]
+    for out in outputs:  # a suite can run for minutes: a report it cannot write fails now
+        _check_writable(out)
     with runtime("eval", serve_model=policy == "llm") as rt:
         # a scenario on documentation kept outside the repository ingests it once, or is skipped without it
         scenarios, skipped = prepare_knowledge_bases(rt, scenarios, REPO_ROOT, progress=sys.stderr.isatty())
@@ -101,6 +99,11 @@ def eval_(
         )
     on, off = (judged, baseline) if guards == "on" else (baseline, judged)
     full = report.to_json(judged, baseline, policy)
+    for out in outputs:  # made only now: a run that failed first left folders behind (hostile24b finding 8)
+        try:
+            out.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise ExecutorError(f"cannot write {out}: {exc.strerror or exc}") from exc
     if report_json:
         report.write_json(full, report_json)
     if markdown:
@@ -205,3 +208,13 @@ def stats(
 
 def _count(n: int, noun: str) -> str:
     return f"{n} {noun}" + ("" if n == 1 else "s")
+
+
+def _check_writable(out: Path) -> None:
+    """`out` can be written once the suite has run: its nearest existing folder is a folder this user may write in
+    (the missing ones are made then, not before a run that may fail)."""
+    folder = out.parent
+    while not folder.exists() and folder != folder.parent:
+        folder = folder.parent
+    if not folder.is_dir() or not os.access(folder, os.W_OK | os.X_OK):
+        raise ExecutorError(f"cannot write {out}: {folder} is not a folder this user may write in")
