@@ -111,8 +111,18 @@ class Discovery:
     def unsupported_summary(self) -> str | None:
         if not self.unsupported:
             return None
-        listed = ", ".join(f"{ext} ({n})" for ext, n in sorted(self.unsupported.items()))
-        return f"unsupported file types skipped: {listed}"
+        return f"unsupported file types skipped: {most_common_types(self.unsupported)}"
+
+
+SHOWN_TYPES = 10  # `ingest / --dry-run` listed 3,000 extensions on one line of 60,000 characters (hostile24b #9)
+
+
+def most_common_types(counts: dict[str, int]) -> str:
+    """The most common unsupported file types with their counts, and how many others (`--json` has them all)."""
+    ranked = sorted(counts.items(), key=lambda item: (-item[1], item[0]))
+    shown = ", ".join(f"{ext} ({n:,})" for ext, n in ranked[:SHOWN_TYPES])
+    rest = len(ranked) - SHOWN_TYPES
+    return shown + (f" and {rest:,} other type{'s' if rest > 1 else ''}" if rest > 0 else "")
 
 
 @dataclass

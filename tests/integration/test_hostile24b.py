@@ -267,3 +267,14 @@ def test_a_dry_run_over_many_file_types_names_the_most_common(tmp_path):
     last = r.stdout.strip().splitlines()[-1]
     assert "15 unsupported" in last and "and 5 other types" in last, last
     assert last.count(".x") == 10, last
+
+
+def test_an_ingest_over_many_file_types_names_the_most_common(tmp_path):
+    """The real ingest's warning as the dry run's line: "unsupported file types skipped: …" listed every extension."""
+    pages = {"page.md": "# Page\n\nSome text.\n"} | {f"data{i}.x{i:02d}": "x" * i for i in range(1, 16)}
+    folder = write_pages(tmp_path / "mixed", pages)
+    r = run_cli(tmp_path / "home", "ingest", str(folder), "--kb", "mixed")
+    assert r.returncode == 0, r.stderr
+    said = " ".join((r.stdout + r.stderr).split())  # (the warning wraps at the terminal's width)
+    warned = said[said.index("unsupported file types skipped:") :].split("warning:")[0]
+    assert "and 5 other types" in warned and warned.count(".x") == 10, warned

@@ -167,24 +167,15 @@ def _print_plan(source: Path, kb: str, as_json: bool) -> None:
         console.print(f"warning: {warning}", style="yellow", highlight=False, markup=False)
     counts = data["counts"]
     formats = ", ".join(f"{fmt} {n}" for fmt, n in data["formats"].items()) or "none"
-    unsupported = _most_common(data["unsupported"])
+    from executor.retrieval.sources import most_common_types
+
+    unsupported = most_common_types(data["unsupported"])
     typer.echo(
         f"dry run for {kb}: {counts['read']} to read, {counts['convert']} to convert, {counts['skipped']} skipped"
         + (f", {counts['unsupported']} unsupported ({unsupported})" if unsupported else "")
         + (f", {len(data['remove'])} to remove" if data["remove"] else "")
         + f"; per format: {formats}; nothing written"
     )
-
-
-SHOWN_TYPES = 10  # `ingest / --dry-run` listed 3,000 extensions on one line of 60,000 characters
-
-
-def _most_common(counts: dict[str, int]) -> str:
-    """The most common unsupported file types with their counts, and how many others (`--json` has them all)."""
-    ranked = sorted(counts.items(), key=lambda item: (-item[1], item[0]))
-    shown = ", ".join(f"{ext} ({n:,})" for ext, n in ranked[:SHOWN_TYPES])
-    rest = len(ranked) - SHOWN_TYPES
-    return shown + (f" and {rest:,} other type{'s' if rest > 1 else ''}" if rest > 0 else "")
 
 
 def _removal(settings, kb: str, root: str, found: set[str]):
