@@ -859,6 +859,21 @@ class Settings(BaseSettings):
         return value
 
     @model_validator(mode="after")
+    def _sql_graph_has_its_database(self) -> Settings:
+        """The SQL graph runs on SQLite and PostgreSQL: on MySQL/MariaDB an ingest stored the documents, then said to
+        run it again "once the graph backend answers", which it never would (hostile24c finding 10). Refused before
+        any command stores anything."""
+        if self.graph_backend == "sql" and self.database_url:
+            from sqlalchemy.engine import make_url
+
+            if make_url(self.database_url).get_backend_name() not in ("sqlite", "postgresql"):
+                raise ValueError(
+                    f"{env_name('graph_backend')}=sql keeps the graph in {env_name('database_url')}, which must be "
+                    "SQLite or PostgreSQL; this one is not (unset the graph backend to use the embedded FalkorDB)"
+                )
+        return self
+
+    @model_validator(mode="after")
     def _register_secrets(self) -> Settings:
         """Every password, token and key the settings hold is redacted from whatever is printed or stored."""
         for value in (self.openai_api_key, self.milvus_token, self.neo4j_password):
@@ -1061,6 +1076,8 @@ def settings_error(exc: ValidationError) -> ConfigError:
         else:  # a key inside a structured setting: the variable holding it, else the config file
             where = f"{variable if variable in os.environ else config_path()} ({path})"
     problem = f"unknown key {loc[-1]!r}" if err["type"] == "extra_forbidden" else err["msg"]
+    if not loc:  # two settings that do not go together: the message names both
+        return ConfigError(f"invalid settings: {problem.removeprefix('Value error, ')}")
     return ConfigError(f"invalid setting {where}: {problem.removeprefix('Value error, ')}")
 
 

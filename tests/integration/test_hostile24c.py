@@ -296,3 +296,18 @@ def test_the_embedded_graph_answers_after_a_restart_of_a_large_load(tmp_path, mo
         assert not any(f.stat().st_size for f in files.glob("*.incr.aof")), sorted(files.iterdir())
     finally:
         server.stop()
+
+
+# -- finding 10: the SQL graph on MariaDB ------------------------------------------------------------------------
+def test_the_sql_graph_on_mysql_is_refused_before_anything_is_stored(tmp_path):
+    """`EXECUTOR_GRAPH_BACKEND=sql` with `EXECUTOR_DATABASE_URL` on MySQL/MariaDB: ingest stored the documents, then
+    said to run it again "once the graph backend answers", exit 1, which never helps (the SQL graph runs on SQLite
+    and PostgreSQL). A setting that cannot work is exit 2 before anything is stored (no server is needed to say so:
+    the URL names a closed port)."""
+    home = tmp_path / "home"
+    url = "mysql+pymysql://root@127.0.0.1:9/none"
+    r = run_cli(home, "ingest", EXECUTOR_GRAPH_BACKEND="sql", EXECUTOR_DATABASE_URL=url)
+    assert r.returncode == 2, (r.returncode, r.stderr)
+    assert "EXECUTOR_GRAPH_BACKEND=sql" in r.stderr and "EXECUTOR_DATABASE_URL" in r.stderr, r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1, r.stderr
+    assert not (home / "milvus.db").exists()
