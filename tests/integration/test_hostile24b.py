@@ -66,6 +66,12 @@ def sample_home(tmp_path_factory):
     return pristine_home(tmp_path_factory, "hostile24b")
 
 
+def _lookup(proc, call_id: int, query: str) -> dict:
+    """`lookup_knowledge` on the server's stdin/stdout: its JSON-RPC reply."""
+    call = {"name": "lookup_knowledge", "arguments": {"query": query}}
+    return _rpc(proc, {"jsonrpc": "2.0", "id": call_id, "method": "tools/call", "params": call})
+
+
 def _rpc(proc, message: dict) -> dict:
     import json
 
@@ -98,29 +104,13 @@ def test_a_home_moved_under_a_live_server_is_said_so_and_not_made_again(sample_h
             },
         )
         proc.stdin.write(b'{"jsonrpc": "2.0", "method": "notifications/initialized"}\n')
-        first = _rpc(
-            proc,
-            {
-                "jsonrpc": "2.0",
-                "id": 2,
-                "method": "tools/call",
-                "params": {"name": "lookup_knowledge", "arguments": {"query": "ERR_TIMEOUT"}},
-            },
-        )
+        first = _lookup(proc, 2, "ERR_TIMEOUT")
         assert "PRECISE" in first["result"]["content"][0]["text"]
         # the graph server stopped meanwhile (`executor graph stop`, a restart of the machine's services): the live
         # process starts it again on its next graph call
         assert run_cli(home, "graph", "stop").returncode == 0
         os.rename(home, moved)
-        reply = _rpc(
-            proc,
-            {
-                "jsonrpc": "2.0",
-                "id": 3,
-                "method": "tools/call",
-                "params": {"name": "lookup_knowledge", "arguments": {"query": "PgBouncer"}},
-            },
-        )
+        reply = _lookup(proc, 3, "PgBouncer")
     finally:
         stop_process(proc)
         run_cli(moved, "graph", "stop")
