@@ -28,6 +28,7 @@ from starlette.middleware import Middleware
 
 from executor.core.errors import InputError, printable, register_secret, validation_line
 from executor.core.local_http import LocalGuard, is_loopback, own_hosts, posted_json, refuse, replaying, send_json
+from executor.nodes.begin_turn import NO_STOPPED_RUN
 from executor.nodes.memory_branch import check_session_edit
 
 STUDIO_ORIGINS = ("https://smith.langchain.com", "https://eu.smith.langchain.com")
@@ -295,10 +296,7 @@ async def nothing_to_continue(scope, payload) -> str | None:
     if not state.get("checkpoint") and not state.get("values"):
         return f"invalid input: thread {thread} has no turn to continue: {ASK_IN_INPUT}"
     if not state.get("next"):
-        return (
-            f"invalid input: thread {thread} has no stopped run to continue (its last turn is over; a question written "
-            f"into it by a state edit is not asked): {ASK_IN_INPUT}"
-        )
+        return f"invalid input: thread {thread} {NO_STOPPED_RUN}: {ASK_IN_INPUT}"
     return None
 
 

@@ -144,10 +144,11 @@ NO_TURN = (
     "a Command's update with no goto starts no turn: send the question as the run's input (or the Command with "
     "goto 'begin_turn')"
 )
-NOTHING_TO_CONTINUE = (
-    "the thread has no stopped run to continue (its last turn is over; a question written into it by a state edit is "
-    "not asked): send the question as the run's input"
+# a run with no input on a thread whose turn is over (said by the graph, and by `langgraph dev` before the run)
+NO_STOPPED_RUN = (
+    "has no stopped run to continue (its last turn is over; a question written into it by a state edit is not asked)"
 )
+NOTHING_TO_CONTINUE = f"the thread {NO_STOPPED_RUN}: send the question as the run's input"
 NO_RESUME = (
     "this graph asks nothing to resume with (a Command's resume): to continue a stopped run, run its thread with no "
     "input; to ask, send the question as the run's input"
